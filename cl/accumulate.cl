@@ -1,0 +1,1 @@
+/* accumulate.cl - not yet written */

@@ -1,0 +1,1 @@
+/* common.cl - not yet written */

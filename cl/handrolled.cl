@@ -1,0 +1,1 @@
+/* handrolled.cl - not yet written */

@@ -1,0 +1,1 @@
+/* mlp.cl - not yet written */

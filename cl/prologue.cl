@@ -1,0 +1,1 @@
+/* prologue.cl - not yet written */

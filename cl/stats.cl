@@ -1,0 +1,1 @@
+/* stats.cl - not yet written */

@@ -1,0 +1,1 @@
+/* stream.cl - not yet written */

@@ -1,0 +1,1 @@
+/* update.cl - not yet written */

@@ -1,0 +1,400 @@
+/* clgrad.h - public API of clgrad: fused gradient accumulation and optimizer
+ * updates on any OpenCL device.
+ *
+ * Conventions
+ *  - Every function that can fail returns a clg_status; 0 is success, negative
+ *    values in (-10000, 0) are OpenCL's own codes passed through unchanged,
+ *    values <= CLG_ERR_FIRST are clgrad's own.
+ *  - After a failure, clg_last_error(ctx) names the failing call and why.
+ *  - Invalid input changes no state.
+ *  - Device work is enqueued on the context's in-order queue and is
+ *    asynchronous, like CLBlast: nothing blocks unless a function says so.
+ *  - The library never prints and never exits.
+ */
+#ifndef CLGRAD_H
+#define CLGRAD_H
+
+#ifndef CL_TARGET_OPENCL_VERSION
+#define CL_TARGET_OPENCL_VERSION 200
+#endif
+#ifndef CL_USE_DEPRECATED_OPENCL_1_2_APIS
+#define CL_USE_DEPRECATED_OPENCL_1_2_APIS
+#endif
+#include <CL/cl.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(CLGRAD_BUILDING) && defined(__GNUC__)
+#define CLG_API __attribute__((visibility("default")))
+#else
+#define CLG_API
+#endif
+
+#define CLGRAD_VERSION_MAJOR 0
+#define CLGRAD_VERSION_MINOR 1
+#define CLGRAD_VERSION_PATCH 0
+
+/* ---------------------------------------------------------------- status */
+
+typedef enum clg_status {
+    CLG_SUCCESS = 0,
+    /* OpenCL error codes (CL_OUT_OF_RESOURCES, ...) pass through as is. */
+    CLG_ERR_FIRST = -10000,
+    CLG_ERR_INVALID_ARGUMENT = -10001,   /* bad value, NULL handle, bad name  */
+    CLG_ERR_OUT_OF_DEVICE_MEMORY = -10002, /* device allocation failed       */
+    CLG_ERR_OVER_BUDGET = -10003,        /* would exceed the memory budget    */
+    CLG_ERR_UNSUPPORTED = -10004,        /* feature not available here        */
+    CLG_ERR_NO_DEVICE = -10005,          /* no platform/device, or no match   */
+    CLG_ERR_BUILD = -10006,              /* kernel build failed (log in msg)  */
+    CLG_ERR_IO = -10007,                 /* file system error                 */
+    CLG_ERR_CORRUPT_FILE = -10008,       /* malformed or damaged file         */
+    CLG_ERR_MISMATCH = -10009,           /* file does not match live model    */
+    CLG_ERR_NONFINITE = -10010,          /* inf/NaN gradient (error policy)   */
+    CLG_ERR_STATE = -10011,              /* call not valid in current state   */
+    CLG_ERR_OUT_OF_HOST_MEMORY = -10012, /* malloc failed                     */
+    CLG_ERR_LAST = -10012
+} clg_status;
+
+/* A constant, never NULL, for every clg_status and every OpenCL code
+ * ("CL_OUT_OF_RESOURCES"); "CLG_UNKNOWN_STATUS" for anything else. */
+CLG_API const char *clg_status_string(clg_status status);
+
+/* --------------------------------------------------------------- devices */
+
+typedef struct clg_device_info {
+    unsigned platform_index;
+    unsigned device_index;       /* within its platform */
+    cl_platform_id platform;
+    cl_device_id device;
+    char platform_name[128];
+    char platform_version[128];
+    char name[128];
+    char vendor[128];
+    char driver_version[128];
+    char device_version[128];    /* "OpenCL 3.0 ..." */
+    char opencl_c_version[128];  /* "OpenCL C 1.2 ..." */
+    cl_device_type type;
+    cl_ulong global_mem_size;
+    cl_ulong max_mem_alloc_size;
+    cl_uint compute_units;
+    size_t max_work_group_size;
+    size_t preferred_work_group_multiple;
+    int has_fp16;                /* cl_khr_fp16 (clgrad does not need it) */
+    int has_fp64;
+} clg_device_info;
+
+/* Lists every device of every platform. *out is freed with clg_devices_free.
+ * Returns CLG_ERR_NO_DEVICE (count 0) when no platform exists. */
+CLG_API clg_status clg_devices_list(clg_device_info **out, size_t *count);
+CLG_API void clg_devices_free(clg_device_info *devices);
+
+/* Picks a device: selector is "N" (N-th device overall), "P:D" (platform P,
+ * device D), or a case-insensitive substring of platform, vendor or device
+ * name. NULL or "" means the CLGRAD_DEVICE environment variable, and without
+ * it the first GPU, else the first device. */
+CLG_API clg_status clg_device_select(const clg_device_info *devices, size_t count,
+                                     const char *selector, size_t *chosen);
+
+/* --------------------------------------------------------------- context */
+
+typedef struct clg_context clg_context;
+
+/* Creates its own OpenCL context and in-order queue on the selected device. */
+CLG_API clg_status clg_context_create(clg_context **out, const char *selector);
+/* Wraps the caller's objects; clgrad retains them and releases its own
+ * references on destroy, never the caller's. queue must be in-order. */
+CLG_API clg_status clg_context_wrap(clg_context **out, cl_context context,
+                                    cl_device_id device, cl_command_queue queue);
+CLG_API void clg_context_destroy(clg_context *ctx);
+
+CLG_API cl_context clg_context_cl(const clg_context *ctx);
+CLG_API cl_device_id clg_context_device(const clg_context *ctx);
+CLG_API cl_command_queue clg_context_queue(const clg_context *ctx);
+CLG_API const clg_device_info *clg_context_device_info(const clg_context *ctx);
+
+/* Message of the last failure on ctx (or, for ctx == NULL, of the last failed
+ * context-less call on this thread). The pointer stays valid until the next
+ * call on this thread. Never NULL. */
+CLG_API const char *clg_last_error(const clg_context *ctx);
+
+/* Memory clgrad itself holds on the device, and its high-water mark. */
+CLG_API uint64_t clg_context_device_bytes(const clg_context *ctx);
+CLG_API uint64_t clg_context_peak_device_bytes(const clg_context *ctx);
+/* Caps what clgrad allocates from now on (0 = no cap). Fails with
+ * CLG_ERR_OVER_BUDGET if more than budget is already allocated. */
+CLG_API clg_status clg_context_set_budget(clg_context *ctx, uint64_t budget_bytes);
+CLG_API uint64_t clg_context_budget(const clg_context *ctx);
+/* Lets the caller charge its own allocations (activations) to the budget:
+ * reserve fails with CLG_ERR_OVER_BUDGET and changes nothing. */
+CLG_API clg_status clg_context_reserve(clg_context *ctx, uint64_t bytes);
+CLG_API void clg_context_unreserve(clg_context *ctx, uint64_t bytes);
+/* Largest single buffer clgrad will create: the device's
+ * CL_DEVICE_MAX_MEM_ALLOC_SIZE, or CLGRAD_MAX_ALLOC (bytes) if smaller. */
+CLG_API uint64_t clg_context_max_alloc(const clg_context *ctx);
+/* Kernels clgrad enqueued on this context so far (for launch counting). */
+CLG_API uint64_t clg_context_launches(const clg_context *ctx);
+
+/* Builds (or loads from the disk cache) clgrad's program "name" (a file of
+ * cl/ without .cl) with extra options; used by tools that launch clgrad's
+ * own auxiliary kernels. The program is owned by ctx. from_cache tells
+ * whether the binary came from the disk cache (may be NULL). */
+CLG_API clg_status clg_context_program(clg_context *ctx, const char *name,
+                                       const char *options, cl_program *program,
+                                       int *from_cache);
+
+/* ----------------------------------------------------------------- types */
+
+typedef enum clg_dtype {
+    CLG_FP32 = 0,
+    CLG_FP16 = 1, /* IEEE binary16 through vload_half/vstore_half */
+    CLG_BF16 = 2, /* bfloat16 as ushort bits */
+    CLG_DTYPE_NONE = 3
+} clg_dtype;
+
+typedef enum clg_optimizer {
+    CLG_SGD = 0,   /* momentum, dampening, Nesterov, L2 weight decay */
+    CLG_ADAM = 1,  /* L2 weight decay added to the gradient, AMSGrad */
+    CLG_ADAMW = 2, /* decoupled weight decay, AMSGrad */
+    CLG_LION = 3   /* sign update, decoupled weight decay */
+} clg_optimizer;
+
+typedef enum clg_schedule_kind {
+    CLG_SCHED_CONSTANT = 0, /* lr (after warmup) */
+    CLG_SCHED_LINEAR = 1,   /* linear decay to min_lr after warmup */
+    CLG_SCHED_COSINE = 2    /* cosine decay to min_lr after warmup */
+} clg_schedule_kind;
+
+/* lr(t), t = number of updates already applied (0 for the first update):
+ *   t <  warmup:  lr * (t + 1) / warmup
+ *   else:         decay from lr to min_lr over [warmup, total); min_lr after.
+ */
+typedef struct clg_schedule {
+    clg_schedule_kind kind;
+    uint64_t warmup;
+    uint64_t total;
+    float min_lr;
+} clg_schedule;
+
+typedef enum clg_normalize {
+    CLG_NORM_MEAN = 0, /* divide the sum by the sum of micro-step weights */
+    CLG_NORM_SUM = 1   /* use the weighted sum as is */
+} clg_normalize;
+
+typedef enum clg_nonfinite_policy {
+    CLG_NONFINITE_IGNORE = 0,     /* no check: inf/NaN flow into the update */
+    CLG_NONFINITE_SKIP_UPDATE = 1,/* skip the whole update (GradScaler)      */
+    CLG_NONFINITE_SKIP_MICRO = 2, /* drop only the offending micro-step (optax) */
+    CLG_NONFINITE_ERROR = 3       /* CLG_ERR_NONFINITE at the next sync point */
+} clg_nonfinite_policy;
+
+typedef enum clg_loss_scale_mode {
+    CLG_LOSS_SCALE_NONE = 0,
+    CLG_LOSS_SCALE_STATIC = 1,
+    CLG_LOSS_SCALE_DYNAMIC = 2
+} clg_loss_scale_mode;
+
+/* Number of micro-steps of update t (optax every_k_schedule); must be >= 1. */
+typedef unsigned (*clg_k_schedule_fn)(uint64_t update_index, void *user);
+
+typedef struct clg_config {
+    clg_optimizer optimizer;
+    float lr;
+    float beta1;        /* Adam/AdamW/Lion */
+    float beta2;        /* Adam/AdamW/Lion */
+    float eps;          /* Adam/AdamW */
+    float weight_decay; /* default for groups that don't override it */
+    float momentum;     /* SGD */
+    float dampening;    /* SGD */
+    int nesterov;       /* SGD */
+    int amsgrad;        /* Adam/AdamW */
+    int maximize;       /* SGD/Adam/AdamW */
+    clg_schedule schedule;
+
+    unsigned accum_steps;         /* k, used when k_schedule is NULL */
+    clg_k_schedule_fn k_schedule; /* optional */
+    void *k_schedule_user;
+    clg_normalize normalize;
+    /* Path C: when the last micro-step brings external gradients, the update
+     * kernel reads them itself instead of adding them into the accumulator
+     * first. Default on; off gives path A. */
+    int fuse_last_micro_step;
+
+    clg_dtype acc_dtype;        /* CLG_FP32 (default) or CLG_BF16 with
+                                   stochastic rounding (memory-starved cases) */
+    clg_dtype param_copy_dtype; /* CLG_DTYPE_NONE, CLG_FP16 or CLG_BF16 */
+
+    float clip_norm;  /* > 0: clip by global norm of the normalized gradient */
+    float clip_value; /* > 0: clamp each normalized gradient element */
+    clg_nonfinite_policy nonfinite;
+
+    clg_loss_scale_mode loss_scale;
+    float loss_scale_init;        /* 65536 */
+    float loss_scale_growth;      /* 2.0 */
+    float loss_scale_backoff;     /* 0.5 */
+    unsigned loss_scale_interval; /* 2000 */
+    float loss_scale_min;         /* 1.0 */
+    float loss_scale_max;         /* 2^24 */
+
+    int noise_scale;       /* estimate the gradient noise scale (McCandlish) */
+    float noise_scale_ema; /* smoothing of the estimate, e.g. 0.9 */
+    int tensor_norms;      /* keep per-tensor gradient norms for logging */
+    uint64_t seed;         /* stochastic rounding */
+} clg_config;
+
+/* PyTorch's defaults for the optimizer: lr 1e-3, betas (0.9, 0.999) (Lion:
+ * 1e-4, (0.9, 0.99)), eps 1e-8, weight decay 0 (AdamW 1e-2), k = 1, mean,
+ * fused last micro-step, fp32 accumulator, no clipping, no loss scaling. */
+CLG_API clg_config clg_config_default(clg_optimizer optimizer);
+
+/* Returns the learning rate for a new effective batch: linear rule
+ * (Goyal et al. 2017, for SGD: lr * new/base) or square-root rule (Adam
+ * family: lr * sqrt(new/base)). */
+typedef enum clg_lr_rule { CLG_LR_RULE_NONE = 0, CLG_LR_RULE_LINEAR = 1, CLG_LR_RULE_SQRT = 2 } clg_lr_rule;
+CLG_API clg_status clg_lr_scale(clg_lr_rule rule, float lr, uint64_t base_batch,
+                                uint64_t new_batch, float *scaled_lr);
+
+/* ----------------------------------------------------------------- model */
+
+typedef struct clg_model clg_model;
+
+/* A model is built in two phases: add groups and tensors, then
+ * clg_model_finalize allocates the arenas on the device. */
+CLG_API clg_status clg_model_create(clg_context *ctx, const clg_config *config,
+                                    clg_model **out);
+CLG_API void clg_model_destroy(clg_model *model);
+
+/* lr_mult scales the schedule's lr; weight_decay < 0 means the config's. */
+CLG_API clg_status clg_model_add_group(clg_model *model, const char *name, float lr_mult,
+                                       float weight_decay, int *group);
+/* Group 0 exists from the start (lr_mult 1, config weight decay). */
+CLG_API clg_status clg_model_add_tensor(clg_model *model, const char *name, size_t count,
+                                        int group, int *tensor);
+CLG_API clg_status clg_model_finalize(clg_model *model);
+
+CLG_API size_t clg_model_tensor_count(const clg_model *model);
+CLG_API uint64_t clg_model_param_count(const clg_model *model);
+CLG_API clg_status clg_model_find_tensor(const clg_model *model, const char *name, int *tensor);
+CLG_API const char *clg_model_tensor_name(const clg_model *model, int tensor);
+CLG_API size_t clg_model_tensor_size(const clg_model *model, int tensor);
+CLG_API clg_context *clg_model_context(const clg_model *model);
+CLG_API const clg_config *clg_model_config(const clg_model *model);
+
+/* Device bytes of the model's arenas (params, accumulators, states, copy). */
+typedef struct clg_memory_plan {
+    uint64_t params, accumulators, states, param_copy, grad_buffers, step_block;
+    uint64_t total;
+} clg_memory_plan;
+CLG_API clg_status clg_model_memory(const clg_model *model, clg_memory_plan *plan);
+/* The same numbers for a model not yet built: n parameters under config. */
+CLG_API clg_status clg_memory_estimate(const clg_config *config, uint64_t n,
+                                       clg_memory_plan *plan);
+
+/* Where tensor lives: the buffer and the element offset in it. The element
+ * type is fp32 for params and accumulators (bf16 accumulators: ushort). */
+typedef struct clg_view {
+    cl_mem mem;
+    size_t offset; /* in elements */
+    size_t count;
+} clg_view;
+CLG_API clg_status clg_model_param_view(const clg_model *model, int tensor, clg_view *view);
+CLG_API clg_status clg_model_acc_view(const clg_model *model, int tensor, clg_view *view);
+/* The low-precision copy of the params (param_copy_dtype). */
+CLG_API clg_status clg_model_param_copy_view(const clg_model *model, int tensor, clg_view *view);
+
+/* Host <-> device copies of parameters (fp32), blocking. tensor < 0 means the
+ * whole model in tensor order (clg_model_param_count floats). */
+CLG_API clg_status clg_model_upload_params(clg_model *model, int tensor, const float *host);
+CLG_API clg_status clg_model_download_params(clg_model *model, int tensor, float *host);
+/* Accumulated (unnormalized) gradient, blocking. */
+CLG_API clg_status clg_model_download_acc(clg_model *model, int tensor, float *host);
+/* Optimizer state s (0: first moment / momentum, 1: second moment,
+ * 2: AMSGrad max), blocking. */
+CLG_API size_t clg_model_state_count(const clg_model *model);
+CLG_API clg_status clg_model_download_state(clg_model *model, int state, int tensor, float *host);
+
+/* --------------------------------------------------- gradient buffers */
+
+/* External gradients (paths A and C): a set of buffers laid out like the
+ * accumulator, in fp32, fp16 or bf16. Users' backward kernels write into its
+ * views; clg_step reads it. Counted against the budget. */
+typedef struct clg_grads clg_grads;
+CLG_API clg_status clg_grads_create(clg_model *model, clg_dtype dtype, clg_grads **out);
+CLG_API void clg_grads_destroy(clg_grads *grads);
+CLG_API clg_status clg_grads_view(const clg_grads *grads, int tensor, clg_view *view);
+/* Blocking copy of host data (in the buffer's dtype) into tensor (< 0: all). */
+CLG_API clg_status clg_grads_upload(clg_grads *grads, int tensor, const void *host);
+
+/* --------------------------------------------------------------- the cycle */
+
+/* Path B: the beta a GEMM-style backward must use when writing into the
+ * accumulator views: 0 on the first micro-step of a cycle, 1 after. */
+CLG_API float clg_accum_beta(const clg_model *model);
+/* Micro-steps already taken in the current cycle, and its length. */
+CLG_API unsigned clg_micro_step_index(const clg_model *model);
+CLG_API unsigned clg_cycle_length(const clg_model *model);
+
+/* One micro-step. grads != NULL: paths A/C, its gradients are added with
+ * weight into the accumulator. grads == NULL: path B, the caller's backward
+ * has already written weight * gradient into the accumulator views.
+ * When the cycle is complete the update runs (device only, no host sync).
+ * *updated (may be NULL) tells whether an update was enqueued. */
+CLG_API clg_status clg_step(clg_model *model, const clg_grads *grads, float weight,
+                            int *updated);
+/* Applies the update now with what the current cycle holds (a partial last
+ * window divides by its own weights). CLG_ERR_STATE if the cycle is empty. */
+CLG_API clg_status clg_flush(clg_model *model);
+/* Drops the current cycle's gradients (accumulator content is ignored). */
+CLG_API void clg_reset_cycle(clg_model *model);
+
+/* ------------------------------------------------------------ statistics */
+
+/* Read back from the device step block. blocking = 0 returns the value as of
+ * the last completed read (one update stale at most) and starts a new
+ * non-blocking read; blocking = 1 waits for the queue. */
+typedef struct clg_stats {
+    uint64_t updates;         /* applied updates (skipped ones excluded) */
+    uint64_t micro_steps;     /* micro-steps taken in total */
+    uint64_t skipped_updates; /* skipped for non-finite gradients */
+    uint64_t skipped_micro_steps;
+    float lr;                 /* lr of the last update */
+    float grad_norm;          /* global norm of the last normalized gradient
+                                 (NaN if no statistics pass ran) */
+    float clip_coef;          /* clipping coefficient applied */
+    float loss_scale;         /* current loss scale (1 if none) */
+    float weight_sum;         /* weights accumulated in the current cycle */
+    int last_nonfinite;       /* last update saw inf/NaN */
+    float noise_scale;        /* B_simple EMA (NaN until two estimates) */
+    float noise_g2;           /* EMA of |G|^2 estimate */
+    float noise_trace;        /* EMA of tr(Sigma) estimate */
+} clg_stats;
+CLG_API clg_status clg_model_stats(clg_model *model, int blocking, clg_stats *stats);
+/* Current loss scale to multiply the loss by (1 without loss scaling). */
+CLG_API clg_status clg_model_loss_scale(clg_model *model, int blocking, float *scale);
+/* Per-tensor gradient norms of the last update (config.tensor_norms). */
+CLG_API clg_status clg_model_tensor_norms(clg_model *model, float *norms);
+/* Waits for the queue; returns CLG_ERR_NONFINITE under the error policy if an
+ * update saw inf/NaN since the last sync. */
+CLG_API clg_status clg_model_sync(clg_model *model);
+
+/* ------------------------------------------------------------ checkpoints */
+
+/* Saves the whole training state, safetensors-compatible, durably (temp file,
+ * fsync, rename, fsync of the directory). meta: n_meta key/value pairs of the
+ * caller's own (keys must not start with "clgrad."). Blocking. */
+CLG_API clg_status clg_checkpoint_save(clg_model *model, const char *path,
+                                       const char *const *meta_keys,
+                                       const char *const *meta_values, size_t n_meta);
+/* Loads a checkpoint into the model, all or nothing. The caller's metadata is
+ * returned through the callback (may be NULL). Blocking. */
+typedef void (*clg_meta_fn)(const char *key, const char *value, void *user);
+CLG_API clg_status clg_checkpoint_load(clg_model *model, const char *path, clg_meta_fn meta,
+                                       void *user);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CLGRAD_H */

@@ -1,0 +1,1 @@
+/* arena.c - not yet written */

@@ -1,0 +1,1 @@
+/* buffer.c - not yet written */

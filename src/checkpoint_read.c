@@ -1,0 +1,1 @@
+/* checkpoint_read.c - not yet written */

@@ -1,0 +1,1 @@
+/* crc32.c - not yet written */

@@ -1,0 +1,1 @@
+/* fault.c - not yet written */

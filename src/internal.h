@@ -1,0 +1,117 @@
+/* internal.h - what the library's own files share and users never see:
+ * the context, error reporting, program building, budgeted buffers. */
+#ifndef CLGRAD_INTERNAL_H
+#define CLGRAD_INTERNAL_H
+
+#include "clgrad.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <threads.h>
+
+#define CLG_ERROR_MAX 8192
+
+/* A program built for this context, keyed by name and options. */
+typedef struct clg_program_entry {
+    char *name;
+    char *options;
+    cl_program program;
+    struct clg_program_entry *next;
+} clg_program_entry;
+
+struct clg_context {
+    cl_context cl;
+    cl_device_id device;
+    cl_command_queue queue;
+    clg_device_info info;
+    int opencl_c_major, opencl_c_minor; /* from CL_DEVICE_OPENCL_C_VERSION */
+
+    mtx_t lock; /* guards error, budget counters and the program list */
+    char error[CLG_ERROR_MAX];
+
+    uint64_t budget;   /* 0 = no cap */
+    uint64_t in_use;   /* clgrad's buffers + caller reservations */
+    uint64_t peak;
+    uint64_t max_alloc; /* min(device max alloc, CLGRAD_MAX_ALLOC) */
+    uint64_t launches;
+
+    clg_program_entry *programs;
+};
+
+/* ----------------------------------------------------------- errors */
+
+/* Records a message for ctx (or the thread's context-less slot when ctx is
+ * NULL) and returns status, so that callers write
+ *     return clg__fail(ctx, CLG_ERR_INVALID_ARGUMENT, "clg_step: weight %g", w);
+ */
+clg_status clg__fail(clg_context *ctx, clg_status status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* For a failed OpenCL call: maps allocation failures to
+ * CLG_ERR_OUT_OF_DEVICE_MEMORY, passes other codes through, and records
+ * "<what>: <call> failed: CL_XXX (code)". */
+clg_status clg__cl_fail(clg_context *ctx, cl_int err, const char *what, const char *call);
+/* The name of an OpenCL error code ("CL_INVALID_VALUE"), or NULL. */
+const char *clg__cl_error_name(cl_int err);
+
+/* ----------------------------------------------------------- programs */
+
+/* Embedded kernel source: the chunks of cl/<name>.cl, NULL-terminated.
+ * NULL if no such file was embedded. (generated: clg_kernels.c) */
+const char *const *clg__kernel_source(const char *name);
+
+/* Builds (or fetches from the in-memory list, or from the disk cache)
+ * program name with options; common.cl is compiled in front of every
+ * program. The program stays owned by ctx. */
+clg_status clg__program(clg_context *ctx, const char *name, const char *options,
+                        cl_program *program, int *from_cache);
+/* Creates a kernel from a program; the caller releases it. */
+clg_status clg__kernel(clg_context *ctx, cl_program program, const char *kernel_name,
+                       cl_kernel *kernel);
+
+/* ----------------------------------------------------------- buffers */
+
+/* Creates a buffer charged to the budget and touched once (so lazy drivers
+ * fail here, not at the first kernel). */
+clg_status clg__buffer_create(clg_context *ctx, uint64_t bytes, cl_mem *out);
+/* Releases a buffer made by clg__buffer_create and refunds its bytes. */
+void clg__buffer_release(clg_context *ctx, cl_mem mem, uint64_t bytes);
+
+/* Enqueues a 1-D NDRange and counts it as one launch. */
+clg_status clg__launch(clg_context *ctx, cl_kernel kernel, size_t global, size_t local,
+                       const char *what);
+
+/* A work-group size for streaming kernels on this device: the preferred
+ * multiple times a small factor, clamped to the device and kernel maxima. */
+size_t clg__stream_local_size(clg_context *ctx, cl_kernel kernel);
+
+/* ----------------------------------------------------------- hashing */
+
+typedef struct clg_sha256 {
+    uint32_t state[8];
+    uint64_t length;
+    uint8_t block[64];
+    size_t fill;
+} clg_sha256;
+void clg__sha256_init(clg_sha256 *s);
+void clg__sha256_update(clg_sha256 *s, const void *data, size_t n);
+void clg__sha256_final(clg_sha256 *s, uint8_t digest[32]);
+
+/* CRC-32 (IEEE 802.3, as zlib's crc32) */
+uint32_t clg__crc32(uint32_t crc, const void *data, size_t n);
+
+/* ----------------------------------------------------------- fault injection */
+
+/* Test hook: arms a failure of the n-th (1-based) operation of a kind from
+ * now on; 0 disarms. Also armed by CLGRAD_FAULT="alloc:N" (or enqueue:N,
+ * write:N) at the first check. Implemented in fault.c. */
+typedef enum clg_fault_kind {
+    CLG_FAULT_ALLOC = 0,   /* clCreateBuffer in clg__buffer_create          */
+    CLG_FAULT_ENQUEUE = 1, /* every clEnqueue* clgrad issues                */
+    CLG_FAULT_WRITE = 2,   /* every write(2)/fsync of a checkpoint save     */
+    CLG_FAULT_KINDS = 3
+} clg_fault_kind;
+CLG_API void clg__fault_arm(clg_fault_kind kind, uint64_t n);
+/* True if this operation must fail (counts the operation). */
+bool clg__fault_hit(clg_fault_kind kind);
+
+#endif /* CLGRAD_INTERNAL_H */

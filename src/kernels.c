@@ -1,0 +1,1 @@
+/* kernels.c - not yet written */

@@ -1,0 +1,111 @@
+/* model.h - the model's internal layout: tensors, groups, flat chunked
+ * arenas, the device step block, and the host side of the cycle. */
+#ifndef CLGRAD_MODEL_H
+#define CLGRAD_MODEL_H
+
+#include "internal.h"
+#include "step_block.h"
+
+/* Every tensor starts at a multiple of this many elements, so that kernels
+ * may use aligned vector loads; the padding stays zero forever. */
+#define CLG_TENSOR_ALIGN 16
+
+/* One flat array (params, accumulators, a state, the copy) in chunks. All
+ * arenas share the model's chunk layout (same element counts per chunk). */
+typedef struct clg_arena {
+    clg_dtype dtype;
+    size_t elem_size;
+    cl_mem *chunks; /* model->n_chunks entries, NULL when not allocated */
+} clg_arena;
+
+typedef struct clg_tensor_slot {
+    char *name;
+    size_t count;
+    int group;
+    size_t chunk;  /* the chunk it lives in */
+    size_t offset; /* first element within the chunk */
+} clg_tensor_slot;
+
+typedef struct clg_group_slot {
+    char *name;
+    float lr_mult;
+    float weight_decay;
+} clg_group_slot;
+
+/* A contiguous run of one group within one chunk: one update launch. */
+typedef struct clg_segment {
+    int group;
+    size_t chunk;
+    size_t offset;
+    size_t count; /* padded element count */
+} clg_segment;
+
+enum { CLG_MAX_STATES = 3 };
+
+/* Kernels, created at finalize (and rebuilt for grads of another dtype). */
+typedef struct clg_kernel_set clg_kernel_set;
+
+struct clg_model {
+    clg_context *ctx;
+    clg_config cfg;
+    bool finalized;
+
+    clg_group_slot *groups;
+    size_t n_groups;
+    clg_tensor_slot *tensors;
+    size_t n_tensors;
+
+    size_t n_chunks;
+    size_t *chunk_elems; /* padded element count of each chunk */
+    clg_segment *segments;
+    size_t n_segments;
+
+    clg_arena params, acc, copy;
+    clg_arena states[CLG_MAX_STATES];
+    size_t n_states;
+
+    cl_mem step_block; /* CLG_SB_WORDS uint32 words */
+    cl_mem partials;   /* reduction partials, see stats.cl */
+    size_t n_partials;
+    cl_mem tensor_sumsq; /* per-tensor sums of squares (tensor_norms) */
+
+    /* host side of the cycle */
+    unsigned micro;       /* micro-steps taken in the current cycle */
+    float weight_sum;     /* their weights */
+    uint64_t cycles;      /* completed cycles (applied or skipped updates) */
+    uint64_t micro_total; /* all micro-steps ever taken */
+
+    /* non-blocking read-back of the step block */
+    uint32_t sb_host[CLG_SB_WORDS];
+    cl_event sb_event;
+    bool sb_valid;
+
+    clg_kernel_set *kernels;
+};
+
+/* Host copy of everything in the cycle that a checkpoint must keep. */
+typedef struct clg_cycle_state {
+    unsigned micro;
+    float weight_sum;
+    uint64_t cycles;
+    uint64_t micro_total;
+    uint32_t step_block[CLG_SB_WORDS];
+} clg_cycle_state;
+
+/* Which arena, for the generic per-tensor copies below. */
+typedef enum clg_arena_id {
+    CLG_ARENA_PARAMS = 0,
+    CLG_ARENA_ACC = 1,
+    CLG_ARENA_STATE0 = 2, /* + state index */
+} clg_arena_id;
+
+clg_arena *clg__model_arena(clg_model *model, int arena_id);
+/* Blocking copies of one tensor of an arena, raw bytes in the arena's dtype
+ * (count * elem_size bytes). */
+clg_status clg__arena_read(clg_model *model, int arena_id, int tensor, void *host);
+clg_status clg__arena_write(clg_model *model, int arena_id, int tensor, const void *host);
+/* Blocking read / write of the cycle state (host counters + step block). */
+clg_status clg__cycle_state_get(clg_model *model, clg_cycle_state *state);
+clg_status clg__cycle_state_set(clg_model *model, const clg_cycle_state *state);
+
+#endif /* CLGRAD_MODEL_H */

@@ -1,0 +1,1 @@
+/* program.c - not yet written */

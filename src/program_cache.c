@@ -1,0 +1,1 @@
+/* program_cache.c - not yet written */

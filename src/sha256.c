@@ -1,0 +1,1 @@
+/* sha256.c - not yet written */

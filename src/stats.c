@@ -1,0 +1,1 @@
+/* stats.c - not yet written */

@@ -1,0 +1,1 @@
+/* status.c - not yet written */

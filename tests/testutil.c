@@ -1,0 +1,135 @@
+/* testutil.c - helpers shared by clgrad's tests (see testutil.h). */
+#define _GNU_SOURCE
+#include "testutil.h"
+
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int tu_have_platform(void)
+{
+    cl_uint n = 0;
+    cl_int err = clGetPlatformIDs(0, NULL, &n);
+    return err == CL_SUCCESS && n > 0;
+}
+
+void tu_require_platform(void)
+{
+    if (!tu_have_platform()) {
+        fprintf(stderr,
+                "\n*** SKIP: no OpenCL platform found (clGetPlatformIDs returned none).\n"
+                "*** Install an OpenCL driver, e.g. pocl-opencl-icd, to run device tests.\n\n");
+        exit(TU_SKIP);
+    }
+}
+
+clg_context *tu_context_or_skip(void)
+{
+    tu_require_platform();
+    clg_context *ctx = NULL;
+    clg_status st = clg_context_create(&ctx, NULL);
+    if (st != CLG_SUCCESS) {
+        fprintf(stderr, "tu_context_or_skip: clg_context_create failed: %s: %s\n",
+                clg_status_string(st), clg_last_error(NULL));
+        abort();
+    }
+    return ctx;
+}
+
+tu_rng tu_rng_seed(uint64_t seed)
+{
+    tu_rng r = {seed ^ 0x9E3779B97F4A7C15ull};
+    return r;
+}
+
+uint64_t tu_rng_u64(tu_rng *r)
+{
+    uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+float tu_rng_float(tu_rng *r)
+{
+    return (float)(tu_rng_u64(r) >> 40) * (1.0f / 16777216.0f);
+}
+
+float tu_rng_uniform(tu_rng *r, float lo, float hi)
+{
+    return lo + (hi - lo) * tu_rng_float(r);
+}
+
+double tu_rng_normal(tu_rng *r)
+{
+    /* 53-bit uniforms in (0, 1] keep log() finite */
+    double u1 = ((double)(tu_rng_u64(r) >> 11) + 1.0) * (1.0 / 9007199254740992.0);
+    double u2 = (double)(tu_rng_u64(r) >> 11) * (1.0 / 9007199254740992.0);
+    return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
+}
+
+void tu_fill_uniform(float *x, size_t n, uint64_t seed, float lo, float hi)
+{
+    tu_rng r = tu_rng_seed(seed);
+    for (size_t i = 0; i < n; i++)
+        x[i] = tu_rng_uniform(&r, lo, hi);
+}
+
+void tu_fill_normal(float *x, size_t n, uint64_t seed, float stddev)
+{
+    tu_rng r = tu_rng_seed(seed);
+    for (size_t i = 0; i < n; i++)
+        x[i] = (float)(tu_rng_normal(&r) * stddev);
+}
+
+void *tu_xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p) {
+        fprintf(stderr, "tu_xmalloc: out of memory (%zu bytes)\n", n);
+        abort();
+    }
+    return p;
+}
+
+char *tu_mkdtemp(const char *prefix)
+{
+    const char *tmp = getenv("TMPDIR");
+    if (!tmp || !*tmp)
+        tmp = "/tmp";
+    size_t n = strlen(tmp) + strlen(prefix) + 16;
+    char *path = tu_xmalloc(n);
+    snprintf(path, n, "%s/%s-XXXXXX", tmp, prefix);
+    if (!mkdtemp(path)) {
+        perror("tu_mkdtemp: mkdtemp");
+        abort();
+    }
+    return path;
+}
+
+void tu_rmdir_tree(const char *path)
+{
+    DIR *d = opendir(path);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+                continue;
+            size_t n = strlen(path) + strlen(e->d_name) + 2;
+            char *child = tu_xmalloc(n);
+            snprintf(child, n, "%s/%s", path, e->d_name);
+            struct stat st;
+            if (lstat(child, &st) == 0 && S_ISDIR(st.st_mode))
+                tu_rmdir_tree(child);
+            else
+                unlink(child);
+            free(child);
+        }
+        closedir(d);
+    }
+    rmdir(path);
+}

@@ -374,6 +374,10 @@ typedef struct clg_stats {
 CLG_API clg_status clg_model_stats(clg_model *model, int blocking, clg_stats *stats);
 /* Current loss scale to multiply the loss by (1 without loss scaling). */
 CLG_API clg_status clg_model_loss_scale(clg_model *model, int blocking, float *scale);
+/* Where the current loss scale lives on the device (one fp32 at
+ * view.offset of view.mem), so that the caller's loss-gradient kernel can
+ * multiply by it with no host sync. Constant within a cycle. */
+CLG_API clg_status clg_model_loss_scale_view(const clg_model *model, clg_view *view);
 /* Per-tensor gradient norms of the last update (config.tensor_norms). */
 CLG_API clg_status clg_model_tensor_norms(clg_model *model, float *norms);
 /* Waits for the queue; returns CLG_ERR_NONFINITE under the error policy if an

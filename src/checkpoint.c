@@ -1,1 +1,387 @@
-/* checkpoint.c - not yet written */
+/* checkpoint.c - clg_checkpoint_save: snapshot the model into host memory,
+ * build the safetensors header (checkpoint.h), and write it durably: a
+ * temporary file in the same directory, fsync, rename over the target,
+ * fsync of the directory. A crash at any point leaves the old or the new
+ * file, never a broken one. Every write, fsync and the rename pass through
+ * clg__fault_hit(CLG_FAULT_WRITE), so tests can fail or kill at each. */
+#include "checkpoint.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Writes at most this much per write(2): bounds the time of one call and
+ * gives the crash test more points to kill at. */
+#define CKPT_WRITE_CHUNK ((size_t)1 << 20)
+
+/* ------------------------------------------------------------ header */
+
+static int cmp_str_ptr(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The caller's metadata: non-NULL UTF-8 strings, keys unique, non-empty
+ * and outside clgrad's "clgrad." namespace. */
+static clg_status check_meta(const char *const *keys, const char *const *values, size_t n,
+                             char *err, size_t errlen)
+{
+    if (n == 0)
+        return CLG_SUCCESS;
+    if (!keys || !values) {
+        snprintf(err, errlen, "n_meta is %zu but meta_keys or meta_values is NULL", n);
+        return CLG_ERR_INVALID_ARGUMENT;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!keys[i] || !values[i] || !keys[i][0]) {
+            snprintf(err, errlen, "metadata entry %zu has a NULL or empty key or a NULL value",
+                     i);
+            return CLG_ERR_INVALID_ARGUMENT;
+        }
+        if (strncmp(keys[i], CLG_CKPT_META_PREFIX, strlen(CLG_CKPT_META_PREFIX)) == 0) {
+            snprintf(err, errlen, "metadata key '%.200s' is reserved (keys starting with "
+                     "\"" CLG_CKPT_META_PREFIX "\" are clgrad's)", keys[i]);
+            return CLG_ERR_INVALID_ARGUMENT;
+        }
+        if (!clg__ckpt_utf8_valid(keys[i]) || !clg__ckpt_utf8_valid(values[i])) {
+            snprintf(err, errlen, "metadata entry %zu is not valid UTF-8", i);
+            return CLG_ERR_INVALID_ARGUMENT;
+        }
+    }
+    const char **sorted = malloc(n * sizeof *sorted);
+    if (!sorted) {
+        snprintf(err, errlen, "out of host memory");
+        return CLG_ERR_OUT_OF_HOST_MEMORY;
+    }
+    memcpy(sorted, keys, n * sizeof *sorted);
+    qsort(sorted, n, sizeof *sorted, cmp_str_ptr);
+    clg_status st = CLG_SUCCESS;
+    for (size_t i = 1; i < n; i++) {
+        if (strcmp(sorted[i - 1], sorted[i]) == 0) {
+            snprintf(err, errlen, "metadata key '%.200s' is given twice", sorted[i]);
+            st = CLG_ERR_INVALID_ARGUMENT;
+            break;
+        }
+    }
+    free(sorted);
+    return st;
+}
+
+/* Adds a string; false when cJSON ran out of memory. */
+static bool add_str(cJSON *obj, const char *key, const char *value)
+{
+    return cJSON_AddStringToObject(obj, key, value) != NULL;
+}
+
+/* Integers go in as raw text: cJSON prints large doubles as 1e+15. */
+static cJSON *raw_u64(uint64_t v)
+{
+    char buf[32];
+    snprintf(buf, sizeof buf, "%" PRIu64, v);
+    return cJSON_CreateRaw(buf);
+}
+
+clg_status clg__ckpt_header(clg_ckpt_layout *layout, const uint8_t *data,
+                            const clg_cycle_state *state, const char *const *meta_keys,
+                            const char *const *meta_values, size_t n_meta, char **header,
+                            size_t *header_len, char *err, size_t errlen)
+{
+    *header = NULL;
+    *header_len = 0;
+    clg_status st = check_meta(meta_keys, meta_values, n_meta, err, errlen);
+    if (st != CLG_SUCCESS)
+        return st;
+
+    bool ok = true;
+    cJSON *root = cJSON_CreateObject();
+    cJSON *meta = root ? cJSON_AddObjectToObject(root, "__metadata__") : NULL;
+    ok = meta != NULL;
+    char buf[64];
+    if (ok) {
+        uint32_t wbits;
+        memcpy(&wbits, &state->weight_sum, sizeof wbits);
+        ok = add_str(meta, "clgrad.format", CLG_CKPT_FORMAT);
+        snprintf(buf, sizeof buf, "%d", CLG_CKPT_VERSION);
+        ok = ok && add_str(meta, "clgrad.version", buf);
+        ok = ok && add_str(meta, "clgrad.optimizer", layout->optimizer);
+        snprintf(buf, sizeof buf, "%u", state->micro);
+        ok = ok && add_str(meta, "clgrad.micro", buf);
+        snprintf(buf, sizeof buf, "0x%08" PRIx32, wbits); /* exact float bits */
+        ok = ok && add_str(meta, "clgrad.weight_sum", buf);
+        snprintf(buf, sizeof buf, "%" PRIu64, state->cycles);
+        ok = ok && add_str(meta, "clgrad.cycles", buf);
+        snprintf(buf, sizeof buf, "%" PRIu64, state->micro_total);
+        ok = ok && add_str(meta, "clgrad.micro_total", buf);
+    }
+    for (size_t i = 0; ok && i < layout->n; i++) {
+        clg_ckpt_entry *e = &layout->entries[i];
+        e->crc = clg__crc32(0, data + e->begin, (size_t)(e->end - e->begin));
+        size_t klen = strlen(e->key) + 16;
+        char *key = malloc(klen);
+        ok = key != NULL;
+        if (ok) {
+            snprintf(key, klen, "clgrad.crc32.%s", e->key);
+            snprintf(buf, sizeof buf, "%08" PRIx32, e->crc);
+            ok = add_str(meta, key, buf);
+            free(key);
+        }
+    }
+    for (size_t i = 0; ok && i < n_meta; i++)
+        ok = add_str(meta, meta_keys[i], meta_values[i]);
+    for (size_t i = 0; ok && i < layout->n; i++) {
+        const clg_ckpt_entry *e = &layout->entries[i];
+        cJSON *entry = cJSON_AddObjectToObject(root, e->key);
+        cJSON *shape = NULL, *offs = NULL;
+        ok = entry && add_str(entry, "dtype", clg__ckpt_dtype_name(e->dtype)) &&
+             (shape = cJSON_AddArrayToObject(entry, "shape")) != NULL &&
+             cJSON_AddItemToArray(shape, raw_u64(e->count)) &&
+             (offs = cJSON_AddArrayToObject(entry, "data_offsets")) != NULL &&
+             cJSON_AddItemToArray(offs, raw_u64(e->begin)) &&
+             cJSON_AddItemToArray(offs, raw_u64(e->end));
+    }
+    char *text = ok ? cJSON_PrintUnformatted(root) : NULL;
+    cJSON_Delete(root);
+    if (!text) {
+        snprintf(err, errlen, "out of host memory building the header");
+        return CLG_ERR_OUT_OF_HOST_MEMORY;
+    }
+    /* Pad with spaces so that the data starts at a multiple of 8. */
+    size_t len = strlen(text);
+    size_t padded = (len + 7) / 8 * 8;
+    char *out = realloc(text, padded + 1);
+    if (!out) {
+        free(text);
+        snprintf(err, errlen, "out of host memory building the header");
+        return CLG_ERR_OUT_OF_HOST_MEMORY;
+    }
+    memset(out + len, ' ', padded - len);
+    out[padded] = '\0';
+    if (padded > CLG_CKPT_HEADER_MAX) {
+        free(out);
+        snprintf(err, errlen, "header of %zu bytes exceeds the %llu-byte limit readers enforce",
+                 padded, (unsigned long long)CLG_CKPT_HEADER_MAX);
+        return CLG_ERR_INVALID_ARGUMENT;
+    }
+    *header = out;
+    *header_len = padded;
+    return CLG_SUCCESS;
+}
+
+/* ------------------------------------------------------------ snapshot */
+
+clg_status clg__ckpt_collect(clg_model *model, const clg_ckpt_layout *layout, uint8_t **data,
+                             clg_cycle_state *state)
+{
+    *data = NULL;
+    if (layout->data_size > SIZE_MAX)
+        return clg__fail(model->ctx, CLG_ERR_OUT_OF_HOST_MEMORY,
+                         "checkpoint: %llu bytes do not fit in host memory",
+                         (unsigned long long)layout->data_size);
+    uint8_t *buf = malloc(layout->data_size ? (size_t)layout->data_size : 1);
+    if (!buf)
+        return clg__fail(model->ctx, CLG_ERR_OUT_OF_HOST_MEMORY,
+                         "checkpoint: no host memory to stage %llu bytes",
+                         (unsigned long long)layout->data_size);
+    clg_status st = clg__cycle_state_get(model, state);
+    for (size_t i = 0; st == CLG_SUCCESS && i < layout->n; i++) {
+        const clg_ckpt_entry *e = &layout->entries[i];
+        uint8_t *dst = buf + e->begin;
+        if (e->source == CLG_CKPT_SRC_STEP_BLOCK) {
+            for (int w = 0; w < CLG_SB_WORDS; w++)
+                for (int b = 0; b < 4; b++)
+                    dst[4 * w + b] = (uint8_t)(state->step_block[w] >> (8 * b));
+        } else if (e->count == 0) {
+            continue;
+        } else if (e->source == CLG_CKPT_SRC_COPY) {
+            st = clg__ckpt_copy_io(model, e->tensor, dst, 0);
+        } else {
+            st = clg__arena_read(model, e->source, e->tensor, dst);
+        }
+    }
+    if (st != CLG_SUCCESS) {
+        free(buf);
+        return st;
+    }
+    *data = buf;
+    return CLG_SUCCESS;
+}
+
+/* ------------------------------------------------------------ durable write */
+
+/* One write(2) (or fsync, or rename) of the save: the fault hook may make
+ * it fail like a full disk would, or kill the process right here. */
+static _Thread_local int fault_injected; /* for the message only */
+
+static int faulted(void)
+{
+    if (clg__fault_hit(CLG_FAULT_WRITE)) {
+        fault_injected = 1;
+        errno = EIO;
+        return 1;
+    }
+    return 0;
+}
+
+static int write_all(int fd, const void *buf, size_t n)
+{
+    const uint8_t *p = buf;
+    while (n > 0) {
+        size_t part = n < CKPT_WRITE_CHUNK ? n : CKPT_WRITE_CHUNK;
+        if (faulted())
+            return -1;
+        ssize_t w = write(fd, p, part);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return -1;
+        if (w == 0) {
+            errno = ENOSPC;
+            return -1;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static atomic_uint temp_counter;
+
+/* Writes header and data to a fresh temporary file next to path, makes it
+ * durable and renames it over path. On failure the temp file is removed
+ * and path is untouched. */
+static clg_status write_durably(clg_context *ctx, const char *path, const char *header,
+                                size_t header_len, const clg_ckpt_layout *layout,
+                                const uint8_t *data)
+{
+    const char *what = "clg_checkpoint_save";
+    fault_injected = 0;
+    size_t tlen = strlen(path) + 64;
+    char *tmp = malloc(tlen);
+    char *dir = strdup(path);
+    if (!tmp || !dir) {
+        free(tmp);
+        free(dir);
+        return clg__fail(ctx, CLG_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", what);
+    }
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        strcpy(dir, ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+
+    int fd = -1;
+    for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
+        snprintf(tmp, tlen, "%s.tmp.%ld.%u", path, (long)getpid(),
+                 atomic_fetch_add(&temp_counter, 1));
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd < 0 && errno != EEXIST)
+            break;
+    }
+    clg_status st = CLG_SUCCESS;
+    if (fd < 0) {
+        st = clg__fail(ctx, CLG_ERR_IO, "%s: cannot create temporary file '%s': %s", what, tmp,
+                       strerror(errno));
+        goto out;
+    }
+
+    uint8_t prefix[8];
+    for (int i = 0; i < 8; i++)
+        prefix[i] = (uint8_t)((uint64_t)header_len >> (8 * i));
+    const char *step = "write";
+    int failed = write_all(fd, prefix, sizeof prefix) || write_all(fd, header, header_len);
+    for (size_t i = 0; !failed && i < layout->n; i++) {
+        const clg_ckpt_entry *e = &layout->entries[i];
+        failed = write_all(fd, data + e->begin, (size_t)(e->end - e->begin));
+    }
+    if (!failed) {
+        step = "fsync";
+        failed = faulted() || fsync(fd) != 0;
+    }
+    int saved = errno;
+    if (close(fd) != 0 && !failed) {
+        step = "close";
+        failed = 1;
+        saved = errno;
+    }
+    if (failed) {
+        unlink(tmp);
+        st = clg__fail(ctx, CLG_ERR_IO, "%s: %s of temporary file '%s' failed: %s%s", what, step,
+                       tmp, strerror(saved),
+                       fault_injected ? " (injected fault)" : "");
+        goto out;
+    }
+    if (faulted() || rename(tmp, path) != 0) {
+        saved = errno;
+        unlink(tmp);
+        st = clg__fail(ctx, CLG_ERR_IO, "%s: renaming '%s' to '%s' failed: %s%s", what, tmp,
+                       path, strerror(saved),
+                       fault_injected ? " (injected fault)" : "");
+        goto out;
+    }
+    /* The rename is durable only once the directory entry is. */
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0 || faulted() || fsync(dfd) != 0) {
+        saved = errno;
+        st = clg__fail(ctx, CLG_ERR_IO,
+                       "%s: '%s' was written, but fsync of its directory '%s' failed: %s%s",
+                       what, path, dir, strerror(saved),
+                       fault_injected ? " (injected fault)" : "");
+    }
+    if (dfd >= 0)
+        close(dfd);
+out:
+    free(tmp);
+    free(dir);
+    return st;
+}
+
+/* ------------------------------------------------------------ save */
+
+clg_status clg_checkpoint_save(clg_model *model, const char *path, const char *const *meta_keys,
+                               const char *const *meta_values, size_t n_meta)
+{
+    if (!model)
+        return clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT, "clg_checkpoint_save: model is NULL");
+    clg_context *ctx = model->ctx;
+    if (!path || !*path)
+        return clg__fail(ctx, CLG_ERR_INVALID_ARGUMENT, "clg_checkpoint_save: path is %s",
+                         path ? "empty" : "NULL");
+    if (!model->finalized)
+        return clg__fail(ctx, CLG_ERR_STATE,
+                         "clg_checkpoint_save: the model is not finalized (call "
+                         "clg_model_finalize first)");
+    char err[512];
+    clg_status st = check_meta(meta_keys, meta_values, n_meta, err, sizeof err);
+    if (st != CLG_SUCCESS)
+        return clg__fail(ctx, st, "clg_checkpoint_save: %s", err);
+
+    clg_ckpt_layout layout;
+    st = clg__ckpt_layout_model(model, &layout, err, sizeof err);
+    if (st != CLG_SUCCESS)
+        return clg__fail(ctx, st, "clg_checkpoint_save: '%s': %s", path, err);
+    uint8_t *data = NULL;
+    char *header = NULL;
+    size_t header_len = 0;
+    clg_cycle_state state;
+    st = clg__ckpt_collect(model, &layout, &data, &state);
+    if (st == CLG_SUCCESS) {
+        st = clg__ckpt_header(&layout, data, &state, meta_keys, meta_values, n_meta, &header,
+                              &header_len, err, sizeof err);
+        if (st != CLG_SUCCESS)
+            clg__fail(ctx, st, "clg_checkpoint_save: '%s': %s", path, err);
+    }
+    if (st == CLG_SUCCESS)
+        st = write_durably(ctx, path, header, header_len, &layout, data);
+    free(header);
+    free(data);
+    clg__ckpt_layout_free(&layout);
+    return st;
+}

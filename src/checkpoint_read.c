@@ -1,1 +1,874 @@
-/* checkpoint_read.c - not yet written */
+/* checkpoint_read.c - the checkpoint layout of a model, the strict parser
+ * (bytes in memory against an expected layout; no device, so fuzz/ can
+ * drive it) and clg_checkpoint_load, which verifies everything in host
+ * staging before it touches the device. */
+#include "checkpoint.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "checkpoints store tensors in host order, which must be little-endian (safetensors)"
+#endif
+
+/* ------------------------------------------------------------ layout */
+
+const char *clg__ckpt_dtype_name(clg_ckpt_dtype dtype)
+{
+    switch (dtype) {
+    case CLG_CKPT_F32: return "F32";
+    case CLG_CKPT_F16: return "F16";
+    case CLG_CKPT_BF16: return "BF16";
+    case CLG_CKPT_U32: return "U32";
+    }
+    return "?";
+}
+
+size_t clg__ckpt_dtype_size(clg_ckpt_dtype dtype)
+{
+    return (dtype == CLG_CKPT_F16 || dtype == CLG_CKPT_BF16) ? 2 : 4;
+}
+
+const char *clg__ckpt_optimizer_name(clg_optimizer optimizer)
+{
+    switch (optimizer) {
+    case CLG_SGD: return "sgd";
+    case CLG_ADAM: return "adam";
+    case CLG_ADAMW: return "adamw";
+    case CLG_LION: return "lion";
+    }
+    return "unknown";
+}
+
+clg_status clg__ckpt_layout_add(clg_ckpt_layout *layout, const char *key, clg_ckpt_dtype dtype,
+                                uint64_t count, int source, int tensor)
+{
+    if (layout->n % 16 == 0) {
+        clg_ckpt_entry *grown = realloc(layout->entries, (layout->n + 16) * sizeof *grown);
+        if (!grown)
+            return CLG_ERR_OUT_OF_HOST_MEMORY;
+        layout->entries = grown;
+    }
+    char *copy = strdup(key);
+    if (!copy)
+        return CLG_ERR_OUT_OF_HOST_MEMORY;
+    clg_ckpt_entry *e = &layout->entries[layout->n++];
+    memset(e, 0, sizeof *e);
+    e->key = copy;
+    e->dtype = dtype;
+    e->count = count;
+    e->source = source;
+    e->tensor = tensor;
+    return CLG_SUCCESS;
+}
+
+/* qsort has no context argument: sort (key, index) pairs instead of indices,
+ * so that concurrent loads of different models stay independent. */
+typedef struct key_index {
+    const char *key;
+    size_t index;
+} key_index;
+
+static int key_index_cmp(const void *a, const void *b)
+{
+    return strcmp(((const key_index *)a)->key, ((const key_index *)b)->key);
+}
+
+/* True if s[0..n) is well-formed UTF-8 (no overlongs, no surrogates). */
+static bool utf8_valid(const unsigned char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        unsigned c = s[i];
+        size_t len;
+        unsigned min;
+        if (c < 0x80) {
+            i++;
+            continue;
+        } else if ((c & 0xe0) == 0xc0) {
+            len = 2, min = 0x80, c &= 0x1f;
+        } else if ((c & 0xf0) == 0xe0) {
+            len = 3, min = 0x800, c &= 0x0f;
+        } else if ((c & 0xf8) == 0xf0) {
+            len = 4, min = 0x10000, c &= 0x07;
+        } else {
+            return false;
+        }
+        if (n - i < len)
+            return false;
+        for (size_t k = 1; k < len; k++) {
+            if ((s[i + k] & 0xc0) != 0x80)
+                return false;
+            c = (c << 6) | (s[i + k] & 0x3f);
+        }
+        if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+            return false;
+        i += len;
+    }
+    return true;
+}
+
+bool clg__ckpt_utf8_valid(const char *s)
+{
+    return utf8_valid((const unsigned char *)s, strlen(s));
+}
+
+clg_status clg__ckpt_layout_finish(clg_ckpt_layout *layout, char *err, size_t errlen)
+{
+    free(layout->by_key);
+    layout->by_key = malloc((layout->n ? layout->n : 1) * sizeof *layout->by_key);
+    if (!layout->by_key) {
+        snprintf(err, errlen, "out of host memory");
+        return CLG_ERR_OUT_OF_HOST_MEMORY;
+    }
+    uint64_t offset = 0;
+    for (size_t i = 0; i < layout->n; i++) {
+        clg_ckpt_entry *e = &layout->entries[i];
+        if (!clg__ckpt_utf8_valid(e->key) || strcmp(e->key, "__metadata__") == 0 ||
+            e->key[0] == '\0') {
+            snprintf(err, errlen, "tensor key '%s' cannot be stored (empty, reserved or not UTF-8)",
+                     e->key);
+            return CLG_ERR_INVALID_ARGUMENT;
+        }
+        uint64_t bytes = e->count * clg__ckpt_dtype_size(e->dtype);
+        if (e->count > UINT64_MAX / 8 || offset > UINT64_MAX - bytes) {
+            snprintf(err, errlen, "tensor '%s' is too large", e->key);
+            return CLG_ERR_INVALID_ARGUMENT;
+        }
+        e->begin = offset;
+        e->end = offset + bytes;
+        offset = e->end;
+        layout->by_key[i] = i;
+    }
+    layout->data_size = offset;
+    key_index *pairs = malloc((layout->n ? layout->n : 1) * sizeof *pairs);
+    if (!pairs) {
+        snprintf(err, errlen, "out of host memory");
+        return CLG_ERR_OUT_OF_HOST_MEMORY;
+    }
+    for (size_t i = 0; i < layout->n; i++)
+        pairs[i] = (key_index){layout->entries[i].key, i};
+    qsort(pairs, layout->n, sizeof *pairs, key_index_cmp);
+    for (size_t i = 0; i < layout->n; i++)
+        layout->by_key[i] = pairs[i].index;
+    free(pairs);
+    for (size_t i = 1; i < layout->n; i++) {
+        const char *a = layout->entries[layout->by_key[i - 1]].key;
+        if (strcmp(a, layout->entries[layout->by_key[i]].key) == 0) {
+            snprintf(err, errlen,
+                     "tensor key '%s' occurs twice (a tensor name collides with another "
+                     "tensor's suffix such as .acc or .state0)",
+                     a);
+            return CLG_ERR_INVALID_ARGUMENT;
+        }
+    }
+    return CLG_SUCCESS;
+}
+
+long clg__ckpt_layout_find(const clg_ckpt_layout *layout, const char *key)
+{
+    size_t lo = 0, hi = layout->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        size_t idx = layout->by_key[mid];
+        int c = strcmp(key, layout->entries[idx].key);
+        if (c == 0)
+            return (long)idx;
+        if (c < 0)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return -1;
+}
+
+void clg__ckpt_layout_free(clg_ckpt_layout *layout)
+{
+    if (!layout)
+        return;
+    for (size_t i = 0; i < layout->n; i++)
+        free(layout->entries[i].key);
+    free(layout->entries);
+    free(layout->by_key);
+    memset(layout, 0, sizeof *layout);
+}
+
+static bool dtype_of_arena(clg_dtype dtype, clg_ckpt_dtype *out)
+{
+    switch (dtype) {
+    case CLG_FP32: *out = CLG_CKPT_F32; return true;
+    case CLG_FP16: *out = CLG_CKPT_F16; return true;
+    case CLG_BF16: *out = CLG_CKPT_BF16; return true;
+    default: return false;
+    }
+}
+
+/* Adds "<tensor name><suffix>" for every tensor of one arena. */
+static clg_status layout_add_arena(clg_model *model, clg_ckpt_layout *layout, const clg_arena *arena,
+                                   const char *suffix, int source, char *err, size_t errlen)
+{
+    clg_ckpt_dtype dtype;
+    if (!dtype_of_arena(arena->dtype, &dtype)) {
+        snprintf(err, errlen, "arena%s has dtype %d, which checkpoints cannot store", suffix,
+                 (int)arena->dtype);
+        return CLG_ERR_UNSUPPORTED;
+    }
+    for (size_t t = 0; t < model->n_tensors; t++) {
+        const char *name = model->tensors[t].name;
+        size_t len = strlen(name) + strlen(suffix) + 1;
+        char *key = malloc(len);
+        if (!key) {
+            snprintf(err, errlen, "out of host memory");
+            return CLG_ERR_OUT_OF_HOST_MEMORY;
+        }
+        snprintf(key, len, "%s%s", name, suffix);
+        clg_status st = clg__ckpt_layout_add(layout, key, dtype, model->tensors[t].count, source,
+                                             (int)t);
+        free(key);
+        if (st != CLG_SUCCESS) {
+            snprintf(err, errlen, "out of host memory");
+            return st;
+        }
+    }
+    return CLG_SUCCESS;
+}
+
+clg_status clg__ckpt_layout_model(clg_model *model, clg_ckpt_layout *layout, char *err,
+                                  size_t errlen)
+{
+    memset(layout, 0, sizeof *layout);
+    snprintf(layout->optimizer, sizeof layout->optimizer, "%s",
+             clg__ckpt_optimizer_name(model->cfg.optimizer));
+    /* 4-byte entries first, 2-byte ones (copy, bf16 acc) last, so that every
+     * F32/U32 entry starts at a multiple of 4 in the file. */
+    clg_status st = clg__ckpt_layout_add(layout, CLG_CKPT_STEP_BLOCK_KEY, CLG_CKPT_U32,
+                                         CLG_SB_WORDS, CLG_CKPT_SRC_STEP_BLOCK, -1);
+    if (st != CLG_SUCCESS) {
+        snprintf(err, errlen, "out of host memory");
+        goto fail;
+    }
+    st = layout_add_arena(model, layout, &model->params, "", CLG_ARENA_PARAMS, err, errlen);
+    for (size_t s = 0; st == CLG_SUCCESS && s < model->n_states; s++) {
+        if (!model->states[s].chunks)
+            continue;
+        char suffix[32];
+        snprintf(suffix, sizeof suffix, ".state%zu", s);
+        st = layout_add_arena(model, layout, &model->states[s], suffix,
+                              CLG_ARENA_STATE0 + (int)s, err, errlen);
+    }
+    if (st == CLG_SUCCESS && model->copy.chunks)
+        st = layout_add_arena(model, layout, &model->copy, ".copy", CLG_CKPT_SRC_COPY, err,
+                              errlen);
+    if (st == CLG_SUCCESS && model->acc.chunks)
+        st = layout_add_arena(model, layout, &model->acc, ".acc", CLG_ARENA_ACC, err, errlen);
+    if (st == CLG_SUCCESS)
+        st = clg__ckpt_layout_finish(layout, err, errlen);
+    if (st == CLG_SUCCESS)
+        return CLG_SUCCESS;
+fail:
+    clg__ckpt_layout_free(layout);
+    return st;
+}
+
+/* ------------------------------------------------------------ parser */
+
+#define FAIL(status, ...)                                                                       \
+    do {                                                                                        \
+        snprintf(err, errlen, __VA_ARGS__);                                                     \
+        st = (status);                                                                          \
+        goto done;                                                                              \
+    } while (0)
+
+/* Strict unsigned decimal: 1 to 20 digits, no sign, no space, no overflow. */
+static bool parse_u64(const char *s, uint64_t *out)
+{
+    uint64_t v = 0;
+    if (!*s)
+        return false;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9')
+            return false;
+        unsigned d = (unsigned)(*s - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return false;
+        v = v * 10 + d;
+    }
+    *out = v;
+    return true;
+}
+
+/* Exactly n lowercase or uppercase hex digits after an optional prefix. */
+static bool parse_hex32(const char *s, const char *prefix, uint32_t *out)
+{
+    size_t pl = strlen(prefix);
+    if (strncmp(s, prefix, pl) != 0)
+        return false;
+    s += pl;
+    uint32_t v = 0;
+    int n = 0;
+    for (; *s; s++, n++) {
+        unsigned d;
+        if (*s >= '0' && *s <= '9')
+            d = (unsigned)(*s - '0');
+        else if (*s >= 'a' && *s <= 'f')
+            d = (unsigned)(*s - 'a' + 10);
+        else if (*s >= 'A' && *s <= 'F')
+            d = (unsigned)(*s - 'A' + 10);
+        else
+            return false;
+        if (n >= 8)
+            return false;
+        v = (v << 4) | d;
+    }
+    if (n != 8)
+        return false;
+    *out = v;
+    return true;
+}
+
+/* A JSON number that is an exact non-negative integer up to 2^53. */
+static bool json_u64(const cJSON *item, uint64_t *out)
+{
+    if (!cJSON_IsNumber(item))
+        return false;
+    double d = item->valuedouble;
+    if (!(d >= 0.0 && d <= 9007199254740992.0) || d != floor(d))
+        return false;
+    *out = (uint64_t)d;
+    return true;
+}
+
+static int cmp_str_ptr(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+typedef struct span {
+    uint64_t begin, end;
+    size_t index;
+} span;
+
+static int span_cmp(const void *a, const void *b)
+{
+    const span *x = a, *y = b;
+    if (x->begin != y->begin)
+        return x->begin < y->begin ? -1 : 1;
+    if (x->end != y->end)
+        return x->end < y->end ? -1 : 1;
+    return 0;
+}
+
+/* Validates one tensor entry {"dtype", "shape", "data_offsets"}. */
+static clg_status parse_entry(clg_ckpt_entry *e, const cJSON *item, char *err, size_t errlen)
+{
+    clg_status st = CLG_SUCCESS;
+    const cJSON *dtype = NULL, *shape = NULL, *offsets = NULL;
+    if (!cJSON_IsObject(item))
+        FAIL(CLG_ERR_CORRUPT_FILE, "entry '%s' is not a JSON object", e->key);
+    for (const cJSON *f = item->child; f; f = f->next) {
+        const cJSON **slot = NULL;
+        if (strcmp(f->string, "dtype") == 0)
+            slot = &dtype;
+        else if (strcmp(f->string, "shape") == 0)
+            slot = &shape;
+        else if (strcmp(f->string, "data_offsets") == 0)
+            slot = &offsets;
+        else
+            FAIL(CLG_ERR_CORRUPT_FILE, "entry '%s' has an unknown field '%s'", e->key, f->string);
+        if (*slot)
+            FAIL(CLG_ERR_CORRUPT_FILE, "entry '%s' has field '%s' twice", e->key, f->string);
+        *slot = f;
+    }
+    if (!cJSON_IsString(dtype) || !cJSON_IsArray(shape) || !cJSON_IsArray(offsets))
+        FAIL(CLG_ERR_CORRUPT_FILE,
+             "entry '%s' lacks a string \"dtype\", an array \"shape\" or an array "
+             "\"data_offsets\"",
+             e->key);
+
+    /* Shape: well-formed first (else the file is damaged), then equal. */
+    uint64_t dims[8];
+    int rank = 0;
+    for (const cJSON *d = shape->child; d; d = d->next) {
+        uint64_t v;
+        if (!json_u64(d, &v))
+            FAIL(CLG_ERR_CORRUPT_FILE, "entry '%s': shape holds something other than a size",
+                 e->key);
+        if (rank < 8)
+            dims[rank] = v;
+        rank++;
+    }
+    int n_off = 0;
+    uint64_t off[2] = {0, 0};
+    for (const cJSON *d = offsets->child; d; d = d->next) {
+        uint64_t v;
+        if (n_off >= 2 || !json_u64(d, &v))
+            FAIL(CLG_ERR_CORRUPT_FILE,
+                 "entry '%s': data_offsets is not a pair of byte offsets", e->key);
+        off[n_off++] = v;
+    }
+    if (n_off != 2 || off[1] < off[0])
+        FAIL(CLG_ERR_CORRUPT_FILE, "entry '%s': data_offsets is not a pair [begin, end] with "
+             "begin <= end", e->key);
+
+    const char *want = clg__ckpt_dtype_name(e->dtype);
+    if (strcmp(dtype->valuestring, want) != 0)
+        FAIL(CLG_ERR_MISMATCH, "tensor '%s' is %.16s in the file but %s in the model", e->key,
+             dtype->valuestring, want);
+    if (rank != 1 || dims[0] != e->count) {
+        char got[96] = "[";
+        for (int i = 0; i < rank && i < 4; i++) {
+            size_t l = strlen(got);
+            snprintf(got + l, sizeof got - l, "%s%llu", i ? ", " : "",
+                     (unsigned long long)dims[i]);
+        }
+        size_t l = strlen(got);
+        snprintf(got + l, sizeof got - l, "%s]", rank > 4 ? ", ..." : "");
+        FAIL(CLG_ERR_MISMATCH, "tensor '%s' has shape %s in the file but [%llu] in the model",
+             e->key, got, (unsigned long long)e->count);
+    }
+    uint64_t bytes = e->count * clg__ckpt_dtype_size(e->dtype);
+    if (off[1] - off[0] != bytes)
+        FAIL(CLG_ERR_CORRUPT_FILE,
+             "tensor '%s': data_offsets [%llu, %llu) span %llu bytes but %s[%llu] needs %llu",
+             e->key, (unsigned long long)off[0], (unsigned long long)off[1],
+             (unsigned long long)(off[1] - off[0]), want, (unsigned long long)e->count,
+             (unsigned long long)bytes);
+    e->file_begin = off[0];
+    e->file_end = off[1];
+    e->seen = 1;
+done:
+    return st;
+}
+
+static uint32_t le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+clg_status clg__ckpt_parse(const uint8_t *file, size_t size, clg_ckpt_layout *layout,
+                           clg_ckpt_parsed *out, char *err, size_t errlen)
+{
+    clg_status st = CLG_SUCCESS;
+    char *text = NULL;
+    cJSON *root = NULL;
+    const char **meta_sorted = NULL;
+    span *order = NULL;
+    uint8_t *crc_seen = NULL;
+    memset(out, 0, sizeof *out);
+    for (size_t i = 0; i < layout->n; i++) {
+        layout->entries[i].seen = 0;
+        layout->entries[i].file_begin = layout->entries[i].file_end = 0;
+    }
+
+    /* 1. The 8-byte header length and the header itself. */
+    if (size < 8)
+        FAIL(CLG_ERR_CORRUPT_FILE,
+             "truncated: %zu bytes, less than the 8-byte header length", size);
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--)
+        hlen = (hlen << 8) | file[i];
+    if (hlen > CLG_CKPT_HEADER_MAX)
+        FAIL(CLG_ERR_CORRUPT_FILE, "header length %llu exceeds the limit of %llu bytes",
+             (unsigned long long)hlen, (unsigned long long)CLG_CKPT_HEADER_MAX);
+    if (hlen > size - 8)
+        FAIL(CLG_ERR_CORRUPT_FILE, "truncated: header length %llu but only %zu bytes follow",
+             (unsigned long long)hlen, size - 8);
+    if (hlen < 2)
+        FAIL(CLG_ERR_CORRUPT_FILE, "header length %llu is too short for a JSON object",
+             (unsigned long long)hlen);
+    const uint8_t *header = file + 8;
+    if (memchr(header, 0, hlen))
+        FAIL(CLG_ERR_CORRUPT_FILE, "header contains a NUL byte");
+    if (!utf8_valid(header, hlen))
+        FAIL(CLG_ERR_CORRUPT_FILE, "header is not valid UTF-8");
+    text = malloc(hlen + 1);
+    if (!text)
+        FAIL(CLG_ERR_OUT_OF_HOST_MEMORY, "out of host memory for a %llu-byte header",
+             (unsigned long long)hlen);
+    memcpy(text, header, hlen);
+    text[hlen] = '\0';
+    const char *parse_end = NULL;
+    root = cJSON_ParseWithOpts(text, &parse_end, 1);
+    if (!root)
+        FAIL(CLG_ERR_CORRUPT_FILE, "header is not valid JSON (error at byte %lld of %llu)",
+             parse_end ? (long long)(parse_end - text) : -1LL, (unsigned long long)hlen);
+    if (!cJSON_IsObject(root))
+        FAIL(CLG_ERR_CORRUPT_FILE, "header is not a JSON object");
+    const uint64_t data_size = size - 8 - hlen;
+
+    /* 2. __metadata__: exactly one, a map of strings, with our format. */
+    const cJSON *meta = NULL;
+    for (const cJSON *c = root->child; c; c = c->next) {
+        if (strcmp(c->string, "__metadata__") != 0)
+            continue;
+        if (meta)
+            FAIL(CLG_ERR_CORRUPT_FILE, "header has __metadata__ twice");
+        meta = c;
+    }
+    if (!meta)
+        FAIL(CLG_ERR_CORRUPT_FILE, "not a clgrad checkpoint: the header has no __metadata__");
+    if (!cJSON_IsObject(meta))
+        FAIL(CLG_ERR_CORRUPT_FILE, "__metadata__ is not a JSON object");
+    size_t n_meta = 0, n_user = 0;
+    for (const cJSON *m = meta->child; m; m = m->next) {
+        if (!cJSON_IsString(m))
+            FAIL(CLG_ERR_CORRUPT_FILE, "__metadata__ value of '%.200s' is not a string",
+                 m->string);
+        n_meta++;
+    }
+    meta_sorted = malloc((n_meta ? n_meta : 1) * sizeof *meta_sorted);
+    if (!meta_sorted)
+        FAIL(CLG_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    n_meta = 0;
+    for (const cJSON *m = meta->child; m; m = m->next)
+        meta_sorted[n_meta++] = m->string;
+    qsort(meta_sorted, n_meta, sizeof *meta_sorted, cmp_str_ptr);
+    for (size_t i = 1; i < n_meta; i++)
+        if (strcmp(meta_sorted[i - 1], meta_sorted[i]) == 0)
+            FAIL(CLG_ERR_CORRUPT_FILE, "__metadata__ has key '%.200s' twice", meta_sorted[i]);
+
+    const char *format = NULL, *version = NULL, *optimizer = NULL, *micro = NULL,
+               *weight_sum = NULL, *cycles = NULL, *micro_total = NULL;
+    struct {
+        const char *key;
+        const char **value;
+    } known[] = {
+        {"clgrad.format", &format},           {"clgrad.version", &version},
+        {"clgrad.optimizer", &optimizer},     {"clgrad.micro", &micro},
+        {"clgrad.weight_sum", &weight_sum},   {"clgrad.cycles", &cycles},
+        {"clgrad.micro_total", &micro_total},
+    };
+    const size_t n_known = sizeof known / sizeof known[0];
+    for (const cJSON *m = meta->child; m; m = m->next) {
+        if (strncmp(m->string, CLG_CKPT_META_PREFIX, strlen(CLG_CKPT_META_PREFIX)) != 0) {
+            n_user++;
+            continue;
+        }
+        if (strncmp(m->string, "clgrad.crc32.", 13) == 0)
+            continue; /* checked after the entries */
+        size_t k = 0;
+        while (k < n_known && strcmp(m->string, known[k].key) != 0)
+            k++;
+        if (k == n_known)
+            FAIL(CLG_ERR_CORRUPT_FILE, "__metadata__ has an unknown clgrad key '%.200s'",
+                 m->string);
+        *known[k].value = m->valuestring;
+    }
+    if (!format || strcmp(format, CLG_CKPT_FORMAT) != 0)
+        FAIL(CLG_ERR_CORRUPT_FILE,
+             "not a clgrad checkpoint: __metadata__ clgrad.format is %s%.64s%s, not '"
+             CLG_CKPT_FORMAT "'",
+             format ? "'" : "", format ? format : "missing", format ? "'" : "");
+    uint64_t ver;
+    if (!version || !parse_u64(version, &ver))
+        FAIL(CLG_ERR_CORRUPT_FILE, "__metadata__ clgrad.version is missing or not a number");
+    if (ver != CLG_CKPT_VERSION)
+        FAIL(CLG_ERR_CORRUPT_FILE,
+             "checkpoint format version %llu is not supported (this clgrad reads version %d)",
+             (unsigned long long)ver, CLG_CKPT_VERSION);
+    uint64_t v_micro, v_cycles, v_total;
+    uint32_t v_wsum;
+    if (!optimizer || !micro || !weight_sum || !cycles || !micro_total)
+        FAIL(CLG_ERR_CORRUPT_FILE, "__metadata__ lacks one of clgrad.optimizer, clgrad.micro, "
+             "clgrad.weight_sum, clgrad.cycles, clgrad.micro_total");
+    if (!parse_u64(micro, &v_micro) || v_micro > UINT32_MAX)
+        FAIL(CLG_ERR_CORRUPT_FILE, "clgrad.micro '%.32s' is not a micro-step count", micro);
+    if (!parse_u64(cycles, &v_cycles) || !parse_u64(micro_total, &v_total))
+        FAIL(CLG_ERR_CORRUPT_FILE, "clgrad.cycles or clgrad.micro_total is not a count");
+    if (!parse_hex32(weight_sum, "0x", &v_wsum))
+        FAIL(CLG_ERR_CORRUPT_FILE, "clgrad.weight_sum '%.32s' is not 0x + 8 hex digits",
+             weight_sum);
+    if (strcmp(optimizer, layout->optimizer) != 0)
+        FAIL(CLG_ERR_MISMATCH, "checkpoint is for optimizer '%.32s', the model uses '%s'",
+             optimizer, layout->optimizer);
+
+    /* 3. Tensor entries: all known to the model, well-formed, matching. */
+    for (const cJSON *c = root->child; c; c = c->next) {
+        if (c == meta)
+            continue;
+        long idx = clg__ckpt_layout_find(layout, c->string);
+        if (idx < 0)
+            FAIL(CLG_ERR_MISMATCH, "the file has tensor '%.200s', which the model lacks",
+                 c->string);
+        clg_ckpt_entry *e = &layout->entries[idx];
+        if (e->seen)
+            FAIL(CLG_ERR_CORRUPT_FILE, "the header has tensor '%.200s' twice", c->string);
+        st = parse_entry(e, c, err, errlen);
+        if (st != CLG_SUCCESS)
+            goto done;
+    }
+    for (size_t i = 0; i < layout->n; i++)
+        if (!layout->entries[i].seen)
+            FAIL(CLG_ERR_MISMATCH, "model tensor '%s' is not in the file",
+                 layout->entries[i].key);
+
+    /* 4. Offsets: inside the data, contiguous from 0 to its end. */
+    for (size_t i = 0; i < layout->n; i++) {
+        const clg_ckpt_entry *e = &layout->entries[i];
+        if (e->file_end > data_size)
+            FAIL(CLG_ERR_CORRUPT_FILE,
+                 "tensor '%s' at data_offsets [%llu, %llu) lies beyond the end of the data "
+                 "(%llu bytes): truncated file",
+                 e->key, (unsigned long long)e->file_begin, (unsigned long long)e->file_end,
+                 (unsigned long long)data_size);
+    }
+    order = malloc((layout->n ? layout->n : 1) * sizeof *order);
+    if (!order)
+        FAIL(CLG_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    for (size_t i = 0; i < layout->n; i++)
+        order[i] = (span){layout->entries[i].file_begin, layout->entries[i].file_end, i};
+    qsort(order, layout->n, sizeof *order, span_cmp);
+    uint64_t pos = 0;
+    for (size_t i = 0; i < layout->n; i++) {
+        const clg_ckpt_entry *e = &layout->entries[order[i].index];
+        if (e->file_begin < pos)
+            FAIL(CLG_ERR_CORRUPT_FILE, "tensor '%s' at [%llu, %llu) overlaps the one before it",
+                 e->key, (unsigned long long)e->file_begin, (unsigned long long)e->file_end);
+        if (e->file_begin > pos)
+            FAIL(CLG_ERR_CORRUPT_FILE, "hole in the data: bytes [%llu, %llu) before tensor '%s' "
+                 "belong to no tensor",
+                 (unsigned long long)pos, (unsigned long long)e->file_begin, e->key);
+        pos = e->file_end;
+    }
+    if (pos != data_size)
+        FAIL(CLG_ERR_CORRUPT_FILE, "%llu trailing bytes after the last tensor",
+             (unsigned long long)(data_size - pos));
+    const uint8_t *data = header + hlen;
+
+    /* 5. A CRC-32 for every tensor, and only for those; then verify. */
+    crc_seen = calloc(layout->n ? layout->n : 1, 1);
+    if (!crc_seen)
+        FAIL(CLG_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    for (const cJSON *m = meta->child; m; m = m->next) {
+        if (strncmp(m->string, "clgrad.crc32.", 13) != 0)
+            continue;
+        long idx = clg__ckpt_layout_find(layout, m->string + 13);
+        if (idx < 0)
+            FAIL(CLG_ERR_CORRUPT_FILE, "__metadata__ has a CRC for '%.200s', a tensor not in "
+                 "the file", m->string + 13);
+        uint32_t crc;
+        if (!parse_hex32(m->valuestring, "", &crc))
+            FAIL(CLG_ERR_CORRUPT_FILE, "%.200s '%.32s' is not 8 hex digits", m->string,
+                 m->valuestring);
+        layout->entries[idx].crc = crc;
+        crc_seen[idx] = 1;
+    }
+    for (size_t i = 0; i < layout->n; i++) {
+        const clg_ckpt_entry *e = &layout->entries[i];
+        if (!crc_seen[i])
+            FAIL(CLG_ERR_CORRUPT_FILE, "__metadata__ has no clgrad.crc32.%s", e->key);
+        uint32_t crc = clg__crc32(0, data + e->file_begin, (size_t)(e->file_end - e->file_begin));
+        if (crc != e->crc)
+            FAIL(CLG_ERR_CORRUPT_FILE,
+                 "CRC-32 mismatch in tensor '%s': the header says %08x, the data gives %08x",
+                 e->key, (unsigned)e->crc, (unsigned)crc);
+    }
+
+    /* 6. Everything checked out: fill the result. */
+    out->state.micro = (unsigned)v_micro;
+    memcpy(&out->state.weight_sum, &v_wsum, sizeof v_wsum);
+    out->state.cycles = v_cycles;
+    out->state.micro_total = v_total;
+    long sb = clg__ckpt_layout_find(layout, CLG_CKPT_STEP_BLOCK_KEY);
+    if (sb >= 0 && layout->entries[sb].count == CLG_SB_WORDS &&
+        layout->entries[sb].dtype == CLG_CKPT_U32)
+        for (int w = 0; w < CLG_SB_WORDS; w++)
+            out->state.step_block[w] = le32(data + layout->entries[sb].file_begin + 4 * w);
+    out->data = data;
+    out->meta_keys = malloc((n_user ? n_user : 1) * sizeof *out->meta_keys);
+    out->meta_values = malloc((n_user ? n_user : 1) * sizeof *out->meta_values);
+    if (!out->meta_keys || !out->meta_values)
+        FAIL(CLG_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    for (const cJSON *m = meta->child; m; m = m->next) {
+        if (strncmp(m->string, CLG_CKPT_META_PREFIX, strlen(CLG_CKPT_META_PREFIX)) == 0)
+            continue;
+        out->meta_keys[out->n_meta] = m->string;
+        out->meta_values[out->n_meta] = m->valuestring;
+        out->n_meta++;
+    }
+    out->json = root;
+    root = NULL;
+
+done:
+    free(text);
+    free(meta_sorted);
+    free(order);
+    free(crc_seen);
+    cJSON_Delete(root);
+    if (st != CLG_SUCCESS) {
+        free(out->meta_keys);
+        free(out->meta_values);
+        memset(out, 0, sizeof *out);
+    }
+    return st;
+}
+
+void clg__ckpt_parsed_free(clg_ckpt_parsed *parsed)
+{
+    if (!parsed)
+        return;
+    free(parsed->meta_keys);
+    free(parsed->meta_values);
+    cJSON_Delete(parsed->json);
+    memset(parsed, 0, sizeof *parsed);
+}
+
+#undef FAIL
+
+/* ------------------------------------------------------------ device side */
+
+/* The low-precision parameter copy has no arena id in model.h, so its
+ * per-tensor transfer is done here, like clg__arena_read/write. */
+clg_status clg__ckpt_copy_io(clg_model *model, int tensor, void *host, int write)
+{
+    clg_context *ctx = model->ctx;
+    const clg_tensor_slot *t = &model->tensors[tensor];
+    const clg_arena *a = &model->copy;
+    const char *call = write ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer";
+    if (t->count == 0)
+        return CLG_SUCCESS;
+    if (clg__fault_hit(CLG_FAULT_ENQUEUE))
+        return clg__cl_fail(ctx, CL_OUT_OF_RESOURCES, "checkpoint: parameter copy (injected fault)",
+                            call);
+    cl_int err;
+    if (write)
+        err = clEnqueueWriteBuffer(ctx->queue, a->chunks[t->chunk], CL_TRUE,
+                                   t->offset * a->elem_size, t->count * a->elem_size, host, 0,
+                                   NULL, NULL);
+    else
+        err = clEnqueueReadBuffer(ctx->queue, a->chunks[t->chunk], CL_TRUE,
+                                  t->offset * a->elem_size, t->count * a->elem_size, host, 0,
+                                  NULL, NULL);
+    if (err != CL_SUCCESS)
+        return clg__cl_fail(ctx, err, "checkpoint: parameter copy", call);
+    return CLG_SUCCESS;
+}
+
+clg_status clg__ckpt_apply(clg_model *model, const clg_ckpt_layout *layout, const uint8_t *data,
+                           int file_offsets, const clg_cycle_state *state)
+{
+    for (size_t i = 0; i < layout->n; i++) {
+        const clg_ckpt_entry *e = &layout->entries[i];
+        if (e->source == CLG_CKPT_SRC_STEP_BLOCK || e->count == 0)
+            continue;
+        const uint8_t *src = data + (file_offsets ? e->file_begin : e->begin);
+        clg_status st = e->source == CLG_CKPT_SRC_COPY
+                            ? clg__ckpt_copy_io(model, e->tensor, (void *)src, 1)
+                            : clg__arena_write(model, e->source, e->tensor, src);
+        if (st != CLG_SUCCESS)
+            return st;
+    }
+    return clg__cycle_state_set(model, state);
+}
+
+/* ------------------------------------------------------------ load */
+
+/* Reads the whole file into memory. */
+static clg_status read_file(clg_context *ctx, const char *path, uint8_t **out, size_t *size)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return clg__fail(ctx, CLG_ERR_IO, "clg_checkpoint_load: cannot open '%s': %s", path,
+                         strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        int e = errno;
+        close(fd);
+        return clg__fail(ctx, CLG_ERR_IO, "clg_checkpoint_load: '%s' is not a regular file%s%s",
+                         path, e ? ": " : "", e ? strerror(e) : "");
+    }
+    size_t n = (size_t)sb.st_size;
+    uint8_t *buf = malloc(n ? n : 1);
+    if (!buf) {
+        close(fd);
+        return clg__fail(ctx, CLG_ERR_OUT_OF_HOST_MEMORY,
+                         "clg_checkpoint_load: no host memory to stage %zu bytes of '%s'", n,
+                         path);
+    }
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = read(fd, buf + got, n - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            int e = errno;
+            free(buf);
+            close(fd);
+            return clg__fail(ctx, CLG_ERR_IO, "clg_checkpoint_load: reading '%s' failed: %s",
+                             path, r == 0 ? "file shrank while reading" : strerror(e));
+        }
+        got += (size_t)r;
+    }
+    close(fd);
+    *out = buf;
+    *size = n;
+    return CLG_SUCCESS;
+}
+
+clg_status clg_checkpoint_load(clg_model *model, const char *path, clg_meta_fn meta, void *user)
+{
+    if (!model)
+        return clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT, "clg_checkpoint_load: model is NULL");
+    clg_context *ctx = model->ctx;
+    if (!path || !*path)
+        return clg__fail(ctx, CLG_ERR_INVALID_ARGUMENT, "clg_checkpoint_load: path is %s",
+                         path ? "empty" : "NULL");
+    if (!model->finalized)
+        return clg__fail(ctx, CLG_ERR_STATE,
+                         "clg_checkpoint_load: the model is not finalized (call "
+                         "clg_model_finalize first)");
+
+    char err[512];
+    clg_ckpt_layout layout;
+    clg_status st = clg__ckpt_layout_model(model, &layout, err, sizeof err);
+    if (st != CLG_SUCCESS)
+        return clg__fail(ctx, st, "clg_checkpoint_load: '%s': %s", path, err);
+
+    uint8_t *file = NULL, *backup = NULL;
+    size_t size = 0;
+    clg_ckpt_parsed parsed;
+    memset(&parsed, 0, sizeof parsed);
+    st = read_file(ctx, path, &file, &size);
+    if (st != CLG_SUCCESS)
+        goto done;
+    st = clg__ckpt_parse(file, size, &layout, &parsed, err, sizeof err);
+    if (st != CLG_SUCCESS) {
+        clg__fail(ctx, st, "clg_checkpoint_load: '%s': %s", path, err);
+        goto done;
+    }
+
+    /* All checks passed. Keep the live state, so that a device failure
+     * half-way through the writes can be undone. */
+    clg_cycle_state backup_state;
+    st = clg__ckpt_collect(model, &layout, &backup, &backup_state);
+    if (st != CLG_SUCCESS)
+        goto done; /* nothing changed yet; message set by the failing call */
+    st = clg__ckpt_apply(model, &layout, parsed.data, 1, &parsed.state);
+    if (st != CLG_SUCCESS) {
+        char first[CLG_ERROR_MAX / 2];
+        snprintf(first, sizeof first, "%s", clg_last_error(ctx));
+        clg_status undo = clg__ckpt_apply(model, &layout, backup, 0, &backup_state);
+        clg__fail(ctx, st, "clg_checkpoint_load: '%s': %s (%s)", path, first,
+                  undo == CLG_SUCCESS ? "the previous state was restored"
+                                      : "restoring the previous state failed too: the model "
+                                        "state is undefined");
+        goto done;
+    }
+    if (meta)
+        for (size_t i = 0; i < parsed.n_meta; i++)
+            meta(parsed.meta_keys[i], parsed.meta_values[i], user);
+
+done:
+    clg__ckpt_parsed_free(&parsed);
+    clg__ckpt_layout_free(&layout);
+    free(file);
+    free(backup);
+    return st;
+}

@@ -1,0 +1,140 @@
+/* checkpoint.h - the checkpoint file format shared by the writer
+ * (checkpoint.c) and the strict reader (checkpoint_read.c).
+ *
+ * A checkpoint is a safetensors file:
+ *     [u64 LE header length][JSON header, space-padded to 8][data]
+ * The header maps each tensor key to {"dtype", "shape", "data_offsets"}
+ * (offsets relative to the start of the data, contiguous, no holes) and
+ * holds a "__metadata__" string map. Keys of a model tensor <name>:
+ *     <name>            parameters, F32
+ *     <name>.state<i>   optimizer state i, F32
+ *     <name>.copy       low-precision parameter copy, F16 or BF16 (if any)
+ *     <name>.acc        accumulator, F32 or BF16
+ *     clgrad.step_block the device step block, U32 [32]
+ * clgrad's own metadata keys start with "clgrad.": format, version,
+ * optimizer, the host cycle counters and "clgrad.crc32.<key>" for every
+ * tensor; every other metadata key belongs to the caller.
+ *
+ * The layout (which tensors, which dtypes, in which order) is derived from
+ * the live model, so the writer and the reader agree by construction; the
+ * parser works on bytes in memory and needs no device (fuzz/). */
+#ifndef CLGRAD_CHECKPOINT_H
+#define CLGRAD_CHECKPOINT_H
+
+#include "model.h"
+
+#define CLG_CKPT_FORMAT "clgrad-checkpoint"
+#define CLG_CKPT_VERSION 1
+/* Largest JSON header the reader accepts (safetensors uses 100 MB too). */
+#define CLG_CKPT_HEADER_MAX ((uint64_t)100 * 1000 * 1000)
+#define CLG_CKPT_STEP_BLOCK_KEY "clgrad.step_block"
+#define CLG_CKPT_META_PREFIX "clgrad."
+
+typedef enum clg_ckpt_dtype {
+    CLG_CKPT_F32 = 0,
+    CLG_CKPT_F16 = 1,
+    CLG_CKPT_BF16 = 2,
+    CLG_CKPT_U32 = 3
+} clg_ckpt_dtype;
+
+/* Where an entry's bytes live on the device: an arena id of model.h
+ * (CLG_ARENA_PARAMS, CLG_ARENA_ACC, CLG_ARENA_STATE0 + i) or one of these. */
+enum {
+    CLG_CKPT_SRC_COPY = -1,       /* model->copy                       */
+    CLG_CKPT_SRC_STEP_BLOCK = -2, /* clg_cycle_state.step_block        */
+};
+
+typedef struct clg_ckpt_entry {
+    char *key; /* owned */
+    clg_ckpt_dtype dtype;
+    uint64_t count; /* elements; the shape is [count] */
+    int source;     /* arena id or CLG_CKPT_SRC_* */
+    int tensor;     /* model tensor index (-1 for the step block) */
+    /* Canonical place in the data section (layout order, contiguous),
+     * set by clg__ckpt_layout_finish; the writer uses it. */
+    uint64_t begin, end;
+    /* Filled by the parser: where the file puts it (a file re-saved by
+     * another safetensors writer may order entries differently). */
+    uint64_t file_begin, file_end;
+    uint32_t crc; /* writer: computed; parser: verified */
+    int seen;
+} clg_ckpt_entry;
+
+typedef struct clg_ckpt_layout {
+    clg_ckpt_entry *entries; /* in file order */
+    size_t n;
+    size_t *by_key;          /* entry indices sorted by key */
+    uint64_t data_size;      /* sum of all entries' bytes */
+    char optimizer[16];      /* "sgd", "adam", "adamw", "lion" */
+} clg_ckpt_layout;
+
+const char *clg__ckpt_dtype_name(clg_ckpt_dtype dtype);
+size_t clg__ckpt_dtype_size(clg_ckpt_dtype dtype);
+const char *clg__ckpt_optimizer_name(clg_optimizer optimizer);
+
+/* Appends an entry (copies key); used by clg__ckpt_layout_model and by the
+ * device-free fuzz harness and tests. */
+clg_status clg__ckpt_layout_add(clg_ckpt_layout *layout, const char *key, clg_ckpt_dtype dtype,
+                                uint64_t count, int source, int tensor);
+/* Sorts keys, rejects duplicate or reserved keys, sums the data size. */
+clg_status clg__ckpt_layout_finish(clg_ckpt_layout *layout, char *err, size_t errlen);
+/* The layout of a finalized model. */
+clg_status clg__ckpt_layout_model(clg_model *model, clg_ckpt_layout *layout, char *err,
+                                  size_t errlen);
+void clg__ckpt_layout_free(clg_ckpt_layout *layout);
+/* True if s is well-formed UTF-8 (JSON headers must be). */
+bool clg__ckpt_utf8_valid(const char *s);
+/* Entry index for key, or -1. */
+long clg__ckpt_layout_find(const clg_ckpt_layout *layout, const char *key);
+
+/* ------------------------------------------------------------ writer */
+
+/* Builds the space-padded JSON header for data (layout->data_size bytes,
+ * entries contiguous in layout order), filling each entry's offsets and
+ * CRC. User keys must not start with "clgrad.". *header is malloc'ed; its
+ * length *header_len is a multiple of 8. */
+clg_status clg__ckpt_header(clg_ckpt_layout *layout, const uint8_t *data,
+                            const clg_cycle_state *state, const char *const *meta_keys,
+                            const char *const *meta_values, size_t n_meta, char **header,
+                            size_t *header_len, char *err, size_t errlen);
+
+/* ------------------------------------------------------------ reader */
+
+typedef struct clg_ckpt_parsed {
+    clg_cycle_state state;  /* counters + the step block entry */
+    const uint8_t *data;    /* start of the data section (inside the file) */
+    size_t n_meta;          /* the caller's metadata, in file order */
+    const char **meta_keys; /* point into json */
+    const char **meta_values;
+    void *json;             /* cJSON root, owned */
+} clg_ckpt_parsed;
+
+/* Parses and validates a whole checkpoint file held in memory against the
+ * expected layout: header, JSON, format and version, optimizer, every
+ * entry's dtype/shape/offsets, contiguity, CRCs. On success the layout's
+ * entries hold their offsets and *out is filled (free with
+ * clg__ckpt_parsed_free). On failure *out is empty and err says why:
+ * CLG_ERR_CORRUPT_FILE (damaged or not a checkpoint), CLG_ERR_MISMATCH
+ * (valid, but for another model), CLG_ERR_OUT_OF_HOST_MEMORY. */
+clg_status clg__ckpt_parse(const uint8_t *file, size_t size, clg_ckpt_layout *layout,
+                           clg_ckpt_parsed *out, char *err, size_t errlen);
+void clg__ckpt_parsed_free(clg_ckpt_parsed *parsed);
+
+/* ------------------------------------------------------------ device side */
+
+/* Reads every entry of layout from the device into one malloc'ed buffer
+ * (at the canonical offsets) and the cycle state into *state. Blocking. */
+clg_status clg__ckpt_collect(clg_model *model, const clg_ckpt_layout *layout, uint8_t **data,
+                             clg_cycle_state *state);
+/* Writes every entry from data to the device, then sets the cycle state.
+ * Entries are taken at their file offsets (file_offsets != 0, after a
+ * parse) or at the canonical ones (a buffer from clg__ckpt_collect).
+ * Blocking. */
+clg_status clg__ckpt_apply(clg_model *model, const clg_ckpt_layout *layout, const uint8_t *data,
+                           int file_offsets, const clg_cycle_state *state);
+
+/* Blocking transfer of one tensor of the low-precision parameter copy
+ * (write != 0: host to device). */
+clg_status clg__ckpt_copy_io(clg_model *model, int tensor, void *host, int write);
+
+#endif /* CLGRAD_CHECKPOINT_H */

@@ -1,0 +1,513 @@
+/* test_checkpoint_format.c - the checkpoint header writer and the strict
+ * parser, on bytes in memory (no device): a round trip, and for every kind
+ * of damage or mismatch the specific error the loader must report. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "checkpoint.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ fixture */
+
+typedef struct fixture {
+    clg_ckpt_layout layout;
+    uint8_t *data;
+    clg_cycle_state state;
+    char *header;
+    size_t header_len;
+    uint8_t *file;
+    size_t size;
+} fixture;
+
+static const char *const user_keys[] = {"loader.epoch", "rng", "note"};
+static const char *const user_values[] = {"3", "0123456789abcdef", "caf\xc3\xa9 \"quoted\"\n"};
+
+static void build_layout(clg_ckpt_layout *l)
+{
+    char err[256];
+    memset(l, 0, sizeof *l);
+    snprintf(l->optimizer, sizeof l->optimizer, "adamw");
+    assert_int_equal(clg__ckpt_layout_add(l, CLG_CKPT_STEP_BLOCK_KEY, CLG_CKPT_U32, 32,
+                                          CLG_CKPT_SRC_STEP_BLOCK, -1), 0);
+    assert_int_equal(clg__ckpt_layout_add(l, "w", CLG_CKPT_F32, 5, CLG_ARENA_PARAMS, 0), 0);
+    assert_int_equal(clg__ckpt_layout_add(l, "b", CLG_CKPT_F32, 3, CLG_ARENA_PARAMS, 1), 0);
+    assert_int_equal(clg__ckpt_layout_add(l, "empty", CLG_CKPT_F32, 0, CLG_ARENA_PARAMS, 2), 0);
+    assert_int_equal(clg__ckpt_layout_add(l, "w.state0", CLG_CKPT_F32, 5, CLG_ARENA_STATE0, 0), 0);
+    assert_int_equal(clg__ckpt_layout_add(l, "w.acc", CLG_CKPT_BF16, 5, CLG_ARENA_ACC, 0), 0);
+    assert_int_equal(clg__ckpt_layout_add(l, "b.acc", CLG_CKPT_BF16, 3, CLG_ARENA_ACC, 1), 0);
+    assert_int_equal(clg__ckpt_layout_finish(l, err, sizeof err), 0);
+}
+
+static uint8_t *assemble(const char *header, size_t hlen, const uint8_t *data, size_t dsize,
+                         size_t *size)
+{
+    uint8_t *f = malloc(8 + hlen + dsize + 1);
+    assert_non_null(f);
+    for (int i = 0; i < 8; i++)
+        f[i] = (uint8_t)((uint64_t)hlen >> (8 * i));
+    memcpy(f + 8, header, hlen);
+    if (dsize)
+        memcpy(f + 8 + hlen, data, dsize);
+    *size = 8 + hlen + dsize;
+    return f;
+}
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    build_layout(&f->layout);
+    f->data = malloc(f->layout.data_size);
+    for (uint64_t i = 0; i < f->layout.data_size; i++)
+        f->data[i] = (uint8_t)(i * 37 + 11);
+    f->state.micro = 2;
+    f->state.weight_sum = 0.1f + 0.2f; /* a value decimal printing could round */
+    f->state.cycles = 12345678901ull;
+    f->state.micro_total = 37037036705ull;
+    /* collect would put the step block words in the data; do the same */
+    const clg_ckpt_entry *sb = &f->layout.entries[0];
+    for (int w = 0; w < 32; w++) {
+        f->state.step_block[w] = 0x01020304u * (uint32_t)w + 0xdeadbeefu;
+        for (int b = 0; b < 4; b++)
+            f->data[sb->begin + 4 * w + b] = (uint8_t)(f->state.step_block[w] >> (8 * b));
+    }
+    char err[256];
+    assert_int_equal(clg__ckpt_header(&f->layout, f->data, &f->state, user_keys, user_values, 3,
+                                      &f->header, &f->header_len, err, sizeof err),
+                     0);
+    f->file = assemble(f->header, f->header_len, f->data, f->layout.data_size, &f->size);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    clg__ckpt_layout_free(&f->layout);
+    free(f->data);
+    free(f->header);
+    free(f->file);
+    free(f);
+    return 0;
+}
+
+/* Parses file and expects status with msg in the error text. */
+static void expect_error(fixture *f, const uint8_t *file, size_t size, clg_status status,
+                         const char *msg)
+{
+    char err[512] = "";
+    clg_ckpt_parsed p;
+    clg_status st = clg__ckpt_parse(file, size, &f->layout, &p, err, sizeof err);
+    if (st != status || !strstr(err, msg))
+        fail_msg("expected %s with '%s', got %s: '%s'", clg_status_string(status), msg,
+                 clg_status_string(st), err);
+    assert_null(p.json);
+    assert_int_equal(p.n_meta, 0);
+}
+
+/* Re-serializes the fixture's header after fn edited it, same data. */
+static uint8_t *mutated(fixture *f, void (*fn)(cJSON *root), size_t *size)
+{
+    cJSON *root = cJSON_Parse(f->header);
+    assert_non_null(root);
+    fn(root);
+    char *text = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    size_t len = strlen(text);
+    size_t padded = (len + 7) / 8 * 8;
+    text = realloc(text, padded + 1);
+    memset(text + len, ' ', padded - len);
+    uint8_t *file = assemble(text, padded, f->data, f->layout.data_size, size);
+    free(text);
+    return file;
+}
+
+static void expect_mutation(fixture *f, void (*fn)(cJSON *root), clg_status status,
+                            const char *msg)
+{
+    size_t size;
+    uint8_t *file = mutated(f, fn, &size);
+    expect_error(f, file, size, status, msg);
+    free(file);
+}
+
+static cJSON *meta_of(cJSON *root)
+{
+    return cJSON_GetObjectItemCaseSensitive(root, "__metadata__");
+}
+
+static void set_meta(cJSON *root, const char *key, const char *value)
+{
+    cJSON *m = meta_of(root);
+    cJSON_DeleteItemFromObjectCaseSensitive(m, key);
+    if (value)
+        cJSON_AddStringToObject(m, key, value);
+}
+
+static void set_offsets(cJSON *root, const char *key, double b, double e)
+{
+    cJSON *entry = cJSON_GetObjectItemCaseSensitive(root, key);
+    cJSON_DeleteItemFromObjectCaseSensitive(entry, "data_offsets");
+    double v[2] = {b, e};
+    cJSON_AddItemToObject(entry, "data_offsets", cJSON_CreateDoubleArray(v, 2));
+}
+
+/* ------------------------------------------------------------ round trip */
+
+static void test_round_trip(void **state)
+{
+    fixture *f = *state;
+    assert_int_equal(f->header_len % 8, 0);
+    assert_int_equal(f->size, 8 + f->header_len + f->layout.data_size);
+    char err[512] = "";
+    clg_ckpt_parsed p;
+    clg_status st = clg__ckpt_parse(f->file, f->size, &f->layout, &p, err, sizeof err);
+    if (st != 0)
+        fail_msg("parse failed: %s", err);
+    assert_int_equal(p.state.micro, 2);
+    assert_memory_equal(&p.state.weight_sum, &f->state.weight_sum, sizeof(float));
+    assert_true(p.state.cycles == f->state.cycles);
+    assert_true(p.state.micro_total == f->state.micro_total);
+    assert_memory_equal(p.state.step_block, f->state.step_block, sizeof f->state.step_block);
+    for (size_t i = 0; i < f->layout.n; i++) {
+        const clg_ckpt_entry *e = &f->layout.entries[i];
+        assert_true(e->file_end - e->file_begin == e->end - e->begin);
+        if (e->end > e->begin)
+            assert_memory_equal(p.data + e->file_begin, f->data + e->begin, e->end - e->begin);
+    }
+    assert_int_equal(p.n_meta, 3);
+    for (size_t i = 0; i < 3; i++) {
+        assert_string_equal(p.meta_keys[i], user_keys[i]);
+        assert_string_equal(p.meta_values[i], user_values[i]);
+    }
+    clg__ckpt_parsed_free(&p);
+
+    /* The header is what safetensors expects: F32 entry with shape and
+     * offsets as plain integers, 8-byte padding with spaces. */
+    assert_non_null(strstr(f->header, "\"w\":{\"dtype\":\"F32\",\"shape\":[5],"
+                                      "\"data_offsets\":[128,148]}"));
+    assert_non_null(strstr(f->header, "\"clgrad.weight_sum\":\"0x3e99999a\""));
+}
+
+/* Entries in another order (as another safetensors writer may produce,
+ * e.g. sorted by key) are fine as long as the data stays contiguous. */
+static void swap_w_b(cJSON *root)
+{
+    /* w is [128,148), b is [148,160): put b first */
+    set_offsets(root, "b", 128, 140);
+    set_offsets(root, "w", 140, 160);
+}
+
+static void test_other_order(void **state)
+{
+    fixture *f = *state;
+    size_t size;
+    uint8_t *file = mutated(f, swap_w_b, &size);
+    /* move the bytes to match */
+    const clg_ckpt_entry *w = &f->layout.entries[clg__ckpt_layout_find(&f->layout, "w")];
+    const clg_ckpt_entry *b = &f->layout.entries[clg__ckpt_layout_find(&f->layout, "b")];
+    size_t hlen = size - 8 - f->layout.data_size;
+    uint8_t *d = file + 8 + hlen;
+    memcpy(d + 128, f->data + b->begin, 12);
+    memcpy(d + 140, f->data + w->begin, 20);
+    char err[512] = "";
+    clg_ckpt_parsed p;
+    clg_status st = clg__ckpt_parse(file, size, &f->layout, &p, err, sizeof err);
+    if (st != 0)
+        fail_msg("parse failed: %s", err);
+    assert_memory_equal(p.data + w->file_begin, f->data + w->begin, 20);
+    assert_int_equal(w->file_begin, 140);
+    clg__ckpt_parsed_free(&p);
+    free(file);
+}
+
+/* ------------------------------------------------------------ damage */
+
+static void test_truncated(void **state)
+{
+    fixture *f = *state;
+    for (size_t n = 0; n < 8; n++)
+        expect_error(f, f->file, n, CLG_ERR_CORRUPT_FILE, "truncated");
+    expect_error(f, f->file, 8 + f->header_len / 2, CLG_ERR_CORRUPT_FILE, "truncated");
+    /* every cut inside the data */
+    for (size_t n = 8 + f->header_len; n < f->size; n++)
+        expect_error(f, f->file, n, CLG_ERR_CORRUPT_FILE, "truncated");
+}
+
+static void test_header_length(void **state)
+{
+    fixture *f = *state;
+    uint8_t *file = malloc(f->size);
+    memcpy(file, f->file, f->size);
+    uint64_t lens[] = {CLG_CKPT_HEADER_MAX + 1, UINT64_MAX, (uint64_t)1 << 63};
+    for (int i = 0; i < 3; i++) {
+        for (int b = 0; b < 8; b++)
+            file[b] = (uint8_t)(lens[i] >> (8 * b));
+        expect_error(f, file, f->size, CLG_ERR_CORRUPT_FILE, "exceeds the limit");
+    }
+    for (int b = 0; b < 8; b++)
+        file[b] = 0;
+    file[0] = 1;
+    expect_error(f, file, f->size, CLG_ERR_CORRUPT_FILE, "too short");
+    /* a header length that ends inside the JSON */
+    for (int b = 0; b < 8; b++)
+        file[b] = (uint8_t)((f->header_len - 16) >> (8 * b));
+    expect_error(f, file, f->size, CLG_ERR_CORRUPT_FILE, "not valid JSON");
+    free(file);
+}
+
+static void test_bad_json(void **state)
+{
+    fixture *f = *state;
+    uint8_t *file = malloc(f->size);
+    memcpy(file, f->file, f->size);
+    file[8 + 1] = 'x';
+    expect_error(f, file, f->size, CLG_ERR_CORRUPT_FILE, "not valid JSON");
+    memcpy(file, f->file, f->size);
+    file[8 + 20] = '\0';
+    expect_error(f, file, f->size, CLG_ERR_CORRUPT_FILE, "NUL");
+    memcpy(file, f->file, f->size);
+    file[8 + f->header_len - 1] = 0xff;
+    expect_error(f, file, f->size, CLG_ERR_CORRUPT_FILE, "UTF-8");
+    free(file);
+
+    const char *arr = "[1, 2, 3]                       ";
+    size_t size;
+    file = assemble(arr, strlen(arr), f->data, f->layout.data_size, &size);
+    expect_error(f, file, size, CLG_ERR_CORRUPT_FILE, "not a JSON object");
+    free(file);
+    const char *deep = "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[";
+    char *deeper = malloc(8 * 1024 + 1);
+    for (int i = 0; i < 8; i++)
+        memcpy(deeper + 1024 * i, deep, 64), memset(deeper + 1024 * i + 64, '[', 960);
+    deeper[8192] = '\0';
+    file = assemble(deeper, 8192, f->data, f->layout.data_size, &size);
+    expect_error(f, file, size, CLG_ERR_CORRUPT_FILE, "not valid JSON");
+    free(file);
+    free(deeper);
+}
+
+static void drop_meta(cJSON *root) { cJSON_DeleteItemFromObjectCaseSensitive(root, "__metadata__"); }
+static void meta_not_object(cJSON *root)
+{
+    cJSON_ReplaceItemInObjectCaseSensitive(root, "__metadata__", cJSON_CreateString("x"));
+}
+static void meta_number(cJSON *root) { cJSON_AddNumberToObject(meta_of(root), "epoch", 3); }
+static void wrong_format(cJSON *root) { set_meta(root, "clgrad.format", "pt"); }
+static void no_format(cJSON *root) { set_meta(root, "clgrad.format", NULL); }
+static void wrong_version(cJSON *root) { set_meta(root, "clgrad.version", "2"); }
+static void bad_version(cJSON *root) { set_meta(root, "clgrad.version", "1.0"); }
+static void unknown_clgrad_key(cJSON *root) { set_meta(root, "clgrad.future", "1"); }
+static void bad_wsum(cJSON *root) { set_meta(root, "clgrad.weight_sum", "0.3"); }
+static void bad_micro(cJSON *root) { set_meta(root, "clgrad.micro", "-1"); }
+static void huge_cycles(cJSON *root) { set_meta(root, "clgrad.cycles", "18446744073709551616"); }
+static void no_counters(cJSON *root) { set_meta(root, "clgrad.micro_total", NULL); }
+static void no_crc(cJSON *root) { set_meta(root, "clgrad.crc32.w.acc", NULL); }
+static void bad_crc(cJSON *root) { set_meta(root, "clgrad.crc32.b", "12345"); }
+static void stray_crc(cJSON *root) { set_meta(root, "clgrad.crc32.nope", "00000000"); }
+static void dup_meta(cJSON *root)
+{
+    cJSON_AddItemToObject(meta_of(root), "rng", cJSON_CreateString("again"));
+}
+static void dup_metadata_object(cJSON *root)
+{
+    cJSON_AddItemToObject(root, "__metadata__", cJSON_CreateObject());
+}
+
+static void test_metadata(void **state)
+{
+    fixture *f = *state;
+    expect_mutation(f, drop_meta, CLG_ERR_CORRUPT_FILE, "no __metadata__");
+    expect_mutation(f, meta_not_object, CLG_ERR_CORRUPT_FILE, "__metadata__ is not");
+    expect_mutation(f, meta_number, CLG_ERR_CORRUPT_FILE, "not a string");
+    expect_mutation(f, wrong_format, CLG_ERR_CORRUPT_FILE, "not a clgrad checkpoint");
+    expect_mutation(f, no_format, CLG_ERR_CORRUPT_FILE, "not a clgrad checkpoint");
+    expect_mutation(f, wrong_version, CLG_ERR_CORRUPT_FILE, "version 2 is not supported");
+    expect_mutation(f, bad_version, CLG_ERR_CORRUPT_FILE, "clgrad.version");
+    expect_mutation(f, unknown_clgrad_key, CLG_ERR_CORRUPT_FILE, "unknown clgrad key");
+    expect_mutation(f, bad_wsum, CLG_ERR_CORRUPT_FILE, "weight_sum");
+    expect_mutation(f, bad_micro, CLG_ERR_CORRUPT_FILE, "clgrad.micro");
+    expect_mutation(f, huge_cycles, CLG_ERR_CORRUPT_FILE, "clgrad.cycles");
+    expect_mutation(f, no_counters, CLG_ERR_CORRUPT_FILE, "lacks");
+    expect_mutation(f, no_crc, CLG_ERR_CORRUPT_FILE, "no clgrad.crc32.w.acc");
+    expect_mutation(f, bad_crc, CLG_ERR_CORRUPT_FILE, "not 8 hex digits");
+    expect_mutation(f, stray_crc, CLG_ERR_CORRUPT_FILE, "CRC for 'nope'");
+    expect_mutation(f, dup_meta, CLG_ERR_CORRUPT_FILE, "twice");
+    expect_mutation(f, dup_metadata_object, CLG_ERR_CORRUPT_FILE, "__metadata__ twice");
+}
+
+static void other_optimizer(cJSON *root) { set_meta(root, "clgrad.optimizer", "sgd"); }
+static void extra_tensor(cJSON *root)
+{
+    cJSON *e = cJSON_AddObjectToObject(root, "extra");
+    cJSON_AddStringToObject(e, "dtype", "F32");
+}
+static void missing_tensor(cJSON *root) { cJSON_DeleteItemFromObjectCaseSensitive(root, "b.acc"); }
+static void other_dtype(cJSON *root)
+{
+    cJSON *e = cJSON_GetObjectItemCaseSensitive(root, "w.acc");
+    cJSON_ReplaceItemInObjectCaseSensitive(e, "dtype", cJSON_CreateString("F16"));
+}
+static void other_shape(cJSON *root)
+{
+    cJSON *e = cJSON_GetObjectItemCaseSensitive(root, "w");
+    int dims[2] = {1, 5};
+    cJSON_ReplaceItemInObjectCaseSensitive(e, "shape", cJSON_CreateIntArray(dims, 2));
+}
+static void other_count(cJSON *root)
+{
+    cJSON *e = cJSON_GetObjectItemCaseSensitive(root, "b");
+    int dims[1] = {4};
+    cJSON_ReplaceItemInObjectCaseSensitive(e, "shape", cJSON_CreateIntArray(dims, 1));
+}
+
+static void test_mismatch(void **state)
+{
+    fixture *f = *state;
+    expect_mutation(f, other_optimizer, CLG_ERR_MISMATCH, "optimizer 'sgd'");
+    expect_mutation(f, extra_tensor, CLG_ERR_MISMATCH, "'extra', which the model lacks");
+    expect_mutation(f, missing_tensor, CLG_ERR_MISMATCH, "'b.acc' is not in the file");
+    expect_mutation(f, other_dtype, CLG_ERR_MISMATCH, "F16 in the file but BF16");
+    expect_mutation(f, other_shape, CLG_ERR_MISMATCH, "shape [1, 5] in the file but [5]");
+    expect_mutation(f, other_count, CLG_ERR_MISMATCH, "shape [4] in the file but [3]");
+}
+
+static void oob(cJSON *root) { set_offsets(root, "b.acc", 236, 242); }
+static void overlap(cJSON *root)
+{
+    set_offsets(root, "w", 128, 148);
+    set_offsets(root, "b", 144, 156);
+}
+static void hole(cJSON *root) { set_offsets(root, "b", 152, 164); }
+static void reversed(cJSON *root) { set_offsets(root, "b", 160, 148); }
+static void fractional(cJSON *root) { set_offsets(root, "b", 148.5, 160.5); }
+static void negative(cJSON *root) { set_offsets(root, "b", -12, 0); }
+static void wrong_span(cJSON *root) { set_offsets(root, "b", 148, 164); }
+static void three_offsets(cJSON *root)
+{
+    cJSON *e = cJSON_GetObjectItemCaseSensitive(root, "b");
+    int v[3] = {148, 160, 160};
+    cJSON_ReplaceItemInObjectCaseSensitive(e, "data_offsets", cJSON_CreateIntArray(v, 3));
+}
+static void extra_field(cJSON *root)
+{
+    cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(root, "b"), "quant", "none");
+}
+static void dup_tensor(cJSON *root)
+{
+    cJSON *copy = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(root, "b"), 1);
+    cJSON_AddItemToObject(root, "b", copy);
+}
+static void entry_not_object(cJSON *root)
+{
+    cJSON_ReplaceItemInObjectCaseSensitive(root, "b", cJSON_CreateNumber(1));
+}
+
+static void test_offsets(void **state)
+{
+    fixture *f = *state;
+    /* the data: sb [0,128) w [128,148) b [148,160) empty [160,160)
+     * w.state0 [160,180) w.acc [180,190) b.acc [190,196) */
+    assert_int_equal(f->layout.data_size, 196);
+    expect_mutation(f, oob, CLG_ERR_CORRUPT_FILE, "beyond the end of the data");
+    expect_mutation(f, overlap, CLG_ERR_CORRUPT_FILE, "overlaps");
+    expect_mutation(f, hole, CLG_ERR_CORRUPT_FILE, "hole");
+    expect_mutation(f, reversed, CLG_ERR_CORRUPT_FILE, "begin <= end");
+    expect_mutation(f, fractional, CLG_ERR_CORRUPT_FILE, "pair of byte offsets");
+    expect_mutation(f, negative, CLG_ERR_CORRUPT_FILE, "pair of byte offsets");
+    expect_mutation(f, wrong_span, CLG_ERR_CORRUPT_FILE, "span 16 bytes");
+    expect_mutation(f, three_offsets, CLG_ERR_CORRUPT_FILE, "pair of byte offsets");
+    expect_mutation(f, extra_field, CLG_ERR_CORRUPT_FILE, "unknown field 'quant'");
+    expect_mutation(f, dup_tensor, CLG_ERR_CORRUPT_FILE, "tensor 'b' twice");
+    expect_mutation(f, entry_not_object, CLG_ERR_CORRUPT_FILE, "not a JSON object");
+
+    /* trailing bytes after the last tensor */
+    uint8_t *file = malloc(f->size + 4);
+    memcpy(file, f->file, f->size);
+    memset(file + f->size, 0, 4);
+    expect_error(f, file, f->size + 4, CLG_ERR_CORRUPT_FILE, "4 trailing bytes");
+    free(file);
+}
+
+static void test_crc(void **state)
+{
+    fixture *f = *state;
+    uint8_t *file = malloc(f->size);
+    /* one flipped bit in any tensor's bytes is caught */
+    for (size_t i = 0; i < f->layout.n; i++) {
+        const clg_ckpt_entry *e = &f->layout.entries[i];
+        if (e->end == e->begin)
+            continue;
+        memcpy(file, f->file, f->size);
+        file[8 + f->header_len + e->begin + (e->end - e->begin) / 2] ^= 0x10;
+        char msg[128];
+        snprintf(msg, sizeof msg, "CRC-32 mismatch in tensor '%s'", e->key);
+        expect_error(f, file, f->size, CLG_ERR_CORRUPT_FILE, msg);
+    }
+    free(file);
+}
+
+/* ------------------------------------------------------------ writer */
+
+static void test_writer_rejects(void **state)
+{
+    fixture *f = *state;
+    char err[512], *header = NULL;
+    size_t len;
+    const char *k1[] = {"clgrad.mine"}, *v1[] = {"x"};
+    assert_int_equal(clg__ckpt_header(&f->layout, f->data, &f->state, k1, v1, 1, &header, &len,
+                                      err, sizeof err),
+                     CLG_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err, "reserved"));
+    const char *k2[] = {"a", "a"}, *v2[] = {"1", "2"};
+    assert_int_equal(clg__ckpt_header(&f->layout, f->data, &f->state, k2, v2, 2, &header, &len,
+                                      err, sizeof err),
+                     CLG_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err, "twice"));
+    const char *k3[] = {"a"}, *v3[] = {"\xff"};
+    assert_int_equal(clg__ckpt_header(&f->layout, f->data, &f->state, k3, v3, 1, &header, &len,
+                                      err, sizeof err),
+                     CLG_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err, "UTF-8"));
+    const char *v4[] = {NULL};
+    assert_int_equal(clg__ckpt_header(&f->layout, f->data, &f->state, k3, v4, 1, &header, &len,
+                                      err, sizeof err),
+                     CLG_ERR_INVALID_ARGUMENT);
+    assert_null(header);
+
+    /* tensor names that collide with clgrad's suffixes cannot be stored */
+    clg_ckpt_layout l;
+    memset(&l, 0, sizeof l);
+    assert_int_equal(clg__ckpt_layout_add(&l, "x.acc", CLG_CKPT_F32, 2, CLG_ARENA_PARAMS, 0), 0);
+    assert_int_equal(clg__ckpt_layout_add(&l, "x.acc", CLG_CKPT_F32, 2, CLG_ARENA_ACC, 1), 0);
+    assert_int_equal(clg__ckpt_layout_finish(&l, err, sizeof err), CLG_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err, "occurs twice"));
+    clg__ckpt_layout_free(&l);
+    assert_int_equal(clg__ckpt_layout_add(&l, "__metadata__", CLG_CKPT_F32, 2, 0, 0), 0);
+    assert_int_equal(clg__ckpt_layout_finish(&l, err, sizeof err), CLG_ERR_INVALID_ARGUMENT);
+    clg__ckpt_layout_free(&l);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_other_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_truncated, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_header_length, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_json, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_metadata, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_mismatch, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_offsets, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_crc, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_writer_rejects, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,1 +1,279 @@
-/* program.c - not yet written */
+/* program.c - builds clgrad's embedded OpenCL programs for a context, once
+ * per (name, options): from the context's list, else from the disk cache,
+ * else from source (common.cl in front of cl/<name>.cl). */
+#include "internal.h"
+#include "device_info.h"
+#include "program_cache.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* OpenCL 3.0 query, absent from headers that target 2.0. */
+#define CLG_DEVICE_OPENCL_C_ALL_VERSIONS 0x1066
+#define CLG_VERSION_MAJOR(v) ((v) >> 22)
+#define CLG_VERSION_MINOR(v) (((v) >> 12) & 0x3FF)
+
+typedef struct {
+    cl_uint version;
+    char name[64];
+} clg_name_version;
+
+/* Options that would let the compiler assume no inf/NaN or reorder float
+ * math: the non-finite checks and the reference tests depend on IEEE. */
+static const char *const forbidden_options[] = {
+    "-cl-fast-relaxed-math", "-cl-finite-math-only", "-cl-unsafe-math-optimizations",
+    "-cl-no-signed-zeros",   "-cl-mad-enable",
+};
+
+/* Does an OpenCL 3.0 device list OpenCL C 3.0 among its versions? (OpenCL
+ * 3.0 devices may keep reporting "OpenCL C 1.2" as CL_DEVICE_OPENCL_C_VERSION
+ * for older applications.) */
+static int supports_c30(const clg_context *ctx)
+{
+    int major, minor;
+    clg__parse_cl_version(ctx->info.device_version, "OpenCL ", &major, &minor);
+    if (major < 3)
+        return 0;
+    size_t n = 0;
+    if (clGetDeviceInfo(ctx->device, CLG_DEVICE_OPENCL_C_ALL_VERSIONS, 0, NULL, &n) !=
+            CL_SUCCESS ||
+        n < sizeof(clg_name_version))
+        return 0;
+    clg_name_version *v = malloc(n);
+    int found = 0;
+    if (v && clGetDeviceInfo(ctx->device, CLG_DEVICE_OPENCL_C_ALL_VERSIONS, n, v, NULL) ==
+                 CL_SUCCESS)
+        for (size_t i = 0; i < n / sizeof *v; i++)
+            if (CLG_VERSION_MAJOR(v[i].version) == 3 && CLG_VERSION_MINOR(v[i].version) == 0)
+                found = 1;
+    free(v);
+    return found;
+}
+
+/* "-cl-std=CLX.Y" for the device, or "" for an OpenCL C 1.0 device. */
+static const char *std_option(const clg_context *ctx)
+{
+    if (ctx->opencl_c_major >= 3 || supports_c30(ctx))
+        return "-cl-std=CL3.0";
+    if (ctx->opencl_c_major == 2)
+        return "-cl-std=CL2.0";
+    if (ctx->opencl_c_major == 1 && ctx->opencl_c_minor >= 2)
+        return "-cl-std=CL1.2";
+    if (ctx->opencl_c_major == 1 && ctx->opencl_c_minor == 1)
+        return "-cl-std=CL1.1";
+    return "";
+}
+
+/* Appends the build log to a failure message (the start of the log, where
+ * the first error is, survives truncation). */
+static clg_status build_failed(clg_context *ctx, cl_program prog, cl_int err, const char *name,
+                               const char *options)
+{
+    size_t n = 0;
+    char *log = NULL;
+    if (clGetProgramBuildInfo(prog, ctx->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &n) ==
+            CL_SUCCESS &&
+        n > 0 && (log = malloc(n + 1)) != NULL) {
+        if (clGetProgramBuildInfo(prog, ctx->device, CL_PROGRAM_BUILD_LOG, n, log, NULL) !=
+            CL_SUCCESS)
+            n = 0;
+        log[n] = '\0';
+    }
+    const char *ename = clg__cl_error_name(err);
+    clg_status st = clg__fail(ctx, CLG_ERR_BUILD,
+                              "clg__program(\"%s\"): clBuildProgram failed: %s (%d) with options "
+                              "\"%s\"; build log:\n%s",
+                              name, ename ? ename : "unknown OpenCL error", (int)err, options,
+                              log && log[0] ? log : "(empty)");
+    free(log);
+    return st;
+}
+
+/* Tries the disk cache; returns the built program or NULL on any miss. */
+static cl_program load_cached(clg_context *ctx, const uint8_t key[CLG_CACHE_KEY_SIZE],
+                              const char *options)
+{
+    unsigned char *bin = NULL;
+    size_t size = 0;
+    if (!clg__cache_load(key, &bin, &size))
+        return NULL;
+    cl_int err, bin_status = CL_SUCCESS;
+    const unsigned char *b = bin;
+    cl_program prog =
+        clCreateProgramWithBinary(ctx->cl, 1, &ctx->device, &size, &b, &bin_status, &err);
+    free(bin);
+    if (err != CL_SUCCESS || bin_status != CL_SUCCESS) {
+        if (err == CL_SUCCESS)
+            clReleaseProgram(prog);
+        return NULL;
+    }
+    if (clBuildProgram(prog, 1, &ctx->device, options, NULL, NULL) != CL_SUCCESS) {
+        clReleaseProgram(prog); /* stale or foreign binary: rebuild from source */
+        return NULL;
+    }
+    return prog;
+}
+
+/* Saves the freshly built binary; any failure only costs a rebuild later. */
+static void store_cached(clg_context *ctx, cl_program prog, const uint8_t key[CLG_CACHE_KEY_SIZE])
+{
+    size_t size = 0;
+    if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL) != CL_SUCCESS ||
+        size == 0)
+        return;
+    unsigned char *bin = malloc(size);
+    if (!bin)
+        return;
+    if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) == CL_SUCCESS)
+        clg__cache_store(key, bin, size);
+    (void)ctx;
+    free(bin);
+}
+
+static clg_status build(clg_context *ctx, const char *name, const char *user_options,
+                        cl_program *out, int *from_cache)
+{
+    const char *const *common = clg__kernel_source("common");
+    const char *const *own = strcmp(name, "common") == 0 ? NULL : clg__kernel_source(name);
+    if (!common || (!own && strcmp(name, "common") != 0))
+        return clg__fail(ctx, CLG_ERR_INVALID_ARGUMENT,
+                         "clg__program: no kernel file cl/%s.cl is embedded in clgrad",
+                         common ? name : "common");
+
+    size_t nparts = 0;
+    for (const char *const *c = common; *c; c++)
+        nparts++;
+    for (const char *const *c = own; c && *c; c++)
+        nparts++;
+    /* A program of empty files still needs one (empty) string. */
+    const char **parts = malloc((nparts + 1) * sizeof *parts);
+    if (!parts)
+        return clg__fail(ctx, CLG_ERR_OUT_OF_HOST_MEMORY, "clg__program: out of host memory");
+    size_t k = 0;
+    for (const char *const *c = common; *c; c++)
+        parts[k++] = *c;
+    for (const char *const *c = own; c && *c; c++)
+        parts[k++] = *c;
+    if (k == 0)
+        parts[k++] = "";
+
+    const char *std = std_option(ctx);
+    size_t olen = strlen(std) + strlen(user_options) + 2;
+    char *options = malloc(olen);
+    if (!options) {
+        free(parts);
+        return clg__fail(ctx, CLG_ERR_OUT_OF_HOST_MEMORY, "clg__program: out of host memory");
+    }
+    snprintf(options, olen, "%s%s%s", std, *std && *user_options ? " " : "", user_options);
+
+    uint8_t key[CLG_CACHE_KEY_SIZE];
+    clg__cache_key(ctx, parts, k, options, key);
+    clg_status st = CLG_SUCCESS;
+    cl_program prog = load_cached(ctx, key, options);
+    if (prog) {
+        *from_cache = 1;
+    } else {
+        *from_cache = 0;
+        cl_int err;
+        prog = clCreateProgramWithSource(ctx->cl, (cl_uint)k, parts, NULL, &err);
+        if (err != CL_SUCCESS) {
+            st = clg__cl_fail(ctx, err, "clg__program", "clCreateProgramWithSource");
+            prog = NULL;
+        } else {
+            err = clBuildProgram(prog, 1, &ctx->device, options, NULL, NULL);
+            if (err == CL_BUILD_PROGRAM_FAILURE || err == CL_INVALID_BUILD_OPTIONS ||
+                err == CL_COMPILER_NOT_AVAILABLE) {
+                st = build_failed(ctx, prog, err, name, options);
+            } else if (err != CL_SUCCESS) {
+                st = clg__cl_fail(ctx, err, "clg__program", "clBuildProgram");
+            } else {
+                store_cached(ctx, prog, key);
+            }
+            if (st != CLG_SUCCESS) {
+                clReleaseProgram(prog);
+                prog = NULL;
+            }
+        }
+    }
+    free(options);
+    free(parts);
+    *out = prog;
+    return st;
+}
+
+clg_status clg__program(clg_context *ctx, const char *name, const char *options,
+                        cl_program *program, int *from_cache)
+{
+    int cached = 0;
+    if (from_cache)
+        *from_cache = 0;
+    if (!ctx || !name || !program)
+        return clg__fail(ctx, CLG_ERR_INVALID_ARGUMENT, "clg__program: %s is NULL",
+                         !ctx ? "ctx" : !name ? "name" : "program");
+    *program = NULL;
+    if (!options)
+        options = "";
+    for (size_t i = 0; i < sizeof forbidden_options / sizeof forbidden_options[0]; i++)
+        if (strstr(options, forbidden_options[i]))
+            return clg__fail(ctx, CLG_ERR_INVALID_ARGUMENT,
+                             "clg__program(\"%s\"): option %s is not allowed (it breaks the "
+                             "inf/NaN checks and IEEE results)",
+                             name, forbidden_options[i]);
+
+    /* The lock is held during a build so that two threads never compile the
+     * same program twice; it is recursive, so clg__fail inside is fine. */
+    mtx_lock(&ctx->lock);
+    for (clg_program_entry *e = ctx->programs; e; e = e->next)
+        if (strcmp(e->name, name) == 0 && strcmp(e->options, options) == 0) {
+            *program = e->program;
+            mtx_unlock(&ctx->lock);
+            return CLG_SUCCESS; /* already in memory: not loaded from disk now */
+        }
+
+    clg_program_entry *e = calloc(1, sizeof *e);
+    char *n = strdup(name), *o = strdup(options);
+    if (!e || !n || !o) {
+        free(e);
+        free(n);
+        free(o);
+        mtx_unlock(&ctx->lock);
+        return clg__fail(ctx, CLG_ERR_OUT_OF_HOST_MEMORY, "clg__program: out of host memory");
+    }
+    cl_program prog = NULL;
+    clg_status st = build(ctx, name, options, &prog, &cached);
+    if (st != CLG_SUCCESS) {
+        free(e);
+        free(n);
+        free(o);
+        mtx_unlock(&ctx->lock);
+        return st;
+    }
+    e->name = n;
+    e->options = o;
+    e->program = prog;
+    e->next = ctx->programs;
+    ctx->programs = e;
+    mtx_unlock(&ctx->lock);
+    *program = prog;
+    if (from_cache)
+        *from_cache = cached;
+    return CLG_SUCCESS;
+}
+
+clg_status clg__kernel(clg_context *ctx, cl_program program, const char *kernel_name,
+                       cl_kernel *kernel)
+{
+    if (!ctx || !program || !kernel_name || !kernel)
+        return clg__fail(ctx, CLG_ERR_INVALID_ARGUMENT, "clg__kernel: %s is NULL",
+                         !ctx ? "ctx" : !program ? "program" : !kernel_name ? "name" : "kernel");
+    cl_int err;
+    *kernel = clCreateKernel(program, kernel_name, &err);
+    if (err != CL_SUCCESS) {
+        *kernel = NULL;
+        char what[160];
+        snprintf(what, sizeof what, "clg__kernel(\"%s\")", kernel_name);
+        return clg__cl_fail(ctx, err, what, "clCreateKernel");
+    }
+    return CLG_SUCCESS;
+}

@@ -1,1 +1,268 @@
-/* program_cache.c - not yet written */
+/* program_cache.c - compiled program binaries on disk, so that a second run
+ * skips the OpenCL compiler.
+ *
+ * One file per program: <dir>/<64 hex digits of the key>.bin holding
+ *     magic "CLGRADPC" | u32 format version | u32 0 | key[32] |
+ *     u64 binary length | SHA-256 of the binary[32] | binary
+ * (integers little-endian). An entry whose header, key, length or checksum
+ * does not match is ignored; the program is rebuilt from source and the entry
+ * replaced. Files are written to a temporary name in the same directory and
+ * renamed, so readers never see half an entry. */
+#define _GNU_SOURCE
+#include "program_cache.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define CACHE_MAGIC "CLGRADPC"
+#define CACHE_FORMAT 1u
+#define HEADER_SIZE (8 + 4 + 4 + CLG_CACHE_KEY_SIZE + 8 + 32)
+/* A program binary larger than this is not something we wrote. */
+#define CACHE_MAX_BINARY ((uint64_t)1 << 31)
+
+static void hash_field(clg_sha256 *s, const void *data, size_t n)
+{
+    /* Length-prefixed, so that ("ab", "c") and ("a", "bc") differ. */
+    uint8_t len[8];
+    for (int i = 0; i < 8; i++)
+        len[i] = (uint8_t)((uint64_t)n >> (8 * i));
+    clg__sha256_update(s, len, 8);
+    clg__sha256_update(s, data, n);
+}
+
+void clg__cache_key(const clg_context *ctx, const char *const *parts, size_t nparts,
+                    const char *options, uint8_t key[CLG_CACHE_KEY_SIZE])
+{
+    clg_sha256 s;
+    clg__sha256_init(&s);
+    const char tag[] = "clgrad program cache";
+    uint32_t format = CACHE_FORMAT;
+    hash_field(&s, tag, sizeof tag - 1);
+    hash_field(&s, &format, sizeof format);
+    uint64_t total = 0;
+    for (size_t i = 0; i < nparts; i++)
+        total += strlen(parts[i]);
+    /* the source as one field: how it is chunked does not matter */
+    uint8_t len[8];
+    for (int i = 0; i < 8; i++)
+        len[i] = (uint8_t)(total >> (8 * i));
+    clg__sha256_update(&s, len, 8);
+    for (size_t i = 0; i < nparts; i++)
+        clg__sha256_update(&s, parts[i], strlen(parts[i]));
+    hash_field(&s, options, strlen(options));
+    hash_field(&s, ctx->info.name, strlen(ctx->info.name));
+    hash_field(&s, ctx->info.driver_version, strlen(ctx->info.driver_version));
+    hash_field(&s, ctx->info.platform_version, strlen(ctx->info.platform_version));
+    hash_field(&s, ctx->info.device_version, strlen(ctx->info.device_version));
+    clg__sha256_final(&s, key);
+}
+
+static char *join(const char *a, const char *b)
+{
+    size_t n = strlen(a) + strlen(b) + 1;
+    char *s = malloc(n);
+    if (s)
+        snprintf(s, n, "%s%s", a, b);
+    return s;
+}
+
+char *clg__cache_dir(void)
+{
+    const char *env = getenv("CLGRAD_CACHE_DIR");
+    if (env && *env) {
+        if (strcasecmp(env, "off") == 0)
+            return NULL;
+        return strdup(env);
+    }
+    const char *xdg = getenv("XDG_CACHE_HOME");
+    if (xdg && xdg[0] == '/') /* the XDG spec ignores relative values */
+        return join(xdg, "/clgrad");
+    const char *home = getenv("HOME");
+    if (home && *home)
+        return join(home, "/.cache/clgrad");
+    return NULL;
+}
+
+/* mkdir -p; 0 on success. */
+static int make_dirs(const char *path)
+{
+    char *p = strdup(path);
+    if (!p)
+        return -1;
+    int rc = 0;
+    for (char *s = p + 1; ; s++) {
+        if (*s == '/' || *s == '\0') {
+            char c = *s;
+            *s = '\0';
+            if (mkdir(p, 0755) != 0 && errno != EEXIST) {
+                rc = -1;
+                break;
+            }
+            *s = c;
+            if (c == '\0')
+                break;
+        }
+    }
+    free(p);
+    return rc;
+}
+
+static char *entry_path(const char *dir, const uint8_t key[CLG_CACHE_KEY_SIZE])
+{
+    char hex[2 * CLG_CACHE_KEY_SIZE + 1];
+    for (int i = 0; i < CLG_CACHE_KEY_SIZE; i++)
+        snprintf(hex + 2 * i, 3, "%02x", key[i]);
+    size_t n = strlen(dir) + sizeof hex + 8;
+    char *path = malloc(n);
+    if (path)
+        snprintf(path, n, "%s/%s.bin", dir, hex);
+    return path;
+}
+
+static void put_u32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void put_u64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get_u64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+static uint32_t get_u32(const uint8_t *p)
+{
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++)
+        v |= (uint32_t)p[i] << (8 * i);
+    return v;
+}
+
+static int read_all(int fd, void *buf, size_t n)
+{
+    uint8_t *p = buf;
+    while (n > 0) {
+        ssize_t r = read(fd, p, n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        p += r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+static int write_all(int fd, const void *buf, size_t n)
+{
+    const uint8_t *p = buf;
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+int clg__cache_load(const uint8_t key[CLG_CACHE_KEY_SIZE], unsigned char **binary, size_t *size)
+{
+    *binary = NULL;
+    *size = 0;
+    char *dir = clg__cache_dir();
+    if (!dir)
+        return 0;
+    char *path = entry_path(dir, key);
+    free(dir);
+    if (!path)
+        return 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    free(path);
+    if (fd < 0)
+        return 0;
+
+    int ok = 0;
+    unsigned char *data = NULL;
+    uint8_t h[HEADER_SIZE];
+    struct stat st;
+    if (fstat(fd, &st) != 0 || read_all(fd, h, sizeof h) != 0)
+        goto done;
+    uint64_t n = get_u64(h + 48);
+    if (memcmp(h, CACHE_MAGIC, 8) != 0 || get_u32(h + 8) != CACHE_FORMAT ||
+        memcmp(h + 16, key, CLG_CACHE_KEY_SIZE) != 0 || n == 0 || n > CACHE_MAX_BINARY ||
+        (uint64_t)st.st_size != HEADER_SIZE + n)
+        goto done;
+    data = malloc((size_t)n);
+    if (!data || read_all(fd, data, (size_t)n) != 0)
+        goto done;
+    uint8_t digest[32];
+    clg_sha256 s;
+    clg__sha256_init(&s);
+    clg__sha256_update(&s, data, (size_t)n);
+    clg__sha256_final(&s, digest);
+    if (memcmp(digest, h + 56, 32) != 0)
+        goto done;
+    *binary = data;
+    *size = (size_t)n;
+    data = NULL;
+    ok = 1;
+done:
+    free(data);
+    close(fd);
+    return ok;
+}
+
+void clg__cache_store(const uint8_t key[CLG_CACHE_KEY_SIZE], const unsigned char *binary,
+                      size_t size)
+{
+    if (!binary || size == 0)
+        return;
+    char *dir = clg__cache_dir();
+    if (!dir)
+        return;
+    char *path = entry_path(dir, key);
+    char *tmp = path ? join(path, ".tmp-XXXXXX") : NULL;
+    if (!path || !tmp || make_dirs(dir) != 0)
+        goto done;
+    int fd = mkostemp(tmp, O_CLOEXEC);
+    if (fd < 0)
+        goto done;
+    uint8_t h[HEADER_SIZE];
+    memcpy(h, CACHE_MAGIC, 8);
+    put_u32(h + 8, CACHE_FORMAT);
+    put_u32(h + 12, 0);
+    memcpy(h + 16, key, CLG_CACHE_KEY_SIZE);
+    put_u64(h + 48, size);
+    clg_sha256 s;
+    clg__sha256_init(&s);
+    clg__sha256_update(&s, binary, size);
+    clg__sha256_final(&s, h + 56);
+    int ok = write_all(fd, h, sizeof h) == 0 && write_all(fd, binary, size) == 0;
+    /* entries are readable by others, like any cache */
+    ok = ok && fchmod(fd, 0644) == 0;
+    ok = close(fd) == 0 && ok;
+    if (!ok || rename(tmp, path) != 0)
+        unlink(tmp);
+done:
+    free(tmp);
+    free(path);
+    free(dir);
+}

@@ -1,0 +1,30 @@
+/* program_cache.h - private to program.c and program_cache.c: the on-disk
+ * cache of compiled program binaries. */
+#ifndef CLGRAD_PROGRAM_CACHE_H
+#define CLGRAD_PROGRAM_CACHE_H
+
+#include "internal.h"
+
+#define CLG_CACHE_KEY_SIZE 32
+
+/* Key of a program: SHA-256 over the cache format version, the full source
+ * (parts concatenated), the build options, and the device name, driver
+ * version and platform version of ctx's device. */
+void clg__cache_key(const clg_context *ctx, const char *const *parts, size_t nparts,
+                    const char *options, uint8_t key[CLG_CACHE_KEY_SIZE]);
+
+/* The cache directory (malloc'ed), or NULL when the cache is off
+ * (CLGRAD_CACHE_DIR=off) or no location can be found. */
+char *clg__cache_dir(void);
+
+/* Loads the binary stored under key; 0 and *binary = NULL on a miss or on
+ * any damaged, truncated or foreign entry. The caller frees *binary. */
+int clg__cache_load(const uint8_t key[CLG_CACHE_KEY_SIZE], unsigned char **binary,
+                    size_t *size);
+
+/* Stores binary under key atomically (temporary file, then rename). Errors
+ * are ignored: the cache only ever saves time. */
+void clg__cache_store(const uint8_t key[CLG_CACHE_KEY_SIZE], const unsigned char *binary,
+                      size_t size);
+
+#endif /* CLGRAD_PROGRAM_CACHE_H */

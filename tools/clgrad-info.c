@@ -1,0 +1,209 @@
+/* clgrad-info.c - lists every OpenCL device with the facts clgrad uses and
+ * marks the one clgrad would pick (CLGRAD_DEVICE or --device), as a table or
+ * as one JSON object (--json). --smoke also builds a kernel program there. */
+#include "clgrad.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: clgrad-info [--json] [--device SEL] [--smoke]\n"
+            "  --json        print one JSON object instead of a table\n"
+            "  --device SEL  selector: N, P:D or a name substring (default: $CLGRAD_DEVICE,\n"
+            "                else the first GPU, else the first device)\n"
+            "  --smoke       build clgrad's kernels on the chosen device (cache-aware)\n");
+}
+
+static const char *type_name(cl_device_type t)
+{
+    if (t & CL_DEVICE_TYPE_GPU)
+        return "GPU";
+    if (t & CL_DEVICE_TYPE_CPU)
+        return "CPU";
+    if (t & CL_DEVICE_TYPE_ACCELERATOR)
+        return "ACCEL";
+    return "OTHER";
+}
+
+static void json_string(const char *s)
+{
+    putchar('"');
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            printf("\\%c", *p);
+        else if (*p < 0x20)
+            printf("\\u%04x", *p);
+        else
+            putchar(*p);
+    }
+    putchar('"');
+}
+
+static double mib(cl_ulong b)
+{
+    return (double)b / (1024.0 * 1024.0);
+}
+
+static void print_table(const clg_device_info *d, size_t n, long selected)
+{
+    printf("clgrad %d.%d.%d: %zu OpenCL device(s); * = clgrad's pick\n\n", CLGRAD_VERSION_MAJOR,
+           CLGRAD_VERSION_MINOR, CLGRAD_VERSION_PATCH, n);
+    printf("  %3s %5s %-5s %-36s %10s %10s %4s %6s %5s %4s %4s\n", "#", "P:D", "TYPE", "NAME",
+           "GLOBAL", "MAX ALLOC", "CU", "MAX WG", "WG X", "FP16", "FP64");
+    for (size_t i = 0; i < n; i++) {
+        char pd[32];
+        snprintf(pd, sizeof pd, "%u:%u", d[i].platform_index, d[i].device_index);
+        printf("%c %3zu %5s %-5s %-36.36s %7.0f MiB %6.0f MiB %4u %6zu %5zu %4s %4s\n",
+               (long)i == selected ? '*' : ' ', i, pd, type_name(d[i].type), d[i].name,
+               mib(d[i].global_mem_size), mib(d[i].max_mem_alloc_size), d[i].compute_units,
+               d[i].max_work_group_size, d[i].preferred_work_group_multiple,
+               d[i].has_fp16 ? "yes" : "no", d[i].has_fp64 ? "yes" : "no");
+    }
+    printf("\n");
+    for (size_t i = 0; i < n; i++) {
+        printf("  %zu: %s\n", i, d[i].name);
+        printf("     platform  %s (%s)\n", d[i].platform_name, d[i].platform_version);
+        printf("     vendor    %s\n", d[i].vendor);
+        printf("     version   %s; %s; driver %s\n", d[i].device_version, d[i].opencl_c_version,
+               d[i].driver_version);
+        printf("     memory    global %llu bytes, max allocation %llu bytes\n",
+               (unsigned long long)d[i].global_mem_size,
+               (unsigned long long)d[i].max_mem_alloc_size);
+    }
+}
+
+static void print_json(const clg_device_info *d, size_t n, long selected, const char *error)
+{
+    printf("{\"clgrad_version\":\"%d.%d.%d\",\"devices\":[", CLGRAD_VERSION_MAJOR,
+           CLGRAD_VERSION_MINOR, CLGRAD_VERSION_PATCH);
+    for (size_t i = 0; i < n; i++) {
+        printf("%s{\"index\":%zu,\"platform_index\":%u,\"device_index\":%u,", i ? "," : "", i,
+               d[i].platform_index, d[i].device_index);
+        printf("\"platform_name\":");
+        json_string(d[i].platform_name);
+        printf(",\"platform_version\":");
+        json_string(d[i].platform_version);
+        printf(",\"name\":");
+        json_string(d[i].name);
+        printf(",\"vendor\":");
+        json_string(d[i].vendor);
+        printf(",\"driver_version\":");
+        json_string(d[i].driver_version);
+        printf(",\"device_version\":");
+        json_string(d[i].device_version);
+        printf(",\"opencl_c_version\":");
+        json_string(d[i].opencl_c_version);
+        printf(",\"type\":\"%s\",\"global_mem_size\":%llu,\"max_mem_alloc_size\":%llu,"
+               "\"compute_units\":%u,\"max_work_group_size\":%zu,"
+               "\"preferred_work_group_multiple\":%zu,\"has_fp16\":%s,\"has_fp64\":%s,"
+               "\"selected\":%s}",
+               type_name(d[i].type), (unsigned long long)d[i].global_mem_size,
+               (unsigned long long)d[i].max_mem_alloc_size, d[i].compute_units,
+               d[i].max_work_group_size, d[i].preferred_work_group_multiple,
+               d[i].has_fp16 ? "true" : "false", d[i].has_fp64 ? "true" : "false",
+               (long)i == selected ? "true" : "false");
+    }
+    printf("],\"selected\":");
+    if (selected >= 0)
+        printf("%ld", selected);
+    else
+        printf("null");
+    if (error) {
+        printf(",\"error\":");
+        json_string(error);
+    }
+    printf("}\n");
+}
+
+/* Builds every kernel file clgrad uses on the chosen device and says how
+ * long it took and whether the disk cache served it. */
+static int smoke(const char *selector)
+{
+    static const char *const programs[] = {"common", "stream"};
+    clg_context *ctx = NULL;
+    clg_status st = clg_context_create(&ctx, selector);
+    if (st != CLG_SUCCESS) {
+        fprintf(stderr, "clgrad-info: %s: %s\n", clg_status_string(st), clg_last_error(NULL));
+        return 1;
+    }
+    printf("\nsmoke run on %s:\n", clg_context_device_info(ctx)->name);
+    int rc = 0;
+    for (size_t i = 0; i < sizeof programs / sizeof programs[0]; i++) {
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        cl_program prog;
+        int cached = 0;
+        st = clg_context_program(ctx, programs[i], "", &prog, &cached);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+        if (st != CLG_SUCCESS) {
+            fprintf(stderr, "  %-8s FAILED: %s\n", programs[i], clg_last_error(ctx));
+            rc = 1;
+            continue;
+        }
+        cl_uint nk = 0;
+        clGetProgramInfo(prog, CL_PROGRAM_NUM_KERNELS, sizeof nk, &nk, NULL);
+        printf("  %-8s built in %8.1f ms (%s), %u kernel(s)\n", programs[i], ms,
+               cached ? "from cache" : "from source", nk);
+    }
+    clg_context_destroy(ctx);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    int json = 0, run_smoke = 0;
+    const char *selector = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0) {
+            json = 1;
+        } else if (strcmp(argv[i], "--smoke") == 0) {
+            run_smoke = 1;
+        } else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc) {
+            selector = argv[++i];
+        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage(stdout);
+            return 0;
+        } else {
+            usage(stderr);
+            return 2;
+        }
+    }
+
+    clg_device_info *devices = NULL;
+    size_t n = 0;
+    clg_status st = clg_devices_list(&devices, &n);
+    if (st != CLG_SUCCESS) {
+        const char *msg = clg_last_error(NULL);
+        if (json)
+            print_json(NULL, 0, -1, msg);
+        fprintf(stderr, "clgrad-info: no usable OpenCL device: %s (%s)\n", msg,
+                clg_status_string(st));
+        return 1;
+    }
+    size_t chosen = 0;
+    long selected = -1;
+    char error[1024] = "";
+    st = clg_device_select(devices, n, selector, &chosen);
+    if (st == CLG_SUCCESS)
+        selected = (long)chosen;
+    else
+        snprintf(error, sizeof error, "%s", clg_last_error(NULL));
+
+    if (json)
+        print_json(devices, n, selected, error[0] ? error : NULL);
+    else
+        print_table(devices, n, selected);
+    clg_devices_free(devices);
+    if (selected < 0) {
+        fprintf(stderr, "clgrad-info: %s\n", error);
+        return 1;
+    }
+    if (run_smoke && !json)
+        return smoke(selector);
+    return 0;
+}

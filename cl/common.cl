@@ -1,1 +1,157 @@
-/* common.cl - not yet written */
+/* common.cl - compiled in front of every clgrad program: step-block word
+ * indices (mirror of src/step_block.h), dtype conversions and rounding, the
+ * gradient/accumulator loads selected by G_DTYPE / ACC_DTYPE, and the
+ * deterministic work-group reduction of (sum of squares, non-finite flag). */
+
+#define SB_GRAD_SCALE 0
+#define SB_SKIP 1
+#define SB_LR 2
+#define SB_BC1 3
+#define SB_BC2_SQRT 4
+#define SB_T 5
+#define SB_LOSS_SCALE 6
+#define SB_GROWTH 7
+#define SB_SKIPPED 8
+#define SB_SKIPPED_MICRO 9
+#define SB_SUMSQ 10
+#define SB_GRAD_NORM 11
+#define SB_CLIP_COEF 12
+#define SB_NONFINITE 13
+#define SB_STICKY 14
+#define SB_MICRO_OK 15
+#define SB_MICRO_COUNT 16
+#define SB_WEIGHT_SUM 17
+#define SB_SMALL_SUMSQ 18
+#define SB_SMALL_WEIGHT 19
+#define SB_NOISE_G2 20
+#define SB_NOISE_TR 21
+#define SB_NOISE_SCALE 22
+#define SB_NOISE_COUNT 23
+
+/* dtype codes, as clg_dtype */
+#define DT_FP32 0
+#define DT_FP16 1
+#define DT_BF16 2
+
+inline float sb_float(global const uint *sb, int word) { return as_float(sb[word]); }
+
+/* bf16 <-> fp32. Round to nearest even; NaN stays a (quiet) NaN. */
+inline float bf16_to_float(ushort h) { return as_float(((uint)h) << 16); }
+
+inline ushort float_to_bf16_rne(float f)
+{
+    uint u = as_uint(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (ushort)((u >> 16) | 0x0040u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (ushort)(u >> 16);
+}
+
+/* Stochastic rounding: adding 16 random low bits before truncation rounds
+ * up with probability equal to the dropped fraction, so E[round(x)] = x. */
+inline ushort float_to_bf16_sr(float f, uint random)
+{
+    uint u = as_uint(f);
+    if ((u & 0x7f800000u) == 0x7f800000u)
+        return float_to_bf16_rne(f);
+    uint r = u + (random & 0xffffu);
+    /* never round a finite value up to infinity */
+    if ((r & 0x7f800000u) == 0x7f800000u)
+        return (ushort)(u >> 16);
+    return (ushort)(r >> 16);
+}
+
+/* A counter-based hash (lowbias32) for stochastic rounding: the random bits
+ * depend only on (seed, element, micro-step), never on scheduling. */
+inline uint hash_u32(uint x)
+{
+    x ^= x >> 16;
+    x *= 0x7feb352du;
+    x ^= x >> 15;
+    x *= 0x846ca68bu;
+    x ^= x >> 16;
+    return x;
+}
+
+inline float4 bf16x4_to_float4(ushort4 h)
+{
+    return (float4)(bf16_to_float(h.x), bf16_to_float(h.y), bf16_to_float(h.z),
+                    bf16_to_float(h.w));
+}
+
+inline ushort4 float4_to_bf16x4_rne(float4 f)
+{
+    return (ushort4)(float_to_bf16_rne(f.x), float_to_bf16_rne(f.y), float_to_bf16_rne(f.z),
+                     float_to_bf16_rne(f.w));
+}
+
+inline int all_finite4(float4 v) { return all(isfinite(v)); }
+
+/* ---- variant-selected loads and stores (defaults: fp32) ---- */
+
+#ifndef G_DTYPE
+#define G_DTYPE 0
+#endif
+#ifndef ACC_DTYPE
+#define ACC_DTYPE 0
+#endif
+#ifndef WG
+#define WG 256
+#endif
+
+inline float4 load_grad4(global const void *g, ulong i)
+{
+#if G_DTYPE == DT_FP16
+    return vload_half4(i, (global const half *)g);
+#elif G_DTYPE == DT_BF16
+    return bf16x4_to_float4(vload4(i, (global const ushort *)g));
+#else
+    return vload4(i, (global const float *)g);
+#endif
+}
+
+inline float4 load_acc4(global const void *acc, ulong i)
+{
+#if ACC_DTYPE == DT_BF16
+    return bf16x4_to_float4(vload4(i, (global const ushort *)acc));
+#else
+    return vload4(i, (global const float *)acc);
+#endif
+}
+
+/* Stores v and returns what was stored (the rounded value for bf16). */
+inline float4 store_acc4(global void *acc, ulong i, float4 v, uint seed)
+{
+#if ACC_DTYPE == DT_BF16
+    uint base = hash_u32(seed ^ (uint)(i * 4u));
+    ushort4 h = (ushort4)(float_to_bf16_sr(v.x, hash_u32(base + 1u)),
+                          float_to_bf16_sr(v.y, hash_u32(base + 2u)),
+                          float_to_bf16_sr(v.z, hash_u32(base + 3u)),
+                          float_to_bf16_sr(v.w, hash_u32(base + 4u)));
+    vstore4(h, i, (global ushort *)acc);
+    return bf16x4_to_float4(h);
+#else
+    (void)seed;
+    vstore4(v, i, (global float *)acc);
+    return v;
+#endif
+}
+
+/* Work-group reduction of (sum of squares, non-finite flag) into one
+ * partial, in a fixed tree order so results are bitwise reproducible. */
+inline void reduce_partial(float ss, float nf, local float2 *scratch,
+                           global float2 *partials, ulong base)
+{
+    uint lid = get_local_id(0);
+    scratch[lid] = (float2)(ss, nf);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint s = WG / 2; s > 0; s >>= 1) {
+        if (lid < s)
+            scratch[lid] = (float2)(scratch[lid].x + scratch[lid + s].x,
+                                    fmax(scratch[lid].y, scratch[lid + s].y));
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lid == 0)
+        partials[base + get_group_id(0)] = scratch[0];
+}
+

@@ -1,1 +1,201 @@
-/* prologue.cl - not yet written */
+/* prologue.cl - one-work-item kernels that turn reduction partials into
+ * the step block, so that no per-step decision needs the host:
+ *   prologue        end of cycle: norm, clip coefficient, skip flag, grad
+ *                   scale, lr schedule, bias corrections, loss-scale update,
+ *                   noise-scale estimate, counters.
+ *   micro_prologue  skip-micro mode: verdict on one micro-step's gradient.
+ * Variants (-D): STATS, CLIP, POLICY (0 ignore, 1 skip update, 2 skip micro,
+ * 3 error), LOSS_SCALE (0 none, 1 static, 2 dynamic), MEAN, SCHED (0
+ * constant, 1 linear, 2 cosine), NOISE. */
+
+#ifndef STATS
+#define STATS 0
+#endif
+#ifndef CLIP
+#define CLIP 0
+#endif
+#ifndef POLICY
+#define POLICY 0
+#endif
+#ifndef LOSS_SCALE
+#define LOSS_SCALE 0
+#endif
+#ifndef MEAN
+#define MEAN 1
+#endif
+#ifndef SCHED
+#define SCHED 0
+#endif
+#ifndef NOISE
+#define NOISE 0
+#endif
+
+#define POLICY_SKIP_MICRO 2
+#define POLICY_ERROR 3
+
+inline float2 sum_partials(global const float2 *partials, ulong base, uint n)
+{
+    float2 acc = (float2)(0.0f, 0.0f);
+    for (uint i = 0; i < n; i++) {
+        acc.x += partials[base + i].x;
+        acc.y = fmax(acc.y, partials[base + i].y);
+    }
+    return acc;
+}
+
+inline float scheduled_lr(uint t, float lr, ulong warmup, ulong total, float min_lr)
+{
+    if ((ulong)t < warmup)
+        return lr * (float)(t + 1) / (float)warmup;
+#if SCHED == 0
+    (void)total;
+    (void)min_lr;
+    return lr;
+#else
+    float p = total > warmup ? (float)((ulong)t - warmup) / (float)(total - warmup) : 1.0f;
+    p = clamp(p, 0.0f, 1.0f);
+#if SCHED == 1
+    return min_lr + (lr - min_lr) * (1.0f - p);
+#else
+    return min_lr + (lr - min_lr) * 0.5f * (1.0f + cospi(p));
+#endif
+#endif
+}
+
+/* 1 - beta^s, accurate also when beta^s is close to 1. */
+inline float bias_correction(float beta, uint s)
+{
+    return beta == 0.0f ? 1.0f : -expm1((float)s * log(beta));
+}
+
+kernel void prologue(global uint *sb, global const float2 *partials, uint n_main,
+                     ulong small_base, uint n_small, float weight_sum, float small_weight,
+                     float lr, ulong warmup, ulong total, float min_lr, float beta1,
+                     float beta2, float max_norm, float growth, float backoff,
+                     uint interval, float scale_min, float scale_max, float noise_ema)
+{
+    if (get_global_id(0) != 0)
+        return;
+    uint t = sb[SB_T];
+#if LOSS_SCALE
+    float ls = sb_float(sb, SB_LOSS_SCALE);
+#else
+    float ls = 1.0f;
+#endif
+#if POLICY == POLICY_SKIP_MICRO
+    float w = sb_float(sb, SB_WEIGHT_SUM);
+#else
+    float w = weight_sum;
+#endif
+#if MEAN
+    float inv = 1.0f / (w * ls);
+#else
+    float inv = 1.0f / ls;
+#endif
+
+    uint nonfinite = 0;
+    float coef = 1.0f;
+#if STATS
+    float2 total_stats = sum_partials(partials, 0, n_main);
+    float sumsq = total_stats.x;
+    nonfinite = total_stats.y != 0.0f || !isfinite(sumsq);
+    float norm = sqrt(sumsq) * inv;
+    sb[SB_SUMSQ] = as_uint(sumsq);
+    sb[SB_GRAD_NORM] = as_uint(norm);
+#if CLIP
+    coef = fmin(1.0f, max_norm / (norm + 1e-6f));
+#endif
+#endif
+    (void)max_norm;
+
+    uint skip = POLICY != 0 && nonfinite;
+    sb[SB_NONFINITE] = nonfinite;
+    sb[SB_SKIP] = skip;
+    sb[SB_CLIP_COEF] = as_uint(coef);
+    sb[SB_GRAD_SCALE] = as_uint(inv * coef);
+    if (skip) {
+        sb[SB_SKIPPED] += 1u;
+#if POLICY == POLICY_ERROR
+        sb[SB_STICKY] = 1u;
+#endif
+    }
+
+    uint s = t + 1u;
+    sb[SB_LR] = as_uint(scheduled_lr(t, lr, warmup, total, min_lr));
+    sb[SB_BC1] = as_uint(bias_correction(beta1, s));
+    sb[SB_BC2_SQRT] = as_uint(sqrt(bias_correction(beta2, s)));
+    if (!skip)
+        sb[SB_T] = s;
+
+#if LOSS_SCALE == 2
+    /* torch.amp GradScaler: back off on inf/NaN, grow after `interval`
+     * clean updates in a row. */
+    uint tracker = sb[SB_GROWTH];
+    if (nonfinite) {
+        ls *= backoff;
+        tracker = 0u;
+    } else if (++tracker == interval) {
+        float grown = ls * growth;
+        ls = isfinite(grown) ? grown : ls;
+        tracker = 0u;
+    }
+    sb[SB_GROWTH] = tracker;
+    sb[SB_LOSS_SCALE] = as_uint(clamp(ls, scale_min, scale_max));
+#else
+    (void)growth;
+    (void)backoff;
+    (void)interval;
+    (void)scale_min;
+    (void)scale_max;
+#endif
+
+#if NOISE && STATS
+    /* McCandlish et al. 2018, appendix A: two batch sizes, two norms. */
+    float b_small = small_weight;
+    float b_big = w;
+    if (!nonfinite && b_big > b_small && b_small > 0.0f) {
+        float small_sumsq = sum_partials(partials, small_base, n_small).x;
+        float ws = b_small * ls;
+        float wb = b_big * ls;
+        float g_small2 = small_sumsq / (ws * ws);
+        float g_big2 = sumsq / (wb * wb);
+        float g2 = (b_big * g_big2 - b_small * g_small2) / (b_big - b_small);
+        float tr = (g_small2 - g_big2) / (1.0f / b_small - 1.0f / b_big);
+        uint count = sb[SB_NOISE_COUNT];
+        float e_g2 = count ? noise_ema * sb_float(sb, SB_NOISE_G2) + (1.0f - noise_ema) * g2 : g2;
+        float e_tr = count ? noise_ema * sb_float(sb, SB_NOISE_TR) + (1.0f - noise_ema) * tr : tr;
+        sb[SB_NOISE_G2] = as_uint(e_g2);
+        sb[SB_NOISE_TR] = as_uint(e_tr);
+        sb[SB_NOISE_SCALE] = as_uint(e_tr / e_g2);
+        sb[SB_NOISE_COUNT] = count + 1u;
+    }
+#else
+    (void)small_base;
+    (void)n_small;
+    (void)small_weight;
+    (void)noise_ema;
+#endif
+    sb[SB_MICRO_COUNT] = 0u;
+    sb[SB_WEIGHT_SUM] = as_uint(0.0f);
+}
+
+/* Skip-micro mode: decides whether the micro-step just checked is added
+ * (1), added as the first of its cycle (2) or dropped (0). */
+kernel void micro_prologue(global uint *sb, global const float2 *partials, ulong base,
+                           uint n, float weight)
+{
+    if (get_global_id(0) != 0)
+        return;
+    float nonfinite = sum_partials(partials, base, n).y;
+    uint count = sb[SB_MICRO_COUNT];
+    if (nonfinite != 0.0f) {
+        sb[SB_MICRO_OK] = 0u;
+        sb[SB_SKIPPED_MICRO] += 1u;
+        return;
+    }
+    sb[SB_MICRO_OK] = count == 0u ? 2u : 1u;
+    sb[SB_MICRO_COUNT] = count + 1u;
+    sb[SB_WEIGHT_SUM] = as_uint(sb_float(sb, SB_WEIGHT_SUM) + weight);
+    if (count == 0u)
+        sb[SB_SMALL_WEIGHT] = as_uint(weight);
+}

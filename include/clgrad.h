@@ -348,7 +348,7 @@ CLG_API clg_status clg_step(clg_model *model, const clg_grads *grads, float weig
  * window divides by its own weights). CLG_ERR_STATE if the cycle is empty. */
 CLG_API clg_status clg_flush(clg_model *model);
 /* Drops the current cycle's gradients (accumulator content is ignored). */
-CLG_API void clg_reset_cycle(clg_model *model);
+CLG_API clg_status clg_reset_cycle(clg_model *model);
 
 /* ------------------------------------------------------------ statistics */
 

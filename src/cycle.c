@@ -1,1 +1,224 @@
-/* cycle.c - not yet written */
+/* cycle.c - the accumulation cycle: micro-steps on paths A, B and C, the
+ * end-of-cycle sequence (statistics, prologue, update) and partial
+ * windows. Host-side counters change only once every launch of a call was
+ * enqueued, so a failed call leaves them as they were. */
+#include "kernels.h"
+#include "model.h"
+
+#include <math.h>
+
+/* Does the end of the cycle need the norm / non-finite statistics? */
+static bool needs_stats(const clg_config *c)
+{
+    return c->clip_norm > 0.0f || c->nonfinite != CLG_NONFINITE_IGNORE ||
+           c->loss_scale == CLG_LOSS_SCALE_DYNAMIC || c->noise_scale;
+}
+
+static clg_status cycle_length(clg_model *m, unsigned *k)
+{
+    if (m->cfg.k_schedule == NULL) {
+        *k = m->cfg.accum_steps;
+        return CLG_SUCCESS;
+    }
+    *k = m->cfg.k_schedule(m->cycles, m->cfg.k_schedule_user);
+    if (*k < 1)
+        return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT,
+                         "clg_step: the k schedule returned %u for update %llu; it must be >= 1",
+                         *k, (unsigned long long)m->cycles);
+    return CLG_SUCCESS;
+}
+
+unsigned clg_cycle_length(const clg_model *m)
+{
+    unsigned k = 0;
+    if (m != NULL && cycle_length((clg_model *)m, &k) != CLG_SUCCESS)
+        return 0;
+    return k;
+}
+
+unsigned clg_micro_step_index(const clg_model *m) { return m ? m->micro : 0; }
+
+float clg_accum_beta(const clg_model *m) { return m != NULL && m->micro > 0 ? 1.0f : 0.0f; }
+
+/* Statistics, prologue and update of a cycle whose gradients are all in the
+ * accumulator (path C: but for `last`). */
+static clg_status end_cycle(clg_model *m, const clg_grads *last, float w_last, float weight_sum,
+                            bool stats_done)
+{
+    bool stats = needs_stats(&m->cfg);
+    clg_status st = CLG_SUCCESS;
+    if (stats && !stats_done)
+        st = clg__launch_acc_sumsq(m, CLG_REGION_MAIN);
+    if (st == CLG_SUCCESS && m->cfg.tensor_norms)
+        st = clg__launch_tensor_sumsq(m);
+    if (st == CLG_SUCCESS)
+        st = clg__launch_prologue(m, stats, weight_sum, m->cfg.noise_scale ? m->small_weight : 0);
+    if (st == CLG_SUCCESS)
+        st = clg__launch_update(m, last, w_last);
+    return st;
+}
+
+static void cycle_done(clg_model *m)
+{
+    m->micro = 0;
+    m->weight_sum = 0.0f;
+    m->small_weight = 0.0f;
+    m->cycles++;
+}
+
+static clg_status check_step(clg_model *m, const clg_grads *g, float w)
+{
+    if (m == NULL)
+        return clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT, "clg_step: NULL model");
+    if (!m->finalized)
+        return clg__fail(m->ctx, CLG_ERR_STATE, "clg_step: model not finalized");
+    if (!(isfinite(w) && w > 0.0f))
+        return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT,
+                         "clg_step: weight %g must be finite and > 0", (double)w);
+    if (g != NULL && g->model != m)
+        return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT,
+                         "clg_step: the gradient buffers belong to another model");
+    if (g == NULL && m->cfg.nonfinite == CLG_NONFINITE_SKIP_MICRO)
+        return clg__fail(m->ctx, CLG_ERR_UNSUPPORTED,
+                         "clg_step: skipping single micro-steps needs external gradients (path "
+                         "A); on path B the backward has already added them");
+    if (g == NULL && m->cfg.acc_dtype != CLG_FP32)
+        return clg__fail(m->ctx, CLG_ERR_UNSUPPORTED,
+                         "clg_step: path B (gradients written into the accumulator) needs an "
+                         "fp32 accumulator");
+    return CLG_SUCCESS;
+}
+
+/* Skip-micro mode: every micro-step is checked on the device first; the
+ * host learns how many were finite with one 4-byte read per cycle. */
+static clg_status step_skip_micro(clg_model *m, const clg_grads *g, float w, unsigned k,
+                                  int *updated)
+{
+    clg_status st = clg__launch_check_micro(m, g, w);
+    if (st == CLG_SUCCESS)
+        st = clg__launch_accumulate(m, g, w, false, -1, true);
+    if (st != CLG_SUCCESS)
+        return st;
+    m->micro_total++;
+    m->micro++;
+    m->weight_sum += w;
+    if (m->micro < k)
+        return CLG_SUCCESS;
+    cl_uint finite = 0;
+    if (clg__fault_hit(CLG_FAULT_ENQUEUE))
+        return clg__cl_fail(m->ctx, CL_OUT_OF_RESOURCES, "clg_step", "clEnqueueReadBuffer");
+    cl_int err = clEnqueueReadBuffer(m->ctx->queue, m->step_block, CL_TRUE,
+                                     4 * CLG_SB_MICRO_COUNT, 4, &finite, 0, NULL, NULL);
+    if (err != CL_SUCCESS)
+        return clg__cl_fail(m->ctx, err, "clg_step", "clEnqueueReadBuffer");
+    m->micro = finite;
+    if (finite < k)
+        return CLG_SUCCESS;
+    st = end_cycle(m, NULL, 0.0f, 0.0f /* the prologue reads the device sum */, false);
+    if (st != CLG_SUCCESS)
+        return st;
+    cycle_done(m);
+    *updated = 1;
+    return CLG_SUCCESS;
+}
+
+clg_status clg_step(clg_model *m, const clg_grads *g, float w, int *updated)
+{
+    int dummy;
+    updated = updated ? updated : &dummy;
+    *updated = 0;
+    clg_status st = check_step(m, g, w);
+    unsigned k = 0;
+    if (st == CLG_SUCCESS)
+        st = cycle_length(m, &k);
+    if (st != CLG_SUCCESS)
+        return st;
+    if (m->cfg.nonfinite == CLG_NONFINITE_SKIP_MICRO)
+        return step_skip_micro(m, g, w, k, updated);
+
+    const clg_config *c = &m->cfg;
+    bool first = m->micro == 0;
+    bool last = m->micro + 1 >= k;
+    bool stats = needs_stats(c);
+    /* the noise scale needs the first micro-step's norm on its own */
+    bool small = c->noise_scale && first && !last;
+    float weight_sum = m->weight_sum + w;
+
+    if (g != NULL) {
+        bool path_c = last && c->fuse_last_micro_step && !stats && !c->tensor_norms;
+        if (path_c) {
+            st = end_cycle(m, g, w, weight_sum, true);
+        } else {
+            int region = last && stats ? CLG_REGION_MAIN : small ? CLG_REGION_SMALL : -1;
+            st = clg__launch_accumulate(m, g, w, first, region, false);
+            if (st == CLG_SUCCESS && last)
+                st = end_cycle(m, NULL, 0.0f, weight_sum, stats);
+        }
+    } else {
+        /* path B: the gradients are in the accumulator already */
+        if (small)
+            st = clg__launch_acc_sumsq(m, CLG_REGION_SMALL);
+        if (st == CLG_SUCCESS && last)
+            st = end_cycle(m, NULL, 0.0f, weight_sum, false);
+    }
+    if (st != CLG_SUCCESS)
+        return st;
+
+    m->micro_total++;
+    if (first)
+        m->small_weight = w;
+    if (last) {
+        cycle_done(m);
+        *updated = 1;
+    } else {
+        m->micro++;
+        m->weight_sum = weight_sum;
+    }
+    return CLG_SUCCESS;
+}
+
+clg_status clg_flush(clg_model *m)
+{
+    if (m == NULL)
+        return clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT, "clg_flush: NULL model");
+    if (!m->finalized)
+        return clg__fail(m->ctx, CLG_ERR_STATE, "clg_flush: model not finalized");
+    if (m->micro == 0)
+        return clg__fail(m->ctx, CLG_ERR_STATE,
+                         "clg_flush: the current cycle holds no gradients");
+    if (m->cfg.nonfinite == CLG_NONFINITE_SKIP_MICRO) {
+        cl_uint finite = 0;
+        cl_int err = clEnqueueReadBuffer(m->ctx->queue, m->step_block, CL_TRUE,
+                                         4 * CLG_SB_MICRO_COUNT, 4, &finite, 0, NULL, NULL);
+        if (err != CL_SUCCESS)
+            return clg__cl_fail(m->ctx, err, "clg_flush", "clEnqueueReadBuffer");
+        if (finite == 0)
+            return clg__fail(m->ctx, CLG_ERR_STATE,
+                             "clg_flush: every micro-step of the current cycle was skipped");
+    }
+    /* The noise-scale estimate needs two batch sizes; a one-micro-step
+     * window has one, and the prologue then leaves the estimate alone. */
+    clg_status st = end_cycle(m, NULL, 0.0f, m->weight_sum, false);
+    if (st != CLG_SUCCESS)
+        return st;
+    cycle_done(m);
+    return CLG_SUCCESS;
+}
+
+clg_status clg_reset_cycle(clg_model *m)
+{
+    if (m == NULL)
+        return clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT, "clg_reset_cycle: NULL model");
+    if (m->finalized && m->cfg.nonfinite == CLG_NONFINITE_SKIP_MICRO) {
+        /* the device counts this mode's micro-steps itself */
+        static const cl_uint zero[2] = {0, 0};
+        cl_int err = clEnqueueWriteBuffer(m->ctx->queue, m->step_block, CL_TRUE,
+                                          4 * CLG_SB_MICRO_COUNT, sizeof zero, zero, 0, NULL, NULL);
+        if (err != CL_SUCCESS)
+            return clg__cl_fail(m->ctx, err, "clg_reset_cycle", "clEnqueueWriteBuffer");
+    }
+    m->micro = 0;
+    m->weight_sum = 0.0f;
+    m->small_weight = 0.0f;
+    return CLG_SUCCESS;
+}

@@ -1,1 +1,317 @@
-/* kernels.c - not yet written */
+/* kernels.c - variant options, the per-model kernel cache and the
+ * launchers of accumulate.cl, stats.cl, prologue.cl and update.cl. */
+#include "kernels.h"
+
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct kernel_entry {
+    char key[320];
+    cl_kernel kernel;
+    struct kernel_entry *next;
+} kernel_entry;
+
+struct clg_kernel_set {
+    kernel_entry *entries;
+};
+
+size_t clg__kernels_wg(clg_context *ctx)
+{
+    size_t max = ctx->info.max_work_group_size ? ctx->info.max_work_group_size : 1;
+    size_t wg = 1;
+    while (wg * 2 <= max && wg * 2 <= 256)
+        wg *= 2;
+    return wg;
+}
+
+/* A fixed number of work-groups per reduction launch makes the partition of
+ * elements into partials, hence the rounding of the norm, a function of the
+ * model and the device only: bitwise reproducible. */
+size_t clg__kernels_reduce_groups(clg_context *ctx)
+{
+    size_t g = (size_t)ctx->info.compute_units * 8;
+    return g < 1 ? 1 : g > 1024 ? 1024 : g;
+}
+
+void clg__kernels_destroy(clg_model *m)
+{
+    if (m->kernels == NULL)
+        return;
+    kernel_entry *e = m->kernels->entries;
+    while (e != NULL) {
+        kernel_entry *next = e->next;
+        clReleaseKernel(e->kernel);
+        free(e);
+        e = next;
+    }
+    free(m->kernels);
+    m->kernels = NULL;
+}
+
+static clg_status get_kernel(clg_model *m, const char *program, const char *options,
+                             const char *name, cl_kernel *out)
+{
+    char key[320];
+    snprintf(key, sizeof key, "%s|%s|%s", program, name, options);
+    if (m->kernels == NULL) {
+        m->kernels = calloc(1, sizeof *m->kernels);
+        if (m->kernels == NULL)
+            return clg__fail(m->ctx, CLG_ERR_OUT_OF_HOST_MEMORY, "kernel cache: out of memory");
+    }
+    for (kernel_entry *e = m->kernels->entries; e != NULL; e = e->next) {
+        if (strcmp(e->key, key) == 0) {
+            *out = e->kernel;
+            return CLG_SUCCESS;
+        }
+    }
+    cl_program prog;
+    clg_status st = clg__program(m->ctx, program, options, &prog, NULL);
+    if (st != CLG_SUCCESS)
+        return st;
+    kernel_entry *e = calloc(1, sizeof *e);
+    if (e == NULL)
+        return clg__fail(m->ctx, CLG_ERR_OUT_OF_HOST_MEMORY, "kernel cache: out of memory");
+    st = clg__kernel(m->ctx, prog, name, &e->kernel);
+    if (st != CLG_SUCCESS) {
+        free(e);
+        return st;
+    }
+    memcpy(e->key, key, sizeof key);
+    e->next = m->kernels->entries;
+    m->kernels->entries = e;
+    *out = e->kernel;
+    return CLG_SUCCESS;
+}
+
+/* Arguments are set one by one; a failure here is a clgrad bug or a lost
+ * device, reported with the argument index. */
+#define SET_ARG(k, i, type, value)                                                         \
+    do {                                                                                   \
+        type v_ = (value);                                                                 \
+        cl_int e_ = clSetKernelArg((k), (i), sizeof(type), &v_);                           \
+        if (e_ != CL_SUCCESS)                                                              \
+            return clg__cl_fail(m->ctx, e_, "setting kernel argument " #i, "clSetKernelArg"); \
+    } while (0)
+
+static size_t n4_of(size_t elems) { return elems / 4; }
+
+/* Work-groups for n4 float4s: one float4 per work-item, capped so that a
+ * launch is a grid-stride loop of reduce_groups groups at most. */
+static size_t groups_for(const clg_model *m, size_t n4)
+{
+    size_t g = (n4 + m->wg - 1) / m->wg;
+    return g < 1 ? 1 : g > m->reduce_groups ? m->reduce_groups : g;
+}
+
+static size_t region_base(const clg_model *m, int region, size_t chunk)
+{
+    return ((size_t)region * m->n_chunks + chunk) * m->reduce_groups;
+}
+
+clg_status clg__launch_accumulate(clg_model *m, const clg_grads *g, float w, bool first,
+                                  int region, bool skip_micro)
+{
+    char opt[160];
+    snprintf(opt, sizeof opt, "-DG_DTYPE=%d -DACC_DTYPE=%d -DSTATS=%d -DSKIP_MICRO=%d -DWG=%zu",
+             (int)g->dtype, (int)m->acc.dtype, region >= 0, (int)skip_micro, m->wg);
+    cl_kernel k;
+    clg_status st = get_kernel(m, "accumulate", opt, "accumulate", &k);
+    if (st != CLG_SUCCESS)
+        return st;
+    /* the stochastic-rounding stream changes with every micro-step */
+    cl_uint seed = (cl_uint)(m->cfg.seed * 0x9E3779B97F4A7C15ull >> 32) ^
+                   (cl_uint)(m->micro_total * 0x85EBCA6Bu);
+    for (size_t c = 0; c < m->n_chunks; c++) {
+        size_t n4 = n4_of(m->chunk_elems[c]);
+        SET_ARG(k, 0, cl_mem, m->acc.chunks[c]);
+        SET_ARG(k, 1, cl_mem, g->arena.chunks[c]);
+        SET_ARG(k, 2, cl_float, w);
+        SET_ARG(k, 3, cl_uint, first ? 1u : 0u);
+        SET_ARG(k, 4, cl_ulong, n4);
+        SET_ARG(k, 5, cl_uint, seed);
+        SET_ARG(k, 6, cl_mem, m->step_block);
+        SET_ARG(k, 7, cl_mem, m->partials);
+        SET_ARG(k, 8, cl_ulong, region >= 0 ? region_base(m, region, c) : 0);
+        st = clg__launch(m->ctx, k, groups_for(m, n4) * m->wg, m->wg, "accumulate");
+        if (st != CLG_SUCCESS)
+            return st;
+    }
+    return CLG_SUCCESS;
+}
+
+clg_status clg__launch_check_micro(clg_model *m, const clg_grads *g, float w)
+{
+    char opt[96];
+    snprintf(opt, sizeof opt, "-DG_DTYPE=%d -DACC_DTYPE=%d -DWG=%zu", (int)g->dtype,
+             (int)m->acc.dtype, m->wg);
+    cl_kernel k, kp;
+    clg_status st = get_kernel(m, "accumulate", opt, "check_finite", &k);
+    if (st == CLG_SUCCESS)
+        st = get_kernel(m, "prologue", "", "micro_prologue", &kp);
+    if (st != CLG_SUCCESS)
+        return st;
+    for (size_t c = 0; c < m->n_chunks; c++) {
+        size_t n4 = n4_of(m->chunk_elems[c]);
+        SET_ARG(k, 0, cl_mem, g->arena.chunks[c]);
+        SET_ARG(k, 1, cl_ulong, n4);
+        SET_ARG(k, 2, cl_mem, m->partials);
+        SET_ARG(k, 3, cl_ulong, region_base(m, CLG_REGION_CHECK, c));
+        st = clg__launch(m->ctx, k, groups_for(m, n4) * m->wg, m->wg, "check_finite");
+        if (st != CLG_SUCCESS)
+            return st;
+    }
+    SET_ARG(kp, 0, cl_mem, m->step_block);
+    SET_ARG(kp, 1, cl_mem, m->partials);
+    SET_ARG(kp, 2, cl_ulong, region_base(m, CLG_REGION_CHECK, 0));
+    SET_ARG(kp, 3, cl_uint, (cl_uint)(m->n_chunks * m->reduce_groups));
+    SET_ARG(kp, 4, cl_float, w);
+    return clg__launch(m->ctx, kp, 1, 1, "micro_prologue");
+}
+
+clg_status clg__launch_acc_sumsq(clg_model *m, int region)
+{
+    char opt[64];
+    snprintf(opt, sizeof opt, "-DACC_DTYPE=%d -DWG=%zu", (int)m->acc.dtype, m->wg);
+    cl_kernel k;
+    clg_status st = get_kernel(m, "stats", opt, "acc_sumsq", &k);
+    if (st != CLG_SUCCESS)
+        return st;
+    for (size_t c = 0; c < m->n_chunks; c++) {
+        size_t n4 = n4_of(m->chunk_elems[c]);
+        SET_ARG(k, 0, cl_mem, m->acc.chunks[c]);
+        SET_ARG(k, 1, cl_ulong, n4);
+        SET_ARG(k, 2, cl_mem, m->partials);
+        SET_ARG(k, 3, cl_ulong, region_base(m, region, c));
+        st = clg__launch(m->ctx, k, groups_for(m, n4) * m->wg, m->wg, "acc_sumsq");
+        if (st != CLG_SUCCESS)
+            return st;
+    }
+    return CLG_SUCCESS;
+}
+
+clg_status clg__launch_tensor_sumsq(clg_model *m)
+{
+    char opt[64];
+    snprintf(opt, sizeof opt, "-DACC_DTYPE=%d -DWG=%zu", (int)m->acc.dtype, m->wg);
+    cl_kernel k;
+    clg_status st = get_kernel(m, "stats", opt, "tensor_sumsq", &k);
+    if (st != CLG_SUCCESS)
+        return st;
+    for (size_t c = 0; c < m->n_chunks; c++) {
+        if (m->norm_n[c] == 0)
+            continue;
+        SET_ARG(k, 0, cl_mem, m->acc.chunks[c]);
+        SET_ARG(k, 1, cl_mem, m->norm_offsets[c]);
+        SET_ARG(k, 2, cl_mem, m->norm_counts[c]);
+        SET_ARG(k, 3, cl_mem, m->tensor_sumsq);
+        SET_ARG(k, 4, cl_ulong, (cl_ulong)m->norm_first[c]);
+        st = clg__launch(m->ctx, k, m->norm_n[c] * m->wg, m->wg, "tensor_sumsq");
+        if (st != CLG_SUCCESS)
+            return st;
+    }
+    return CLG_SUCCESS;
+}
+
+static int policy_of(const clg_config *c) { return (int)c->nonfinite; }
+
+clg_status clg__launch_prologue(clg_model *m, bool stats, float weight_sum, float small_weight)
+{
+    const clg_config *c = &m->cfg;
+    char opt[200];
+    snprintf(opt, sizeof opt,
+             "-DSTATS=%d -DCLIP=%d -DPOLICY=%d -DLOSS_SCALE=%d -DMEAN=%d -DSCHED=%d -DNOISE=%d "
+             "-DWG=%zu",
+             (int)stats, c->clip_norm > 0.0f, policy_of(c), (int)c->loss_scale,
+             c->normalize == CLG_NORM_MEAN, (int)c->schedule.kind, c->noise_scale != 0, m->wg);
+    cl_kernel k;
+    clg_status st = get_kernel(m, "prologue", opt, "prologue", &k);
+    if (st != CLG_SUCCESS)
+        return st;
+    cl_uint per_region = (cl_uint)(m->n_chunks * m->reduce_groups);
+    SET_ARG(k, 0, cl_mem, m->step_block);
+    SET_ARG(k, 1, cl_mem, m->partials);
+    SET_ARG(k, 2, cl_uint, per_region);
+    SET_ARG(k, 3, cl_ulong, region_base(m, CLG_REGION_SMALL, 0));
+    SET_ARG(k, 4, cl_uint, per_region);
+    SET_ARG(k, 5, cl_float, weight_sum);
+    SET_ARG(k, 6, cl_float, small_weight);
+    SET_ARG(k, 7, cl_float, c->lr);
+    SET_ARG(k, 8, cl_ulong, c->schedule.warmup);
+    SET_ARG(k, 9, cl_ulong, c->schedule.total);
+    SET_ARG(k, 10, cl_float, c->schedule.min_lr);
+    SET_ARG(k, 11, cl_float, c->beta1);
+    SET_ARG(k, 12, cl_float, c->beta2);
+    SET_ARG(k, 13, cl_float, c->clip_norm);
+    SET_ARG(k, 14, cl_float, c->loss_scale_growth);
+    SET_ARG(k, 15, cl_float, c->loss_scale_backoff);
+    SET_ARG(k, 16, cl_uint, c->loss_scale_interval);
+    SET_ARG(k, 17, cl_float, c->loss_scale_min);
+    SET_ARG(k, 18, cl_float, c->loss_scale_max);
+    SET_ARG(k, 19, cl_float, c->noise_scale_ema);
+    return clg__launch(m->ctx, k, 1, 1, "prologue");
+}
+
+static void update_options(const clg_model *m, bool path_c, clg_dtype g_dtype, char *opt,
+                           size_t size)
+{
+    const clg_config *c = &m->cfg;
+    snprintf(opt, size,
+             "-DOPT=%d -DMOMENTUM=%d -DNESTEROV=%d -DAMSGRAD=%d -DMAXIMIZE=%d -DPATH_C=%d "
+             "-DG_DTYPE=%d -DACC_DTYPE=%d -DCOPY_DTYPE=%d -DCLIP_VALUE=%d -DWG=%zu",
+             (int)c->optimizer, c->momentum != 0.0f, c->nesterov != 0, c->amsgrad != 0,
+             c->maximize != 0, (int)path_c, (int)g_dtype, (int)m->acc.dtype,
+             (int)c->param_copy_dtype, c->clip_value > 0.0f, m->wg);
+}
+
+clg_status clg__launch_update(clg_model *m, const clg_grads *last, float w_last)
+{
+    const clg_config *c = &m->cfg;
+    char opt[240];
+    update_options(m, last != NULL, last ? last->dtype : CLG_FP32, opt, sizeof opt);
+    cl_kernel k;
+    clg_status st = get_kernel(m, "update", opt, "update", &k);
+    if (st != CLG_SUCCESS)
+        return st;
+    for (size_t s = 0; s < m->n_segments; s++) {
+        const clg_segment *seg = &m->segments[s];
+        const clg_group_slot *grp = &m->groups[seg->group];
+        size_t ch = seg->chunk;
+        size_t n4 = n4_of(seg->count);
+        SET_ARG(k, 0, cl_mem, m->params.chunks[ch]);
+        SET_ARG(k, 1, cl_mem, m->acc.chunks[ch]);
+        SET_ARG(k, 2, cl_mem, last ? last->arena.chunks[ch] : NULL);
+        SET_ARG(k, 3, cl_float, w_last);
+        SET_ARG(k, 4, cl_mem, m->n_states > 0 ? m->states[0].chunks[ch] : NULL);
+        SET_ARG(k, 5, cl_mem, m->n_states > 1 ? m->states[1].chunks[ch] : NULL);
+        SET_ARG(k, 6, cl_mem, m->n_states > 2 ? m->states[2].chunks[ch] : NULL);
+        SET_ARG(k, 7, cl_mem, m->copy.chunks ? m->copy.chunks[ch] : NULL);
+        SET_ARG(k, 8, cl_ulong, seg->offset / 4);
+        SET_ARG(k, 9, cl_ulong, n4);
+        SET_ARG(k, 10, cl_float, grp->lr_mult);
+        SET_ARG(k, 11, cl_float, grp->weight_decay);
+        SET_ARG(k, 12, cl_float, c->beta1);
+        SET_ARG(k, 13, cl_float, c->beta2);
+        SET_ARG(k, 14, cl_float, c->eps);
+        SET_ARG(k, 15, cl_float, c->momentum);
+        SET_ARG(k, 16, cl_float, c->dampening);
+        SET_ARG(k, 17, cl_float, c->clip_value);
+        SET_ARG(k, 18, cl_mem, m->step_block);
+        st = clg__launch(m->ctx, k, groups_for(m, n4) * m->wg, m->wg, "update");
+        if (st != CLG_SUCCESS)
+            return st;
+    }
+    return CLG_SUCCESS;
+}
+
+clg_status clg__kernels_create(clg_model *m)
+{
+    /* Build the update variant now: the most complex program, and the one
+     * every update needs, so a build failure shows at finalize. */
+    char opt[240];
+    update_options(m, false, CLG_FP32, opt, sizeof opt);
+    cl_kernel k;
+    return get_kernel(m, "update", opt, "update", &k);
+}

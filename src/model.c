@@ -1,1 +1,651 @@
-/* model.c - not yet written */
+/* model.c - building a model (groups, tensors, finalize), its views, and
+ * host <-> device copies of its arenas. */
+#include "arena.h"
+#include "config.h"
+#include "kernels.h"
+#include "model.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *dup_str(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d != NULL)
+        memcpy(d, s, n);
+    return d;
+}
+
+clg_status clg_model_create(clg_context *ctx, const clg_config *config, clg_model **out)
+{
+    if (ctx == NULL || config == NULL || out == NULL)
+        return clg__fail(ctx, CLG_ERR_INVALID_ARGUMENT, "clg_model_create: NULL argument");
+    clg_status st = clg__config_check(ctx, config, "clg_model_create");
+    if (st != CLG_SUCCESS)
+        return st;
+    clg_model *m = calloc(1, sizeof *m);
+    if (m == NULL)
+        return clg__fail(ctx, CLG_ERR_OUT_OF_HOST_MEMORY, "clg_model_create: out of memory");
+    m->ctx = ctx;
+    m->cfg = *config;
+    /* GradScaler always skips an update whose gradients overflowed. */
+    if (m->cfg.loss_scale == CLG_LOSS_SCALE_DYNAMIC && m->cfg.nonfinite == CLG_NONFINITE_IGNORE)
+        m->cfg.nonfinite = CLG_NONFINITE_SKIP_UPDATE;
+    m->n_states = clg__state_count(&m->cfg);
+    int group;
+    st = clg_model_add_group(m, "default", 1.0f, -1.0f, &group);
+    if (st != CLG_SUCCESS) {
+        free(m);
+        return st;
+    }
+    *out = m;
+    return CLG_SUCCESS;
+}
+
+static void free_norm_tables(clg_model *m)
+{
+    for (size_t c = 0; c < m->n_chunks; c++) {
+        if (m->norm_offsets != NULL && m->norm_offsets[c] != NULL)
+            clg__buffer_release(m->ctx, m->norm_offsets[c], 8 * m->norm_n[c]);
+        if (m->norm_counts != NULL && m->norm_counts[c] != NULL)
+            clg__buffer_release(m->ctx, m->norm_counts[c], 8 * m->norm_n[c]);
+    }
+    free(m->norm_offsets);
+    free(m->norm_counts);
+    free(m->norm_first);
+    free(m->norm_n);
+    free(m->norm_index);
+    m->norm_offsets = m->norm_counts = NULL;
+    m->norm_first = m->norm_n = m->norm_index = NULL;
+    if (m->tensor_sumsq != NULL)
+        clg__buffer_release(m->ctx, m->tensor_sumsq, 8 * (uint64_t)m->n_tensors);
+    m->tensor_sumsq = NULL;
+}
+
+/* Everything finalize allocates; safe on a half-built model. */
+static void release_device(clg_model *m)
+{
+    if (m->sb_event != NULL) {
+        clWaitForEvents(1, &m->sb_event);
+        clReleaseEvent(m->sb_event);
+        m->sb_event = NULL;
+    }
+    clg__kernels_destroy(m);
+    free_norm_tables(m);
+    clg__arena_free(m, &m->params);
+    clg__arena_free(m, &m->acc);
+    clg__arena_free(m, &m->copy);
+    for (size_t s = 0; s < CLG_MAX_STATES; s++)
+        clg__arena_free(m, &m->states[s]);
+    if (m->step_block != NULL)
+        clg__buffer_release(m->ctx, m->step_block, 4 * CLG_SB_WORDS);
+    if (m->partials != NULL)
+        clg__buffer_release(m->ctx, m->partials, 8 * (uint64_t)m->n_partials);
+    m->step_block = m->partials = NULL;
+    free(m->chunk_elems);
+    free(m->segments);
+    m->chunk_elems = NULL;
+    m->segments = NULL;
+    m->n_chunks = m->n_segments = 0;
+}
+
+void clg_model_destroy(clg_model *m)
+{
+    if (m == NULL)
+        return;
+    release_device(m);
+    for (size_t g = 0; g < m->n_groups; g++)
+        free(m->groups[g].name);
+    for (size_t t = 0; t < m->n_tensors; t++)
+        free(m->tensors[t].name);
+    free(m->groups);
+    free(m->tensors);
+    free(m);
+}
+
+clg_status clg_model_add_group(clg_model *m, const char *name, float lr_mult, float weight_decay,
+                               int *group)
+{
+    if (m == NULL || name == NULL || group == NULL)
+        return clg__fail(m ? m->ctx : NULL, CLG_ERR_INVALID_ARGUMENT,
+                         "clg_model_add_group: NULL argument");
+    if (m->finalized)
+        return clg__fail(m->ctx, CLG_ERR_STATE,
+                         "clg_model_add_group: model is finalized; add groups before");
+    if (!(isfinite(lr_mult) && lr_mult >= 0.0f))
+        return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT,
+                         "clg_model_add_group: lr_mult %g of group '%s' must be finite and >= 0",
+                         (double)lr_mult, name);
+    if (!isfinite(weight_decay))
+        return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT,
+                         "clg_model_add_group: weight_decay %g of group '%s' must be finite",
+                         (double)weight_decay, name);
+    clg_group_slot *g = realloc(m->groups, (m->n_groups + 1) * sizeof *g);
+    if (g == NULL)
+        return clg__fail(m->ctx, CLG_ERR_OUT_OF_HOST_MEMORY, "clg_model_add_group: out of memory");
+    m->groups = g;
+    char *copy = dup_str(name);
+    if (copy == NULL)
+        return clg__fail(m->ctx, CLG_ERR_OUT_OF_HOST_MEMORY, "clg_model_add_group: out of memory");
+    g[m->n_groups] = (clg_group_slot){copy, lr_mult,
+                                      weight_decay < 0.0f ? m->cfg.weight_decay : weight_decay};
+    *group = (int)m->n_groups++;
+    return CLG_SUCCESS;
+}
+
+clg_status clg_model_add_tensor(clg_model *m, const char *name, size_t count, int group,
+                                int *tensor)
+{
+    if (m == NULL || name == NULL || tensor == NULL)
+        return clg__fail(m ? m->ctx : NULL, CLG_ERR_INVALID_ARGUMENT,
+                         "clg_model_add_tensor: NULL argument");
+    if (m->finalized)
+        return clg__fail(m->ctx, CLG_ERR_STATE,
+                         "clg_model_add_tensor: model is finalized; add tensors before");
+    if (name[0] == '\0' || strlen(name) > 255)
+        return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT,
+                         "clg_model_add_tensor: tensor name must have 1 to 255 characters");
+    if (count == 0)
+        return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT,
+                         "clg_model_add_tensor: tensor '%s' has 0 elements", name);
+    if (group < 0 || (size_t)group >= m->n_groups)
+        return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT,
+                         "clg_model_add_tensor: tensor '%s': no group %d (the model has %zu)",
+                         name, group, m->n_groups);
+    for (size_t t = 0; t < m->n_tensors; t++)
+        if (strcmp(m->tensors[t].name, name) == 0)
+            return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT,
+                             "clg_model_add_tensor: a tensor named '%s' exists already", name);
+    clg_tensor_slot *ts = realloc(m->tensors, (m->n_tensors + 1) * sizeof *ts);
+    if (ts == NULL)
+        return clg__fail(m->ctx, CLG_ERR_OUT_OF_HOST_MEMORY, "clg_model_add_tensor: out of memory");
+    m->tensors = ts;
+    char *copy = dup_str(name);
+    if (copy == NULL)
+        return clg__fail(m->ctx, CLG_ERR_OUT_OF_HOST_MEMORY, "clg_model_add_tensor: out of memory");
+    ts[m->n_tensors] = (clg_tensor_slot){copy, count, group, 0, 0};
+    *tensor = (int)m->n_tensors++;
+    return CLG_SUCCESS;
+}
+
+static uint32_t f2u(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+static void initial_step_block(const clg_model *m, uint32_t *sb)
+{
+    memset(sb, 0, 4 * CLG_SB_WORDS);
+    sb[CLG_SB_GRAD_SCALE] = f2u(1.0f);
+    sb[CLG_SB_LR] = f2u(m->cfg.lr);
+    sb[CLG_SB_BC1] = f2u(1.0f);
+    sb[CLG_SB_BC2_SQRT] = f2u(1.0f);
+    sb[CLG_SB_LOSS_SCALE] =
+        f2u(m->cfg.loss_scale != CLG_LOSS_SCALE_NONE ? m->cfg.loss_scale_init : 1.0f);
+    sb[CLG_SB_GRAD_NORM] = f2u(NAN);
+    sb[CLG_SB_CLIP_COEF] = f2u(1.0f);
+    sb[CLG_SB_NOISE_G2] = f2u(NAN);
+    sb[CLG_SB_NOISE_TR] = f2u(NAN);
+    sb[CLG_SB_NOISE_SCALE] = f2u(NAN);
+}
+
+static clg_status write_blocking(clg_model *m, cl_mem mem, size_t offset, size_t bytes,
+                                 const void *host, const char *what)
+{
+    if (clg__fault_hit(CLG_FAULT_ENQUEUE))
+        return clg__cl_fail(m->ctx, CL_OUT_OF_RESOURCES, what, "clEnqueueWriteBuffer");
+    cl_int err = clEnqueueWriteBuffer(m->ctx->queue, mem, CL_TRUE, offset, bytes, host, 0, NULL,
+                                      NULL);
+    return err == CL_SUCCESS ? CLG_SUCCESS : clg__cl_fail(m->ctx, err, what, "clEnqueueWriteBuffer");
+}
+
+static clg_status read_blocking(clg_model *m, cl_mem mem, size_t offset, size_t bytes, void *host,
+                                const char *what)
+{
+    if (clg__fault_hit(CLG_FAULT_ENQUEUE))
+        return clg__cl_fail(m->ctx, CL_OUT_OF_RESOURCES, what, "clEnqueueReadBuffer");
+    cl_int err = clEnqueueReadBuffer(m->ctx->queue, mem, CL_TRUE, offset, bytes, host, 0, NULL,
+                                     NULL);
+    return err == CL_SUCCESS ? CLG_SUCCESS : clg__cl_fail(m->ctx, err, what, "clEnqueueReadBuffer");
+}
+
+/* Tables for the per-tensor norm kernel: per chunk, its tensors' offsets
+ * and counts in float4 units. */
+static clg_status build_norm_tables(clg_model *m)
+{
+    size_t nc = m->n_chunks;
+    m->norm_offsets = calloc(nc, sizeof(cl_mem));
+    m->norm_counts = calloc(nc, sizeof(cl_mem));
+    m->norm_first = calloc(nc, sizeof(size_t));
+    m->norm_n = calloc(nc, sizeof(size_t));
+    m->norm_index = calloc(m->n_tensors, sizeof(size_t));
+    cl_ulong *off = calloc(m->n_tensors, sizeof(cl_ulong));
+    cl_ulong *cnt = calloc(m->n_tensors, sizeof(cl_ulong));
+    clg_status st = CLG_SUCCESS;
+    if (!m->norm_offsets || !m->norm_counts || !m->norm_first || !m->norm_n || !m->norm_index ||
+        !off || !cnt) {
+        st = clg__fail(m->ctx, CLG_ERR_OUT_OF_HOST_MEMORY, "clg_model_finalize: out of memory");
+        goto done;
+    }
+    st = clg__buffer_create(m->ctx, 8 * (uint64_t)m->n_tensors, &m->tensor_sumsq);
+    size_t k = 0;
+    for (size_t c = 0; c < nc && st == CLG_SUCCESS; c++) {
+        m->norm_first[c] = k;
+        for (size_t t = 0; t < m->n_tensors; t++) {
+            if (m->tensors[t].chunk != c)
+                continue;
+            m->norm_index[t] = k;
+            off[k] = m->tensors[t].offset / 4;
+            cnt[k] = (m->tensors[t].count + CLG_TENSOR_ALIGN - 1) / CLG_TENSOR_ALIGN *
+                     CLG_TENSOR_ALIGN / 4;
+            k++;
+        }
+        m->norm_n[c] = k - m->norm_first[c];
+        size_t bytes = 8 * m->norm_n[c];
+        st = clg__buffer_create(m->ctx, bytes, &m->norm_offsets[c]);
+        if (st == CLG_SUCCESS)
+            st = clg__buffer_create(m->ctx, bytes, &m->norm_counts[c]);
+        if (st == CLG_SUCCESS)
+            st = write_blocking(m, m->norm_offsets[c], 0, bytes, off + m->norm_first[c],
+                                "clg_model_finalize");
+        if (st == CLG_SUCCESS)
+            st = write_blocking(m, m->norm_counts[c], 0, bytes, cnt + m->norm_first[c],
+                                "clg_model_finalize");
+    }
+done:
+    free(off);
+    free(cnt);
+    return st;
+}
+
+clg_status clg_model_finalize(clg_model *m)
+{
+    if (m == NULL)
+        return clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT, "clg_model_finalize: NULL model");
+    if (m->finalized)
+        return clg__fail(m->ctx, CLG_ERR_STATE, "clg_model_finalize: already finalized");
+    if (m->n_tensors == 0)
+        return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT, "clg_model_finalize: no tensors");
+
+    /* Check the budget for the whole model first, so that an over-budget
+     * model fails with its full size rather than at some arena. */
+    clg_status st = clg__layout(m);
+    if (st != CLG_SUCCESS)
+        goto fail;
+    m->wg = clg__kernels_wg(m->ctx);
+    m->reduce_groups = clg__kernels_reduce_groups(m->ctx);
+    m->n_partials = CLG_REGIONS * m->n_chunks * m->reduce_groups;
+    uint64_t n = clg__arena_bytes(m, 1);
+    uint64_t need = n * (4 + clg__dtype_size(m->cfg.acc_dtype) + 4 * m->n_states +
+                         clg__dtype_size(m->cfg.param_copy_dtype)) +
+                    4 * CLG_SB_WORDS + 8 * (uint64_t)m->n_partials;
+    uint64_t budget = clg_context_budget(m->ctx);
+    uint64_t in_use = clg_context_device_bytes(m->ctx);
+    if (budget != 0 && in_use + need > budget) {
+        st = clg__fail(m->ctx, CLG_ERR_OVER_BUDGET,
+                       "clg_model_finalize: the model needs %llu bytes on the device (%llu "
+                       "parameters: params, accumulators, %zu optimizer states), %llu are in "
+                       "use and the budget is %llu",
+                       (unsigned long long)need, (unsigned long long)n, m->n_states,
+                       (unsigned long long)in_use, (unsigned long long)budget);
+        goto fail;
+    }
+    st = clg__arena_alloc(m, &m->params, CLG_FP32, 4);
+    if (st == CLG_SUCCESS)
+        st = clg__arena_alloc(m, &m->acc, m->cfg.acc_dtype, clg__dtype_size(m->cfg.acc_dtype));
+    for (size_t s = 0; s < m->n_states && st == CLG_SUCCESS; s++)
+        st = clg__arena_alloc(m, &m->states[s], CLG_FP32, 4);
+    if (st == CLG_SUCCESS && m->cfg.param_copy_dtype != CLG_DTYPE_NONE)
+        st = clg__arena_alloc(m, &m->copy, m->cfg.param_copy_dtype,
+                              clg__dtype_size(m->cfg.param_copy_dtype));
+    if (st == CLG_SUCCESS)
+        st = clg__buffer_create(m->ctx, 4 * CLG_SB_WORDS, &m->step_block);
+    if (st == CLG_SUCCESS)
+        st = clg__buffer_create(m->ctx, 8 * (uint64_t)m->n_partials, &m->partials);
+    if (st == CLG_SUCCESS && m->cfg.tensor_norms)
+        st = build_norm_tables(m);
+    if (st == CLG_SUCCESS) {
+        uint32_t sb[CLG_SB_WORDS];
+        initial_step_block(m, sb);
+        st = write_blocking(m, m->step_block, 0, sizeof sb, sb, "clg_model_finalize");
+        memcpy(m->sb_host, sb, sizeof sb);
+        m->sb_valid = true;
+    }
+    if (st == CLG_SUCCESS)
+        st = clg__kernels_create(m);
+    if (st != CLG_SUCCESS)
+        goto fail;
+    m->finalized = true;
+    return CLG_SUCCESS;
+fail:
+    release_device(m);
+    return st;
+}
+
+/* ------------------------------------------------------------ accessors */
+
+size_t clg_model_tensor_count(const clg_model *m) { return m ? m->n_tensors : 0; }
+
+uint64_t clg_model_param_count(const clg_model *m)
+{
+    uint64_t n = 0;
+    for (size_t t = 0; m != NULL && t < m->n_tensors; t++)
+        n += m->tensors[t].count;
+    return n;
+}
+
+clg_status clg_model_find_tensor(const clg_model *m, const char *name, int *tensor)
+{
+    if (m == NULL || name == NULL || tensor == NULL)
+        return clg__fail(m ? m->ctx : NULL, CLG_ERR_INVALID_ARGUMENT,
+                         "clg_model_find_tensor: NULL argument");
+    for (size_t t = 0; t < m->n_tensors; t++) {
+        if (strcmp(m->tensors[t].name, name) == 0) {
+            *tensor = (int)t;
+            return CLG_SUCCESS;
+        }
+    }
+    return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT, "clg_model_find_tensor: no tensor '%s'",
+                     name);
+}
+
+const char *clg_model_tensor_name(const clg_model *m, int t)
+{
+    return m != NULL && t >= 0 && (size_t)t < m->n_tensors ? m->tensors[t].name : NULL;
+}
+
+size_t clg_model_tensor_size(const clg_model *m, int t)
+{
+    return m != NULL && t >= 0 && (size_t)t < m->n_tensors ? m->tensors[t].count : 0;
+}
+
+clg_context *clg_model_context(const clg_model *m) { return m ? m->ctx : NULL; }
+const clg_config *clg_model_config(const clg_model *m) { return m ? &m->cfg : NULL; }
+size_t clg_model_state_count(const clg_model *m) { return m ? m->n_states : 0; }
+
+clg_status clg_model_memory(const clg_model *m, clg_memory_plan *plan)
+{
+    if (m == NULL || plan == NULL)
+        return clg__fail(m ? m->ctx : NULL, CLG_ERR_INVALID_ARGUMENT,
+                         "clg_model_memory: NULL argument");
+    if (!m->finalized)
+        return clg__fail(m->ctx, CLG_ERR_STATE, "clg_model_memory: model not finalized");
+    memset(plan, 0, sizeof *plan);
+    plan->params = clg__arena_bytes(m, 4);
+    plan->accumulators = clg__arena_bytes(m, m->acc.elem_size);
+    plan->states = clg__arena_bytes(m, 4) * m->n_states;
+    plan->param_copy = m->copy.chunks ? clg__arena_bytes(m, m->copy.elem_size) : 0;
+    plan->step_block = 4 * CLG_SB_WORDS + 8 * (uint64_t)m->n_partials;
+    plan->total = plan->params + plan->accumulators + plan->states + plan->param_copy +
+                  plan->step_block;
+    return CLG_SUCCESS;
+}
+
+/* Common checks of the per-tensor calls: finalized, tensor in range. */
+static clg_status check_tensor(const clg_model *m, int t, bool allow_all, const char *who)
+{
+    if (m == NULL)
+        return clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT, "%s: NULL model", who);
+    if (!m->finalized)
+        return clg__fail(m->ctx, CLG_ERR_STATE, "%s: model not finalized", who);
+    if ((t < 0 && !allow_all) || (t >= 0 && (size_t)t >= m->n_tensors))
+        return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT,
+                         "%s: no tensor %d (the model has %zu)", who, t, m->n_tensors);
+    return CLG_SUCCESS;
+}
+
+static clg_status view_of(const clg_model *m, const clg_arena *a, int t, clg_view *view,
+                          const char *who)
+{
+    clg_status st = check_tensor(m, t, false, who);
+    if (st != CLG_SUCCESS)
+        return st;
+    if (view == NULL)
+        return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT, "%s: NULL view", who);
+    if (a->chunks == NULL)
+        return clg__fail(m->ctx, CLG_ERR_STATE, "%s: the model has no such arena", who);
+    const clg_tensor_slot *ts = &m->tensors[t];
+    *view = (clg_view){a->chunks[ts->chunk], ts->offset, ts->count};
+    return CLG_SUCCESS;
+}
+
+clg_status clg_model_param_view(const clg_model *m, int t, clg_view *view)
+{
+    return view_of(m, m ? &m->params : NULL, t, view, "clg_model_param_view");
+}
+
+clg_status clg_model_acc_view(const clg_model *m, int t, clg_view *view)
+{
+    return view_of(m, m ? &m->acc : NULL, t, view, "clg_model_acc_view");
+}
+
+clg_status clg_model_param_copy_view(const clg_model *m, int t, clg_view *view)
+{
+    return view_of(m, m ? &m->copy : NULL, t, view, "clg_model_param_copy_view");
+}
+
+clg_status clg_model_loss_scale_view(const clg_model *m, clg_view *view)
+{
+    if (m == NULL || view == NULL)
+        return clg__fail(m ? m->ctx : NULL, CLG_ERR_INVALID_ARGUMENT,
+                         "clg_model_loss_scale_view: NULL argument");
+    if (!m->finalized)
+        return clg__fail(m->ctx, CLG_ERR_STATE, "clg_model_loss_scale_view: model not finalized");
+    *view = (clg_view){m->step_block, CLG_SB_LOSS_SCALE, 1};
+    return CLG_SUCCESS;
+}
+
+/* ----------------------------------------------------- host <-> device */
+
+clg_arena *clg__model_arena(clg_model *m, int id)
+{
+    if (id == CLG_ARENA_PARAMS)
+        return &m->params;
+    if (id == CLG_ARENA_ACC)
+        return &m->acc;
+    if (id >= CLG_ARENA_STATE0 && (size_t)(id - CLG_ARENA_STATE0) < m->n_states)
+        return &m->states[id - CLG_ARENA_STATE0];
+    return NULL;
+}
+
+/* Copies tensor t (or all, t < 0, concatenated in tensor order) between
+ * the host and arena a; writes are enqueued without blocking and waited
+ * for once at the end. */
+static clg_status transfer(clg_model *m, clg_arena *a, int t, void *host, bool to_device,
+                           const char *who)
+{
+    size_t first = t < 0 ? 0 : (size_t)t, last = t < 0 ? m->n_tensors : (size_t)t + 1;
+    char *p = host;
+    for (size_t i = first; i < last; i++) {
+        const clg_tensor_slot *ts = &m->tensors[i];
+        size_t bytes = ts->count * a->elem_size;
+        if (clg__fault_hit(CLG_FAULT_ENQUEUE)) {
+            clFinish(m->ctx->queue);
+            return clg__cl_fail(m->ctx, CL_OUT_OF_RESOURCES, who, "clEnqueueWriteBuffer");
+        }
+        cl_int err = to_device
+                         ? clEnqueueWriteBuffer(m->ctx->queue, a->chunks[ts->chunk], CL_FALSE,
+                                                ts->offset * a->elem_size, bytes, p, 0, NULL, NULL)
+                         : clEnqueueReadBuffer(m->ctx->queue, a->chunks[ts->chunk], CL_FALSE,
+                                               ts->offset * a->elem_size, bytes, p, 0, NULL, NULL);
+        if (err != CL_SUCCESS) {
+            clFinish(m->ctx->queue);
+            return clg__cl_fail(m->ctx, err, who,
+                                to_device ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer");
+        }
+        p += bytes;
+    }
+    cl_int err = clFinish(m->ctx->queue);
+    return err == CL_SUCCESS ? CLG_SUCCESS : clg__cl_fail(m->ctx, err, who, "clFinish");
+}
+
+static size_t host_elems(const clg_model *m, int t)
+{
+    return t < 0 ? (size_t)clg_model_param_count(m) : m->tensors[t].count;
+}
+
+/* Round to nearest even, the conversions the update kernel uses too. */
+static uint16_t to_bf16(float f)
+{
+    uint32_t u = f2u(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((u >> 16) | 0x40u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+static uint16_t to_fp16(float f)
+{
+    uint32_t u = f2u(f), sign = (u >> 16) & 0x8000u;
+    uint32_t a = u & 0x7fffffffu;
+    if (a > 0x7f800000u)
+        return (uint16_t)(sign | 0x7e00u);
+    if (a >= 0x477ff000u) /* rounds to >= 65520: overflow to inf */
+        return (uint16_t)(sign | 0x7c00u);
+    if (a < 0x38800000u) { /* subnormal or zero in fp16 */
+        float mag;
+        memcpy(&mag, &a, 4);
+        /* scale so that the fp16 subnormal step 2^-24 becomes 1, round RNE */
+        return (uint16_t)(sign | (uint32_t)nearbyintf(mag * 16777216.0f));
+    }
+    uint32_t mant = a + 0xfffu + ((a >> 13) & 1u) - 0x38000000u;
+    return (uint16_t)(sign | (mant >> 13));
+}
+
+static clg_status write_param_copy(clg_model *m, int t, const float *host)
+{
+    if (m->copy.chunks == NULL)
+        return CLG_SUCCESS;
+    size_t n = host_elems(m, t);
+    uint16_t *h = malloc((n ? n : 1) * sizeof *h);
+    if (h == NULL)
+        return clg__fail(m->ctx, CLG_ERR_OUT_OF_HOST_MEMORY, "clg_model_upload_params: out of memory");
+    for (size_t i = 0; i < n; i++)
+        h[i] = m->cfg.param_copy_dtype == CLG_FP16 ? to_fp16(host[i]) : to_bf16(host[i]);
+    clg_status st = transfer(m, &m->copy, t, h, true, "clg_model_upload_params");
+    free(h);
+    return st;
+}
+
+clg_status clg_model_upload_params(clg_model *m, int t, const float *host)
+{
+    clg_status st = check_tensor(m, t, true, "clg_model_upload_params");
+    if (st != CLG_SUCCESS)
+        return st;
+    if (host == NULL)
+        return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT, "clg_model_upload_params: NULL host");
+    st = transfer(m, &m->params, t, (void *)host, true, "clg_model_upload_params");
+    return st == CLG_SUCCESS ? write_param_copy(m, t, host) : st;
+}
+
+clg_status clg_model_download_params(clg_model *m, int t, float *host)
+{
+    clg_status st = check_tensor(m, t, true, "clg_model_download_params");
+    if (st != CLG_SUCCESS)
+        return st;
+    if (host == NULL)
+        return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT, "clg_model_download_params: NULL host");
+    return transfer(m, &m->params, t, host, false, "clg_model_download_params");
+}
+
+clg_status clg_model_download_acc(clg_model *m, int t, float *host)
+{
+    clg_status st = check_tensor(m, t, true, "clg_model_download_acc");
+    if (st != CLG_SUCCESS)
+        return st;
+    if (host == NULL)
+        return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT, "clg_model_download_acc: NULL host");
+    if (m->acc.dtype == CLG_FP32)
+        return transfer(m, &m->acc, t, host, false, "clg_model_download_acc");
+    /* bf16 accumulator: widen on the host */
+    size_t n = host_elems(m, t);
+    uint16_t *h = malloc((n ? n : 1) * sizeof *h);
+    if (h == NULL)
+        return clg__fail(m->ctx, CLG_ERR_OUT_OF_HOST_MEMORY, "clg_model_download_acc: out of memory");
+    st = transfer(m, &m->acc, t, h, false, "clg_model_download_acc");
+    for (size_t i = 0; st == CLG_SUCCESS && i < n; i++) {
+        uint32_t u = (uint32_t)h[i] << 16;
+        memcpy(&host[i], &u, 4);
+    }
+    free(h);
+    return st;
+}
+
+clg_status clg_model_download_state(clg_model *m, int s, int t, float *host)
+{
+    clg_status st = check_tensor(m, t, true, "clg_model_download_state");
+    if (st != CLG_SUCCESS)
+        return st;
+    if (s < 0 || (size_t)s >= m->n_states)
+        return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT,
+                         "clg_model_download_state: no state %d (the optimizer has %zu)", s,
+                         m->n_states);
+    if (host == NULL)
+        return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT, "clg_model_download_state: NULL host");
+    return transfer(m, &m->states[s], t, host, false, "clg_model_download_state");
+}
+
+clg_status clg__arena_read(clg_model *m, int id, int t, void *host)
+{
+    clg_arena *a = clg__model_arena(m, id);
+    if (a == NULL || a->chunks == NULL)
+        return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT, "arena read: no arena %d", id);
+    clg_status st = check_tensor(m, t, false, "arena read");
+    return st == CLG_SUCCESS ? transfer(m, a, t, host, false, "arena read") : st;
+}
+
+clg_status clg__arena_write(clg_model *m, int id, int t, const void *host)
+{
+    clg_arena *a = clg__model_arena(m, id);
+    if (a == NULL || a->chunks == NULL)
+        return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT, "arena write: no arena %d", id);
+    clg_status st = check_tensor(m, t, false, "arena write");
+    if (st == CLG_SUCCESS)
+        st = transfer(m, a, t, (void *)host, true, "arena write");
+    if (st == CLG_SUCCESS && id == CLG_ARENA_PARAMS)
+        st = write_param_copy(m, t, host);
+    return st;
+}
+
+clg_status clg__cycle_state_get(clg_model *m, clg_cycle_state *s)
+{
+    clg_status st = check_tensor(m, 0, false, "cycle state");
+    if (st != CLG_SUCCESS)
+        return st;
+    st = read_blocking(m, m->step_block, 0, 4 * CLG_SB_WORDS, s->step_block, "cycle state");
+    if (st != CLG_SUCCESS)
+        return st;
+    s->micro = m->micro;
+    s->weight_sum = m->weight_sum;
+    s->small_weight = m->small_weight;
+    s->cycles = m->cycles;
+    s->micro_total = m->micro_total;
+    return CLG_SUCCESS;
+}
+
+clg_status clg__cycle_state_set(clg_model *m, const clg_cycle_state *s)
+{
+    clg_status st = check_tensor(m, 0, false, "cycle state");
+    if (st != CLG_SUCCESS)
+        return st;
+    if (m->sb_event != NULL) {
+        clWaitForEvents(1, &m->sb_event);
+        clReleaseEvent(m->sb_event);
+        m->sb_event = NULL;
+    }
+    st = write_blocking(m, m->step_block, 0, 4 * CLG_SB_WORDS, s->step_block, "cycle state");
+    if (st != CLG_SUCCESS)
+        return st;
+    memcpy(m->sb_host, s->step_block, sizeof m->sb_host);
+    m->sb_valid = true;
+    m->micro = s->micro;
+    m->weight_sum = s->weight_sum;
+    m->small_weight = s->small_weight;
+    m->cycles = s->cycles;
+    m->micro_total = s->micro_total;
+    return CLG_SUCCESS;
+}

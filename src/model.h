@@ -67,26 +67,43 @@ struct clg_model {
     cl_mem step_block; /* CLG_SB_WORDS uint32 words */
     cl_mem partials;   /* reduction partials, see stats.cl */
     size_t n_partials;
-    cl_mem tensor_sumsq; /* per-tensor sums of squares (tensor_norms) */
+    size_t reduce_groups; /* work-groups of every reduction launch (fixed) */
+    size_t wg;            /* work-group size of every streaming kernel */
+    cl_mem tensor_sumsq;  /* float2 per tensor (tensor_norms), chunk order */
+    cl_mem *norm_offsets; /* per chunk: ulong offset4 of its tensors */
+    cl_mem *norm_counts;  /* per chunk: ulong count4 of its tensors */
+    size_t *norm_first;   /* per chunk: index of its first tensor in tensor_sumsq */
+    size_t *norm_n;       /* per chunk: its tensor count */
+    size_t *norm_index;   /* per tensor: its index in tensor_sumsq */
 
     /* host side of the cycle */
     unsigned micro;       /* micro-steps taken in the current cycle */
     float weight_sum;     /* their weights */
+    float small_weight;   /* weight of the cycle's first micro-step */
     uint64_t cycles;      /* completed cycles (applied or skipped updates) */
     uint64_t micro_total; /* all micro-steps ever taken */
 
     /* non-blocking read-back of the step block */
-    uint32_t sb_host[CLG_SB_WORDS];
-    cl_event sb_event;
+    uint32_t sb_host[CLG_SB_WORDS];    /* last completed read */
+    uint32_t sb_pending[CLG_SB_WORDS]; /* target of the read in flight */
+    cl_event sb_event;                 /* that read, or NULL */
     bool sb_valid;
 
     clg_kernel_set *kernels;
+};
+
+/* External gradient buffers, laid out like the accumulator. */
+struct clg_grads {
+    clg_model *model;
+    clg_dtype dtype;
+    clg_arena arena;
 };
 
 /* Host copy of everything in the cycle that a checkpoint must keep. */
 typedef struct clg_cycle_state {
     unsigned micro;
     float weight_sum;
+    float small_weight;
     uint64_t cycles;
     uint64_t micro_total;
     uint32_t step_block[CLG_SB_WORDS];
@@ -98,6 +115,10 @@ typedef enum clg_arena_id {
     CLG_ARENA_ACC = 1,
     CLG_ARENA_STATE0 = 2, /* + state index */
 } clg_arena_id;
+
+/* Partials regions (see stats.cl): main statistics, first micro-step
+ * (noise scale), finiteness of one micro-step (skip-micro). */
+enum { CLG_REGION_MAIN = 0, CLG_REGION_SMALL = 1, CLG_REGION_CHECK = 2, CLG_REGIONS = 3 };
 
 clg_arena *clg__model_arena(clg_model *model, int arena_id);
 /* Blocking copies of one tensor of an arena, raw bytes in the arena's dtype

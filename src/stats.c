@@ -1,1 +1,171 @@
-/* stats.c - not yet written */
+/* stats.c - reading the step block back for the host: counters, norm, lr,
+ * loss scale, noise scale; blocking, or non-blocking and one update stale;
+ * per-tensor norms; the sync point of the error policy. */
+#include "model.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static float u2f(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static clg_status check_model(clg_model *m, const char *who)
+{
+    if (m == NULL)
+        return clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT, "%s: NULL model", who);
+    if (!m->finalized)
+        return clg__fail(m->ctx, CLG_ERR_STATE, "%s: model not finalized", who);
+    return CLG_SUCCESS;
+}
+
+/* Takes a completed non-blocking read into sb_host. */
+static void harvest(clg_model *m)
+{
+    if (m->sb_event == NULL)
+        return;
+    cl_int status = CL_QUEUED;
+    clGetEventInfo(m->sb_event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
+    if (status == CL_COMPLETE) {
+        memcpy(m->sb_host, m->sb_pending, sizeof m->sb_host);
+        m->sb_valid = true;
+    }
+    if (status == CL_COMPLETE || status < 0) {
+        clReleaseEvent(m->sb_event);
+        m->sb_event = NULL;
+    }
+}
+
+/* Brings sb_host up to date: blocking, or by starting a read that a later
+ * call will harvest. */
+static clg_status refresh(clg_model *m, int blocking, const char *who)
+{
+    if (blocking) {
+        if (m->sb_event != NULL) {
+            clWaitForEvents(1, &m->sb_event);
+            clReleaseEvent(m->sb_event);
+            m->sb_event = NULL;
+        }
+        if (clg__fault_hit(CLG_FAULT_ENQUEUE))
+            return clg__cl_fail(m->ctx, CL_OUT_OF_RESOURCES, who, "clEnqueueReadBuffer");
+        cl_int err = clEnqueueReadBuffer(m->ctx->queue, m->step_block, CL_TRUE, 0,
+                                         sizeof m->sb_host, m->sb_host, 0, NULL, NULL);
+        if (err != CL_SUCCESS)
+            return clg__cl_fail(m->ctx, err, who, "clEnqueueReadBuffer");
+        m->sb_valid = true;
+        return CLG_SUCCESS;
+    }
+    harvest(m);
+    if (m->sb_event == NULL) {
+        cl_int err = clEnqueueReadBuffer(m->ctx->queue, m->step_block, CL_FALSE, 0,
+                                         sizeof m->sb_pending, m->sb_pending, 0, NULL,
+                                         &m->sb_event);
+        if (err != CL_SUCCESS)
+            return clg__cl_fail(m->ctx, err, who, "clEnqueueReadBuffer");
+        clFlush(m->ctx->queue);
+    }
+    return CLG_SUCCESS;
+}
+
+/* Error policy: report a non-finite update once, then clear the flag. */
+static clg_status take_sticky(clg_model *m, const char *who)
+{
+    if (!m->sb_host[CLG_SB_STICKY])
+        return CLG_SUCCESS;
+    static const cl_uint zero = 0;
+    cl_int err = clEnqueueWriteBuffer(m->ctx->queue, m->step_block, CL_TRUE, 4 * CLG_SB_STICKY,
+                                      4, &zero, 0, NULL, NULL);
+    if (err != CL_SUCCESS)
+        return clg__cl_fail(m->ctx, err, who, "clEnqueueWriteBuffer");
+    m->sb_host[CLG_SB_STICKY] = 0;
+    return clg__fail(m->ctx, CLG_ERR_NONFINITE,
+                     "%s: an update saw inf/NaN gradients and was skipped (norm %g)", who,
+                     (double)u2f(m->sb_host[CLG_SB_GRAD_NORM]));
+}
+
+clg_status clg_model_stats(clg_model *m, int blocking, clg_stats *out)
+{
+    clg_status st = check_model(m, "clg_model_stats");
+    if (st != CLG_SUCCESS)
+        return st;
+    if (out == NULL)
+        return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT, "clg_model_stats: NULL stats");
+    st = refresh(m, blocking, "clg_model_stats");
+    if (st != CLG_SUCCESS)
+        return st;
+    const uint32_t *sb = m->sb_host;
+    memset(out, 0, sizeof *out);
+    out->updates = sb[CLG_SB_T];
+    out->micro_steps = m->micro_total;
+    out->skipped_updates = sb[CLG_SB_SKIPPED];
+    out->skipped_micro_steps = sb[CLG_SB_SKIPPED_MICRO];
+    out->lr = u2f(sb[CLG_SB_LR]);
+    out->grad_norm = u2f(sb[CLG_SB_GRAD_NORM]);
+    out->clip_coef = u2f(sb[CLG_SB_CLIP_COEF]);
+    out->loss_scale = u2f(sb[CLG_SB_LOSS_SCALE]);
+    out->weight_sum = m->weight_sum;
+    out->last_nonfinite = (int)sb[CLG_SB_NONFINITE];
+    out->noise_scale = u2f(sb[CLG_SB_NOISE_SCALE]);
+    out->noise_g2 = u2f(sb[CLG_SB_NOISE_G2]);
+    out->noise_trace = u2f(sb[CLG_SB_NOISE_TR]);
+    return blocking ? take_sticky(m, "clg_model_stats") : CLG_SUCCESS;
+}
+
+clg_status clg_model_loss_scale(clg_model *m, int blocking, float *scale)
+{
+    clg_status st = check_model(m, "clg_model_loss_scale");
+    if (st != CLG_SUCCESS)
+        return st;
+    if (scale == NULL)
+        return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT, "clg_model_loss_scale: NULL scale");
+    st = refresh(m, blocking, "clg_model_loss_scale");
+    if (st == CLG_SUCCESS)
+        *scale = u2f(m->sb_host[CLG_SB_LOSS_SCALE]);
+    return st;
+}
+
+clg_status clg_model_tensor_norms(clg_model *m, float *norms)
+{
+    clg_status st = check_model(m, "clg_model_tensor_norms");
+    if (st != CLG_SUCCESS)
+        return st;
+    if (norms == NULL)
+        return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT, "clg_model_tensor_norms: NULL norms");
+    if (!m->cfg.tensor_norms)
+        return clg__fail(m->ctx, CLG_ERR_STATE,
+                         "clg_model_tensor_norms: the model was created without tensor_norms");
+    if (m->cycles == 0)
+        return clg__fail(m->ctx, CLG_ERR_STATE, "clg_model_tensor_norms: no update yet");
+    st = refresh(m, 1, "clg_model_tensor_norms");
+    if (st != CLG_SUCCESS)
+        return st;
+    size_t n = m->n_tensors;
+    cl_float2 *sums = malloc(n * sizeof *sums);
+    if (sums == NULL)
+        return clg__fail(m->ctx, CLG_ERR_OUT_OF_HOST_MEMORY, "clg_model_tensor_norms: out of memory");
+    cl_int err = clEnqueueReadBuffer(m->ctx->queue, m->tensor_sumsq, CL_TRUE, 0, n * sizeof *sums,
+                                     sums, 0, NULL, NULL);
+    if (err != CL_SUCCESS) {
+        free(sums);
+        return clg__cl_fail(m->ctx, err, "clg_model_tensor_norms", "clEnqueueReadBuffer");
+    }
+    /* the normalization of the last update, without its clipping */
+    float scale = u2f(m->sb_host[CLG_SB_GRAD_SCALE]) / u2f(m->sb_host[CLG_SB_CLIP_COEF]);
+    for (size_t t = 0; t < n; t++)
+        norms[t] = sqrtf(sums[m->norm_index[t]].s[0]) * fabsf(scale);
+    free(sums);
+    return CLG_SUCCESS;
+}
+
+clg_status clg_model_sync(clg_model *m)
+{
+    clg_status st = check_model(m, "clg_model_sync");
+    if (st != CLG_SUCCESS)
+        return st;
+    st = refresh(m, 1, "clg_model_sync");
+    return st == CLG_SUCCESS ? take_sticky(m, "clg_model_sync") : st;
+}

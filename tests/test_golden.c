@@ -205,6 +205,10 @@ static void fixture_free(fixture *f)
 
 /* ------------------------------------------------------------- comparing */
 
+/* Largest |got - expected| / (ATOL + RTOL |expected|) of the current case:
+ * printed at the end, it shows how much margin the tolerances leave. */
+static double g_worst;
+
 /* Compares got with expected under the tolerances; prints every mismatch
  * (at most 8) with fixture, update, tensor and element, then fails. */
 static void check_close(const fixture *f, const char *path_name, unsigned u, const char *what,
@@ -213,6 +217,9 @@ static void check_close(const fixture *f, const char *path_name, unsigned u, con
     size_t bad = 0;
     for (size_t i = 0; i < n; i++) {
         double e = exp[i], g = got[i];
+        double ratio = fabs(g - e) / (ATOL + RTOL * fabs(e));
+        if (ratio > g_worst)
+            g_worst = ratio;
         if (!(fabs(g - e) <= ATOL + RTOL * fabs(e))) {
             if (bad < 8)
                 print_error("%s [path %s] update %u: %s tensor %d element %zu: "
@@ -242,6 +249,7 @@ static clg_context *g_ctx;
 static void replay(const fixture *f, unsigned path)
 {
     const char *path_name = path == PATH_A ? "A" : "C";
+    g_worst = 0.0;
     clg_config cfg = clg_config_default((clg_optimizer)f->h[H_OPTIMIZER]);
     cfg.lr = hf(f, H_LR);
     cfg.beta1 = hf(f, H_BETA1);
@@ -378,6 +386,8 @@ static void replay(const fixture *f, unsigned path)
             }
         }
     }
+    print_message("%s [path %s]: %u updates match; worst error %.3f of the tolerance\n",
+                  f->name, path_name, f->h[H_N_UPDATES], g_worst);
     free(got);
     free(prev);
     clg_grads_destroy(grads);

@@ -30,6 +30,7 @@ def checkpoint(order=None, user=None, micro=1, data_fill=1):
         "clgrad.optimizer": "adamw",
         "clgrad.micro": str(micro),
         "clgrad.weight_sum": "0x3f800000",
+        "clgrad.small_weight": "0x3f000000",
         "clgrad.cycles": "7",
         "clgrad.micro_total": "22",
     }

@@ -114,6 +114,9 @@ clg_status clg__ckpt_header(clg_ckpt_layout *layout, const uint8_t *data,
         ok = ok && add_str(meta, "clgrad.micro", buf);
         snprintf(buf, sizeof buf, "0x%08" PRIx32, wbits); /* exact float bits */
         ok = ok && add_str(meta, "clgrad.weight_sum", buf);
+        memcpy(&wbits, &state->small_weight, sizeof wbits);
+        snprintf(buf, sizeof buf, "0x%08" PRIx32, wbits);
+        ok = ok && add_str(meta, "clgrad.small_weight", buf);
         snprintf(buf, sizeof buf, "%" PRIu64, state->cycles);
         ok = ok && add_str(meta, "clgrad.cycles", buf);
         snprintf(buf, sizeof buf, "%" PRIu64, state->micro_total);

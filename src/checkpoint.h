@@ -12,7 +12,8 @@
  *     <name>.acc        accumulator, F32 or BF16
  *     clgrad.step_block the device step block, U32 [32]
  * clgrad's own metadata keys start with "clgrad.": format, version,
- * optimizer, the host cycle counters and "clgrad.crc32.<key>" for every
+ * optimizer, the host cycle counters (micro, weight_sum and small_weight as
+ * exact float bits "0x3f800000", cycles, micro_total) and "clgrad.crc32.<key>" for every
  * tensor; every other metadata key belongs to the caller.
  *
  * The layout (which tensors, which dtypes, in which order) is derived from

@@ -535,14 +535,15 @@ clg_status clg__ckpt_parse(const uint8_t *file, size_t size, clg_ckpt_layout *la
             FAIL(CLG_ERR_CORRUPT_FILE, "__metadata__ has key '%.200s' twice", meta_sorted[i]);
 
     const char *format = NULL, *version = NULL, *optimizer = NULL, *micro = NULL,
-               *weight_sum = NULL, *cycles = NULL, *micro_total = NULL;
+               *weight_sum = NULL, *small_weight = NULL, *cycles = NULL, *micro_total = NULL;
     struct {
         const char *key;
         const char **value;
     } known[] = {
         {"clgrad.format", &format},           {"clgrad.version", &version},
         {"clgrad.optimizer", &optimizer},     {"clgrad.micro", &micro},
-        {"clgrad.weight_sum", &weight_sum},   {"clgrad.cycles", &cycles},
+        {"clgrad.weight_sum", &weight_sum},   {"clgrad.small_weight", &small_weight},
+        {"clgrad.cycles", &cycles},
         {"clgrad.micro_total", &micro_total},
     };
     const size_t n_known = sizeof known / sizeof known[0];
@@ -574,10 +575,10 @@ clg_status clg__ckpt_parse(const uint8_t *file, size_t size, clg_ckpt_layout *la
              "checkpoint format version %llu is not supported (this clgrad reads version %d)",
              (unsigned long long)ver, CLG_CKPT_VERSION);
     uint64_t v_micro, v_cycles, v_total;
-    uint32_t v_wsum;
-    if (!optimizer || !micro || !weight_sum || !cycles || !micro_total)
+    uint32_t v_wsum, v_small;
+    if (!optimizer || !micro || !weight_sum || !small_weight || !cycles || !micro_total)
         FAIL(CLG_ERR_CORRUPT_FILE, "__metadata__ lacks one of clgrad.optimizer, clgrad.micro, "
-             "clgrad.weight_sum, clgrad.cycles, clgrad.micro_total");
+             "clgrad.weight_sum, clgrad.small_weight, clgrad.cycles, clgrad.micro_total");
     if (!parse_u64(micro, &v_micro) || v_micro > UINT32_MAX)
         FAIL(CLG_ERR_CORRUPT_FILE, "clgrad.micro '%.32s' is not a micro-step count", micro);
     if (!parse_u64(cycles, &v_cycles) || !parse_u64(micro_total, &v_total))
@@ -585,6 +586,9 @@ clg_status clg__ckpt_parse(const uint8_t *file, size_t size, clg_ckpt_layout *la
     if (!parse_hex32(weight_sum, "0x", &v_wsum))
         FAIL(CLG_ERR_CORRUPT_FILE, "clgrad.weight_sum '%.32s' is not 0x + 8 hex digits",
              weight_sum);
+    if (!parse_hex32(small_weight, "0x", &v_small))
+        FAIL(CLG_ERR_CORRUPT_FILE, "clgrad.small_weight '%.32s' is not 0x + 8 hex digits",
+             small_weight);
     if (strcmp(optimizer, layout->optimizer) != 0)
         FAIL(CLG_ERR_MISMATCH, "checkpoint is for optimizer '%.32s', the model uses '%s'",
              optimizer, layout->optimizer);
@@ -674,6 +678,7 @@ clg_status clg__ckpt_parse(const uint8_t *file, size_t size, clg_ckpt_layout *la
     /* 6. Everything checked out: fill the result. */
     out->state.micro = (unsigned)v_micro;
     memcpy(&out->state.weight_sum, &v_wsum, sizeof v_wsum);
+    memcpy(&out->state.small_weight, &v_small, sizeof v_small);
     out->state.cycles = v_cycles;
     out->state.micro_total = v_total;
     long sb = clg__ckpt_layout_find(layout, CLG_CKPT_STEP_BLOCK_KEY);

@@ -69,6 +69,7 @@ static int setup(void **state)
         f->data[i] = (uint8_t)(i * 37 + 11);
     f->state.micro = 2;
     f->state.weight_sum = 0.1f + 0.2f; /* a value decimal printing could round */
+    f->state.small_weight = 1.0f / 3.0f;
     f->state.cycles = 12345678901ull;
     f->state.micro_total = 37037036705ull;
     /* collect would put the step block words in the data; do the same */
@@ -173,6 +174,7 @@ static void test_round_trip(void **state)
         fail_msg("parse failed: %s", err);
     assert_int_equal(p.state.micro, 2);
     assert_memory_equal(&p.state.weight_sum, &f->state.weight_sum, sizeof(float));
+    assert_memory_equal(&p.state.small_weight, &f->state.small_weight, sizeof(float));
     assert_true(p.state.cycles == f->state.cycles);
     assert_true(p.state.micro_total == f->state.micro_total);
     assert_memory_equal(p.state.step_block, f->state.step_block, sizeof f->state.step_block);
@@ -306,6 +308,7 @@ static void wrong_version(cJSON *root) { set_meta(root, "clgrad.version", "2"); 
 static void bad_version(cJSON *root) { set_meta(root, "clgrad.version", "1.0"); }
 static void unknown_clgrad_key(cJSON *root) { set_meta(root, "clgrad.future", "1"); }
 static void bad_wsum(cJSON *root) { set_meta(root, "clgrad.weight_sum", "0.3"); }
+static void no_small_weight(cJSON *root) { set_meta(root, "clgrad.small_weight", NULL); }
 static void bad_micro(cJSON *root) { set_meta(root, "clgrad.micro", "-1"); }
 static void huge_cycles(cJSON *root) { set_meta(root, "clgrad.cycles", "18446744073709551616"); }
 static void no_counters(cJSON *root) { set_meta(root, "clgrad.micro_total", NULL); }
@@ -333,6 +336,7 @@ static void test_metadata(void **state)
     expect_mutation(f, bad_version, CLG_ERR_CORRUPT_FILE, "clgrad.version");
     expect_mutation(f, unknown_clgrad_key, CLG_ERR_CORRUPT_FILE, "unknown clgrad key");
     expect_mutation(f, bad_wsum, CLG_ERR_CORRUPT_FILE, "weight_sum");
+    expect_mutation(f, no_small_weight, CLG_ERR_CORRUPT_FILE, "clgrad.small_weight");
     expect_mutation(f, bad_micro, CLG_ERR_CORRUPT_FILE, "clgrad.micro");
     expect_mutation(f, huge_cycles, CLG_ERR_CORRUPT_FILE, "clgrad.cycles");
     expect_mutation(f, no_counters, CLG_ERR_CORRUPT_FILE, "lacks");

@@ -1,0 +1,72 @@
+/* main.c - clgrad-train: trains an MLP on Fashion-MNIST with CLBlast and
+ * clgrad's gradient accumulation; prints a summary (and with --json a JSON
+ * object as the last line) on stdout, progress on stderr. */
+#include "options.h"
+#include "trainer.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static void print_json(const train_options *o, const train_result *r)
+{
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddNumberToObject(j, "test_accuracy", r->test_accuracy);
+    cJSON_AddNumberToObject(j, "test_loss", r->test_loss);
+    cJSON_AddNumberToObject(j, "train_accuracy", r->train_accuracy);
+    cJSON_AddNumberToObject(j, "train_loss", r->train_loss);
+    cJSON_AddNumberToObject(j, "updates", (double)r->updates);
+    cJSON_AddNumberToObject(j, "skipped_updates", (double)r->skipped_updates);
+    cJSON_AddNumberToObject(j, "micro_steps", (double)r->micro_steps);
+    cJSON_AddNumberToObject(j, "samples", (double)r->samples);
+    cJSON_AddNumberToObject(j, "epochs", r->epochs);
+    cJSON_AddNumberToObject(j, "batch", r->batch);
+    cJSON_AddNumberToObject(j, "micro_batch", r->micro_batch);
+    cJSON_AddNumberToObject(j, "accum_steps", r->accum_steps);
+    cJSON_AddNumberToObject(j, "auto_halvings", r->halvings);
+    cJSON_AddStringToObject(j, "optimizer", train_optimizer_name(o->optimizer));
+    cJSON_AddNumberToObject(j, "lr", r->lr);
+    cJSON_AddStringToObject(j, "grad_path", o->path == GRAD_PATH_A ? "A"
+                                            : o->path == GRAD_PATH_B ? "B" : "C");
+    cJSON_AddStringToObject(j, "grad_dtype", train_dtype_name(o->grad_dtype));
+    cJSON_AddNumberToObject(j, "params", (double)r->params);
+    cJSON_AddNumberToObject(j, "samples_per_s", r->samples_per_s);
+    cJSON_AddNumberToObject(j, "train_seconds", r->train_seconds);
+    cJSON_AddNumberToObject(j, "total_seconds", r->total_seconds);
+    cJSON_AddNumberToObject(j, "peak_device_bytes", (double)r->peak_device_bytes);
+    cJSON_AddStringToObject(j, "device", r->device);
+    char *s = cJSON_PrintUnformatted(j);
+    if (s)
+        printf("%s\n", s);
+    free(s);
+    cJSON_Delete(j);
+}
+
+int main(int argc, char **argv)
+{
+    train_options opt;
+    char err[1024] = "";
+    train_options_default(&opt);
+    int rc = train_options_parse(argc, argv, &opt, err, sizeof err);
+    if (rc == 1) {
+        fputs(train_usage(), stdout);
+        return 0;
+    }
+    if (rc != 0) {
+        fprintf(stderr, "clgrad-train: %s\n", err);
+        return 2;
+    }
+    train_result res;
+    if (train_run(&opt, NULL, &res, err, sizeof err) != 0) {
+        fprintf(stderr, "clgrad-train: %s\n", err);
+        return 1;
+    }
+    printf("test accuracy %.4f (loss %.4f) after %llu updates of %u samples (%u x %u) in %u "
+           "epoch(s): %.1f s training, %.0f samples/s, peak device bytes %llu\n",
+           res.test_accuracy, res.test_loss, (unsigned long long)res.updates, res.batch,
+           res.accum_steps, res.micro_batch, res.epochs, res.train_seconds, res.samples_per_s,
+           (unsigned long long)res.peak_device_bytes);
+    if (opt.json)
+        print_json(&opt, &res);
+    return fflush(stdout) == 0 ? 0 : 1;
+}

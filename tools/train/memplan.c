@@ -1,0 +1,55 @@
+/* memplan.c - computing and printing the memory plan (see memplan.h). */
+#include "memplan.h"
+
+void memplan_bytes(char *buf, size_t len, uint64_t bytes)
+{
+    const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)bytes;
+    int u = 0;
+    while (v >= 1024 && u < 4) {
+        v /= 1024;
+        u++;
+    }
+    if (u == 0)
+        snprintf(buf, len, "%llu B", (unsigned long long)bytes);
+    else
+        snprintf(buf, len, "%.1f %s", v, unit[u]);
+}
+
+void memplan_total(memplan *p)
+{
+    p->total = p->model.total + p->activations + p->grad_scratch + p->data;
+}
+
+static void row(FILE *f, const char *what, uint64_t bytes)
+{
+    char b[32];
+    memplan_bytes(b, sizeof b, bytes);
+    fprintf(f, "  %-34s %12llu B  %10s\n", what, (unsigned long long)bytes, b);
+}
+
+void memplan_print(FILE *f, const memplan *p, const char *device_name, uint64_t params)
+{
+    char label[64];
+    fprintf(f, "memory plan on %s (%llu parameters):\n", device_name, (unsigned long long)params);
+    row(f, "parameters", p->model.params);
+    row(f, "accumulators", p->model.accumulators);
+    row(f, "optimizer states", p->model.states);
+    if (p->model.grad_buffers)
+        row(f, "gradient buffers (paths A/C)", p->model.grad_buffers);
+    if (p->model.param_copy)
+        row(f, "low-precision param copy", p->model.param_copy);
+    row(f, "step block", p->model.step_block);
+    snprintf(label, sizeof label, "activations (micro-batch %u)", p->micro_batch);
+    row(f, label, p->activations);
+    if (p->grad_scratch)
+        row(f, "fp32 gradient scratch", p->grad_scratch);
+    row(f, "data set on device", p->data);
+    row(f, "total", p->total);
+    char a[32];
+    memplan_bytes(a, sizeof a, p->available);
+    fprintf(f, "  %-34s %12llu B  %10s  (%.1f%% used)\n",
+            p->is_budget ? "budget (--vram)" : "device global memory",
+            (unsigned long long)p->available, a,
+            p->available ? 100.0 * (double)p->total / (double)p->available : 0.0);
+}

@@ -1,0 +1,28 @@
+/* memplan.h - the memory plan clgrad-train prints at start: clgrad's
+ * arenas, the trainer's activations per micro-batch, its gradient scratch
+ * and the data set on the device, against device memory or the budget. */
+#ifndef TRAIN_MEMPLAN_H
+#define TRAIN_MEMPLAN_H
+
+#include "clgrad.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+typedef struct memplan {
+    clg_memory_plan model;  /* clgrad's arenas (+ grad buffers) */
+    uint64_t activations;   /* for one micro-batch */
+    unsigned micro_batch;
+    uint64_t grad_scratch;  /* fp32 scratch for fp16/bf16 gradients */
+    uint64_t data;          /* data set and index buffers */
+    uint64_t total;
+    uint64_t available;     /* budget, or device global memory */
+    int is_budget;
+} memplan;
+
+void memplan_total(memplan *p);
+void memplan_print(FILE *f, const memplan *p, const char *device_name, uint64_t params);
+/* "1.5 MiB" style. */
+void memplan_bytes(char *buf, size_t len, uint64_t bytes);
+
+#endif /* TRAIN_MEMPLAN_H */

@@ -1,0 +1,30 @@
+/* progress.h - training progress on stderr: a bar with rate and ETA on a
+ * terminal, plain lines every few seconds otherwise; silent when quiet. */
+#ifndef TRAIN_PROGRESS_H
+#define TRAIN_PROGRESS_H
+
+#include <stdint.h>
+
+typedef struct progress {
+    int quiet, tty;
+    uint64_t total_updates;
+    double last_print;   /* wall clock of the last bar or line */
+    int bar_shown;
+} progress;
+
+void progress_init(progress *p, int quiet, uint64_t total_updates);
+/* Whether progress_update would print now (so that the caller reads the
+ * running loss from the device only then). */
+int progress_due(const progress *p, uint64_t updates);
+/* Called after each update; rate and ETA from training time only. */
+void progress_update(progress *p, uint64_t updates, uint64_t samples, double train_seconds,
+                     unsigned epoch, double loss);
+/* A line on stderr (clears the bar first); printf-style. */
+void progress_log(progress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Clears the bar before the program prints something else. */
+void progress_clear(progress *p);
+
+/* Monotonic wall clock in seconds. */
+double progress_now(void);
+
+#endif /* TRAIN_PROGRESS_H */

@@ -1,0 +1,44 @@
+/* trainer.h - clgrad-train's training run as a library call, so that the
+ * command line, the tests and the benchmark share one implementation. */
+#ifndef TRAIN_TRAINER_H
+#define TRAIN_TRAINER_H
+
+#include "clgrad.h"
+#include "dataset.h"
+#include "options.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct train_io {
+    clg_context *ctx;       /* NULL: create one from opt->device */
+    const dataset *train;   /* NULL: load from opt->data_dir */
+    const dataset *test;    /* NULL: load from opt->data_dir */
+    float *weights;         /* non-NULL: receives the final parameters in */
+    size_t weights_cap;     /* model order (weights_cap floats at most) */
+} train_io;
+
+typedef struct train_result {
+    double test_accuracy, test_loss;
+    double train_accuracy, train_loss; /* running values of the last epoch */
+    uint64_t updates;                  /* updates taken (incl. skipped) */
+    uint64_t skipped_updates;
+    uint64_t micro_steps, samples;
+    unsigned epochs;                   /* epochs started */
+    unsigned micro_batch, accum_steps; /* final b and k (after auto halving) */
+    unsigned batch;
+    unsigned halvings;                 /* --auto-micro-batch halvings */
+    uint64_t params;
+    float lr;                          /* base lr after --lr-scale */
+    double train_seconds, total_seconds, samples_per_s;
+    uint64_t peak_device_bytes;        /* clgrad's peak incl. reservations */
+    char device[128];
+} train_result;
+
+/* Runs the whole job described by opt. Returns 0 on success, otherwise a
+ * non-zero value with a message in err (no output written then, except
+ * what --metrics already holds). */
+int train_run(const train_options *opt, const train_io *io, train_result *res, char *err,
+              size_t errlen);
+
+#endif /* TRAIN_TRAINER_H */

@@ -62,8 +62,7 @@ clg_status clg__buffer_create(clg_context *ctx, uint64_t bytes, cl_mem *out)
         err = CL_OUT_OF_RESOURCES;
         call = "clEnqueueFillBuffer (injected fault)";
     } else {
-        err = clEnqueueFillBuffer(ctx->queue, mem, &zero, pattern, 0, (size_t)bytes, 0, NULL,
-                                  NULL);
+        err = clEnqueueFillBuffer(ctx->queue, mem, &zero, pattern, 0, (size_t)bytes, 0, NULL, NULL);
     }
     if (err == CL_SUCCESS) {
         call = "clFinish";
@@ -132,8 +131,9 @@ size_t clg__stream_local_size(clg_context *ctx, cl_kernel kernel)
     size_t local = multiple >= target ? multiple : multiple * (target / multiple);
     size_t max = ctx->info.max_work_group_size;
     size_t kmax = 0;
-    if (kernel && clGetKernelWorkGroupInfo(kernel, ctx->device, CL_KERNEL_WORK_GROUP_SIZE,
-                                           sizeof kmax, &kmax, NULL) == CL_SUCCESS &&
+    if (kernel &&
+        clGetKernelWorkGroupInfo(kernel, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof kmax, &kmax,
+                                 NULL) == CL_SUCCESS &&
         kmax > 0 && (max == 0 || kmax < max))
         max = kmax;
     if (max > 0 && local > max) {

@@ -132,8 +132,7 @@ static void find_indices(cl_device_id dev, unsigned *pi, unsigned *di)
     }
     for (cl_uint p = 0; p < nplat; p++) {
         cl_uint ndev = 0;
-        if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 0, NULL, &ndev) != CL_SUCCESS ||
-            ndev == 0)
+        if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 0, NULL, &ndev) != CL_SUCCESS || ndev == 0)
             continue;
         cl_device_id *devs = malloc(ndev * sizeof *devs);
         if (devs && clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, ndev, devs, NULL) == CL_SUCCESS)
@@ -155,7 +154,9 @@ clg_status clg_context_wrap(clg_context **out, cl_context context, cl_device_id 
     *out = NULL;
     if (!context || !device || !queue)
         return clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT, "clg_context_wrap: %s is NULL",
-                         !context ? "context" : !device ? "device" : "queue");
+                         !context  ? "context"
+                         : !device ? "device"
+                                   : "queue");
 
     /* The queue must belong to this context and device, and run in order:
      * clgrad's passes depend on one another without events. */

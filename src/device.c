@@ -98,7 +98,8 @@ static int has_extension(cl_device_id dev, const char *ext)
  * trivial kernel. Any failure leaves 1, a safe multiple. */
 static size_t kernel_preferred_multiple(cl_platform_id plat, cl_device_id dev)
 {
-    static const char *src = "kernel void clg_probe(global float *x) { x[get_global_id(0)] = 0.0f; }";
+    static const char *src =
+        "kernel void clg_probe(global float *x) { x[get_global_id(0)] = 0.0f; }";
     size_t multiple = 1;
     cl_int err;
     cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)plat, 0};
@@ -220,8 +221,7 @@ clg_status clg_devices_list(clg_device_info **out, size_t *count)
     for (cl_uint p = 0; p < nplat && status == CLG_SUCCESS; p++) {
         cl_uint ndev = 0;
         /* A platform without devices (or a broken one) is skipped, not fatal. */
-        if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 0, NULL, &ndev) != CL_SUCCESS ||
-            ndev == 0)
+        if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 0, NULL, &ndev) != CL_SUCCESS || ndev == 0)
             continue;
         cl_device_id *devs = malloc(ndev * sizeof *devs);
         clg_device_info *grown = devs ? realloc(list, (n + ndev) * sizeof *list) : NULL;
@@ -302,9 +302,9 @@ static void describe_all(char *buf, size_t cap, const clg_device_info *devices, 
 {
     size_t used = strlen(buf);
     for (size_t i = 0; i < count && used + 1 < cap; i++) {
-        int w = snprintf(buf + used, cap - used, "%s%zu (%u:%u) \"%s\" [%s, %s]",
-                         i ? "; " : "", i, devices[i].platform_index, devices[i].device_index,
-                         devices[i].name, devices[i].platform_name, devices[i].vendor);
+        int w = snprintf(buf + used, cap - used, "%s%zu (%u:%u) \"%s\" [%s, %s]", i ? "; " : "", i,
+                         devices[i].platform_index, devices[i].device_index, devices[i].name,
+                         devices[i].platform_name, devices[i].vendor);
         if (w < 0)
             break;
         used += (size_t)w;
@@ -316,8 +316,8 @@ static clg_status no_match(const clg_device_info *devices, size_t count, const c
 {
     char list[CLG_ERROR_MAX / 2] = "";
     describe_all(list, sizeof list, devices, count);
-    return clg__fail(NULL, status, "clg_device_select: selector \"%s\"%s %s; available: %s",
-                     sel, origin, why, list);
+    return clg__fail(NULL, status, "clg_device_select: selector \"%s\"%s %s; available: %s", sel,
+                     origin, why, list);
 }
 
 clg_status clg_device_select(const clg_device_info *devices, size_t count, const char *selector,
@@ -351,9 +351,8 @@ clg_status clg_device_select(const clg_device_info *devices, size_t count, const
         len--;
     char sel[256];
     if (len == 0 || len >= sizeof sel)
-        return clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT,
-                         "clg_device_select: selector%s is %s", origin,
-                         len == 0 ? "blank" : "too long");
+        return clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT, "clg_device_select: selector%s is %s",
+                         origin, len == 0 ? "blank" : "too long");
     memcpy(sel, selector, len);
     sel[len] = '\0';
 
@@ -363,8 +362,7 @@ clg_status clg_device_select(const clg_device_info *devices, size_t count, const
         const char *colon = strchr(sel, ':');
         if (!colon && parse_index(sel, len, &a)) {
             if (a >= count)
-                return no_match(devices, count, sel, origin, CLG_ERR_NO_DEVICE,
-                                "is out of range");
+                return no_match(devices, count, sel, origin, CLG_ERR_NO_DEVICE, "is out of range");
             *chosen = a;
             return CLG_SUCCESS;
         }

@@ -42,8 +42,7 @@ clg_status clg__cl_fail(clg_context *ctx, cl_int err, const char *what, const ch
         err == CL_INVALID_BUFFER_SIZE)
         status = CLG_ERR_OUT_OF_DEVICE_MEMORY;
     return clg__fail(ctx, status, "%s: %s failed: %s (%d)", what ? what : "clgrad",
-                     call ? call : "OpenCL call", name ? name : "unknown OpenCL error",
-                     (int)err);
+                     call ? call : "OpenCL call", name ? name : "unknown OpenCL error", (int)err);
 }
 
 const char *clg_last_error(const clg_context *ctx)

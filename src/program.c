@@ -11,8 +11,8 @@
 
 /* OpenCL 3.0 query, absent from headers that target 2.0. */
 #define CLG_DEVICE_OPENCL_C_ALL_VERSIONS 0x1066
-#define CLG_VERSION_MAJOR(v) ((v) >> 22)
-#define CLG_VERSION_MINOR(v) (((v) >> 12) & 0x3FF)
+#define CLG_VERSION_MAJOR(v)             ((v) >> 22)
+#define CLG_VERSION_MINOR(v)             (((v) >> 12) & 0x3FF)
 
 typedef struct {
     cl_uint version;
@@ -36,14 +36,13 @@ static int supports_c30(const clg_context *ctx)
     if (major < 3)
         return 0;
     size_t n = 0;
-    if (clGetDeviceInfo(ctx->device, CLG_DEVICE_OPENCL_C_ALL_VERSIONS, 0, NULL, &n) !=
-            CL_SUCCESS ||
+    if (clGetDeviceInfo(ctx->device, CLG_DEVICE_OPENCL_C_ALL_VERSIONS, 0, NULL, &n) != CL_SUCCESS ||
         n < sizeof(clg_name_version))
         return 0;
     clg_name_version *v = malloc(n);
     int found = 0;
-    if (v && clGetDeviceInfo(ctx->device, CLG_DEVICE_OPENCL_C_ALL_VERSIONS, n, v, NULL) ==
-                 CL_SUCCESS)
+    if (v &&
+        clGetDeviceInfo(ctx->device, CLG_DEVICE_OPENCL_C_ALL_VERSIONS, n, v, NULL) == CL_SUCCESS)
         for (size_t i = 0; i < n / sizeof *v; i++)
             if (CLG_VERSION_MAJOR(v[i].version) == 3 && CLG_VERSION_MINOR(v[i].version) == 0)
                 found = 1;
@@ -72,8 +71,7 @@ static clg_status build_failed(clg_context *ctx, cl_program prog, cl_int err, co
 {
     size_t n = 0;
     char *log = NULL;
-    if (clGetProgramBuildInfo(prog, ctx->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &n) ==
-            CL_SUCCESS &&
+    if (clGetProgramBuildInfo(prog, ctx->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &n) == CL_SUCCESS &&
         n > 0 && (log = malloc(n + 1)) != NULL) {
         if (clGetProgramBuildInfo(prog, ctx->device, CL_PROGRAM_BUILD_LOG, n, log, NULL) !=
             CL_SUCCESS)
@@ -210,7 +208,9 @@ clg_status clg__program(clg_context *ctx, const char *name, const char *options,
         *from_cache = 0;
     if (!ctx || !name || !program)
         return clg__fail(ctx, CLG_ERR_INVALID_ARGUMENT, "clg__program: %s is NULL",
-                         !ctx ? "ctx" : !name ? "name" : "program");
+                         !ctx    ? "ctx"
+                         : !name ? "name"
+                                 : "program");
     *program = NULL;
     if (!options)
         options = "";
@@ -266,7 +266,10 @@ clg_status clg__kernel(clg_context *ctx, cl_program program, const char *kernel_
 {
     if (!ctx || !program || !kernel_name || !kernel)
         return clg__fail(ctx, CLG_ERR_INVALID_ARGUMENT, "clg__kernel: %s is NULL",
-                         !ctx ? "ctx" : !program ? "program" : !kernel_name ? "name" : "kernel");
+                         !ctx           ? "ctx"
+                         : !program     ? "program"
+                         : !kernel_name ? "name"
+                                        : "kernel");
     cl_int err;
     *kernel = clCreateKernel(program, kernel_name, &err);
     if (err != CL_SUCCESS) {

@@ -20,9 +20,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define CACHE_MAGIC "CLGRADPC"
+#define CACHE_MAGIC  "CLGRADPC"
 #define CACHE_FORMAT 1u
-#define HEADER_SIZE (8 + 4 + 4 + CLG_CACHE_KEY_SIZE + 8 + 32)
+#define HEADER_SIZE  (8 + 4 + 4 + CLG_CACHE_KEY_SIZE + 8 + 32)
 /* A program binary larger than this is not something we wrote. */
 #define CACHE_MAX_BINARY ((uint64_t)1 << 31)
 
@@ -96,7 +96,7 @@ static int make_dirs(const char *path)
     if (!p)
         return -1;
     int rc = 0;
-    for (char *s = p + 1; ; s++) {
+    for (char *s = p + 1;; s++) {
         if (*s == '/' || *s == '\0') {
             char c = *s;
             *s = '\0';

@@ -19,8 +19,7 @@ char *clg__cache_dir(void);
 
 /* Loads the binary stored under key; 0 and *binary = NULL on a miss or on
  * any damaged, truncated or foreign entry. The caller frees *binary. */
-int clg__cache_load(const uint8_t key[CLG_CACHE_KEY_SIZE], unsigned char **binary,
-                    size_t *size);
+int clg__cache_load(const uint8_t key[CLG_CACHE_KEY_SIZE], unsigned char **binary, size_t *size);
 
 /* Stores binary under key atomically (temporary file, then rename). Errors
  * are ignored: the cache only ever saves time. */

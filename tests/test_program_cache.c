@@ -21,7 +21,7 @@
 
 #define HEADER_SIZE 88 /* magic 8, version 4, reserved 4, key 32, length 8, sha 32 */
 
-static char *tmp;       /* scratch directory of this test run */
+static char *tmp;        /* scratch directory of this test run */
 static char cache[4096]; /* CLGRAD_CACHE_DIR, nested to test mkdir -p */
 
 static int group_setup(void **state)
@@ -209,15 +209,15 @@ typedef enum damage {
     TRUNCATE_HALF,
     TRUNCATE_HEADER,
     EMPTY_FILE,
-    FOREIGN_ENTRY,       /* a valid entry of another program under this name */
+    FOREIGN_ENTRY,          /* a valid entry of another program under this name */
     GARBAGE_WITH_VALID_SUM, /* header and checksum fine, binary not a program */
     DAMAGE_KINDS
 } damage;
 
 static const char *const damage_names[] = {
-    "flip binary byte", "flip magic",   "wrong format version", "wrong length field",
-    "truncate half",    "truncate header", "empty file",        "foreign entry",
-    "garbage with valid checksum",
+    "flip binary byte",   "flip magic",    "wrong format version",
+    "wrong length field", "truncate half", "truncate header",
+    "empty file",         "foreign entry", "garbage with valid checksum",
 };
 
 static void apply_damage(damage kind, const char *path, const char *foreign_path)
@@ -241,15 +241,9 @@ static void apply_damage(damage kind, const char *path, const char *foreign_path
         buf[48] += 1;
         write_file(path, buf, n);
         break;
-    case TRUNCATE_HALF:
-        write_file(path, buf, n / 2);
-        break;
-    case TRUNCATE_HEADER:
-        write_file(path, buf, 20);
-        break;
-    case EMPTY_FILE:
-        write_file(path, buf, 0);
-        break;
+    case TRUNCATE_HALF: write_file(path, buf, n / 2); break;
+    case TRUNCATE_HEADER: write_file(path, buf, 20); break;
+    case EMPTY_FILE: write_file(path, buf, 0); break;
     case FOREIGN_ENTRY: {
         size_t fn;
         unsigned char *other = read_file(foreign_path, &fn);
@@ -272,8 +266,7 @@ static void apply_damage(damage kind, const char *path, const char *foreign_path
         write_file(path, out, sizeof out);
         break;
     }
-    default:
-        fail();
+    default: fail();
     }
     free(buf);
 }

@@ -44,12 +44,10 @@ static void test_opencl_codes_pass_through_by_name(void **state)
         assert_int_equal(strncmp(name, "CL_", 3), 0);
         assert_ptr_equal(name, clg__cl_error_name(c));
     }
-    assert_string_equal(clg_status_string((clg_status)CL_OUT_OF_RESOURCES),
-                        "CL_OUT_OF_RESOURCES");
+    assert_string_equal(clg_status_string((clg_status)CL_OUT_OF_RESOURCES), "CL_OUT_OF_RESOURCES");
     assert_string_equal(clg_status_string((clg_status)CL_INVALID_VALUE), "CL_INVALID_VALUE");
     assert_string_equal(clg_status_string((clg_status)-1001), "CL_PLATFORM_NOT_FOUND_KHR");
-    assert_string_equal(clg_status_string((clg_status)-72),
-                        "CL_MAX_SIZE_RESTRICTION_EXCEEDED");
+    assert_string_equal(clg_status_string((clg_status)-72), "CL_MAX_SIZE_RESTRICTION_EXCEEDED");
 }
 
 static void test_unknown_status(void **state)
@@ -73,9 +71,9 @@ static void test_cl_fail_maps_allocation_failures(void **state)
     assert_int_equal(clg__cl_fail(NULL, CL_INVALID_BUFFER_SIZE, "a", "b"),
                      CLG_ERR_OUT_OF_DEVICE_MEMORY);
     /* everything else passes through unchanged */
-    assert_int_equal(clg__cl_fail(NULL, CL_INVALID_KERNEL_ARGS, "launch axpy",
-                                  "clEnqueueNDRangeKernel"),
-                     CL_INVALID_KERNEL_ARGS);
+    assert_int_equal(
+        clg__cl_fail(NULL, CL_INVALID_KERNEL_ARGS, "launch axpy", "clEnqueueNDRangeKernel"),
+        CL_INVALID_KERNEL_ARGS);
     assert_string_equal(clg_last_error(NULL),
                         "launch axpy: clEnqueueNDRangeKernel failed: CL_INVALID_KERNEL_ARGS (-52)");
     assert_int_equal(clg__cl_fail(NULL, -4242, "x", "clY"), -4242);

@@ -10,12 +10,11 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: clgrad-info [--json] [--device SEL] [--smoke]\n"
-            "  --json        print one JSON object instead of a table\n"
-            "  --device SEL  selector: N, P:D or a name substring (default: $CLGRAD_DEVICE,\n"
-            "                else the first GPU, else the first device)\n"
-            "  --smoke       build clgrad's kernels on the chosen device (cache-aware)\n");
+    fprintf(f, "usage: clgrad-info [--json] [--device SEL] [--smoke]\n"
+               "  --json        print one JSON object instead of a table\n"
+               "  --device SEL  selector: N, P:D or a name substring (default: $CLGRAD_DEVICE,\n"
+               "                else the first GPU, else the first device)\n"
+               "  --smoke       build clgrad's kernels on the chosen device (cache-aware)\n");
 }
 
 static const char *type_name(cl_device_type t)

@@ -1,0 +1,54 @@
+#!/bin/sh
+# install-deps.sh - installs the Debian packages clgrad needs to build, test
+# and run. Idempotent and non-interactive: runs apt-get (update + install)
+# only when something is missing. Needs root, or sudo.
+set -eu
+
+PACKAGES="
+build-essential
+pkg-config
+python3
+meson
+ninja-build
+ocl-icd-opencl-dev
+opencl-c-headers
+pocl-opencl-icd
+clinfo
+libclblast-dev
+libcmocka-dev
+zlib1g-dev
+libcjson-dev
+dataset-fashion-mnist
+gnuplot-nox
+oclgrind
+clang
+libclang-rt-14-dev
+"
+
+missing=""
+for p in $PACKAGES; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+        missing="$missing $p"
+    fi
+done
+
+if [ -z "$missing" ]; then
+    echo "install-deps: all packages present"
+    exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null 2>&1; then
+        SUDO="sudo"
+    else
+        echo "install-deps: missing:$missing; run as root (or install sudo)" >&2
+        exit 1
+    fi
+fi
+
+echo "install-deps: installing:$missing"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -q
+# shellcheck disable=SC2086
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q $missing

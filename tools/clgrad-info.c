@@ -118,6 +118,66 @@ static void print_json(const clg_device_info *d, size_t n, long selected, const 
     printf("}\n");
 }
 
+/* Runs cl/stream.cl's stream_copy (one float per work-item) on n floats and
+ * checks the copy: proof that a kernel of the library runs on the device. */
+static int run_stream_copy(clg_context *ctx)
+{
+    const cl_ulong n = 1 << 20;
+    cl_program prog;
+    if (clg_context_program(ctx, "stream", "-DVW=1", &prog, NULL) != CLG_SUCCESS) {
+        fprintf(stderr, "  stream_copy: %s\n", clg_last_error(ctx));
+        return 1;
+    }
+    cl_int err;
+    cl_context c = clg_context_cl(ctx);
+    cl_command_queue q = clg_context_queue(ctx);
+    cl_kernel k = clCreateKernel(prog, "stream_copy", &err);
+    if (err != CL_SUCCESS) {
+        fprintf(stderr, "  stream_copy: clCreateKernel failed: %s\n", clg_status_string(err));
+        return 1;
+    }
+    float *host = malloc(n * sizeof *host);
+    cl_mem a = clCreateBuffer(c, CL_MEM_READ_WRITE, n * sizeof *host, NULL, &err);
+    cl_mem b = clCreateBuffer(c, CL_MEM_READ_WRITE, n * sizeof *host, NULL, &err);
+    int rc = 1;
+    if (host && a && b) {
+        for (cl_ulong i = 0; i < n; i++)
+            host[i] = (float)i * 0.5f;
+        struct timespec t0, t1;
+        size_t global = (size_t)n;
+        err = clEnqueueWriteBuffer(q, a, CL_TRUE, 0, n * sizeof *host, host, 0, NULL, NULL);
+        err |= clSetKernelArg(k, 0, sizeof a, &a);
+        err |= clSetKernelArg(k, 1, sizeof b, &b);
+        err |= clSetKernelArg(k, 2, sizeof n, &n);
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        err |= clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL, NULL);
+        err |= clFinish(q);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        memset(host, 0, n * sizeof *host);
+        err |= clEnqueueReadBuffer(q, b, CL_TRUE, 0, n * sizeof *host, host, 0, NULL, NULL);
+        cl_ulong bad = 0;
+        for (cl_ulong i = 0; i < n; i++)
+            bad += host[i] != (float)i * 0.5f;
+        double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+        if (err == CL_SUCCESS && bad == 0) {
+            printf("  stream_copy of %llu floats: correct (%.1f ms, first run, includes "
+                   "the driver's JIT)\n",
+                   (unsigned long long)n, s * 1e3);
+            rc = 0;
+        } else {
+            fprintf(stderr, "  stream_copy: %s, %llu wrong elements\n",
+                    err == CL_SUCCESS ? "ran" : "OpenCL call failed", (unsigned long long)bad);
+        }
+    }
+    if (a)
+        clReleaseMemObject(a);
+    if (b)
+        clReleaseMemObject(b);
+    clReleaseKernel(k);
+    free(host);
+    return rc;
+}
+
 /* Builds every kernel file clgrad uses on the chosen device and says how
  * long it took and whether the disk cache served it. */
 static int smoke(const char *selector)
@@ -144,11 +204,13 @@ static int smoke(const char *selector)
             rc = 1;
             continue;
         }
-        cl_uint nk = 0;
+        size_t nk = 0; /* a size_t, unlike most counts in OpenCL */
         clGetProgramInfo(prog, CL_PROGRAM_NUM_KERNELS, sizeof nk, &nk, NULL);
-        printf("  %-8s built in %8.1f ms (%s), %u kernel(s)\n", programs[i], ms,
+        printf("  %-8s built in %8.1f ms (%s), %zu kernel(s)\n", programs[i], ms,
                cached ? "from cache" : "from source", nk);
     }
+    if (rc == 0)
+        rc = run_stream_copy(ctx);
     clg_context_destroy(ctx);
     return rc;
 }

@@ -1,0 +1,137 @@
+/* main.c - clgrad-bench: measures clgrad's fused accumulation cycle next to
+ * the device's STREAM bandwidth and to what users hand-roll, and prints,
+ * or writes as JSON, CSV and a plot, the table users pick settings from. */
+#include "bench_main.h"
+#include "clutil.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static void copy_device(bench_device *d, const clg_device_info *info)
+{
+    snprintf(d->name, sizeof d->name, "%s", info->name);
+    snprintf(d->vendor, sizeof d->vendor, "%s", info->vendor);
+    snprintf(d->driver, sizeof d->driver, "%s", info->driver_version);
+    snprintf(d->platform, sizeof d->platform, "%s", info->platform_name);
+    snprintf(d->version, sizeof d->version, "%s", info->device_version);
+    d->global_mem_bytes = info->global_mem_size;
+    d->max_alloc_bytes = info->max_mem_alloc_size;
+    d->compute_units = info->compute_units;
+}
+
+/* Bytes one case of n parameters can hold at once at most: params,
+ * accumulator, two states, fp32 gradients (hand-rolled and clgrad alike). */
+static uint64_t case_bytes(uint64_t n)
+{
+    return n * 20;
+}
+
+/* Halves n until a case plus the STREAM arrays fit the device and the
+ * budget, and every array fits one allocation; says so in the report. */
+static uint64_t clamp_size(bench_report *r, uint64_t n, uint64_t stream_bytes,
+                           uint64_t limit, uint64_t max_alloc)
+{
+    uint64_t n0 = n;
+    while (n > 1024 && (case_bytes(n) + stream_bytes > limit || n * 4 > max_alloc))
+        n /= 2;
+    if (n != n0)
+        bench_report_note(r,
+                          "N = %llu clamped to %llu: a case (%.2f GiB) and the STREAM arrays "
+                          "(%.2f GiB) must fit %.2f GiB (device memory or --vram) and one "
+                          "array %.2f GiB (max alloc)",
+                          (unsigned long long)n0, (unsigned long long)n,
+                          case_bytes(n0) / 1073741824.0, stream_bytes / 1073741824.0,
+                          limit / 1073741824.0, max_alloc / 1073741824.0);
+    return n;
+}
+
+int main(int argc, char **argv)
+{
+    bench_options o;
+    int rc = bench_parse_options(&o, argc, argv);
+    if (rc)
+        return rc > 0 ? 0 : 2;
+
+    clg_context *ctx = NULL;
+    clg_status st = clg_context_create(&ctx, o.device);
+    if (st != CLG_SUCCESS) {
+        fprintf(stderr, "clgrad-bench: no device: %s: %s\n", clg_status_string(st),
+                clg_last_error(NULL));
+        return st == CLG_ERR_NO_DEVICE ? 77 : 1;
+    }
+    if (!bench_clg_ok(ctx, clg_context_set_budget(ctx, o.vram), "--vram")) {
+        clg_context_destroy(ctx);
+        return 1;
+    }
+
+    bench_report r = {0};
+    copy_device(&r.device, clg_context_device_info(ctx));
+    r.quick = o.quick;
+    r.k = o.k;
+    r.tensors = o.tensors;
+    r.budget_bytes = o.vram;
+
+    uint64_t limit = r.device.global_mem_bytes < o.vram ? r.device.global_mem_bytes : o.vram;
+    uint64_t max_alloc = clg_context_max_alloc(ctx);
+    uint64_t stream_n = o.stream_n;
+    while (stream_n > 4096 && (3 * stream_n * 4 > limit / 2 || stream_n * 4 > max_alloc))
+        stream_n /= 2;
+    if (stream_n != o.stream_n)
+        bench_report_note(&r, "STREAM arrays clamped from %llu to %llu floats",
+                          (unsigned long long)o.stream_n, (unsigned long long)stream_n);
+
+    bench_stream stream;
+    bench_samples copy_all = {0}, triad_all = {0};
+    rc = 1;
+    fprintf(stderr, "clgrad-bench: STREAM setup (%llu floats per array)\n",
+            (unsigned long long)stream_n);
+    if (bench_stream_init(&stream, ctx, stream_n, o.vw, o.wg))
+        goto out;
+    r.stream_n = stream.n;
+
+    fprintf(stderr, "clgrad-bench: memory section\n");
+    if (bench_memory_section(&r, o.vram, o.k))
+        goto out_stream;
+    fprintf(stderr, "clgrad-bench: launch counts, 1 vs %u tensors\n", o.tensors);
+    if (bench_launch_section(&r, ctx, &o))
+        goto out_stream;
+
+    if (!o.no_cases) {
+        for (size_t i = 0; i < o.n_sizes; i++) {
+            uint64_t n = clamp_size(&r, o.sizes[i], 12 * stream.n, limit, max_alloc);
+            fprintf(stderr, "clgrad-bench: cases at N = %llu\n", (unsigned long long)n);
+            if (bench_cases_section(&r, ctx, &stream, &o, n, &copy_all, &triad_all))
+                goto out_stream;
+        }
+    }
+    /* at least a few STREAM reps, also when no case ran */
+    while (triad_all.n < 3) {
+        double c = bench_stream_copy(&stream), t = bench_stream_triad(&stream);
+        if (c < 0 || t < 0 || bench_samples_add(&copy_all, c)
+            || bench_samples_add(&triad_all, t))
+            goto out_stream;
+    }
+    r.copy_gbs = bench_samples_stat(&copy_all);
+    r.triad_gbs = bench_samples_stat(&triad_all);
+    if (bench_report_speedups(&r))
+        goto out_stream;
+    if (o.e2e)
+        bench_e2e_section(&r, ctx, &o);
+
+    bench_print_table(&r);
+    rc = 0;
+    if (o.json_path && bench_write_json(&r, o.json_path))
+        rc = 1;
+    if (o.csv_path && bench_write_csv(&r, o.csv_path))
+        rc = 1;
+    if (o.plot_path && bench_write_plot(&r, o.plot_path))
+        rc = 1;
+out_stream:
+    bench_stream_free(&stream);
+out:
+    bench_samples_free(&copy_all);
+    bench_samples_free(&triad_all);
+    bench_report_free(&r);
+    clg_context_destroy(ctx);
+    return rc;
+}

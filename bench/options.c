@@ -1,0 +1,235 @@
+/* options.c - clgrad-bench's command line. */
+#include "bench_main.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: clgrad-bench [options]\n"
+            "  --device SEL      device: index, P:D or name substring (default: "
+            "CLGRAD_DEVICE, else first GPU)\n"
+            "  --sizes LIST      parameter counts, e.g. 2^24,2^26 (default; clamped to "
+            "what fits)\n"
+            "  --k K             micro-steps per update (default 4)\n"
+            "  --tensors T       tensors per model (default 256)\n"
+            "  --vram BYTES      memory budget, e.g. 8G (default 8 GiB): caps what the "
+            "bench allocates\n"
+            "                    and sizes the largest model in the memory section\n"
+            "  --configs LIST    only these configs (sgd_momentum,adam,adamw,"
+            "adamw_clip_dls,\n"
+            "                    adamw_fp16_grads,lion)\n"
+            "  --reps MIN[,MAX]  repetitions per case (default 5,30)\n"
+            "  --target-ms MS    calibrate repetitions to about MS of cycles per case "
+            "(default 1500)\n"
+            "  --warmup W        untimed cycles per case (default 2)\n"
+            "  --stream-n N      floats per STREAM array (default 2^25)\n"
+            "  --vw W            STREAM vector width 1,2,4,8,16 (default 4)\n"
+            "  --wg SIZE         work-group size of the bench's kernels (default 1024 "
+            "STREAM, 256 plain)\n"
+            "  --quick           small N, few repetitions: under a minute, every field\n"
+            "  --no-cases        only STREAM, memory and launch sections\n"
+            "  --e2e             end to end with clgrad-train's code (if built with it)\n"
+            "  --json FILE       --csv FILE       --plot FILE.png\n");
+}
+
+uint64_t bench_parse_size(const char *s)
+{
+    if (!s || *s < '0' || *s > '9') /* strtoull would accept "-1" */
+        return 0;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s)
+        return 0;
+    if (*end == '^') {
+        if (v != 2)
+            return 0;
+        unsigned long long e = strtoull(end + 1, &end, 10);
+        if (e > 62 || *end)
+            return 0;
+        return 1ull << e;
+    }
+    uint64_t mult = 1;
+    switch (*end) {
+    case '\0':
+        return v;
+    case 'k': case 'K':
+        mult = 1ull << 10;
+        break;
+    case 'm': case 'M':
+        mult = 1ull << 20;
+        break;
+    case 'g': case 'G':
+        mult = 1ull << 30;
+        break;
+    default:
+        return 0;
+    }
+    end++;
+    if (*end && strcmp(end, "iB") != 0 && strcmp(end, "B") != 0 && strcmp(end, "i") != 0)
+        return 0;
+    if (v > UINT64_MAX / mult)
+        return 0;
+    return v * mult;
+}
+
+static int parse_list(bench_options *o, const char *s)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", s);
+    o->n_sizes = 0;
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        uint64_t v = bench_parse_size(tok);
+        if (!v || o->n_sizes == BENCH_MAX_SIZES)
+            return -1;
+        o->sizes[o->n_sizes++] = v;
+    }
+    return o->n_sizes ? 0 : -1;
+}
+
+static int parse_unsigned(const char *s, unsigned *out, unsigned lo)
+{
+    char *end;
+    errno = 0;
+    unsigned long v = strtoul(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > 1000000ul)
+        return -1;
+    *out = (unsigned)v;
+    return 0;
+}
+
+static void set_defaults(bench_options *o, int quick)
+{
+    const char *keep_configs = o->configs;
+    memset(o, 0, sizeof *o);
+    o->configs = keep_configs;
+    o->quick = quick;
+    o->k = 4;
+    o->tensors = 256;
+    o->vram = 8ull << 30;
+    o->vw = 4;
+    if (quick) {
+        o->sizes[0] = 1ull << 21;
+        o->n_sizes = 1;
+        o->stream_n = 1ull << 22;
+        o->run = (bench_run_opts){.warmup = 1, .min_reps = 3, .max_reps = 5,
+                                  .target_ms = 60.0};
+    } else {
+        o->sizes[0] = 1ull << 24;
+        o->sizes[1] = 1ull << 26;
+        o->n_sizes = 2;
+        o->stream_n = 1ull << 25;
+        o->run = (bench_run_opts){.warmup = 2, .min_reps = 5, .max_reps = 30,
+                                  .target_ms = 1500.0};
+    }
+}
+
+int bench_parse_options(bench_options *o, int argc, char **argv)
+{
+    int quick = 0;
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--quick") == 0)
+            quick = 1;
+    o->configs = NULL;
+    set_defaults(o, quick);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int used = 1, bad = 0;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            return 1;
+        } else if (strcmp(a, "--quick") == 0) {
+            used = 0;
+        } else if (strcmp(a, "--e2e") == 0) {
+            o->e2e = 1;
+            used = 0;
+        } else if (strcmp(a, "--no-cases") == 0) {
+            o->no_cases = 1;
+            used = 0;
+        } else if (!v) {
+            bad = 1;
+        } else if (strcmp(a, "--device") == 0) {
+            o->device = v;
+        } else if (strcmp(a, "--sizes") == 0) {
+            bad = parse_list(o, v);
+        } else if (strcmp(a, "--k") == 0) {
+            bad = parse_unsigned(v, &o->k, 1);
+        } else if (strcmp(a, "--tensors") == 0) {
+            bad = parse_unsigned(v, &o->tensors, 1);
+        } else if (strcmp(a, "--vram") == 0) {
+            bad = !(o->vram = bench_parse_size(v));
+        } else if (strcmp(a, "--configs") == 0) {
+            o->configs = v;
+            for (const char *p = v; *p && !bad;) {
+                size_t len = strcspn(p, ",");
+                char name[64];
+                snprintf(name, sizeof name, "%.*s", (int)len, p);
+                bad = !bench_config_find(name);
+                p += len + (p[len] == ',');
+            }
+        } else if (strcmp(a, "--reps") == 0) {
+            unsigned lo, hi;
+            char buf[64];
+            snprintf(buf, sizeof buf, "%s", v);
+            char *comma = strchr(buf, ',');
+            if (comma)
+                *comma = '\0';
+            bad = parse_unsigned(buf, &lo, 1) || (comma && parse_unsigned(comma + 1, &hi, lo));
+            if (!bad) {
+                o->run.min_reps = lo;
+                o->run.max_reps = comma ? hi : (lo > o->run.max_reps ? lo : o->run.max_reps);
+            }
+        } else if (strcmp(a, "--target-ms") == 0) {
+            char *end;
+            o->run.target_ms = strtod(v, &end);
+            bad = *end || !(o->run.target_ms >= 0.0);
+        } else if (strcmp(a, "--warmup") == 0) {
+            bad = parse_unsigned(v, &o->run.warmup, 1);
+        } else if (strcmp(a, "--stream-n") == 0) {
+            bad = !(o->stream_n = bench_parse_size(v));
+        } else if (strcmp(a, "--vw") == 0) {
+            bad = parse_unsigned(v, &o->vw, 1)
+                  || (o->vw != 1 && o->vw != 2 && o->vw != 4 && o->vw != 8 && o->vw != 16);
+        } else if (strcmp(a, "--wg") == 0) {
+            unsigned wg;
+            bad = parse_unsigned(v, &wg, 1);
+            o->wg = wg;
+        } else if (strcmp(a, "--json") == 0) {
+            o->json_path = v;
+        } else if (strcmp(a, "--csv") == 0) {
+            o->csv_path = v;
+        } else if (strcmp(a, "--plot") == 0) {
+            o->plot_path = v;
+        } else {
+            fprintf(stderr, "clgrad-bench: unknown option %s\n", a);
+            usage(stderr);
+            return -1;
+        }
+        if (bad) {
+            fprintf(stderr, "clgrad-bench: bad or missing value for %s%s%s\n", a,
+                    v ? ": " : "", v ? v : "");
+            return -1;
+        }
+        i += used;
+    }
+    return 0;
+}
+
+int bench_options_wants(const bench_options *o, const bench_config *bc)
+{
+    if (!o->configs)
+        return 1;
+    size_t len = strlen(bc->name);
+    for (const char *p = o->configs; *p;) {
+        size_t tok = strcspn(p, ",");
+        if (tok == len && strncmp(p, bc->name, len) == 0)
+            return 1;
+        p += tok + (p[tok] == ',');
+    }
+    return 0;
+}

@@ -1,0 +1,205 @@
+/* plot.c - the --plot output: a PNG drawn by gnuplot with one panel per
+ * parameter count (whole-cycle GB/s of each case against the same run's
+ * STREAM triad and copy) and one panel of device bytes per parameter per
+ * configuration. Data and script go to a temporary directory. */
+#define _POSIX_C_SOURCE 200809L
+#include "report.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static double case_gbs(const bench_report *r, const char *opt, bench_variant v, char path,
+                       char feed, uint64_t n)
+{
+    const bench_case *c = bench_report_find(r, opt, v, path, feed, n);
+    return c ? c->gbs : 0.0;
+}
+
+/* Distinct parameter counts, in order of first appearance. */
+static size_t sizes_of(const bench_report *r, uint64_t *sizes, size_t max)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < r->n_cases; i++) {
+        size_t j = 0;
+        while (j < n && sizes[j] != r->cases[i].n)
+            j++;
+        if (j == n && n < max)
+            sizes[n++] = r->cases[i].n;
+    }
+    return n;
+}
+
+static int write_case_data(const bench_report *r, uint64_t n, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    fprintf(f, "# label fused unfused per_tensor (GB/s)\n");
+    for (size_t i = 0; i < r->n_cases; i++) {
+        const bench_case *c = &r->cases[i];
+        if (c->variant != BENCH_FUSED || c->n != n)
+            continue;
+        int fed_like = c->path != 'C'; /* C: the partners are A's, drawn there */
+        fprintf(f, "\"%s %c\" %.4f %.4f %.4f\n", c->optimizer, c->path, c->gbs,
+                fed_like ? case_gbs(r, c->optimizer, BENCH_UNFUSED, '-', c->feed, n) : 0.0,
+                fed_like ? case_gbs(r, c->optimizer, BENCH_PER_TENSOR, '-', c->feed, n) : 0.0);
+    }
+    return fclose(f);
+}
+
+static int write_memory_data(const bench_report *r, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    fprintf(f, "# config pathB pathAC (bytes/param)\n");
+    for (size_t i = 0; i + 1 < r->n_memory; i += 2) {
+        const bench_memory *b = &r->memory[i], *ac = &r->memory[i + 1];
+        fprintf(f, "\"%s\" %.4f %.4f\n", b->config, b->bytes_per_param, ac->bytes_per_param);
+    }
+    return fclose(f);
+}
+
+/* The tallest thing a bandwidth panel draws (for headroom above it). */
+static double max_gbs(const bench_report *r, uint64_t n)
+{
+    double m = r->triad_gbs.median > r->copy_gbs.median ? r->triad_gbs.median
+                                                        : r->copy_gbs.median;
+    for (size_t i = 0; i < r->n_cases; i++)
+        if (r->cases[i].n == n && r->cases[i].gbs > m)
+            m = r->cases[i].gbs;
+    return m > 0.0 ? m : 1.0;
+}
+
+static double max_bytes(const bench_report *r)
+{
+    double m = 1.0;
+    for (size_t i = 0; i < r->n_memory; i++)
+        if (r->memory[i].bytes_per_param > m)
+            m = r->memory[i].bytes_per_param;
+    return m;
+}
+
+static const char *pow2(uint64_t n, char *buf, size_t len)
+{
+    int e = 0;
+    while (e < 63 && (1ull << e) < n)
+        e++;
+    if ((1ull << e) == n)
+        snprintf(buf, len, "2^%d", e);
+    else
+        snprintf(buf, len, "%llu", (unsigned long long)n);
+    return buf;
+}
+
+static int write_script(const bench_report *r, const char *dir, const uint64_t *sizes,
+                        size_t n_sizes, const char *png, const char *terminal,
+                        const char *script)
+{
+    FILE *f = fopen(script, "w");
+    if (!f)
+        return -1;
+    size_t panels = n_sizes + 1;
+    fprintf(f, "set terminal %s size 1500,%zu font 'sans,10'\n", terminal, 480 * panels);
+    fprintf(f, "set termoption noenhanced\n");
+    fprintf(f, "set output '%s'\n", png);
+    fprintf(f, "set multiplot layout %zu,1\n", panels);
+    fprintf(f, "set style data histograms\nset style histogram clustered gap 1\n");
+    fprintf(f, "set style fill solid 0.8 border -1\nset boxwidth 0.9\n");
+    fprintf(f, "set grid ytics\nset key inside top left horizontal box opaque\n");
+    fprintf(f, "set xtics rotate by -30 left\nset bmargin 7\n");
+    for (size_t s = 0; s < n_sizes; s++) {
+        char nb[32];
+        fprintf(f,
+                "set title 'Whole-cycle effective bandwidth, N = %s parameters, k = %u, %u "
+                "tensors (bars: fused path / hand-rolled unfused / clgrad per tensor, fed "
+                "the same way)'\n",
+                pow2(sizes[s], nb, sizeof nb), r->k, r->tensors);
+        fprintf(f, "set xlabel 'optimizer config and path'\n");
+        fprintf(f, "set ylabel 'GB/s (bytes model / median cycle time)'\n");
+        fprintf(f, "set yrange [0:%.4f]\n", 1.5 * max_gbs(r, sizes[s]));
+        fprintf(f,
+                "plot '%s/cases%zu.dat' using 2:xtic(1) title 'clgrad fused', "
+                "'' using 3 title 'hand-rolled (CLBlast, per tensor)', "
+                "'' using 4 title 'clgrad, one group per tensor', "
+                "%.4f with lines lw 2 dt 1 lc rgb 'black' title 'STREAM triad %.1f GB/s', "
+                "%.4f with lines lw 2 dt 2 lc rgb 'gray40' title 'STREAM copy %.1f GB/s'\n",
+                dir, s, r->triad_gbs.median, r->triad_gbs.median, r->copy_gbs.median,
+                r->copy_gbs.median);
+    }
+    fprintf(f, "set title 'Device memory per parameter before activations (budget %.3g GiB)'\n",
+            r->budget_bytes / 1073741824.0);
+    fprintf(f, "set xlabel 'optimizer config'\nset ylabel 'bytes per parameter'\n");
+    fprintf(f, "set yrange [0:%.4f]\n", 1.4 * max_bytes(r));
+    fprintf(f,
+            "plot '%s/memory.dat' using 2:xtic(1) title 'path B (backward writes the "
+            "accumulator)', '' using 3 title 'paths A/C (+ gradient buffers)'\n",
+            dir);
+    fprintf(f, "unset multiplot\n");
+    return fclose(f);
+}
+
+static int run_gnuplot(const char *script)
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        execlp("gnuplot", "gnuplot", script, (char *)NULL);
+        _exit(127);
+    }
+    int status;
+    if (waitpid(pid, &status, 0) < 0)
+        return -1;
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+int bench_write_plot(const bench_report *r, const char *png_path)
+{
+    const char *tmp = getenv("TMPDIR");
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/clgrad-bench-plot-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir)) {
+        fprintf(stderr, "clgrad-bench: --plot: cannot create a temporary directory\n");
+        return -1;
+    }
+    uint64_t sizes[16];
+    size_t n_sizes = sizes_of(r, sizes, 16);
+    char path[600], script[600];
+    int rc = 0;
+    for (size_t s = 0; s < n_sizes && !rc; s++) {
+        snprintf(path, sizeof path, "%s/cases%zu.dat", dir, s);
+        rc = write_case_data(r, sizes[s], path);
+    }
+    snprintf(path, sizeof path, "%s/memory.dat", dir);
+    if (!rc)
+        rc = write_memory_data(r, path);
+    snprintf(script, sizeof script, "%s/plot.gp", dir);
+    /* pngcairo draws better; libgd's png is the fallback */
+    if (!rc) {
+        rc = write_script(r, dir, sizes, n_sizes, png_path, "pngcairo", script);
+        if (!rc && run_gnuplot(script) != 0) {
+            rc = write_script(r, dir, sizes, n_sizes, png_path, "png", script);
+            if (!rc)
+                rc = run_gnuplot(script);
+        }
+    }
+    if (rc)
+        fprintf(stderr, "clgrad-bench: --plot: gnuplot failed (is gnuplot installed?); "
+                        "data and script kept in %s\n",
+                dir);
+    else {
+        for (size_t s = 0; s < n_sizes; s++) {
+            snprintf(path, sizeof path, "%s/cases%zu.dat", dir, s);
+            remove(path);
+        }
+        snprintf(path, sizeof path, "%s/memory.dat", dir);
+        remove(path);
+        remove(script);
+        rmdir(dir);
+    }
+    return rc;
+}

@@ -1,0 +1,129 @@
+/* report.h - everything clgrad-bench measured, in one structure that the
+ * table, JSON, CSV and plot writers read. */
+#ifndef BENCH_REPORT_H
+#define BENCH_REPORT_H
+
+#include "bytes_model.h"
+#include "timing.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct bench_device {
+    char name[128], vendor[128], driver[128], platform[128], version[128];
+    uint64_t global_mem_bytes, max_alloc_bytes;
+    unsigned compute_units;
+} bench_device;
+
+/* One measured cycle configuration. Times are per repetition, summarized
+ * over repetitions; bytes are per parameter from bytes_model.h. */
+typedef struct bench_case {
+    char optimizer[32]; /* configuration name (configs.c) */
+    bench_variant variant;
+    char path;          /* 'A', 'B', 'C' for fused; '-' otherwise */
+    char feed;          /* how gradients arrive: 'A' buffers, 'B' in place */
+    int clip;
+    uint64_t n;
+    unsigned k, tensors, groups;
+    unsigned reps;
+    /* micro_ms: one micro-step that neither starts nor ends the cycle (the
+     * first one when k == 2); update_ms: the micro-step that ends the cycle
+     * together with the update; cycle_ms: all k micro-steps. */
+    bench_stat micro_ms, update_ms, cycle_ms;
+    double micro_bytes, update_bytes, cycle_bytes; /* per parameter */
+    double micro_gbs, update_gbs, gbs;             /* from the medians */
+    double triad_gbs;                              /* interleaved triad median */
+    double micro_frac, update_frac, frac_of_triad;
+    double launches_per_update; /* the step that ends the cycle */
+    double launches_per_cycle;
+    double host_syncs_per_update; /* blocking reads the cycle needs */
+} bench_case;
+
+/* Fused cycle against the other two variants fed the same way (cycle
+ * medians; > 1 means fused is faster). 0 when a partner is missing. */
+typedef struct bench_speedup {
+    char optimizer[32];
+    char path; /* fused path: A and C are fed like unfused A, B like B */
+    int clip;
+    uint64_t n;
+    unsigned k;
+    double vs_unfused, vs_per_tensor;
+} bench_speedup;
+
+typedef struct bench_memory {
+    char config[32];
+    char path[4]; /* "B" (no gradient buffers) or "A/C" */
+    double bytes_per_param;
+    /* per-parameter parts */
+    double params, accumulators, states, param_copy, grad_buffers;
+    uint64_t fixed_bytes;         /* independent of n (step block, ...) */
+    uint64_t max_params_in_budget;
+    uint64_t budget_bytes;
+} bench_memory;
+
+/* Launches per update of the fused cycle for 1 tensor and for many. */
+typedef struct bench_launch_check {
+    char optimizer[32];
+    char path;
+    unsigned tensors_many;
+    double launches_1, launches_many;
+} bench_launch_check;
+
+typedef struct bench_e2e {
+    unsigned k, micro_batch;
+    double samples_per_s;
+    uint64_t peak_device_bytes;
+} bench_e2e;
+
+typedef struct bench_report {
+    bench_device device;
+    int quick;
+    unsigned k, tensors;
+    uint64_t budget_bytes;
+    uint64_t stream_n; /* elements per STREAM array */
+    bench_stat copy_gbs, triad_gbs;
+
+    bench_case *cases;
+    size_t n_cases, cap_cases;
+    bench_speedup *speedups;
+    size_t n_speedups, cap_speedups;
+    bench_memory *memory;
+    size_t n_memory, cap_memory;
+    bench_launch_check *launch_checks;
+    size_t n_launch_checks, cap_launch_checks;
+    bench_e2e *e2e;
+    size_t n_e2e, cap_e2e;
+    char **notes; /* clamps, skipped cases: said, not hidden */
+    size_t n_notes, cap_notes;
+} bench_report;
+
+/* Appenders return a pointer to the new zeroed element, NULL if out of
+ * memory. */
+bench_case *bench_report_add_case(bench_report *r);
+bench_speedup *bench_report_add_speedup(bench_report *r);
+bench_memory *bench_report_add_memory(bench_report *r);
+bench_launch_check *bench_report_add_launch_check(bench_report *r);
+bench_e2e *bench_report_add_e2e(bench_report *r);
+/* Adds a printf-formatted note; returns 0 or -1. */
+int bench_report_note(bench_report *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void bench_report_free(bench_report *r);
+
+/* Fills the derived fields of c (bandwidths, fractions) from its times,
+ * bytes and triad_gbs. */
+void bench_case_derive(bench_case *c);
+/* Computes the speed-up list from the cases (replacing any there). */
+int bench_report_speedups(bench_report *r);
+
+/* Finds the case of (optimizer, variant, path, feed, n); NULL if absent. */
+const bench_case *bench_report_find(const bench_report *r, const char *optimizer,
+                                    bench_variant variant, char path, char feed,
+                                    uint64_t n);
+
+/* Writers; each returns 0 or -1 (with a message on stderr). */
+int bench_write_json(const bench_report *r, const char *path);
+int bench_write_csv(const bench_report *r, const char *path);
+int bench_write_plot(const bench_report *r, const char *png_path);
+void bench_print_table(const bench_report *r);
+
+#endif /* BENCH_REPORT_H */

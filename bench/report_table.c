@@ -1,0 +1,123 @@
+/* report_table.c - the readable table clgrad-bench prints on stdout. */
+#include "report.h"
+
+#include <stdio.h>
+
+/* "2^24" for powers of two, the number otherwise. */
+static const char *size_str(uint64_t n, char *buf, size_t len)
+{
+    if (n && (n & (n - 1)) == 0) {
+        int e = 0;
+        while ((1ull << e) < n)
+            e++;
+        snprintf(buf, len, "2^%d", e);
+    } else {
+        snprintf(buf, len, "%llu", (unsigned long long)n);
+    }
+    return buf;
+}
+
+static void print_cases(const bench_report *r)
+{
+    printf("\nCases (times: median [min-max] over reps; GB/s from the bytes model; "
+           "%%triad against the triad reps interleaved with the case)\n");
+    printf("%-6s %-17s %-10s %-4s %-4s %-9s %-21s %-21s %-23s %8s %7s %6s %6s %7s\n",
+           "N", "optimizer", "variant", "path", "clip", "micro_ms", "micro [min-max]",
+           "update_ms [min-max]", "cycle_ms [min-max]", "GB/s", "%triad", "upd%tr",
+           "mic%tr", "launch");
+    for (size_t i = 0; i < r->n_cases; i++) {
+        const bench_case *c = &r->cases[i];
+        char nb[32], path[4], micro[48], upd[64], cyc[64];
+        snprintf(path, sizeof path, "%c%s", c->path == '-' ? c->feed : c->path,
+                 c->path == '-' ? "*" : "");
+        snprintf(micro, sizeof micro, "[%.3g-%.3g]", c->micro_ms.min, c->micro_ms.max);
+        snprintf(upd, sizeof upd, "%.4g [%.4g-%.4g]", c->update_ms.median, c->update_ms.min,
+                 c->update_ms.max);
+        snprintf(cyc, sizeof cyc, "%.4g [%.4g-%.4g]", c->cycle_ms.median, c->cycle_ms.min,
+                 c->cycle_ms.max);
+        printf("%-6s %-17s %-10s %-4s %-4s %-9.4g %-21s %-21s %-23s %8.2f %6.1f%% %5.0f%% "
+               "%5.0f%% %7.0f\n",
+               size_str(c->n, nb, sizeof nb), c->optimizer, bench_variant_name(c->variant),
+               path, c->clip ? "yes" : "no", c->micro_ms.median, micro, upd, cyc, c->gbs,
+               100.0 * c->frac_of_triad, 100.0 * c->update_frac, 100.0 * c->micro_frac,
+               c->launches_per_update);
+    }
+    printf("  (path X* = hand-rolled or per-tensor variant fed like path X; launch = "
+           "kernel launches of the step that ends the cycle)\n");
+}
+
+static void print_speedups(const bench_report *r)
+{
+    if (!r->n_speedups)
+        return;
+    printf("\nSpeed-up of the fused cycle (k micro-steps + update, cycle medians)\n");
+    printf("%-6s %-17s %-4s %-4s %11s %14s\n", "N", "optimizer", "path", "clip",
+           "vs_unfused", "vs_per_tensor");
+    for (size_t i = 0; i < r->n_speedups; i++) {
+        const bench_speedup *s = &r->speedups[i];
+        char nb[32];
+        printf("%-6s %-17s %-4c %-4s %10.2fx %13.2fx\n", size_str(s->n, nb, sizeof nb),
+               s->optimizer, s->path, s->clip ? "yes" : "no", s->vs_unfused,
+               s->vs_per_tensor);
+    }
+}
+
+static void print_memory(const bench_report *r)
+{
+    if (!r->n_memory)
+        return;
+    printf("\nMemory (bytes per parameter, before activations; largest model in a "
+           "%.3g GiB budget)\n",
+           r->budget_bytes / 1073741824.0);
+    printf("%-17s %-4s %6s %6s %4s %6s %5s %5s %16s\n", "config", "path", "B/par",
+           "params", "acc", "states", "copy", "grads", "max_params");
+    for (size_t i = 0; i < r->n_memory; i++) {
+        const bench_memory *m = &r->memory[i];
+        printf("%-17s %-4s %6.2f %6.0f %4.0f %6.0f %5.0f %5.0f %16llu (%.2f G)\n", m->config,
+               m->path, m->bytes_per_param, m->params, m->accumulators, m->states,
+               m->param_copy, m->grad_buffers, (unsigned long long)m->max_params_in_budget,
+               m->max_params_in_budget / 1e9);
+    }
+}
+
+static void print_launches(const bench_report *r)
+{
+    if (!r->n_launch_checks)
+        return;
+    printf("\nLaunches per update of the fused cycle, 1 tensor vs many\n");
+    printf("%-17s %-4s %9s %12s\n", "optimizer", "path", "1 tensor", "many");
+    for (size_t i = 0; i < r->n_launch_checks; i++) {
+        const bench_launch_check *l = &r->launch_checks[i];
+        char many[32];
+        snprintf(many, sizeof many, "%.0f (%u)", l->launches_many, l->tensors_many);
+        printf("%-17s %-4c %9.0f %12s\n", l->optimizer, l->path, l->launches_1, many);
+    }
+}
+
+void bench_print_table(const bench_report *r)
+{
+    const bench_device *d = &r->device;
+    printf("clgrad-bench%s on %s (%s, %s; %s)\n", r->quick ? " --quick" : "", d->name,
+           d->vendor, d->platform, d->driver);
+    printf("  global memory %.2f GiB, max alloc %.2f GiB, %u compute units\n",
+           d->global_mem_bytes / 1073741824.0, d->max_alloc_bytes / 1073741824.0,
+           d->compute_units);
+    printf("STREAM (%llu floats per array, %zu reps interleaved with the cases): "
+           "copy %.2f GB/s [%.2f-%.2f], triad %.2f GB/s [%.2f-%.2f]\n",
+           (unsigned long long)r->stream_n, r->triad_gbs.count, r->copy_gbs.median,
+           r->copy_gbs.min, r->copy_gbs.max, r->triad_gbs.median, r->triad_gbs.min,
+           r->triad_gbs.max);
+    print_cases(r);
+    print_speedups(r);
+    print_memory(r);
+    print_launches(r);
+    if (r->n_e2e) {
+        printf("\nEnd to end (fixed effective batch)\n%4s %12s %12s %16s\n", "k",
+               "micro_batch", "samples/s", "peak_dev_bytes");
+        for (size_t i = 0; i < r->n_e2e; i++)
+            printf("%4u %12u %12.1f %16llu\n", r->e2e[i].k, r->e2e[i].micro_batch,
+                   r->e2e[i].samples_per_s, (unsigned long long)r->e2e[i].peak_device_bytes);
+    }
+    for (size_t i = 0; i < r->n_notes; i++)
+        printf("note: %s\n", r->notes[i]);
+}

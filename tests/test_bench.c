@@ -1,0 +1,500 @@
+/* test_bench.c - clgrad-bench's own logic: the bytes model of DESIGN.md,
+ * budget arithmetic, sample summaries, size parsing, the report's derived
+ * numbers and its JSON schema. With "--smoke BENCH" it instead runs
+ * "BENCH --quick" and checks that every field of the JSON exists and every
+ * number is finite, the CSV has a row per case and the PNG was drawn. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "bytes_model.h"
+#include "bench_main.h"
+#include "configs.h"
+#include "report.h"
+#include "timing.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const bm_shape adamw = {2, 4, 0, 0};
+static const bm_shape adamw_clip = {2, 4, 1, 1};
+static const bm_shape adamw_fp16 = {2, 2, 0, 0};
+static const bm_shape sgd = {1, 4, 0, 0};
+
+static bm_cycle cycle_of(bm_shape s, bench_variant v, char path, unsigned k)
+{
+    bm_cycle c;
+    assert_int_equal(bm_cycle_bytes(s, v, path, k, &c), 0);
+    return c;
+}
+
+/* DESIGN.md's table, row by row. */
+static void test_bytes_design_table(void **state)
+{
+    (void)state;
+    bm_cycle a = cycle_of(adamw, BENCH_FUSED, 'A', 4);
+    assert_float_equal(a.first_micro, 8.0, 0.0);  /* r g, w acc */
+    assert_float_equal(a.later_micro, 12.0, 0.0); /* r g, r+w acc */
+    assert_float_equal(bm_update_inplace(adamw), 28.0, 0.0);
+    assert_float_equal(a.final_step, 12.0 + 28.0, 0.0);
+    bm_cycle c = cycle_of(adamw, BENCH_FUSED, 'C', 4);
+    assert_float_equal(c.final_step, 32.0, 0.0); /* g, acc, p, m, v | p, m, v */
+    bm_cycle b = cycle_of(adamw, BENCH_FUSED, 'B', 4);
+    assert_float_equal(b.later_micro, 0.0, 0.0);
+    assert_float_equal(b.cycle, 28.0, 0.0);
+    /* hand-rolled: 12 per micro-step + 52 at update (with clipping) */
+    bm_cycle u = cycle_of(adamw_clip, BENCH_UNFUSED, 'A', 4);
+    assert_float_equal(u.later_micro, 12.0, 0.0);
+    assert_float_equal(bm_handrolled_update(adamw_clip), 52.0, 0.0);
+    assert_float_equal(u.cycle, 4 * 12.0 + 52.0, 0.0);
+    /* without clipping: scal 1/k, update, zero fill */
+    assert_float_equal(bm_handrolled_update(adamw), 8.0 + 28.0 + 4.0, 0.0);
+    /* SGD with momentum and Lion keep one state: 4 + 8 + 8 */
+    assert_float_equal(bm_update_inplace(sgd), 20.0, 0.0);
+}
+
+/* The ratios issue 6 quotes as bounds of the speed-up targets. */
+static void test_bytes_target_bounds(void **state)
+{
+    (void)state;
+    double fa = cycle_of(adamw_clip, BENCH_FUSED, 'A', 4).cycle;
+    double ua = cycle_of(adamw_clip, BENCH_UNFUSED, 'A', 4).cycle;
+    assert_float_equal(fa, 72.0, 0.0); /* norm fused into the last accumulate */
+    assert_float_equal(ua, 100.0, 0.0);
+    double fb = cycle_of(adamw_clip, BENCH_FUSED, 'B', 4).cycle;
+    double ub = cycle_of(adamw_clip, BENCH_UNFUSED, 'B', 4).cycle;
+    assert_float_equal(fb, 32.0, 0.0); /* norm pass 4 + update 28 */
+    assert_float_equal(ub, 52.0, 0.0);
+    /* path C with a norm: a pass over acc + g, then the fused update: the
+     * same 40 bytes as path A's last accumulate + in-place update */
+    bm_cycle cc = cycle_of(adamw_clip, BENCH_FUSED, 'C', 4);
+    bm_cycle ca = cycle_of(adamw_clip, BENCH_FUSED, 'A', 4);
+    assert_float_equal(cc.final_step, ca.final_step, 0.0);
+    /* the per_tensor variant moves what fused moves */
+    assert_float_equal(cycle_of(adamw_clip, BENCH_PER_TENSOR, 'A', 4).cycle, fa, 0.0);
+}
+
+static void test_bytes_dtypes_and_k(void **state)
+{
+    (void)state;
+    bm_cycle h = cycle_of(adamw_fp16, BENCH_FUSED, 'A', 4);
+    assert_float_equal(h.first_micro, 6.0, 0.0);
+    assert_float_equal(h.later_micro, 10.0, 0.0);
+    assert_float_equal(cycle_of(adamw_fp16, BENCH_UNFUSED, 'A', 4).later_micro, 10.0, 0.0);
+    assert_float_equal(cycle_of(adamw_fp16, BENCH_FUSED, 'C', 4).final_step, 30.0, 0.0);
+    /* k = 1: the only micro-step is a first one */
+    assert_float_equal(cycle_of(adamw, BENCH_FUSED, 'A', 1).cycle, 8.0 + 28.0, 0.0);
+    assert_float_equal(cycle_of(adamw, BENCH_FUSED, 'C', 1).cycle, 4.0 + 24.0, 0.0);
+    /* k = 2: first + final */
+    assert_float_equal(cycle_of(adamw, BENCH_FUSED, 'A', 2).cycle, 8.0 + 40.0, 0.0);
+    /* k = 8 on path A: 8 + 6 * 12 + 40 */
+    assert_float_equal(cycle_of(adamw, BENCH_FUSED, 'A', 8).cycle, 120.0, 0.0);
+    bm_cycle c;
+    assert_int_equal(bm_cycle_bytes(adamw, BENCH_FUSED, 'A', 0, &c), -1);
+    assert_int_equal(bm_cycle_bytes(adamw, BENCH_UNFUSED, 'C', 4, &c), -1);
+    assert_int_equal(bm_cycle_bytes(adamw, BENCH_FUSED, 'X', 4, &c), -1);
+}
+
+static void test_memory_per_param(void **state)
+{
+    (void)state;
+    bm_memory m = bm_memory_per_param(adamw, 4, 0, 0);
+    assert_float_equal(m.total, 16.0, 0.0); /* DESIGN.md: p, acc, m, v */
+    assert_float_equal(bm_memory_per_param(adamw, 4, 0, 1).total, 20.0, 0.0);
+    assert_float_equal(bm_memory_per_param(adamw_fp16, 4, 0, 1).total, 18.0, 0.0);
+    assert_float_equal(bm_memory_per_param(sgd, 4, 0, 0).total, 12.0, 0.0);
+    assert_float_equal(bm_memory_per_param(adamw, 2, 2, 0).total, 16.0, 0.0);
+    /* the table of configs agrees with the shapes above */
+    const bench_config *bc = bench_config_find("adamw_fp16_grads");
+    assert_non_null(bc);
+    assert_int_equal(bench_dtype_bytes(bc->grad_dtype), 2);
+    assert_int_equal(bench_state_count(CLG_LION), 1);
+    assert_true(bench_config_needs_stats(bench_config_find("adamw_clip_dls")));
+    assert_false(bench_config_needs_stats(bench_config_find("adamw")));
+    assert_null(bench_config_find("nope"));
+}
+
+typedef struct step_model {
+    uint64_t fixed;
+    uint64_t per_param;
+    uint64_t pad; /* tensors padded to this many elements */
+} step_model;
+
+static uint64_t step_total(uint64_t n, void *user)
+{
+    const step_model *s = user;
+    uint64_t padded = (n + s->pad - 1) / s->pad * s->pad;
+    return s->fixed + padded * s->per_param;
+}
+
+static void test_budget_arithmetic(void **state)
+{
+    (void)state;
+    const uint64_t gib8 = 8ull << 30;
+    /* 8 GiB / 16 B = 2^29 parameters exactly */
+    assert_true(bm_max_params_linear(gib8, 0, 16.0, 16) == (1ull << 29));
+    /* 8 GiB / 20 B = 429496729.6: floor, then a multiple of 16 */
+    assert_true(bm_max_params_linear(gib8, 0, 20.0, 16) == 429496720ull);
+    /* fixed overhead comes off the top */
+    assert_true(bm_max_params_linear(gib8, 4096, 16.0, 16) == (1ull << 29) - 256);
+    /* 18 B/param (fp16 grads) */
+    assert_true(bm_max_params_linear(gib8, 0, 18.0, 16) == 477218576ull);
+    assert_true(bm_max_params_linear(100, 200, 16.0, 16) == 0);
+
+    /* the search agrees with the division on a linear model and is tight */
+    step_model lin = {4096, 20, 1};
+    uint64_t n = bm_max_params(gib8, step_total, &lin, 16);
+    assert_true(n == bm_max_params_linear(gib8, 4096, 20.0, 16));
+    assert_true(step_total(n, &lin) <= gib8);
+    assert_true(step_total(n + 16, &lin) > gib8);
+    /* padding makes the total a step function: still the largest fit */
+    step_model padded = {1000, 16, 64};
+    uint64_t budget = 1000 + 16 * 64 * 10 + 5;
+    n = bm_max_params(budget, step_total, &padded, 16);
+    assert_true(n == 640);
+    assert_true(step_total(n, &padded) <= budget);
+    assert_true(step_total(n + 16, &padded) > budget);
+    /* nothing fits */
+    assert_true(bm_max_params(500, step_total, &padded, 16) == 0);
+}
+
+static void test_summaries(void **state)
+{
+    (void)state;
+    double odd[] = {5, 1, 3, 2, 4};
+    bench_stat s = bench_summarize(odd, 5);
+    assert_float_equal(s.median, 3.0, 0.0);
+    assert_float_equal(s.q1, 2.0, 0.0);
+    assert_float_equal(s.q3, 4.0, 0.0);
+    assert_float_equal(s.min, 1.0, 0.0);
+    assert_float_equal(s.max, 5.0, 0.0);
+    double even[] = {4, 1, 3, 2};
+    s = bench_summarize(even, 4);
+    assert_float_equal(s.median, 2.5, 1e-12);
+    assert_float_equal(s.q1, 1.75, 1e-12);
+    assert_int_equal(bench_summarize(even, 0).count, 0);
+    assert_int_equal(bench_calibrate_reps(1000, 100, 3, 50), 10);
+    assert_int_equal(bench_calibrate_reps(1000, 900, 3, 50), 3);
+    assert_int_equal(bench_calibrate_reps(1000, 1, 3, 50), 50);
+    assert_int_equal(bench_calibrate_reps(1000, 0, 3, 50), 3);
+}
+
+static void test_parse_size(void **state)
+{
+    (void)state;
+    assert_true(bench_parse_size("2^24") == (1ull << 24));
+    assert_true(bench_parse_size("8G") == (8ull << 30));
+    assert_true(bench_parse_size("8GiB") == (8ull << 30));
+    assert_true(bench_parse_size("512M") == (512ull << 20));
+    assert_true(bench_parse_size("12345") == 12345);
+    assert_true(bench_parse_size("3^4") == 0);
+    assert_true(bench_parse_size("2^x") == 0);
+    assert_true(bench_parse_size("8Q") == 0);
+    assert_true(bench_parse_size("") == 0);
+    assert_true(bench_parse_size("-1") == 0);
+    assert_true(bench_parse_size(" 5") == 0);
+}
+
+static bench_case *add(bench_report *r, bench_variant v, char path, char feed, double cycle_ms)
+{
+    bench_case *c = bench_report_add_case(r);
+    assert_non_null(c);
+    snprintf(c->optimizer, sizeof c->optimizer, "adamw_clip_dls");
+    c->variant = v;
+    c->path = path;
+    c->feed = feed;
+    c->clip = 1;
+    c->n = 1000000;
+    c->k = 4;
+    c->tensors = 256;
+    c->reps = 5;
+    c->cycle_ms = (bench_stat){cycle_ms, cycle_ms, cycle_ms, cycle_ms, cycle_ms, 5};
+    c->update_ms = c->cycle_ms;
+    c->micro_ms = c->cycle_ms;
+    c->cycle_bytes = 72.0;
+    c->update_bytes = 40.0;
+    c->micro_bytes = 12.0;
+    c->triad_gbs = 20.0;
+    bench_case_derive(c);
+    return c;
+}
+
+/* A tiny report whose derived numbers are known. */
+static void fill_report(bench_report *r)
+{
+    memset(r, 0, sizeof *r);
+    snprintf(r->device.name, sizeof r->device.name, "test device");
+    r->device.global_mem_bytes = 4ull << 30;
+    r->device.max_alloc_bytes = 1ull << 31;
+    r->k = 4;
+    r->tensors = 256;
+    r->budget_bytes = 8ull << 30;
+    r->stream_n = 1 << 20;
+    r->copy_gbs = (bench_stat){18, 17, 19, 16, 20, 3};
+    r->triad_gbs = (bench_stat){20, 19, 21, 18, 22, 3};
+    bench_case *f = add(r, BENCH_FUSED, 'A', 'A', 7.2);
+    /* 72 B * 1e6 / 7.2 ms = 10 GB/s = half of the triad */
+    assert_float_equal(f->gbs, 10.0, 1e-9);
+    assert_float_equal(f->frac_of_triad, 0.5, 1e-12);
+    add(r, BENCH_UNFUSED, '-', 'A', 14.4);
+    add(r, BENCH_PER_TENSOR, '-', 'A', 9.0);
+    add(r, BENCH_FUSED, 'B', 'B', 4.0); /* no partners: no speed-up row */
+    assert_int_equal(bench_report_speedups(r), 0);
+    bench_memory *m = bench_report_add_memory(r);
+    snprintf(m->config, sizeof m->config, "adamw");
+    snprintf(m->path, sizeof m->path, "B");
+    m->bytes_per_param = 16;
+    m->max_params_in_budget = 1ull << 29;
+    bench_launch_check *l = bench_report_add_launch_check(r);
+    snprintf(l->optimizer, sizeof l->optimizer, "adamw");
+    l->path = 'A';
+    l->launches_1 = l->launches_many = 3;
+    l->tensors_many = 256;
+    bench_report_note(r, "a note %d", 1);
+}
+
+static const char *const case_keys[] = {
+    "optimizer", "variant", "path", "clip", "n", "k", "micro_ms", "update_ms", "cycle_ms",
+    "gbs", "frac_of_triad", "launches_per_update", "cycle_ms_min", "cycle_ms_max",
+    "micro_ms_min", "update_ms_max", "triad_gbs", "feed", "tensors", "reps", NULL};
+static const char *const speedup_keys[] = {"optimizer", "path", "clip", "vs_unfused",
+                                           "vs_per_tensor", NULL};
+static const char *const memory_keys[] = {"config", "bytes_per_param", "max_params_in_budget",
+                                          "path", NULL};
+static const char *const device_keys[] = {"name", "vendor", "driver", "global_mem_bytes",
+                                          "max_alloc_bytes", NULL};
+static const char *const stream_keys[] = {"copy_gbs", "triad_gbs", "copy_gbs_min",
+                                          "triad_gbs_max", NULL};
+
+static void require_keys(const cJSON *o, const char *const *keys, const char *where)
+{
+    for (const char *const *k = keys; *k; k++) {
+        if (!cJSON_HasObjectItem(o, *k))
+            fail_msg("%s: missing field \"%s\"", where, *k);
+    }
+}
+
+/* Every number finite, no null anywhere (cJSON writes NaN as null). */
+static void require_finite(const cJSON *item, const char *where)
+{
+    if (cJSON_IsNull(item))
+        fail_msg("%s: null value (a NaN or infinity was written)", where);
+    if (cJSON_IsNumber(item) && !isfinite(item->valuedouble))
+        fail_msg("%s: non-finite number", where);
+    for (const cJSON *c = item->child; c; c = c->next)
+        require_finite(c, c->string ? c->string : where);
+}
+
+static cJSON *load_json(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *text = malloc((size_t)len + 1);
+    assert_non_null(text);
+    assert_int_equal(fread(text, 1, (size_t)len, f), (size_t)len);
+    text[len] = '\0';
+    fclose(f);
+    cJSON *root = cJSON_Parse(text);
+    free(text);
+    if (!root)
+        fail_msg("%s is not valid JSON", path);
+    return root;
+}
+
+/* Checks the schema of issue 6 and returns the number of cases. */
+static int check_schema(const cJSON *root)
+{
+    require_finite(root, "root");
+    const cJSON *device = cJSON_GetObjectItemCaseSensitive(root, "device");
+    const cJSON *stream = cJSON_GetObjectItemCaseSensitive(root, "stream");
+    assert_true(cJSON_IsObject(device));
+    assert_true(cJSON_IsObject(stream));
+    require_keys(device, device_keys, "device");
+    require_keys(stream, stream_keys, "stream");
+    assert_true(cJSON_GetObjectItem(stream, "triad_gbs")->valuedouble > 0.0);
+    const char *lists[] = {"cases", "speedup", "memory", "launches", "notes"};
+    for (size_t i = 0; i < 5; i++)
+        assert_true(cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(root, lists[i])));
+    const cJSON *it;
+    int n_cases = 0;
+    cJSON_ArrayForEach(it, cJSON_GetObjectItem(root, "cases"))
+    {
+        require_keys(it, case_keys, "case");
+        const char *v = cJSON_GetObjectItem(it, "variant")->valuestring;
+        const char *p = cJSON_GetObjectItem(it, "path")->valuestring;
+        assert_true(strcmp(v, "fused") == 0 || strcmp(v, "unfused") == 0
+                    || strcmp(v, "per_tensor") == 0);
+        if (strcmp(v, "fused") == 0)
+            assert_true(strcmp(p, "A") == 0 || strcmp(p, "B") == 0 || strcmp(p, "C") == 0);
+        else
+            assert_string_equal(p, "-");
+        assert_true(cJSON_IsBool(cJSON_GetObjectItem(it, "clip")));
+        assert_true(cJSON_GetObjectItem(it, "cycle_ms")->valuedouble > 0.0);
+        n_cases++;
+    }
+    cJSON_ArrayForEach(it, cJSON_GetObjectItem(root, "speedup"))
+        require_keys(it, speedup_keys, "speedup");
+    cJSON_ArrayForEach(it, cJSON_GetObjectItem(root, "memory"))
+        require_keys(it, memory_keys, "memory");
+    return n_cases;
+}
+
+static char tmpdir[256];
+
+static void make_tmpdir(void)
+{
+    const char *t = getenv("TMPDIR");
+    snprintf(tmpdir, sizeof tmpdir, "%s/test_bench_XXXXXX", t && *t ? t : "/tmp");
+    assert_non_null(mkdtemp(tmpdir));
+}
+
+static void test_json_schema(void **state)
+{
+    (void)state;
+    bench_report r;
+    fill_report(&r);
+    make_tmpdir();
+    char path[512];
+    snprintf(path, sizeof path, "%s/out.json", tmpdir);
+    assert_int_equal(bench_write_json(&r, path), 0);
+    cJSON *root = load_json(path);
+    assert_int_equal(check_schema(root), 4);
+    const cJSON *sp = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "speedup"), 0);
+    assert_non_null(sp);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(root, "speedup")), 1);
+    assert_float_equal(cJSON_GetObjectItem(sp, "vs_unfused")->valuedouble, 2.0, 1e-12);
+    assert_float_equal(cJSON_GetObjectItem(sp, "vs_per_tensor")->valuedouble, 1.25, 1e-12);
+    const cJSON *c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "cases"), 0);
+    assert_float_equal(cJSON_GetObjectItem(c0, "gbs")->valuedouble, 10.0, 1e-9);
+    const cJSON *m0 = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "memory"), 0);
+    assert_true(cJSON_GetObjectItem(m0, "max_params_in_budget")->valuedouble
+                == (double)(1ull << 29));
+    cJSON_Delete(root);
+
+    /* a NaN must be caught by the finiteness check (the check can fail) */
+    r.cases[0].gbs = NAN;
+    assert_int_equal(bench_write_json(&r, path), 0);
+    root = load_json(path);
+    const cJSON *g = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(root, "cases"),
+                                                            0),
+                                         "gbs");
+    assert_true(cJSON_IsNull(g) || !isfinite(g->valuedouble));
+    cJSON_Delete(root);
+
+    snprintf(path, sizeof path, "%s/out.csv", tmpdir);
+    assert_int_equal(bench_write_csv(&r, path), 0);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    int lines = 0, ch;
+    while ((ch = fgetc(f)) != EOF)
+        lines += ch == '\n';
+    fclose(f);
+    assert_int_equal(lines, 1 + 4);
+    remove(path);
+    snprintf(path, sizeof path, "%s/out.json", tmpdir);
+    remove(path);
+    rmdir(tmpdir);
+    bench_report_free(&r);
+}
+
+/* ------------------------------------------------------- --quick smoke run */
+
+static const char *bench_exe;
+
+static int run_bench(const char *json, const char *csv, const char *png)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        execl(bench_exe, bench_exe, "--quick", "--json", json, "--csv", csv, "--plot", png,
+              (char *)NULL);
+        _exit(127);
+    }
+    int status;
+    assert_true(waitpid(pid, &status, 0) == pid);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+static void test_quick_run(void **state)
+{
+    (void)state;
+    make_tmpdir();
+    char json[512], csv[512], png[512];
+    snprintf(json, sizeof json, "%s/quick.json", tmpdir);
+    snprintf(csv, sizeof csv, "%s/quick.csv", tmpdir);
+    snprintf(png, sizeof png, "%s/quick.png", tmpdir);
+    int rc = run_bench(json, csv, png);
+    if (rc == 77) {
+        fprintf(stderr, "test_bench: NO OPENCL PLATFORM: smoke run skipped\n");
+        exit(77);
+    }
+    assert_int_equal(rc, 0);
+
+    cJSON *root = load_json(json);
+    int n_cases = check_schema(root);
+    /* 6 configs x 7 runs, less path B of fp16 gradients (3 runs) */
+    assert_int_equal(n_cases, 6 * 7 - 3);
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(root, "quick")));
+    assert_true(cJSON_GetArraySize(cJSON_GetObjectItem(root, "speedup")) >= 12);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(root, "memory")), 12);
+    const cJSON *it;
+    cJSON_ArrayForEach(it, cJSON_GetObjectItem(root, "memory"))
+        assert_true(cJSON_GetObjectItem(it, "max_params_in_budget")->valuedouble > 0.0);
+    /* launches of the fused cycle do not grow with the tensor count */
+    int n_launch = 0;
+    cJSON_ArrayForEach(it, cJSON_GetObjectItem(root, "launches"))
+    {
+        double one = cJSON_GetObjectItem(it, "launches_1_tensor")->valuedouble;
+        double many = cJSON_GetObjectItem(it, "launches_many_tensors")->valuedouble;
+        assert_true(one >= 1.0);
+        assert_float_equal(one, many, 0.0);
+        n_launch++;
+    }
+    assert_int_equal(n_launch, 6 * 3);
+    cJSON_Delete(root);
+
+    FILE *f = fopen(csv, "r");
+    assert_non_null(f);
+    int lines = 0, ch;
+    while ((ch = fgetc(f)) != EOF)
+        lines += ch == '\n';
+    fclose(f);
+    assert_int_equal(lines, 1 + n_cases);
+
+    f = fopen(png, "rb");
+    assert_non_null(f);
+    unsigned char magic[8] = {0};
+    assert_int_equal(fread(magic, 1, 8, f), 8);
+    fclose(f);
+    assert_memory_equal(magic, "\x89PNG\r\n\x1a\n", 8);
+    remove(json);
+    remove(csv);
+    remove(png);
+    rmdir(tmpdir);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 3 && strcmp(argv[1], "--smoke") == 0) {
+        bench_exe = argv[2];
+        const struct CMUnitTest smoke[] = {cmocka_unit_test(test_quick_run)};
+        return cmocka_run_group_tests(smoke, NULL, NULL);
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bytes_design_table), cmocka_unit_test(test_bytes_target_bounds),
+        cmocka_unit_test(test_bytes_dtypes_and_k), cmocka_unit_test(test_memory_per_param),
+        cmocka_unit_test(test_budget_arithmetic),  cmocka_unit_test(test_summaries),
+        cmocka_unit_test(test_parse_size),         cmocka_unit_test(test_json_schema),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,336 @@
+/* test_mixed.c - mixed precision: fp16 gradients (vload_half) and bf16
+ * gradients against the reference fed the same rounded values, fp16
+ * overflow caught by the non-finite flag, the fp16/bf16 copy of the params
+ * (round to nearest even, bit-exact against reference.c's conversions,
+ * including ties, subnormals, inf and NaN), and the bf16 accumulator with
+ * stochastic rounding (unbiased on average). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "testutil.h"
+#include "twin.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static clg_context *ctx;
+
+#define OK(call) check_ok((call), #call, __LINE__)
+static void check_ok(clg_status st, const char *what, int line)
+{
+    if (st != CLG_SUCCESS)
+        fail_msg("line %d: %s -> %s: %s", line, what, clg_status_string(st),
+                 clg_last_error(ctx));
+}
+
+static uint16_t to_half(clg_dtype dt, float x)
+{
+    return dt == CLG_FP16 ? ref_f32_to_f16(x) : ref_f32_to_bf16(x);
+}
+
+static float from_half(clg_dtype dt, uint16_t h)
+{
+    return dt == CLG_FP16 ? ref_f16_to_f32(h) : ref_bf16_to_f32(h);
+}
+
+/* One micro-step with low-precision grads: the device gets the 16-bit
+ * values, the reference their exact fp32 values. */
+static int half_micro(twin *tw, clg_grads *hg, clg_dtype dt, const float *g, float w)
+{
+    uint16_t *h = tu_xmalloc(tw->n * sizeof(uint16_t));
+    float *back = tu_xmalloc(tw->n * sizeof(float));
+    for (size_t i = 0; i < tw->n; i++) {
+        h[i] = to_half(dt, g[i]);
+        back[i] = from_half(dt, h[i]);
+    }
+    int updated = -1;
+    OK(clg_grads_upload(hg, -1, h));
+    OK(clg_step(tw->model, hg, w, &updated));
+    int ref_updated = ref_micro_f(&tw->ref, back, w);
+    assert_int_equal(updated, ref_updated);
+    free(back);
+    free(h);
+    return updated;
+}
+
+static void half_grads_case(clg_dtype dt, int fuse)
+{
+    clg_config cfg = clg_config_default(CLG_ADAMW);
+    cfg.lr = 1e-2f;
+    cfg.accum_steps = 3;
+    cfg.fuse_last_micro_step = fuse;
+    twin tw;
+    twin_init(&tw, ctx, &cfg, &twin_default_layout, 111);
+    clg_grads *hg = NULL;
+    OK(clg_grads_create(tw.model, dt, &hg));
+    float *g = tu_xmalloc(tw.n * sizeof(float));
+    for (unsigned c = 0; c < 3; c++) {
+        for (unsigned m = 0; m < 3; m++) {
+            twin_gradient(&tw, c, m, g);
+            assert_int_equal(half_micro(&tw, hg, dt, g, 1.0f + (float)m), m == 2);
+        }
+        /* the reference used the same rounded gradients: fp32 tolerances */
+        twin_check(&tw, REF_RTOL, REF_ATOL, dt == CLG_FP16 ? "fp16 grads" : "bf16 grads");
+    }
+    free(g);
+    clg_grads_destroy(hg);
+    twin_free(&tw);
+}
+
+static void test_fp16_grads(void **state)
+{
+    (void)state;
+    half_grads_case(CLG_FP16, 0);
+    half_grads_case(CLG_FP16, 1);
+}
+
+static void test_bf16_grads(void **state)
+{
+    (void)state;
+    half_grads_case(CLG_BF16, 0);
+    half_grads_case(CLG_BF16, 1);
+}
+
+/* 65504 * 2 does not fit in fp16: the caller's conversion writes inf bits
+ * (0x7c00), and the statistics pass flags it. */
+static void test_fp16_overflow(void **state)
+{
+    (void)state;
+    for (int fuse = 0; fuse <= 1; fuse++) {
+        clg_config cfg = clg_config_default(CLG_SGD);
+        cfg.lr = 0.1f;
+        cfg.accum_steps = 2;
+        cfg.nonfinite = CLG_NONFINITE_SKIP_UPDATE;
+        cfg.fuse_last_micro_step = fuse;
+        twin tw;
+        twin_init(&tw, ctx, &cfg, &twin_default_layout, 112);
+        clg_grads *hg = NULL;
+        OK(clg_grads_create(tw.model, CLG_FP16, &hg));
+        float *g = tu_xmalloc(tw.n * sizeof(float));
+        float *snap = twin_snapshot(&tw);
+        for (unsigned m = 0; m < 2; m++) {
+            twin_gradient(&tw, 0, m, g);
+            if ((int)m == fuse) /* the last micro-step on path C, the first on A */
+                g[123] = 65504.0f * 2.0f;
+            assert_int_equal(ref_f32_to_f16(65504.0f * 2.0f), 0x7c00);
+            half_micro(&tw, hg, CLG_FP16, g, 1.0f);
+        }
+        twin_assert_unchanged(&tw, snap, "fp16 overflow");
+        clg_stats s = twin_stats(&tw);
+        assert_int_equal(s.skipped_updates, 1);
+        assert_int_equal(s.updates, 0);
+        assert_int_equal(s.last_nonfinite, 1);
+        free(snap);
+        free(g);
+        clg_grads_destroy(hg);
+        twin_free(&tw);
+    }
+}
+
+/* ---------------------------------------------------- param copy */
+
+static void read_copy(twin *tw, size_t counts_total, uint16_t *out)
+{
+    size_t off = 0;
+    for (size_t t = 0; t < clg_model_tensor_count(tw->model); t++) {
+        clg_view v;
+        OK(clg_model_param_copy_view(tw->model, (int)t, &v));
+        assert_int_equal(clEnqueueReadBuffer(clg_context_queue(ctx), v.mem, CL_TRUE,
+                                             v.offset * sizeof(uint16_t),
+                                             v.count * sizeof(uint16_t), out + off, 0, NULL,
+                                             NULL),
+                         CL_SUCCESS);
+        off += v.count;
+    }
+    assert_int_equal(off, counts_total);
+}
+
+static void assert_copy_matches(twin *tw, clg_dtype dt, const char *what)
+{
+    uint16_t *copy = tu_xmalloc(tw->n * sizeof(uint16_t));
+    read_copy(tw, tw->n, copy);
+    OK(clg_model_download_params(tw->model, -1, tw->host));
+    for (size_t i = 0; i < tw->n; i++) {
+        uint16_t want = to_half(dt, tw->host[i]);
+        int ok = isnan(tw->host[i]) ? isnan(from_half(dt, copy[i])) : copy[i] == want;
+        if (!ok)
+            fail_msg("%s: copy[%zu] = 0x%04x, want 0x%04x (RNE of %a)", what, i, copy[i], want,
+                     (double)tw->host[i]);
+    }
+    free(copy);
+}
+
+static void param_copy_case(clg_dtype dt)
+{
+    const char *name = dt == CLG_FP16 ? "fp16 copy" : "bf16 copy";
+    clg_config cfg = clg_config_default(CLG_ADAM);
+    cfg.lr = 1e-2f;
+    cfg.accum_steps = 2;
+    cfg.param_copy_dtype = dt;
+    twin tw;
+    twin_init(&tw, ctx, &cfg, &twin_default_layout, 113);
+    float *g = tu_xmalloc(tw.n * sizeof(float));
+    for (unsigned c = 0; c < 2; c++) {
+        for (unsigned m = 0; m < 2; m++) {
+            twin_gradient(&tw, c, m, g);
+            twin_micro(&tw, g, 1.0f);
+        }
+        twin_check(&tw, REF_RTOL, REF_ATOL, name);
+        assert_copy_matches(&tw, dt, name);
+    }
+    twin_free(&tw);
+
+    /* special values through an update that leaves p unchanged (plain SGD,
+     * zero gradients): ties, subnormals, overflow, inf, NaN, signed zero */
+    static const float specials[] = {
+        1.0f + 0x1p-11f,     1.0f + 3 * 0x1p-11f, /* fp16 ties: down / up to even */
+        1.0f + 0x1p-8f,      1.0f + 3 * 0x1p-8f,  /* bf16 ties */
+        -(1.0f + 0x1p-11f),  65504.0f,            65519.0f,
+        65520.0f,            1e6f,                -1e6f,
+        0x1p-24f,            0x1p-25f,            3 * 0x1p-25f, /* fp16 subnormal ties */
+        0x1.ff8p-15f,        0x1.ffcp-15f,        0x1p-14f,
+        1e-10f,              3e38f,               0x1.fffffep127f,
+        0x1.fffp-127f,       INFINITY,            -INFINITY,
+        NAN,                 -0.0f,               0.0f,
+        0.1f,                -2.71828f,           1.0f + 0x1p-23f,
+    };
+    enum { NS = sizeof specials / sizeof specials[0] };
+    static const float lr_mult[] = {1.0f};
+    static const float wd[] = {-1.0f};
+    static const size_t counts[] = {NS, 5};
+    static const int groups[] = {0, 0};
+    const twin_layout lay = {1, lr_mult, wd, 2, counts, groups};
+    cfg = clg_config_default(CLG_SGD);
+    cfg.lr = 1e-3f;
+    cfg.param_copy_dtype = dt;
+    twin_init(&tw, ctx, &cfg, &lay, 114);
+    float p0[NS + 5];
+    memcpy(p0, specials, sizeof specials);
+    for (int i = 0; i < 5; i++)
+        p0[NS + i] = (float)i - 2.0f;
+    OK(clg_model_upload_params(tw.model, -1, p0));
+    float zero[NS + 5] = {0};
+    int updated = 0;
+    OK(clg_grads_upload(tw.grads, -1, zero));
+    OK(clg_step(tw.model, tw.grads, 1.0f, &updated));
+    assert_int_equal(updated, 1);
+    OK(clg_model_download_params(tw.model, -1, tw.host));
+    for (int i = 0; i < NS + 5; i++) {
+        /* p - lr*0 == p; subnormal fp32 params may flush to zero on a
+         * device without denormals: say so instead of hiding it */
+        int same = isnan(p0[i]) ? isnan(tw.host[i]) : !memcmp(&p0[i], &tw.host[i], 4);
+        if (!same && fpclassify(p0[i]) == FP_SUBNORMAL)
+            fprintf(stderr, "%s: note: subnormal param %a became %a (denormals flushed)\n",
+                    name, (double)p0[i], (double)tw.host[i]);
+        else if (!same)
+            fail_msg("%s: param %d changed from %a to %a with zero gradient", name, i,
+                     (double)p0[i], (double)tw.host[i]);
+    }
+    assert_copy_matches(&tw, dt, name);
+    free(g);
+    twin_free(&tw);
+}
+
+static void test_param_copy_fp16(void **state)
+{
+    (void)state;
+    param_copy_case(CLG_FP16);
+}
+
+static void test_param_copy_bf16(void **state)
+{
+    (void)state;
+    param_copy_case(CLG_BF16);
+}
+
+/* ---------------------------------------------------- bf16 accumulator */
+
+/* acc = 1 + 63 * 0.001 over 64 micro-steps. bf16 spacing at 1 is 2^-7 =
+ * 0.0078, so round-to-nearest would stay at 1.0 (bias -0.063); stochastic
+ * rounding keeps the expectation. Each rounding adds variance <= ulp^2/4,
+ * so an element's std is <= sqrt(63) * 2^-8 = 0.031 and the mean of 4096
+ * independent elements has std <= 4.8e-4: 5 sigma = 2.4e-3. Read through
+ * SGD lr 1 from p = 0: p = -acc/64 (path A: acc is bf16 when read). */
+static void test_bf16_stochastic_rounding(void **state)
+{
+    (void)state;
+    enum { N = 4096, K = 64 };
+    clg_config cfg = clg_config_default(CLG_SGD);
+    cfg.lr = 1.0f;
+    cfg.accum_steps = K;
+    cfg.acc_dtype = CLG_BF16;
+    cfg.fuse_last_micro_step = 0;
+    cfg.seed = 12345;
+    static const float lr_mult[] = {1.0f};
+    static const float wd[] = {-1.0f};
+    static const size_t counts[] = {N - 5, 5};
+    static const int groups[] = {0, 0};
+    const twin_layout lay = {1, lr_mult, wd, 2, counts, groups};
+    twin tw;
+    twin_init(&tw, ctx, &cfg, &lay, 115);
+    float *p = tu_xmalloc(N * sizeof(float));
+    memset(p, 0, N * sizeof(float));
+    OK(clg_model_upload_params(tw.model, -1, p));
+    float *g = tu_xmalloc(N * sizeof(float));
+    const float small = 0.001f;
+    for (unsigned m = 0; m < K; m++) {
+        for (size_t i = 0; i < N; i++)
+            g[i] = m == 0 ? 1.0f : small;
+        int updated = -1;
+        OK(clg_grads_upload(tw.grads, -1, g));
+        OK(clg_step(tw.model, tw.grads, 1.0f, &updated));
+        assert_int_equal(updated, m == K - 1);
+    }
+    OK(clg_model_download_params(tw.model, -1, p));
+    double want = 1.0 + (K - 1) * (double)small, mean = 0;
+    size_t off_lattice = 0;
+    for (size_t i = 0; i < N; i++) {
+        double acc = -(double)p[i] * K; /* exact: K is a power of two */
+        mean += acc;
+        /* the accumulator really is bf16: acc is on its lattice */
+        if ((float)acc != ref_bf16_to_f32(ref_f32_to_bf16((float)acc)))
+            off_lattice++;
+    }
+    mean /= N;
+    fprintf(stderr, "bf16 stochastic rounding: mean %.6f, exact %.6f, RNE would give 1\n",
+            mean, want);
+    if (off_lattice)
+        fail_msg("%zu of %d accumulators are not bf16 values", off_lattice, N);
+    if (!(fabs(mean - want) <= 2.4e-3))
+        fail_msg("bf16 stochastic rounding biased: mean %.6f, want %.6f +- 2.4e-3", mean, want);
+    free(g);
+    free(p);
+    twin_free(&tw);
+}
+
+static int group_setup(void **state)
+{
+    (void)state;
+    ctx = tu_context_or_skip();
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    clg_context_destroy(ctx);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fp16_grads),
+        cmocka_unit_test(test_bf16_grads),
+        cmocka_unit_test(test_fp16_overflow),
+        cmocka_unit_test(test_param_copy_fp16),
+        cmocka_unit_test(test_param_copy_bf16),
+        cmocka_unit_test(test_bf16_stochastic_rounding),
+    };
+    return cmocka_run_group_tests_name("mixed", tests, group_setup, group_teardown);
+}

@@ -1,0 +1,411 @@
+/* test_numerics.c - the statistics pass and what it drives: global and
+ * per-tensor gradient norms (against the reference, and bit-identical run
+ * after run), clipping by norm (including the boundary max_norm == norm)
+ * and by value, and the non-finite policies (skip the update, skip the
+ * micro-step, error at the next sync). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "testutil.h"
+#include "twin.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static clg_context *ctx;
+
+#define OK(call) check_ok((call), #call, __LINE__)
+static void check_ok(clg_status st, const char *what, int line)
+{
+    if (st != CLG_SUCCESS)
+        fail_msg("line %d: %s -> %s: %s", line, what, clg_status_string(st),
+                 clg_last_error(ctx));
+}
+
+/* Norms are fp32 sums of ~1000 squares (two-stage reduction): the worst
+ * case relative error of a sum of n positive terms is n*u = 1090 * 2^-24
+ * = 6.5e-5, halved by the square root, plus the normalization: 4e-5. */
+#define NORM_RTOL 4e-5
+
+static void assert_close(const char *what, double got, double want, double rtol)
+{
+    if (!(fabs(got - want) <= rtol * fabs(want)))
+        fail_msg("%s: got %.9g, want %.9g (rtol %g)", what, got, want, rtol);
+}
+
+static void run_cycles(twin *tw, unsigned cycles, unsigned k, uint64_t first_cycle)
+{
+    float *g = tu_xmalloc(tw->n * sizeof(float));
+    for (unsigned c = 0; c < cycles; c++) {
+        for (unsigned m = 0; m < k; m++) {
+            twin_gradient(tw, first_cycle + c, m, g);
+            twin_micro(tw, g, 1.0f + 0.5f * (float)m);
+        }
+    }
+    free(g);
+}
+
+/* ---------------------------------------------------- clipping */
+
+static void test_clip_norm(void **state)
+{
+    (void)state;
+    for (int fuse = 0; fuse <= 1; fuse++) {
+        clg_config cfg = clg_config_default(fuse ? CLG_ADAM : CLG_SGD);
+        cfg.lr = fuse ? 1e-2f : 0.1f;
+        cfg.momentum = 0.9f;
+        cfg.accum_steps = 3;
+        cfg.clip_norm = 5.0f; /* ‖ĝ‖ is about 25: coefficient about 0.2 */
+        cfg.tensor_norms = 1;
+        cfg.fuse_last_micro_step = fuse;
+        twin tw;
+        twin_init(&tw, ctx, &cfg, &twin_default_layout, 51);
+        for (unsigned u = 0; u < 4; u++) {
+            run_cycles(&tw, 1, 3, u);
+            twin_check(&tw, REF_RTOL, REF_ATOL, fuse ? "clip norm adam" : "clip norm sgd");
+            clg_stats s = twin_stats(&tw);
+            assert_close("grad_norm", s.grad_norm, tw.ref.grad_norm, NORM_RTOL);
+            assert_true(tw.ref.clip_coef < 0.5);
+            assert_close("clip_coef", s.clip_coef, tw.ref.clip_coef, NORM_RTOL);
+            float norms[6];
+            OK(clg_model_tensor_norms(tw.model, norms));
+            for (int t = 0; t < 6; t++)
+                assert_close("tensor norm", norms[t], tw.ref.tensor_norm[t], NORM_RTOL);
+        }
+        twin_free(&tw);
+    }
+}
+
+/* clip_coef = min(1, max_norm / (norm + 1e-6)): at max_norm == norm it is
+ * 1 - 1e-6/norm, i.e. 1 within fp32 rounding for a large norm and about
+ * 1 - 1e-6 (17 ulps below 1) for a norm near 1. The device's own norm
+ * (deterministic, from an identical first model) is used as max_norm. */
+static void clip_boundary(float grad_value)
+{
+    static const float lr_mult[] = {1.0f};
+    static const float wd[] = {-1.0f};
+    static const size_t counts[] = {100};
+    static const int groups[] = {0};
+    const twin_layout lay = {1, lr_mult, wd, 1, counts, groups};
+    float g[100];
+    for (int i = 0; i < 100; i++)
+        g[i] = grad_value * (1.0f + 0.01f * (float)(i % 7));
+
+    clg_config cfg = clg_config_default(CLG_SGD);
+    cfg.lr = 1.0f;
+    cfg.clip_norm = 1e30f; /* statistics on, never clips */
+    twin probe;
+    twin_init(&probe, ctx, &cfg, &lay, 61);
+    twin_micro(&probe, g, 1.0f);
+    clg_stats ps = twin_stats(&probe);
+    assert_true(ps.clip_coef == 1.0f);
+    twin_free(&probe);
+    double norm = ps.grad_norm;
+
+    cfg.clip_norm = ps.grad_norm;
+    twin tw;
+    twin_init(&tw, ctx, &cfg, &lay, 61);
+    twin_micro(&tw, g, 1.0f);
+    clg_stats s = twin_stats(&tw);
+    /* bit-identical norm for identical inputs */
+    assert_memory_equal(&s.grad_norm, &ps.grad_norm, sizeof(float));
+    double want = norm / (norm + 1e-6);
+    /* the quotient of two fp32 values rounded once or twice: 2^-23 */
+    if (!(fabs(s.clip_coef - want) <= ldexp(1.0, -23)) || s.clip_coef > 1.0f)
+        fail_msg("boundary: norm %.9g, clip_coef %.9g, want %.9g within 2^-23", norm,
+                 (double)s.clip_coef, want);
+    if (norm > 16)
+        assert_true(s.clip_coef >= 1.0f - 0x1p-23f); /* 1 within fp32 rounding */
+    else
+        assert_true(s.clip_coef < 1.0f); /* visibly 1 - 1e-6/norm */
+    twin_check(&tw, REF_RTOL, REF_ATOL, "clip boundary");
+
+    /* slightly above the norm: 1 - (1e-6 - δ)/norm, never above 1 */
+    twin_free(&tw);
+}
+
+static void test_clip_boundary(void **state)
+{
+    (void)state;
+    clip_boundary(0.1f); /* norm about 1 */
+    clip_boundary(5.0f); /* norm about 52 */
+}
+
+static void test_clip_value(void **state)
+{
+    (void)state;
+    clg_config cfg = clg_config_default(CLG_ADAMW);
+    cfg.lr = 1e-2f;
+    cfg.accum_steps = 2;
+    cfg.clip_value = 0.6f; /* |ĝ| is 0..1.5: clamps roughly half the elements */
+    twin tw;
+    twin_init(&tw, ctx, &cfg, &twin_default_layout, 71);
+    for (unsigned u = 0; u < 3; u++) {
+        run_cycles(&tw, 1, 2, u);
+        twin_check(&tw, REF_RTOL, REF_ATOL, "clip value adamw");
+    }
+    twin_free(&tw);
+
+    /* both: norm first, then value, with SGD so the clamp shows directly */
+    cfg = clg_config_default(CLG_SGD);
+    cfg.lr = 0.5f;
+    cfg.accum_steps = 2;
+    cfg.clip_norm = 20.0f;
+    cfg.clip_value = 0.5f;
+    twin_init(&tw, ctx, &cfg, &twin_default_layout, 72);
+    for (unsigned u = 0; u < 3; u++) {
+        run_cycles(&tw, 1, 2, u);
+        twin_check(&tw, REF_RTOL, REF_ATOL, "clip norm + value sgd");
+    }
+    twin_free(&tw);
+}
+
+/* ---------------------------------------------------- determinism */
+
+static void test_norm_determinism(void **state)
+{
+    (void)state;
+    clg_config cfg = clg_config_default(CLG_ADAM);
+    cfg.accum_steps = 3;
+    cfg.clip_norm = 1.0f;
+    cfg.tensor_norms = 1;
+    twin a, b;
+    twin_init(&a, ctx, &cfg, &twin_default_layout, 81);
+    twin_init(&b, ctx, &cfg, &twin_default_layout, 81);
+    float na[6], nb[6], n2[6];
+    float *g = tu_xmalloc(a.n * sizeof(float));
+    for (unsigned m = 0; m < 3; m++) {
+        twin_gradient(&a, 0, m, g);
+        twin_micro(&a, g, 1.0f);
+        twin_micro(&b, g, 1.0f);
+    }
+    clg_stats sa = twin_stats(&a), sb = twin_stats(&b);
+    assert_memory_equal(&sa.grad_norm, &sb.grad_norm, sizeof(float));
+    OK(clg_model_tensor_norms(a.model, na));
+    OK(clg_model_tensor_norms(b.model, nb));
+    assert_memory_equal(na, nb, sizeof na);
+    /* the same gradients again in the next cycle of a: same bits */
+    for (unsigned m = 0; m < 3; m++) {
+        twin_gradient(&a, 0, m, g);
+        twin_micro(&a, g, 1.0f);
+    }
+    clg_stats s2 = twin_stats(&a);
+    assert_memory_equal(&s2.grad_norm, &sa.grad_norm, sizeof(float));
+    OK(clg_model_tensor_norms(a.model, n2));
+    assert_memory_equal(n2, na, sizeof na);
+    free(g);
+    twin_free(&a);
+    twin_free(&b);
+}
+
+/* ---------------------------------------------------- non-finite */
+
+static void poison(float *g, size_t n, float v, size_t at)
+{
+    assert_true(at < n);
+    g[at] = v;
+}
+
+static void skip_update_case(int path)
+{
+    clg_config cfg = clg_config_default(CLG_ADAM);
+    cfg.lr = 1e-2f;
+    cfg.accum_steps = 3;
+    cfg.nonfinite = CLG_NONFINITE_SKIP_UPDATE;
+    cfg.fuse_last_micro_step = path == 2;
+    twin tw;
+    twin_init(&tw, ctx, &cfg, &twin_default_layout, 91);
+    run_cycles(&tw, 2, 3, 0);
+    twin_check(&tw, REF_RTOL, REF_ATOL, "before the bad cycle");
+    float *snap = twin_snapshot(&tw);
+    clg_stats before = twin_stats(&tw);
+
+    /* cycle with a NaN in micro-step 2 and an inf in the last one */
+    float *g = tu_xmalloc(tw.n * sizeof(float));
+    for (unsigned m = 0; m < 3; m++) {
+        twin_gradient(&tw, 2, m, g);
+        if (m == 1)
+            poison(g, tw.n, NAN, 500);
+        if (m == 2)
+            poison(g, tw.n, -INFINITY, tw.n - 1);
+        twin_micro(&tw, g, 1.0f);
+    }
+    twin_assert_unchanged(&tw, snap, "skipped update");
+    clg_stats s = twin_stats(&tw);
+    assert_int_equal(s.updates, before.updates);
+    assert_int_equal(s.skipped_updates, before.skipped_updates + 1);
+    assert_int_equal(s.last_nonfinite, 1);
+
+    /* the next clean cycles proceed normally (bias corrections count
+     * applied updates only: the reference checks that) */
+    run_cycles(&tw, 2, 3, 3);
+    twin_check(&tw, REF_RTOL, REF_ATOL, "after the skipped update");
+    s = twin_stats(&tw);
+    assert_int_equal(s.updates, before.updates + 2);
+    assert_int_equal(s.skipped_updates, 1);
+    assert_int_equal(s.last_nonfinite, 0);
+    assert_int_equal(clg_model_sync(tw.model), CLG_SUCCESS); /* not the error policy */
+    free(g);
+    free(snap);
+    twin_free(&tw);
+}
+
+static void test_skip_update(void **state)
+{
+    (void)state;
+    skip_update_case(1); /* path A */
+    skip_update_case(2); /* path C */
+}
+
+/* Path B: the caller's backward wrote an inf into the accumulator. */
+static void test_skip_update_path_b(void **state)
+{
+    (void)state;
+    clg_config cfg = clg_config_default(CLG_SGD);
+    cfg.momentum = 0.9f;
+    cfg.accum_steps = 1;
+    cfg.nonfinite = CLG_NONFINITE_SKIP_UPDATE;
+    twin tw;
+    twin_init(&tw, ctx, &cfg, &twin_default_layout, 92);
+    run_cycles(&tw, 1, 1, 0);
+    float *snap = twin_snapshot(&tw);
+    clg_view v;
+    OK(clg_model_acc_view(tw.model, 2, &v));
+    float bad[37];
+    for (int i = 0; i < 37; i++)
+        bad[i] = i == 20 ? INFINITY : 1.0f;
+    assert_int_equal(clEnqueueWriteBuffer(clg_context_queue(ctx), v.mem, CL_TRUE,
+                                          v.offset * sizeof(float), sizeof bad, bad, 0, NULL,
+                                          NULL),
+                     CL_SUCCESS);
+    int updated = 0;
+    OK(clg_step(tw.model, NULL, 1.0f, &updated));
+    assert_int_equal(updated, 1);
+    twin_assert_unchanged(&tw, snap, "path B skipped update");
+    clg_stats s = twin_stats(&tw);
+    assert_int_equal(s.updates, 1);
+    assert_int_equal(s.skipped_updates, 1);
+    free(snap);
+    twin_free(&tw);
+}
+
+static void test_skip_micro(void **state)
+{
+    (void)state;
+    clg_config cfg = clg_config_default(CLG_ADAMW);
+    cfg.lr = 1e-2f;
+    cfg.accum_steps = 3;
+    cfg.nonfinite = CLG_NONFINITE_SKIP_MICRO;
+    cfg.fuse_last_micro_step = 0; /* path A only */
+    twin tw;
+    twin_init(&tw, ctx, &cfg, &twin_default_layout, 93);
+    float *g = tu_xmalloc(tw.n * sizeof(float));
+    /* per cycle, which call is poisoned (-1: none); the cycle needs 3
+     * finite micro-steps, so a poisoned one costs one more call */
+    static const int bad_at[] = {-1, 1, 0, 2, -1};
+    unsigned skipped = 0;
+    for (unsigned c = 0; c < 5; c++) {
+        unsigned calls = bad_at[c] < 0 ? 3 : 4;
+        float *snap = twin_snapshot(&tw);
+        for (unsigned m = 0; m < calls; m++) {
+            twin_gradient(&tw, c, m, g);
+            if ((int)m == bad_at[c]) {
+                poison(g, tw.n, m % 2 ? NAN : INFINITY, 7 + m);
+                skipped++;
+            }
+            int updated = twin_micro(&tw, g, 1.0f + (float)m);
+            assert_int_equal(updated, m == calls - 1);
+            if (m + 1 < calls)
+                twin_assert_unchanged(&tw, snap, "skip-micro intermediate step");
+        }
+        free(snap);
+        twin_check(&tw, REF_RTOL, REF_ATOL, "skip micro");
+        clg_stats s = twin_stats(&tw);
+        assert_int_equal(s.updates, c + 1);
+        assert_int_equal(s.skipped_micro_steps, skipped);
+        assert_int_equal(s.skipped_updates, 0);
+    }
+    free(g);
+    twin_free(&tw);
+}
+
+static void test_error_policy(void **state)
+{
+    (void)state;
+    clg_config cfg = clg_config_default(CLG_SGD);
+    cfg.lr = 0.1f;
+    cfg.accum_steps = 2;
+    cfg.nonfinite = CLG_NONFINITE_ERROR;
+    twin tw;
+    twin_init(&tw, ctx, &cfg, &twin_default_layout, 94);
+    run_cycles(&tw, 1, 2, 0);
+    assert_int_equal(clg_model_sync(tw.model), CLG_SUCCESS);
+    float *snap = twin_snapshot(&tw);
+    float *g = tu_xmalloc(tw.n * sizeof(float));
+    for (unsigned m = 0; m < 2; m++) {
+        twin_gradient(&tw, 1, m, g);
+        if (m == 0)
+            poison(g, tw.n, INFINITY, 0);
+        twin_micro(&tw, g, 1.0f);
+    }
+    clg_status st = clg_model_sync(tw.model);
+    if (st != CLG_ERR_NONFINITE)
+        fail_msg("sync after an inf cycle: %s, want CLG_ERR_NONFINITE", clg_status_string(st));
+    assert_int_equal(clg_model_sync(tw.model), CLG_SUCCESS); /* reported once */
+    twin_assert_unchanged(&tw, snap, "error policy: update not applied");
+    assert_int_equal(tw.ref.sticky_nonfinite, 1);
+
+    /* a blocking stats call also reports it, once */
+    for (unsigned m = 0; m < 2; m++) {
+        twin_gradient(&tw, 2, m, g);
+        if (m == 1)
+            poison(g, tw.n, NAN, 3);
+        twin_micro(&tw, g, 1.0f);
+    }
+    clg_stats s;
+    assert_int_equal(clg_model_stats(tw.model, 1, &s), CLG_ERR_NONFINITE);
+    assert_int_equal(clg_model_sync(tw.model), CLG_SUCCESS);
+    s = twin_stats(&tw);
+    assert_int_equal(s.skipped_updates, 2);
+    assert_int_equal(s.updates, 1);
+    /* and training goes on */
+    run_cycles(&tw, 1, 2, 3);
+    twin_check(&tw, REF_RTOL, REF_ATOL, "error policy, after");
+    free(g);
+    free(snap);
+    twin_free(&tw);
+}
+
+static int group_setup(void **state)
+{
+    (void)state;
+    ctx = tu_context_or_skip();
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    clg_context_destroy(ctx);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_clip_norm),
+        cmocka_unit_test(test_clip_boundary),
+        cmocka_unit_test(test_clip_value),
+        cmocka_unit_test(test_norm_determinism),
+        cmocka_unit_test(test_skip_update),
+        cmocka_unit_test(test_skip_update_path_b),
+        cmocka_unit_test(test_skip_micro),
+        cmocka_unit_test(test_error_policy),
+    };
+    return cmocka_run_group_tests_name("numerics", tests, group_setup, group_teardown);
+}

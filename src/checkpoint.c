@@ -201,6 +201,8 @@ clg_status clg__ckpt_collect(clg_model *model, const clg_ckpt_layout *layout, ui
                     dst[4 * w + b] = (uint8_t)(state->step_block[w] >> (8 * b));
         } else if (e->count == 0) {
             continue;
+        } else if (e->source == CLG_CKPT_SRC_NOISE) {
+            st = clg__ckpt_noise_io(model, dst, 0);
         } else if (e->source == CLG_CKPT_SRC_COPY) {
             st = clg__ckpt_copy_io(model, e->tensor, dst, 0);
         } else {

@@ -254,6 +254,16 @@ clg_status clg__ckpt_layout_model(clg_model *model, clg_ckpt_layout *layout, cha
         snprintf(err, errlen, "out of host memory");
         goto fail;
     }
+    if (model->cfg.noise_scale && model->partials) {
+        st = clg__ckpt_layout_add(layout, CLG_CKPT_NOISE_KEY, CLG_CKPT_F32,
+                                  2 * (uint64_t)model->n_chunks * model->reduce_groups,
+                                  CLG_CKPT_SRC_NOISE, -1);
+        if (st != CLG_SUCCESS) {
+            snprintf(err, errlen, "out of host memory");
+            goto fail;
+        }
+        layout->entries[layout->n - 1].flexible = 1;
+    }
     st = layout_add_arena(model, layout, &model->params, "", CLG_ARENA_PARAMS, err, errlen);
     for (size_t s = 0; st == CLG_SUCCESS && s < model->n_states; s++) {
         if (!model->states[s].chunks)
@@ -421,7 +431,19 @@ static clg_status parse_entry(clg_ckpt_entry *e, const cJSON *item, char *err, s
     if (strcmp(dtype->valuestring, want) != 0)
         FAIL(CLG_ERR_MISMATCH, "tensor '%s' is %.16s in the file but %s in the model", e->key,
              dtype->valuestring, want);
-    if (rank != 1 || dims[0] != e->count) {
+    uint64_t bytes = e->count * clg__ckpt_dtype_size(e->dtype);
+    if ((rank != 1 || dims[0] != e->count) && e->flexible) {
+        /* another device's layout of the same data: skipped at load */
+        uint64_t count = 1;
+        for (int i = 0; i < rank && i < 8; i++)
+            count = dims[i] && count > UINT64_MAX / dims[i] ? UINT64_MAX : count * dims[i];
+        if (rank > 8 || count > UINT64_MAX / 8 ||
+            off[1] - off[0] != count * clg__ckpt_dtype_size(e->dtype))
+            FAIL(CLG_ERR_CORRUPT_FILE, "entry '%s': data_offsets do not match its shape",
+                 e->key);
+        e->shape_differs = 1;
+        bytes = off[1] - off[0];
+    } else if (rank != 1 || dims[0] != e->count) {
         char got[96] = "[";
         for (int i = 0; i < rank && i < 4; i++) {
             size_t l = strlen(got);
@@ -433,7 +455,6 @@ static clg_status parse_entry(clg_ckpt_entry *e, const cJSON *item, char *err, s
         FAIL(CLG_ERR_MISMATCH, "tensor '%s' has shape %s in the file but [%llu] in the model",
              e->key, got, (unsigned long long)e->count);
     }
-    uint64_t bytes = e->count * clg__ckpt_dtype_size(e->dtype);
     if (off[1] - off[0] != bytes)
         FAIL(CLG_ERR_CORRUPT_FILE,
              "tensor '%s': data_offsets [%llu, %llu) span %llu bytes but %s[%llu] needs %llu",
@@ -464,6 +485,7 @@ clg_status clg__ckpt_parse(const uint8_t *file, size_t size, clg_ckpt_layout *la
     memset(out, 0, sizeof *out);
     for (size_t i = 0; i < layout->n; i++) {
         layout->entries[i].seen = 0;
+        layout->entries[i].shape_differs = 0;
         layout->entries[i].file_begin = layout->entries[i].file_end = 0;
     }
 
@@ -729,6 +751,26 @@ void clg__ckpt_parsed_free(clg_ckpt_parsed *parsed)
 
 /* ------------------------------------------------------------ device side */
 
+/* The noise-scale partials of the first micro-step (region SMALL of
+ * model->partials, float2 per work-group and chunk; see stats.cl). */
+clg_status clg__ckpt_noise_io(clg_model *model, void *host, int write)
+{
+    clg_context *ctx = model->ctx;
+    const char *call = write ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer";
+    size_t per_region = model->n_chunks * model->reduce_groups;
+    size_t offset = 8 * (size_t)CLG_REGION_SMALL * per_region;
+    if (clg__fault_hit(CLG_FAULT_ENQUEUE))
+        return clg__cl_fail(ctx, CL_OUT_OF_RESOURCES, "checkpoint: noise partials (injected fault)",
+                            call);
+    cl_int err = write ? clEnqueueWriteBuffer(ctx->queue, model->partials, CL_TRUE, offset,
+                                              8 * per_region, host, 0, NULL, NULL)
+                       : clEnqueueReadBuffer(ctx->queue, model->partials, CL_TRUE, offset,
+                                             8 * per_region, host, 0, NULL, NULL);
+    if (err != CL_SUCCESS)
+        return clg__cl_fail(ctx, err, "checkpoint: noise partials", call);
+    return CLG_SUCCESS;
+}
+
 /* The low-precision parameter copy has no arena id in model.h, so its
  * per-tensor transfer is done here, like clg__arena_read/write. */
 clg_status clg__ckpt_copy_io(clg_model *model, int tensor, void *host, int write)
@@ -764,9 +806,14 @@ clg_status clg__ckpt_apply(clg_model *model, const clg_ckpt_layout *layout, cons
         if (e->source == CLG_CKPT_SRC_STEP_BLOCK || e->count == 0)
             continue;
         const uint8_t *src = data + (file_offsets ? e->file_begin : e->begin);
-        clg_status st = e->source == CLG_CKPT_SRC_COPY
-                            ? clg__ckpt_copy_io(model, e->tensor, (void *)src, 1)
-                            : clg__arena_write(model, e->source, e->tensor, src);
+        clg_status st;
+        if (e->source == CLG_CKPT_SRC_NOISE)
+            st = file_offsets && e->shape_differs ? CLG_SUCCESS
+                                                  : clg__ckpt_noise_io(model, (void *)src, 1);
+        else if (e->source == CLG_CKPT_SRC_COPY)
+            st = clg__ckpt_copy_io(model, e->tensor, (void *)src, 1);
+        else
+            st = clg__arena_write(model, e->source, e->tensor, src);
         if (st != CLG_SUCCESS)
             return st;
     }
@@ -847,6 +894,15 @@ clg_status clg_checkpoint_load(clg_model *model, const char *path, clg_meta_fn m
     if (st != CLG_SUCCESS) {
         clg__fail(ctx, st, "clg_checkpoint_load: '%s': %s", path, err);
         goto done;
+    }
+
+    long noise = clg__ckpt_layout_find(&layout, CLG_CKPT_NOISE_KEY);
+    if (noise >= 0 && layout.entries[noise].shape_differs) {
+        /* Saved on a device with another reduction layout: drop the
+         * pending first-micro-step estimate (the prologue skips the noise
+         * update of a cycle whose small weight is 0). */
+        parsed.state.small_weight = 0.0f;
+        parsed.state.step_block[CLG_SB_SMALL_WEIGHT] = 0u;
     }
 
     /* All checks passed. Keep the live state, so that a device failure

@@ -13,20 +13,17 @@
 size_t ref_state_count(const clg_config *cfg)
 {
     switch (cfg->optimizer) {
-    case CLG_SGD:
-        return cfg->momentum != 0.0f ? 1 : 0;
+    case CLG_SGD: return cfg->momentum != 0.0f ? 1 : 0;
     case CLG_ADAM:
-    case CLG_ADAMW:
-        return cfg->amsgrad ? 3 : 2;
-    case CLG_LION:
-        return 1;
+    case CLG_ADAMW: return cfg->amsgrad ? 3 : 2;
+    case CLG_LION: return 1;
     }
     return 0;
 }
 
-int ref_model_init(ref_model *r, const clg_config *cfg, size_t n_groups,
-                   const double *lr_mult, const double *weight_decay, size_t n_tensors,
-                   const size_t *counts, const int *groups, const float *p0)
+int ref_model_init(ref_model *r, const clg_config *cfg, size_t n_groups, const double *lr_mult,
+                   const double *weight_decay, size_t n_tensors, const size_t *counts,
+                   const int *groups, const float *p0)
 {
     memset(r, 0, sizeof *r);
     r->cfg = *cfg;
@@ -114,8 +111,7 @@ unsigned ref_cycle_length(const clg_config *cfg, uint64_t t)
     return cfg->k_schedule ? cfg->k_schedule(t, cfg->k_schedule_user) : cfg->accum_steps;
 }
 
-void ref_loss_scale_update(const clg_config *cfg, double *scale, unsigned *tracker,
-                           int found_inf)
+void ref_loss_scale_update(const clg_config *cfg, double *scale, unsigned *tracker, int found_inf)
 {
     /* torch._amp_update_scale_: backoff on inf, else grow after `interval`
      * consecutive clean steps; clgrad clamps to [min, max] afterwards. */
@@ -271,8 +267,7 @@ static void ref_end_cycle(ref_model *r)
     if (c->noise_scale && !nonfinite)
         ref_noise(r, L);
 
-    int skip = nonfinite && (policy == CLG_NONFINITE_SKIP_UPDATE ||
-                             policy == CLG_NONFINITE_ERROR);
+    int skip = nonfinite && (policy == CLG_NONFINITE_SKIP_UPDATE || policy == CLG_NONFINITE_ERROR);
     if (skip) {
         r->skipped_updates++;
         if (policy == CLG_NONFINITE_ERROR)
@@ -351,6 +346,12 @@ int ref_flush(ref_model *r)
     return 0;
 }
 
+void ref_reset_cycle(ref_model *r)
+{
+    r->micro = 0;
+    r->weight_sum = 0;
+}
+
 /* ------------------------------------------------------------ fp16 / bf16 */
 
 static uint32_t f32_bits(float x)
@@ -372,11 +373,11 @@ uint16_t ref_f32_to_f16(float x)
     uint32_t u = f32_bits(x);
     uint16_t sgn = (uint16_t)((u >> 16) & 0x8000u);
     uint32_t a = u & 0x7fffffffu;
-    if (a > 0x7f800000u)                 /* NaN: keep it NaN, quiet */
+    if (a > 0x7f800000u) /* NaN: keep it NaN, quiet */
         return (uint16_t)(sgn | 0x7e00u | ((a >> 13) & 0x3ffu));
-    if (a >= 0x477ff000u)                /* >= 65520 rounds to inf */
+    if (a >= 0x477ff000u) /* >= 65520 rounds to inf */
         return (uint16_t)(sgn | 0x7c00u);
-    if (a >= 0x38800000u) {              /* normal half (>= 2^-14) */
+    if (a >= 0x38800000u) { /* normal half (>= 2^-14) */
         /* rebias the exponent (127 -> 15) and round the 13 dropped bits to
          * nearest even; a carry into the exponent is the right result */
         uint32_t rounded = a + 0x0fffu + ((a >> 13) & 1u);
@@ -417,8 +418,8 @@ float ref_bf16_to_f32(uint16_t h)
 
 /* ------------------------------------------------------------ comparisons */
 
-size_t ref_compare(const char *what, const float *got, const double *want, size_t n,
-                   double rtol, double atol)
+size_t ref_compare(const char *what, const float *got, const double *want, size_t n, double rtol,
+                   double atol)
 {
     size_t bad = 0, first = (size_t)-1, worst = 0;
     double worst_ratio = -1;
@@ -442,8 +443,8 @@ size_t ref_compare(const char *what, const float *got, const double *want, size_
         }
     }
     if (bad) {
-        fprintf(stderr, "%s: %zu of %zu elements outside atol %g + rtol %g\n", what, bad, n,
-                atol, rtol);
+        fprintf(stderr, "%s: %zu of %zu elements outside atol %g + rtol %g\n", what, bad, n, atol,
+                rtol);
         fprintf(stderr, "  first [%zu]: got %.9g want %.12g\n", first, (double)got[first],
                 want[first]);
         fprintf(stderr, "  worst [%zu]: got %.9g want %.12g (%.3g x tolerance)\n", worst,

@@ -18,25 +18,25 @@
 
 typedef struct ref_model {
     clg_config cfg;
-    size_t n;          /* elements, tensors concatenated without padding */
+    size_t n; /* elements, tensors concatenated without padding */
     size_t n_groups;
-    double *lr_mult;   /* per group */
-    double *wd;        /* per group, resolved (< 0 in the API means cfg's) */
+    double *lr_mult; /* per group */
+    double *wd;      /* per group, resolved (< 0 in the API means cfg's) */
     size_t n_tensors;
     size_t *offset, *count; /* per tensor */
-    int *group;        /* per tensor */
+    int *group;             /* per tensor */
 
     double *p, *acc, *acc1; /* params, accumulator, first micro-step's w*g */
-    double *st[3];     /* optimizer states (NULL where absent) */
+    double *st[3];          /* optimizer states (NULL where absent) */
     size_t n_states;
 
     /* the cycle */
-    unsigned micro;    /* finite micro-steps taken in the current cycle */
-    unsigned k;        /* length of the current cycle */
+    unsigned micro; /* finite micro-steps taken in the current cycle */
+    unsigned k;     /* length of the current cycle */
     double weight_sum;
-    double w1;         /* weight of the first micro-step */
-    uint64_t t;        /* applied updates */
-    uint64_t cycles;   /* completed cycles, applied or skipped */
+    double w1;       /* weight of the first micro-step */
+    uint64_t t;      /* applied updates */
+    uint64_t cycles; /* completed cycles, applied or skipped */
     uint64_t skipped_updates, skipped_micro, micro_total;
     int sticky_nonfinite; /* error policy: unreported inf/NaN */
 
@@ -45,8 +45,8 @@ typedef struct ref_model {
     unsigned growth_tracker;
 
     /* statistics of the last update */
-    double last_lr;    /* schedule(t) of the last applied update (no lr_mult) */
-    double grad_norm;  /* NaN when no statistics ran */
+    double last_lr;   /* schedule(t) of the last applied update (no lr_mult) */
+    double grad_norm; /* NaN when no statistics ran */
     double clip_coef;
     int last_nonfinite;
     double *tensor_norm; /* per tensor, of the normalized gradient */
@@ -61,9 +61,9 @@ typedef struct ref_model {
  * counts[i] elements in group groups[i]. p0: the initial params (all
  * tensors in order), as the fp32 values uploaded to the device. Returns 0
  * on success. */
-int ref_model_init(ref_model *r, const clg_config *cfg, size_t n_groups,
-                   const double *lr_mult, const double *weight_decay, size_t n_tensors,
-                   const size_t *counts, const int *groups, const float *p0);
+int ref_model_init(ref_model *r, const clg_config *cfg, size_t n_groups, const double *lr_mult,
+                   const double *weight_decay, size_t n_tensors, const size_t *counts,
+                   const int *groups, const float *p0);
 void ref_model_free(ref_model *r);
 
 /* Number of optimizer states the config keeps (clgrad's numbering). */
@@ -79,14 +79,16 @@ int ref_micro_f(ref_model *r, const float *g, double w);
  * the cycle is empty. */
 int ref_flush(ref_model *r);
 
+/* Drops the current cycle (clg_reset_cycle). */
+void ref_reset_cycle(ref_model *r);
+
 /* lr of update t (before the group's lr_mult). */
 double ref_schedule_lr(const clg_config *cfg, uint64_t t);
 /* The cycle length for update t (k_schedule or accum_steps). */
 unsigned ref_cycle_length(const clg_config *cfg, uint64_t t);
 /* GradScaler's update of (scale, tracker) after one cycle, with clgrad's
  * min/max clamp. */
-void ref_loss_scale_update(const clg_config *cfg, double *scale, unsigned *tracker,
-                           int found_inf);
+void ref_loss_scale_update(const clg_config *cfg, double *scale, unsigned *tracker, int found_inf);
 
 /* ---------------------------------------------------- low precision */
 
@@ -102,7 +104,7 @@ float ref_bf16_to_f32(uint16_t h);
 /* Checks |got - want| <= atol + rtol*|want| element-wise (NaN must match
  * NaN, inf must match exactly). Prints the first and the worst offender to
  * stderr with what. Returns the number of failing elements. */
-size_t ref_compare(const char *what, const float *got, const double *want, size_t n,
-                   double rtol, double atol);
+size_t ref_compare(const char *what, const float *got, const double *want, size_t n, double rtol,
+                   double atol);
 
 #endif /* CLGRAD_TEST_REFERENCE_H */

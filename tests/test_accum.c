@@ -66,8 +66,8 @@ static void assert_params_all(twin *tw, float want, const char *what)
                      (double)want);
 }
 
-static void run_exact(int fuse, clg_normalize norm, unsigned k, const float *gs,
-                      const float *ws, float want, const char *what)
+static void run_exact(int fuse, clg_normalize norm, unsigned k, const float *gs, const float *ws,
+                      float want, const char *what)
 {
     clg_config cfg = sgd_lr1(k, norm, fuse);
     twin tw;
@@ -269,6 +269,40 @@ static void test_k1_after_longer_cycle(void **state)
     }
 }
 
+/* clg_reset_cycle drops what the cycle holds: the next micro-step is the
+ * first of a new cycle, on either path. */
+static void test_reset_cycle(void **state)
+{
+    (void)state;
+    for (int fuse = 0; fuse <= 1; fuse++) {
+        clg_config cfg = clg_config_default(CLG_ADAM);
+        cfg.accum_steps = 3;
+        cfg.fuse_last_micro_step = fuse;
+        twin tw;
+        twin_init(&tw, ctx, &cfg, &twin_default_layout, 17);
+        float *g = tu_xmalloc(tw.n * sizeof(float));
+        float *snap = twin_snapshot(&tw);
+        for (unsigned m = 0; m < 2; m++) {
+            twin_gradient(&tw, 9, m, g);
+            twin_micro(&tw, g, 5.0f);
+        }
+        clg_reset_cycle(tw.model);
+        ref_reset_cycle(&tw.ref);
+        assert_int_equal(clg_micro_step_index(tw.model), 0);
+        assert_true(clg_accum_beta(tw.model) == 0.0f);
+        twin_assert_unchanged(&tw, snap, "reset cycle");
+        for (unsigned c = 0; c < 2; c++)
+            for (unsigned m = 0; m < 3; m++) {
+                twin_gradient(&tw, c, m, g);
+                assert_int_equal(twin_micro(&tw, g, 1.0f), m == 2);
+            }
+        twin_check(&tw, REF_RTOL, REF_ATOL, fuse ? "after reset (path C)" : "after reset (path A)");
+        free(snap);
+        free(g);
+        twin_free(&tw);
+    }
+}
+
 /* Path A writes acc = w*g on the first micro-step (no read of old content)
  * and acc += w*g after; the download shows the unnormalized sum. */
 static void test_accumulator_contents(void **state)
@@ -314,14 +348,11 @@ static int group_teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_mean_is_exact),
-        cmocka_unit_test(test_sum_is_exact),
-        cmocka_unit_test(test_weighted_mean),
-        cmocka_unit_test(test_token_weighted),
-        cmocka_unit_test(test_partial_window),
-        cmocka_unit_test(test_variable_k),
-        cmocka_unit_test(test_k1_after_longer_cycle),
-        cmocka_unit_test(test_accumulator_contents),
+        cmocka_unit_test(test_mean_is_exact),         cmocka_unit_test(test_sum_is_exact),
+        cmocka_unit_test(test_weighted_mean),         cmocka_unit_test(test_token_weighted),
+        cmocka_unit_test(test_partial_window),        cmocka_unit_test(test_variable_k),
+        cmocka_unit_test(test_k1_after_longer_cycle), cmocka_unit_test(test_accumulator_contents),
+        cmocka_unit_test(test_reset_cycle),
     };
     return cmocka_run_group_tests_name("accum", tests, group_setup, group_teardown);
 }

@@ -23,7 +23,8 @@ static int contains_nocase(const char *hay, const char *needle)
     size_t n = strlen(needle);
     for (; *hay; hay++) {
         size_t i = 0;
-        while (i < n && hay[i] && tolower((unsigned char)hay[i]) == tolower((unsigned char)needle[i]))
+        while (i < n && hay[i] &&
+               tolower((unsigned char)hay[i]) == tolower((unsigned char)needle[i]))
             i++;
         if (i == n)
             return 1;
@@ -60,27 +61,38 @@ static void test_bad_config(void **state)
     clg_config base = clg_config_default(CLG_ADAM);
     clg_config c;
 
-    c = base; c.accum_steps = 0;
+    c = base;
+    c.accum_steps = 0;
     bad_config(c, "0", "accum_steps 0");
-    c = base; c.lr = -0.125f;
+    c = base;
+    c.lr = -0.125f;
     bad_config(c, "-0.125", "lr -0.125");
-    c = base; c.lr = NAN;
+    c = base;
+    c.lr = NAN;
     bad_config(c, "nan", "lr NaN");
-    c = base; c.lr = INFINITY;
+    c = base;
+    c.lr = INFINITY;
     bad_config(c, "inf", "lr inf");
-    c = base; c.beta1 = 1.0f;
+    c = base;
+    c.beta1 = 1.0f;
     bad_config(c, "1", "beta1 1");
-    c = base; c.beta1 = -0.25f;
+    c = base;
+    c.beta1 = -0.25f;
     bad_config(c, "-0.25", "beta1 -0.25");
-    c = base; c.beta2 = 1.5f;
+    c = base;
+    c.beta2 = 1.5f;
     bad_config(c, "1.5", "beta2 1.5");
-    c = base; c.beta2 = NAN;
+    c = base;
+    c.beta2 = NAN;
     bad_config(c, "nan", "beta2 NaN");
-    c = base; c.eps = 0.0f;
+    c = base;
+    c.eps = 0.0f;
     bad_config(c, "0", "eps 0");
-    c = base; c.eps = -0.75f;
+    c = base;
+    c.eps = -0.75f;
     bad_config(c, "-0.75", "eps -0.75");
-    c = clg_config_default(CLG_LION); c.beta2 = 1.0f;
+    c = clg_config_default(CLG_LION);
+    c.beta2 = 1.0f;
     bad_config(c, "1", "lion beta2 1");
 
     /* a valid config still works (the failures left nothing behind) */
@@ -146,8 +158,8 @@ static void test_build_phase(void **state)
            "unknown group 7");
     expect(clg_model_add_tensor(m, NULL, 8, 0, &id), CLG_ERR_INVALID_ARGUMENT, ctx, NULL,
            "NULL tensor name");
-    expect(clg_model_add_group(m, "g", -2.5f, 0.0f, &gid), CLG_ERR_INVALID_ARGUMENT, ctx,
-           "-2.5", "lr_mult -2.5");
+    expect(clg_model_add_group(m, "g", -2.5f, 0.0f, &gid), CLG_ERR_INVALID_ARGUMENT, ctx, "-2.5",
+           "lr_mult -2.5");
     expect(clg_model_add_group(m, "g", NAN, 0.0f, &gid), CLG_ERR_INVALID_ARGUMENT, ctx, "nan",
            "lr_mult NaN");
     assert_int_equal(clg_model_tensor_count(m), 0);
@@ -200,8 +212,8 @@ static void test_bad_indices_and_steps(void **state)
            "state 2 without amsgrad");
     expect(clg_model_download_state(tw.model, 0, 77, g), CLG_ERR_INVALID_ARGUMENT, ctx, "77",
            "state of tensor 77");
-    expect(clg_model_find_tensor(tw.model, "no_such_tensor", &id), CLG_ERR_INVALID_ARGUMENT,
-           ctx, "no_such_tensor", "find unknown name");
+    expect(clg_model_find_tensor(tw.model, "no_such_tensor", &id), CLG_ERR_INVALID_ARGUMENT, ctx,
+           "no_such_tensor", "find unknown name");
     expect(clg_model_upload_params(tw.model, 0, NULL), CLG_ERR_INVALID_ARGUMENT, ctx, NULL,
            "upload NULL host");
     assert_int_not_equal(clg_model_param_copy_view(tw.model, 0, &v), CLG_SUCCESS);
@@ -210,12 +222,12 @@ static void test_bad_indices_and_steps(void **state)
     int updated = 5;
     expect(clg_step(tw.model, tw.grads, 0.0f, &updated), CLG_ERR_INVALID_ARGUMENT, ctx, "0",
            "weight 0");
-    expect(clg_step(tw.model, tw.grads, -2.5f, &updated), CLG_ERR_INVALID_ARGUMENT, ctx,
-           "-2.5", "weight -2.5");
+    expect(clg_step(tw.model, tw.grads, -2.5f, &updated), CLG_ERR_INVALID_ARGUMENT, ctx, "-2.5",
+           "weight -2.5");
     expect(clg_step(tw.model, tw.grads, NAN, &updated), CLG_ERR_INVALID_ARGUMENT, ctx, "nan",
            "weight NaN");
-    expect(clg_step(tw.model, tw.grads, INFINITY, &updated), CLG_ERR_INVALID_ARGUMENT, ctx,
-           "inf", "weight inf");
+    expect(clg_step(tw.model, tw.grads, INFINITY, &updated), CLG_ERR_INVALID_ARGUMENT, ctx, "inf",
+           "weight inf");
 
     /* grads of another model (different layout): size mismatch */
     static const float lr_mult[] = {1.0f};
@@ -225,8 +237,8 @@ static void test_bad_indices_and_steps(void **state)
     const twin_layout other_lay = {1, lr_mult, wd, 1, counts, groups};
     twin other;
     twin_init(&other, ctx, &cfg, &other_lay, 9);
-    expect(clg_step(tw.model, other.grads, 1.0f, &updated), CLG_ERR_INVALID_ARGUMENT, ctx,
-           NULL, "grads of another model");
+    expect(clg_step(tw.model, other.grads, 1.0f, &updated), CLG_ERR_INVALID_ARGUMENT, ctx, NULL,
+           "grads of another model");
     twin_free(&other);
 
     /* no state changed: micro index, params, states, counters */
@@ -259,10 +271,10 @@ static void test_lr_scale(void **state)
     assert_int_equal(clg_lr_scale(CLG_LR_RULE_NONE, 1e-3f, 32, 128, &lr), CLG_SUCCESS);
     assert_true(lr == 1e-3f);
     lr = 7;
-    expect(clg_lr_scale(CLG_LR_RULE_LINEAR, 0.1f, 0, 128, &lr), CLG_ERR_INVALID_ARGUMENT, NULL,
-           "0", "base batch 0");
-    expect(clg_lr_scale(CLG_LR_RULE_LINEAR, -1.0f, 32, 128, &lr), CLG_ERR_INVALID_ARGUMENT,
-           NULL, "-1", "lr -1");
+    expect(clg_lr_scale(CLG_LR_RULE_LINEAR, 0.1f, 0, 128, &lr), CLG_ERR_INVALID_ARGUMENT, NULL, "0",
+           "base batch 0");
+    expect(clg_lr_scale(CLG_LR_RULE_LINEAR, -1.0f, 32, 128, &lr), CLG_ERR_INVALID_ARGUMENT, NULL,
+           "-1", "lr -1");
     assert_true(lr == 7);
 }
 
@@ -283,10 +295,8 @@ static int group_teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bad_config),
-        cmocka_unit_test(test_null_handles),
-        cmocka_unit_test(test_build_phase),
-        cmocka_unit_test(test_bad_indices_and_steps),
+        cmocka_unit_test(test_bad_config),  cmocka_unit_test(test_null_handles),
+        cmocka_unit_test(test_build_phase), cmocka_unit_test(test_bad_indices_and_steps),
         cmocka_unit_test(test_lr_scale),
     };
     return cmocka_run_group_tests_name("invalid", tests, group_setup, group_teardown);

@@ -25,8 +25,7 @@ typedef struct launch_counts {
 
 /* k = 3 cycles; returns the launches of each micro-step of the 2nd cycle
  * (the first one may build kernels lazily) and checks the reference. */
-static launch_counts count_launches(const clg_config *cfg, size_t n_groups, int many,
-                                    int path_b)
+static launch_counts count_launches(const clg_config *cfg, size_t n_groups, int many, int path_b)
 {
     size_t counts[MANY];
     int groups[MANY];
@@ -81,9 +80,9 @@ static void compare(const char *what, const clg_config *cfg, size_t n_groups, in
     launch_counts many = count_launches(cfg, n_groups, 1, path_b);
     for (int m = 0; m < 3; m++) {
         if (one.micro[m] != many.micro[m])
-            fail_msg("%s: micro-step %d: %llu launches with %zu tensors, %llu with %d", what,
-                     m + 1, (unsigned long long)one.micro[m], n_groups,
-                     (unsigned long long)many.micro[m], MANY);
+            fail_msg("%s: micro-step %d: %llu launches with %zu tensors, %llu with %d", what, m + 1,
+                     (unsigned long long)one.micro[m], n_groups, (unsigned long long)many.micro[m],
+                     MANY);
     }
     if (many.micro[2] > 3 + n_groups || many.micro[2] == 0)
         fail_msg("%s: %llu launches for the update, want 1..%zu (3 + groups)", what,

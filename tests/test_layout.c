@@ -22,8 +22,7 @@ static clg_context *ctx;
 static void check_ok(clg_status st, const char *what, int line)
 {
     if (st != CLG_SUCCESS)
-        fail_msg("line %d: %s -> %s: %s", line, what, clg_status_string(st),
-                 clg_last_error(ctx));
+        fail_msg("line %d: %s -> %s: %s", line, what, clg_status_string(st), clg_last_error(ctx));
 }
 
 /* Views: right counts, disjoint ranges within a buffer, and the view's
@@ -52,8 +51,7 @@ static void test_views(void **state)
         assert_int_equal(found, (int)t);
         /* the view holds this tensor's uploaded params */
         float *buf = tu_xmalloc(pv[t].count * sizeof(float));
-        assert_int_equal(clEnqueueReadBuffer(q, pv[t].mem, CL_TRUE,
-                                             pv[t].offset * sizeof(float),
+        assert_int_equal(clEnqueueReadBuffer(q, pv[t].mem, CL_TRUE, pv[t].offset * sizeof(float),
                                              pv[t].count * sizeof(float), buf, 0, NULL, NULL),
                          CL_SUCCESS);
         for (size_t i = 0; i < pv[t].count; i++)
@@ -156,8 +154,7 @@ static void train_chunk_model(clg_context *c, float clip, float *out_params, flo
     if (out_params) {
         assert_int_equal(clg_model_download_params(tw.model, -1, out_params), CLG_SUCCESS);
         for (int s = 0; s < 3; s++)
-            assert_int_equal(clg_model_download_state(tw.model, s, -1, out_states[s]),
-                             CLG_SUCCESS);
+            assert_int_equal(clg_model_download_state(tw.model, s, -1, out_states[s]), CLG_SUCCESS);
     }
     *n_out = tw.n;
     /* distinct buffers among the param views */
@@ -279,11 +276,10 @@ static void test_budget(void **state)
     clg_memory_plan plan;
     OK(clg_model_memory(m, &plan));
     /* AdamW path B/C: params, accumulators, m, v at least 4 B each */
-    assert_true(plan.params >= 400000 && plan.accumulators >= 400000 &&
-                plan.states >= 800000);
+    assert_true(plan.params >= 400000 && plan.accumulators >= 400000 && plan.states >= 800000);
     assert_true(plan.total >= plan.params + plan.accumulators + plan.states);
-    assert_true(clg_context_device_bytes(ctx) >= used + plan.params + plan.accumulators +
-                                                     plan.states);
+    assert_true(clg_context_device_bytes(ctx) >=
+                used + plan.params + plan.accumulators + plan.states);
     clg_model_destroy(m);
     assert_int_equal(clg_context_device_bytes(ctx), used);
 }

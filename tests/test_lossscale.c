@@ -24,8 +24,7 @@ static clg_context *ctx;
 static void check_ok(clg_status st, const char *what, int line)
 {
     if (st != CLG_SUCCESS)
-        fail_msg("line %d: %s -> %s: %s", line, what, clg_status_string(st),
-                 clg_last_error(ctx));
+        fail_msg("line %d: %s -> %s: %s", line, what, clg_status_string(st), clg_last_error(ctx));
 }
 
 static float read_scale_view(twin *tw)
@@ -66,8 +65,8 @@ static void test_dynamic_sequence(void **state)
     cfg.loss_scale_growth = 2.0f;
     cfg.loss_scale_backoff = 0.5f;
     cfg.loss_scale_interval = 3;
-    cfg.loss_scale_min = 16384.0f;   /* 2^14 */
-    cfg.loss_scale_max = 262144.0f;  /* 2^18 */
+    cfg.loss_scale_min = 16384.0f;  /* 2^14 */
+    cfg.loss_scale_max = 262144.0f; /* 2^18 */
     /* nonfinite stays IGNORE: dynamic scaling upgrades it to skip-update */
     twin tw;
     twin_init(&tw, ctx, &cfg, &twin_default_layout, 101);
@@ -99,8 +98,8 @@ static void test_dynamic_sequence(void **state)
         float nb = 0;
         OK(clg_model_loss_scale(tw.model, 0, &nb));
         if ((double)nb != tw.ref.loss_scale && (double)nb != L && (double)nb != prev)
-            fail_msg("cycle %zu: non-blocking scale %g, want %g or the stale %g", c,
-                     (double)nb, tw.ref.loss_scale, L);
+            fail_msg("cycle %zu: non-blocking scale %g, want %g or the stale %g", c, (double)nb,
+                     tw.ref.loss_scale, L);
         prev = L;
         at_max += tw.ref.loss_scale == 262144.0;
         at_min += tw.ref.loss_scale == 16384.0;
@@ -140,11 +139,11 @@ static void test_reference_sequence(void **state)
     cfg.loss_scale_min = 16384.0f;
     cfg.loss_scale_max = 262144.0f;
     static const char pattern[] = "CCCCCCCCCIIIIIICCCICCCCCC";
-    static const double want[] = {
-        65536, 65536, 131072, 131072, 131072, 262144, 262144, 262144, 262144, /* C x9 */
-        131072, 65536, 32768, 16384, 16384, 16384,                           /* I x6 */
-        16384, 16384, 32768, 16384,                                          /* CCC I */
-        16384, 16384, 32768, 32768, 32768, 65536};                           /* C x6 */
+    static const double want[] = {65536,  65536,  131072, 131072, 131072, 262144,
+                                  262144, 262144, 262144,                         /* C x9 */
+                                  131072, 65536,  32768,  16384,  16384,  16384,  /* I x6 */
+                                  16384,  16384,  32768,  16384,                  /* CCC I */
+                                  16384,  16384,  32768,  32768,  32768,  65536}; /* C x6 */
     double scale = 65536;
     unsigned tracker = 0;
     for (size_t c = 0; pattern[c]; c++) {

@@ -24,8 +24,7 @@ static clg_context *ctx;
 static void check_ok(clg_status st, const char *what, int line)
 {
     if (st != CLG_SUCCESS)
-        fail_msg("line %d: %s -> %s: %s", line, what, clg_status_string(st),
-                 clg_last_error(ctx));
+        fail_msg("line %d: %s -> %s: %s", line, what, clg_status_string(st), clg_last_error(ctx));
 }
 
 static uint16_t to_half(clg_dtype dt, float x)
@@ -142,8 +141,7 @@ static void read_copy(twin *tw, size_t counts_total, uint16_t *out)
         OK(clg_model_param_copy_view(tw->model, (int)t, &v));
         assert_int_equal(clEnqueueReadBuffer(clg_context_queue(ctx), v.mem, CL_TRUE,
                                              v.offset * sizeof(uint16_t),
-                                             v.count * sizeof(uint16_t), out + off, 0, NULL,
-                                             NULL),
+                                             v.count * sizeof(uint16_t), out + off, 0, NULL, NULL),
                          CL_SUCCESS);
         off += v.count;
     }
@@ -188,16 +186,34 @@ static void param_copy_case(clg_dtype dt)
     /* special values through an update that leaves p unchanged (plain SGD,
      * zero gradients): ties, subnormals, overflow, inf, NaN, signed zero */
     static const float specials[] = {
-        1.0f + 0x1p-11f,     1.0f + 3 * 0x1p-11f, /* fp16 ties: down / up to even */
-        1.0f + 0x1p-8f,      1.0f + 3 * 0x1p-8f,  /* bf16 ties */
-        -(1.0f + 0x1p-11f),  65504.0f,            65519.0f,
-        65520.0f,            1e6f,                -1e6f,
-        0x1p-24f,            0x1p-25f,            3 * 0x1p-25f, /* fp16 subnormal ties */
-        0x1.ff8p-15f,        0x1.ffcp-15f,        0x1p-14f,
-        1e-10f,              3e38f,               0x1.fffffep127f,
-        0x1.fffp-127f,       INFINITY,            -INFINITY,
-        NAN,                 -0.0f,               0.0f,
-        0.1f,                -2.71828f,           1.0f + 0x1p-23f,
+        1.0f + 0x1p-11f,
+        1.0f + 3 * 0x1p-11f, /* fp16 ties: down / up to even */
+        1.0f + 0x1p-8f,
+        1.0f + 3 * 0x1p-8f, /* bf16 ties */
+        -(1.0f + 0x1p-11f),
+        65504.0f,
+        65519.0f,
+        65520.0f,
+        1e6f,
+        -1e6f,
+        0x1p-24f,
+        0x1p-25f,
+        3 * 0x1p-25f, /* fp16 subnormal ties */
+        0x1.ff8p-15f,
+        0x1.ffcp-15f,
+        0x1p-14f,
+        1e-10f,
+        3e38f,
+        0x1.fffffep127f,
+        0x1.fffp-127f,
+        INFINITY,
+        -INFINITY,
+        NAN,
+        -0.0f,
+        0.0f,
+        0.1f,
+        -2.71828f,
+        1.0f + 0x1p-23f,
     };
     enum { NS = sizeof specials / sizeof specials[0] };
     static const float lr_mult[] = {1.0f};
@@ -225,8 +241,8 @@ static void param_copy_case(clg_dtype dt)
          * device without denormals: say so instead of hiding it */
         int same = isnan(p0[i]) ? isnan(tw.host[i]) : !memcmp(&p0[i], &tw.host[i], 4);
         if (!same && fpclassify(p0[i]) == FP_SUBNORMAL)
-            fprintf(stderr, "%s: note: subnormal param %a became %a (denormals flushed)\n",
-                    name, (double)p0[i], (double)tw.host[i]);
+            fprintf(stderr, "%s: note: subnormal param %a became %a (denormals flushed)\n", name,
+                    (double)p0[i], (double)tw.host[i]);
         else if (!same)
             fail_msg("%s: param %d changed from %a to %a with zero gradient", name, i,
                      (double)p0[i], (double)tw.host[i]);
@@ -297,8 +313,8 @@ static void test_bf16_stochastic_rounding(void **state)
             off_lattice++;
     }
     mean /= N;
-    fprintf(stderr, "bf16 stochastic rounding: mean %.6f, exact %.6f, RNE would give 1\n",
-            mean, want);
+    fprintf(stderr, "bf16 stochastic rounding: mean %.6f, exact %.6f, RNE would give 1\n", mean,
+            want);
     if (off_lattice)
         fail_msg("%zu of %d accumulators are not bf16 values", off_lattice, N);
     if (!(fabs(mean - want) <= 2.4e-3))
@@ -325,12 +341,9 @@ static int group_teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_fp16_grads),
-        cmocka_unit_test(test_bf16_grads),
-        cmocka_unit_test(test_fp16_overflow),
-        cmocka_unit_test(test_param_copy_fp16),
-        cmocka_unit_test(test_param_copy_bf16),
-        cmocka_unit_test(test_bf16_stochastic_rounding),
+        cmocka_unit_test(test_fp16_grads),      cmocka_unit_test(test_bf16_grads),
+        cmocka_unit_test(test_fp16_overflow),   cmocka_unit_test(test_param_copy_fp16),
+        cmocka_unit_test(test_param_copy_bf16), cmocka_unit_test(test_bf16_stochastic_rounding),
     };
     return cmocka_run_group_tests_name("mixed", tests, group_setup, group_teardown);
 }

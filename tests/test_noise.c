@@ -77,8 +77,7 @@ static void noise_case(int fuse, clg_optimizer opt)
     if (!(fabs(s.noise_g2 - tw.ref.noise_g2) <= rtol * tw.ref.noise_g2))
         fail_msg("noise |G|^2 %.6g, reference %.6g", (double)s.noise_g2, tw.ref.noise_g2);
     if (!(fabs(s.noise_scale - tw.ref.noise_scale) <= 2 * rtol * tw.ref.noise_scale))
-        fail_msg("noise scale %.6g, reference %.6g", (double)s.noise_scale,
-                 tw.ref.noise_scale);
+        fail_msg("noise scale %.6g, reference %.6g", (double)s.noise_scale, tw.ref.noise_scale);
     /* against the truth: within 10% */
     if (!(fabs(s.noise_scale - b_simple) <= 0.1 * b_simple))
         fail_msg("B_simple %.4f, truth %.4f: off by more than 10%%", (double)s.noise_scale,

@@ -23,8 +23,7 @@ static clg_context *ctx;
 static void check_ok(clg_status st, const char *what, int line)
 {
     if (st != CLG_SUCCESS)
-        fail_msg("line %d: %s -> %s: %s", line, what, clg_status_string(st),
-                 clg_last_error(ctx));
+        fail_msg("line %d: %s -> %s: %s", line, what, clg_status_string(st), clg_last_error(ctx));
 }
 
 /* Norms are fp32 sums of ~1000 squares (two-stage reduction): the worst
@@ -280,8 +279,7 @@ static void test_skip_update_path_b(void **state)
     for (int i = 0; i < 37; i++)
         bad[i] = i == 20 ? INFINITY : 1.0f;
     assert_int_equal(clEnqueueWriteBuffer(clg_context_queue(ctx), v.mem, CL_TRUE,
-                                          v.offset * sizeof(float), sizeof bad, bad, 0, NULL,
-                                          NULL),
+                                          v.offset * sizeof(float), sizeof bad, bad, 0, NULL, NULL),
                      CL_SUCCESS);
     int updated = 0;
     OK(clg_step(tw.model, NULL, 1.0f, &updated));
@@ -398,14 +396,10 @@ static int group_teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_clip_norm),
-        cmocka_unit_test(test_clip_boundary),
-        cmocka_unit_test(test_clip_value),
-        cmocka_unit_test(test_norm_determinism),
-        cmocka_unit_test(test_skip_update),
-        cmocka_unit_test(test_skip_update_path_b),
-        cmocka_unit_test(test_skip_micro),
-        cmocka_unit_test(test_error_policy),
+        cmocka_unit_test(test_clip_norm),   cmocka_unit_test(test_clip_boundary),
+        cmocka_unit_test(test_clip_value),  cmocka_unit_test(test_norm_determinism),
+        cmocka_unit_test(test_skip_update), cmocka_unit_test(test_skip_update_path_b),
+        cmocka_unit_test(test_skip_micro),  cmocka_unit_test(test_error_policy),
     };
     return cmocka_run_group_tests_name("numerics", tests, group_setup, group_teardown);
 }

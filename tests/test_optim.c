@@ -27,6 +27,7 @@ typedef struct optim_case {
     clg_schedule_kind sched;
     uint64_t warmup, total;
     int fuse; /* path C (1) or A (0) */
+    int sum;  /* CLG_NORM_SUM instead of mean */
 } optim_case;
 
 enum { K = 4, UPDATES = 7 };
@@ -48,6 +49,7 @@ static void run_case(const optim_case *oc)
     cfg.schedule.total = oc->total;
     cfg.schedule.min_lr = oc->lr * 0.1f;
     cfg.fuse_last_micro_step = oc->fuse;
+    cfg.normalize = oc->sum ? CLG_NORM_SUM : CLG_NORM_MEAN;
 
     twin tw;
     twin_init(&tw, ctx, &cfg, &twin_default_layout, 1234);
@@ -91,21 +93,22 @@ static void test_case(void **state)
 }
 
 static const optim_case cases[] = {
-    {"sgd plain", CLG_SGD, 0.05f, 0, 0, 0, 0, 0, 0, CLG_SCHED_CONSTANT, 0, 0, 1},
+    {"sgd plain", CLG_SGD, 0.05f, 0, 0, 0, 0, 0, 0, CLG_SCHED_CONSTANT, 0, 0, 1, 0},
     {"sgd momentum dampening wd cosine", CLG_SGD, 0.05f, 0.9f, 0.1f, 0.01f, 0, 0, 0,
-     CLG_SCHED_COSINE, 2, 6, 1},
+     CLG_SCHED_COSINE, 2, 6, 1, 0},
     {"sgd nesterov wd maximize linear path A", CLG_SGD, 0.05f, 0.9f, 0, 0.01f, 1, 0, 1,
-     CLG_SCHED_LINEAR, 3, 5, 0},
-    {"adam default", CLG_ADAM, 1e-2f, 0, 0, 0, 0, 0, 0, CLG_SCHED_CONSTANT, 0, 0, 1},
-    {"adam l2 amsgrad cosine", CLG_ADAM, 1e-2f, 0, 0, 0.05f, 0, 1, 0, CLG_SCHED_COSINE, 2, 6,
+     CLG_SCHED_LINEAR, 3, 5, 0, 0},
+    {"adam default", CLG_ADAM, 1e-2f, 0, 0, 0, 0, 0, 0, CLG_SCHED_CONSTANT, 0, 0, 1, 0},
+    {"adam l2 amsgrad cosine", CLG_ADAM, 1e-2f, 0, 0, 0.05f, 0, 1, 0, CLG_SCHED_COSINE, 2, 6, 1, 0},
+    {"adam maximize linear path A", CLG_ADAM, 1e-2f, 0, 0, 0.01f, 0, 0, 1, CLG_SCHED_LINEAR, 2, 5,
+     0, 0},
+    {"adamw default cosine", CLG_ADAMW, 1e-2f, 0, 0, 0.01f, 0, 0, 0, CLG_SCHED_COSINE, 2, 6, 1, 0},
+    {"adamw amsgrad maximize path A", CLG_ADAMW, 1e-2f, 0, 0, 0.1f, 0, 1, 1, CLG_SCHED_CONSTANT, 1,
+     0, 0, 0},
+    {"sgd momentum sum mode", CLG_SGD, 0.01f, 0.5f, 0, 0.01f, 0, 0, 0, CLG_SCHED_CONSTANT, 0, 0, 1,
      1},
-    {"adam maximize linear path A", CLG_ADAM, 1e-2f, 0, 0, 0.01f, 0, 0, 1, CLG_SCHED_LINEAR,
-     2, 5, 0},
-    {"adamw default cosine", CLG_ADAMW, 1e-2f, 0, 0, 0.01f, 0, 0, 0, CLG_SCHED_COSINE, 2, 6,
-     1},
-    {"adamw amsgrad maximize path A", CLG_ADAMW, 1e-2f, 0, 0, 0.1f, 0, 1, 1,
-     CLG_SCHED_CONSTANT, 1, 0, 0},
-    {"lion wd cosine", CLG_LION, 1e-3f, 0, 0, 0.1f, 0, 0, 0, CLG_SCHED_COSINE, 2, 6, 1},
+    {"adamw sum mode path A", CLG_ADAMW, 1e-2f, 0, 0, 0.01f, 0, 0, 0, CLG_SCHED_COSINE, 1, 6, 0, 1},
+    {"lion wd cosine", CLG_LION, 1e-3f, 0, 0, 0.1f, 0, 0, 0, CLG_SCHED_COSINE, 2, 6, 1, 0},
 };
 
 static int group_setup(void **state)
@@ -129,6 +132,6 @@ int main(void)
         struct CMUnitTest t = {cases[i].name, test_case, NULL, NULL, (void *)&cases[i]};
         tests[i] = t;
     }
-    return _cmocka_run_group_tests("optim", tests, sizeof cases / sizeof cases[0],
-                                   group_setup, group_teardown);
+    return _cmocka_run_group_tests("optim", tests, sizeof cases / sizeof cases[0], group_setup,
+                                   group_teardown);
 }

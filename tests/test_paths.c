@@ -25,8 +25,7 @@ static clg_context *ctx;
 static void check_ok(clg_status st, const char *what, int line)
 {
     if (st != CLG_SUCCESS)
-        fail_msg("line %d: %s -> %s: %s", line, what, clg_status_string(st),
-                 clg_last_error(ctx));
+        fail_msg("line %d: %s -> %s: %s", line, what, clg_status_string(st), clg_last_error(ctx));
 }
 
 /* Path B micro-step: write w*g into the accumulator views; beta 0 means
@@ -112,8 +111,8 @@ static void run_paths(clg_optimizer opt, float lr, int tight)
         for (unsigned m = 0; m < K; m++)
             W += weights[m];
         for (size_t i = 0; i < n; i++)
-            bound[i] += lr * 2.0 * (K + 1) * u * abs_sum[i] / W +
-                        2.0 * u * fabs(tw[0].ref.p[i]) * 2.0;
+            bound[i] +=
+                lr * 2.0 * (K + 1) * u * abs_sum[i] / W + 2.0 * u * fabs(tw[0].ref.p[i]) * 2.0;
         for (int a = 0; a < 3; a++) {
             for (int b = a + 1; b < 3; b++) {
                 for (size_t i = 0; i < n; i++) {
@@ -260,9 +259,8 @@ static void test_least_squares(void **state)
         double pod[D + 1];
         for (int j = 0; j <= D; j++)
             pod[j] = po[j];
-        assert_int_equal(ref_compare("k micro-batches vs one batch", pm, pod, D + 1, REF_RTOL,
-                                     REF_ATOL),
-                         0);
+        assert_int_equal(
+            ref_compare("k micro-batches vs one batch", pm, pod, D + 1, REF_RTOL, REF_ATOL), 0);
     }
     twin_free(&many);
     twin_free(&one);

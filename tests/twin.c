@@ -28,14 +28,14 @@ const twin_layout twin_default_layout = {
     .groups = default_groups,
 };
 
-#define CHECK_OK(call)                                                                     \
-    do {                                                                                   \
-        clg_status st_ = (call);                                                           \
-        if (st_ != CLG_SUCCESS) {                                                          \
-            fprintf(stderr, "%s:%d: %s -> %s: %s\n", __FILE__, __LINE__, #call,            \
-                    clg_status_string(st_), clg_last_error(tw->ctx));                      \
-            fail();                                                                        \
-        }                                                                                  \
+#define CHECK_OK(call)                                                                             \
+    do {                                                                                           \
+        clg_status st_ = (call);                                                                   \
+        if (st_ != CLG_SUCCESS) {                                                                  \
+            fprintf(stderr, "%s:%d: %s -> %s: %s\n", __FILE__, __LINE__, #call,                    \
+                    clg_status_string(st_), clg_last_error(tw->ctx));                              \
+            fail();                                                                                \
+        }                                                                                          \
     } while (0)
 
 void twin_init(twin *tw, clg_context *ctx, const clg_config *cfg, const twin_layout *lay,
@@ -78,8 +78,8 @@ void twin_init(twin *tw, clg_context *ctx, const clg_config *cfg, const twin_lay
         lr_mult[g] = lay->lr_mult[g];
         wd[g] = lay->wd[g];
     }
-    assert_int_equal(ref_model_init(&tw->ref, cfg, lay->n_groups, lr_mult, wd,
-                                    lay->n_tensors, lay->counts, lay->groups, tw->host),
+    assert_int_equal(ref_model_init(&tw->ref, cfg, lay->n_groups, lr_mult, wd, lay->n_tensors,
+                                    lay->counts, lay->groups, tw->host),
                      0);
 }
 
@@ -94,11 +94,15 @@ void twin_free(twin *tw)
 
 void twin_gradient(const twin *tw, uint64_t cycle, unsigned micro, float *g)
 {
+    /* the base's magnitude is fixed per element; its sign is drawn per
+     * cycle, so that momentum and new gradients disagree in sign often
+     * (Lion's sign(c) and nesterov terms are then really exercised) */
     tu_rng base = tu_rng_seed(tw->seed * 7919u + 1);
+    tu_rng sign = tu_rng_seed(tw->seed * 15485863u + cycle * 2654435761u + 5);
     tu_rng noise = tu_rng_seed(tw->seed * 104729u + cycle * 1000003u + micro * 7u + 3);
     for (size_t i = 0; i < tw->n; i++) {
         float b = tu_rng_uniform(&base, 0.5f, 1.0f);
-        if (tu_rng_u64(&base) & 1)
+        if (tu_rng_u64(&sign) & 1)
             b = -b;
         g[i] = b + tu_rng_uniform(&noise, -0.5f, 0.5f);
     }
@@ -111,8 +115,8 @@ int twin_micro(twin *tw, const float *g, float w)
     CHECK_OK(clg_step(tw->model, tw->grads, w, &updated));
     int ref_updated = ref_micro_f(&tw->ref, g, w);
     if (updated != ref_updated) {
-        fprintf(stderr, "twin_micro: device updated=%d, reference %d (micro %u of %u)\n",
-                updated, ref_updated, tw->ref.micro, tw->ref.k);
+        fprintf(stderr, "twin_micro: device updated=%d, reference %d (micro %u of %u)\n", updated,
+                ref_updated, tw->ref.micro, tw->ref.k);
         fail();
     }
     return updated;

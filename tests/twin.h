@@ -11,9 +11,9 @@
 #include <stdint.h>
 
 typedef struct twin_layout {
-    size_t n_groups;        /* including group 0 */
-    const float *lr_mult;   /* per group; [0] must be 1 (clgrad's group 0) */
-    const float *wd;        /* per group; < 0: the config's; [0] must be < 0 */
+    size_t n_groups;      /* including group 0 */
+    const float *lr_mult; /* per group; [0] must be 1 (clgrad's group 0) */
+    const float *wd;      /* per group; < 0: the config's; [0] must be < 0 */
     size_t n_tensors;
     const size_t *counts;
     const int *groups;
@@ -27,11 +27,11 @@ extern const twin_layout twin_default_layout;
 typedef struct twin {
     clg_context *ctx;
     clg_model *model;
-    clg_grads *grads;   /* fp32 external gradients */
+    clg_grads *grads; /* fp32 external gradients */
     ref_model ref;
-    size_t n;           /* parameters */
-    float *host;        /* scratch, n floats */
-    uint64_t seed;      /* for twin_gradient */
+    size_t n;      /* parameters */
+    float *host;   /* scratch, n floats */
+    uint64_t seed; /* for twin_gradient */
 } twin;
 
 /* Builds the device model (and its fp32 grads) and the reference, uploads
@@ -41,9 +41,10 @@ void twin_init(twin *tw, clg_context *ctx, const clg_config *cfg, const twin_lay
                uint64_t seed);
 void twin_free(twin *tw);
 
-/* A gradient for micro-step `micro` of cycle `cycle`: per element a fixed
- * base of magnitude 0.5..1 (so that sums never cancel to ~0 and relative
- * fp32 errors stay relative) plus uniform noise in [-0.5, 0.5). */
+/* A gradient for micro-step `micro` of cycle `cycle`: per element a base
+ * of fixed magnitude 0.5..1 and a sign drawn per cycle (so that a cycle's
+ * sum never cancels to ~0 and relative fp32 errors stay relative) plus
+ * uniform noise in [-0.5, 0.5). */
 void twin_gradient(const twin *tw, uint64_t cycle, unsigned micro, float *g);
 
 /* One micro-step on both twins with fp32 grads g and weight w (path A/C).

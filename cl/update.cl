@@ -39,7 +39,7 @@
 #endif
 
 kernel void update(global float *p, global const void *acc, global const void *g,
-                   float w_last, global float *s0, global float *s1, global float *s2,
+                   float w_last, uint acc_empty, global float *s0, global float *s1, global float *s2,
                    global void *copy, ulong off4, ulong n4, float lr_mult, float wd,
                    float beta1, float beta2, float eps, float momentum, float dampening,
                    float clip_value, global const uint *sb)
@@ -56,9 +56,13 @@ kernel void update(global float *p, global const void *acc, global const void *g
 
     for (ulong j = get_global_id(0); j < n4; j += get_global_size(0)) {
         const ulong i = off4 + j;
-        float4 a = load_acc4(acc, i);
 #if PATH_C
-        a += w_last * load_grad4(g, i);
+        /* acc_empty: a one-micro-step cycle, the accumulator holds nothing */
+        float4 a = w_last * load_grad4(g, i);
+        if (!acc_empty)
+            a += load_acc4(acc, i);
+#else
+        float4 a = load_acc4(acc, i);
 #endif
         float4 gr = a * scale;
 #if CLIP_VALUE
@@ -118,6 +122,7 @@ kernel void update(global float *p, global const void *acc, global const void *g
     }
     (void)g;
     (void)w_last;
+    (void)acc_empty;
     (void)s1;
     (void)s2;
     (void)copy;

@@ -41,7 +41,8 @@ unsigned clg_micro_step_index(const clg_model *m) { return m ? m->micro : 0; }
 float clg_accum_beta(const clg_model *m) { return m != NULL && m->micro > 0 ? 1.0f : 0.0f; }
 
 /* Statistics, prologue and update of a cycle whose gradients are all in the
- * accumulator (path C: but for `last`). */
+ * accumulator (path C: but for `last`; the accumulator holds nothing when
+ * `last` is the cycle's only micro-step). */
 static clg_status end_cycle(clg_model *m, const clg_grads *last, float w_last, float weight_sum,
                             bool stats_done)
 {
@@ -54,7 +55,7 @@ static clg_status end_cycle(clg_model *m, const clg_grads *last, float w_last, f
     if (st == CLG_SUCCESS)
         st = clg__launch_prologue(m, stats, weight_sum, m->cfg.noise_scale ? m->small_weight : 0);
     if (st == CLG_SUCCESS)
-        st = clg__launch_update(m, last, w_last);
+        st = clg__launch_update(m, last, w_last, last != NULL && m->micro == 0);
     return st;
 }
 

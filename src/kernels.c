@@ -266,7 +266,8 @@ static void update_options(const clg_model *m, bool path_c, clg_dtype g_dtype, c
              (int)c->param_copy_dtype, c->clip_value > 0.0f, m->wg);
 }
 
-clg_status clg__launch_update(clg_model *m, const clg_grads *last, float w_last)
+clg_status clg__launch_update(clg_model *m, const clg_grads *last, float w_last,
+                              bool acc_empty)
 {
     const clg_config *c = &m->cfg;
     char opt[240];
@@ -284,21 +285,22 @@ clg_status clg__launch_update(clg_model *m, const clg_grads *last, float w_last)
         SET_ARG(k, 1, cl_mem, m->acc.chunks[ch]);
         SET_ARG(k, 2, cl_mem, last ? last->arena.chunks[ch] : NULL);
         SET_ARG(k, 3, cl_float, w_last);
-        SET_ARG(k, 4, cl_mem, m->n_states > 0 ? m->states[0].chunks[ch] : NULL);
-        SET_ARG(k, 5, cl_mem, m->n_states > 1 ? m->states[1].chunks[ch] : NULL);
-        SET_ARG(k, 6, cl_mem, m->n_states > 2 ? m->states[2].chunks[ch] : NULL);
-        SET_ARG(k, 7, cl_mem, m->copy.chunks ? m->copy.chunks[ch] : NULL);
-        SET_ARG(k, 8, cl_ulong, seg->offset / 4);
-        SET_ARG(k, 9, cl_ulong, n4);
-        SET_ARG(k, 10, cl_float, grp->lr_mult);
-        SET_ARG(k, 11, cl_float, grp->weight_decay);
-        SET_ARG(k, 12, cl_float, c->beta1);
-        SET_ARG(k, 13, cl_float, c->beta2);
-        SET_ARG(k, 14, cl_float, c->eps);
-        SET_ARG(k, 15, cl_float, c->momentum);
-        SET_ARG(k, 16, cl_float, c->dampening);
-        SET_ARG(k, 17, cl_float, c->clip_value);
-        SET_ARG(k, 18, cl_mem, m->step_block);
+        SET_ARG(k, 4, cl_uint, acc_empty ? 1u : 0u);
+        SET_ARG(k, 5, cl_mem, m->n_states > 0 ? m->states[0].chunks[ch] : NULL);
+        SET_ARG(k, 6, cl_mem, m->n_states > 1 ? m->states[1].chunks[ch] : NULL);
+        SET_ARG(k, 7, cl_mem, m->n_states > 2 ? m->states[2].chunks[ch] : NULL);
+        SET_ARG(k, 8, cl_mem, m->copy.chunks ? m->copy.chunks[ch] : NULL);
+        SET_ARG(k, 9, cl_ulong, seg->offset / 4);
+        SET_ARG(k, 10, cl_ulong, n4);
+        SET_ARG(k, 11, cl_float, grp->lr_mult);
+        SET_ARG(k, 12, cl_float, grp->weight_decay);
+        SET_ARG(k, 13, cl_float, c->beta1);
+        SET_ARG(k, 14, cl_float, c->beta2);
+        SET_ARG(k, 15, cl_float, c->eps);
+        SET_ARG(k, 16, cl_float, c->momentum);
+        SET_ARG(k, 17, cl_float, c->dampening);
+        SET_ARG(k, 18, cl_float, c->clip_value);
+        SET_ARG(k, 19, cl_mem, m->step_block);
         st = clg__launch(m->ctx, k, groups_for(m, n4) * m->wg, m->wg, "update");
         if (st != CLG_SUCCESS)
             return st;

@@ -15,8 +15,8 @@ void clg__kernels_destroy(clg_model *m);
 
 /* acc (+)= w*g over all chunks. region >= 0: fused statistics into that
  * partials region. skip_micro: read the verdict from the step block. */
-clg_status clg__launch_accumulate(clg_model *m, const clg_grads *g, float w, bool first,
-                                  int region, bool skip_micro);
+clg_status clg__launch_accumulate(clg_model *m, const clg_grads *g, float w, bool first, int region,
+                                  bool skip_micro);
 /* Finiteness of g into CLG_REGION_CHECK, then the micro-step verdict. */
 clg_status clg__launch_check_micro(clg_model *m, const clg_grads *g, float w);
 /* Sum of squares and non-finite flag of the accumulator into region. */
@@ -26,6 +26,6 @@ clg_status clg__launch_tensor_sumsq(clg_model *m);
 /* End of cycle: the step block for the update. */
 clg_status clg__launch_prologue(clg_model *m, bool stats, float weight_sum, float small_weight);
 /* The fused update, one launch per segment; last != NULL is path C. */
-clg_status clg__launch_update(clg_model *m, const clg_grads *last, float w_last);
+clg_status clg__launch_update(clg_model *m, const clg_grads *last, float w_last, bool acc_empty);
 
 #endif /* CLGRAD_KERNELS_H */

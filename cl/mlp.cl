@@ -55,12 +55,14 @@ __kernel void mlp_bias_grad(__global const float *dy, uint rows, uint cols, __gl
 /* Softmax cross-entropy of one row per work-item. The label of row r is
  * labels[idx[off + r]]. Writes the row's loss and whether its argmax (first
  * maximum) is the label; with backward != 0 also
- *   dlogits[r, j] = (softmax_j - [j == label]) * scale[scale_off]
- * (the gradient of the summed loss times the loss scale, not divided by
- * rows). dlogits may alias logits. */
+ *   dlogits[r, j] = (softmax_j - [j == label]) * scale[scale_off] * mult
+ * i.e. the gradient of the summed loss (mult = 1: clgrad's path B, where
+ * the caller writes weight x mean gradient) or of the mean loss
+ * (mult = 1/rows: paths A/C, where clgrad multiplies by the weight), times
+ * the device-side loss scale. dlogits may alias logits. */
 __kernel void mlp_softmax_xent(__global const float *logits, uint rows, uint classes,
                                __global const uchar *labels, __global const int *idx, uint off,
-                               __global const float *scale, ulong scale_off,
+                               __global const float *scale, ulong scale_off, float mult,
                                __global float *dlogits, __global float *row_loss,
                                __global float *row_correct, int backward)
 {
@@ -85,7 +87,7 @@ __kernel void mlp_softmax_xent(__global const float *logits, uint rows, uint cla
     row_correct[r] = arg == y ? 1.0f : 0.0f;
     if (!backward)
         return;
-    float k = scale[scale_off];
+    float k = scale[scale_off] * mult;
     __global float *d = dlogits + r * classes;
     for (uint j = 0; j < classes; j++) {
         float p = exp(l[j] - m) / s;

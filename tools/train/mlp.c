@@ -202,7 +202,7 @@ static cl_int gemm(mlp *m, CLBlastTranspose ta, CLBlastTranspose tb, size_t M, s
 }
 
 cl_int mlp_forward(mlp *m, const mlp_source *src, cl_uint rows, cl_mem scale, size_t scale_off,
-                   int backward)
+                   float mult, int backward)
 {
     if (rows == 0 || rows > m->cap)
         return CL_INVALID_VALUE;
@@ -222,7 +222,7 @@ cl_int mlp_forward(mlp *m, const mlp_source *src, cl_uint rows, cl_mem scale, si
         return err;
     int L = m->n_layers;
     return mlp_softmax_xent(&m->k, m->act[L - 1], rows, m->dims[L], src->labels, src->idx,
-                            src->off, scale, scale_off, m->act[L - 1], m->row_loss,
+                            src->off, scale, scale_off, mult, m->act[L - 1], m->row_loss,
                             m->row_correct, backward);
 }
 

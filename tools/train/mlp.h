@@ -69,12 +69,12 @@ void mlp_free_activations(mlp *m);
 
 /* Forward pass of rows (<= cap) samples from src, then softmax
  * cross-entropy: row losses and correct flags; with backward != 0 also the
- * loss gradient times scale[scale_off] (device-side loss scale) in place of
- * the logits. */
+ * gradient of (the summed loss times mult) times scale[scale_off] (the
+ * device-side loss scale) in place of the logits. */
 cl_int mlp_forward(mlp *m, const mlp_source *src, cl_uint rows, cl_mem scale, size_t scale_off,
-                   int backward);
+                   float mult, int backward);
 /* Backward pass after mlp_forward(..., backward = 1): writes
- *   target = beta * target + sum over rows of per-sample gradients
+ *   target = beta * target + mult * sum over rows of per-sample gradients
  * for every tensor (targets[t] in model order: w1, b1, w2, b2, ...). */
 cl_int mlp_backward(mlp *m, cl_uint rows, const clg_view *targets, float beta);
 /* Adds this micro-batch's loss sum and correct count into sums (see

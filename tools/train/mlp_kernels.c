@@ -110,7 +110,7 @@ cl_int mlp_bias_grad(const mlp_kernels *k, cl_mem dy, cl_uint rows, cl_uint cols
 
 cl_int mlp_softmax_xent(const mlp_kernels *k, cl_mem logits, cl_uint rows, cl_uint classes,
                         cl_mem labels, cl_mem idx, cl_uint off, cl_mem scale, size_t scale_off,
-                        cl_mem dlogits, cl_mem row_loss, cl_mem row_correct, int backward)
+                        float mult, cl_mem dlogits, cl_mem row_loss, cl_mem row_correct, int backward)
 {
     cl_ulong soff = scale_off;
     cl_int bw = backward;
@@ -123,10 +123,11 @@ cl_int mlp_softmax_xent(const mlp_kernels *k, cl_mem logits, cl_uint rows, cl_ui
     ARG(kk, 5, off);
     ARG(kk, 6, scale);
     ARG(kk, 7, soff);
-    ARG(kk, 8, dlogits);
-    ARG(kk, 9, row_loss);
-    ARG(kk, 10, row_correct);
-    ARG(kk, 11, bw);
+    ARG(kk, 8, mult);
+    ARG(kk, 9, dlogits);
+    ARG(kk, 10, row_loss);
+    ARG(kk, 11, row_correct);
+    ARG(kk, 12, bw);
     return launch(k, kk, rows);
 }
 

@@ -26,7 +26,7 @@ cl_int mlp_bias_grad(const mlp_kernels *k, cl_mem dy, cl_uint rows, cl_uint cols
                      size_t dboff, float beta);
 cl_int mlp_softmax_xent(const mlp_kernels *k, cl_mem logits, cl_uint rows, cl_uint classes,
                         cl_mem labels, cl_mem idx, cl_uint off, cl_mem scale, size_t scale_off,
-                        cl_mem dlogits, cl_mem row_loss, cl_mem row_correct, int backward);
+                        float mult, cl_mem dlogits, cl_mem row_loss, cl_mem row_correct, int backward);
 cl_int mlp_sum_rows(const mlp_kernels *k, cl_mem row_loss, cl_mem row_correct, cl_uint rows,
                     cl_mem sums);
 /* dtype CLG_FP16 or CLG_BF16. */

@@ -82,6 +82,8 @@ const char *train_usage(void)
            "                         every N updates; always at the end)\n"
            "  --save-every N         1..1e9 updates\n"
            "  --resume PATH          continue from a checkpoint (same flags as the saved run)\n"
+           "  --stop-after N         stop after N updates of this run without changing the\n"
+           "                         schedule (split a run across --checkpoint/--resume)\n"
            "  --train-limit N        use only the first N training samples\n"
            "  --test-limit N         use only the first N test samples\n"
            "  --json                 print a JSON summary as the last line of stdout\n"
@@ -271,7 +273,7 @@ int train_options_check(train_options *o, char *err, size_t errlen)
         }
         o->path = GRAD_PATH_C;
     }
-    if ((o->save_every || o->checkpoint) && !(o->checkpoint)) {
+    if (o->save_every && !o->checkpoint) {
         set_err(err, errlen, "--save-every: needs --checkpoint PATH");
         return -1;
     }
@@ -324,7 +326,8 @@ int train_options_parse(int argc, char **argv, train_options *o, char *err, size
             "--optimizer", "--lr", "--weight-decay", "--warmup", "--schedule", "--clip",
             "--grad-dtype", "--grad-path", "--loss-scale", "--seed", "--lr-scale",
             "--base-batch", "--device", "--vram", "--metrics", "--dump-weights",
-            "--checkpoint", "--save-every", "--resume", "--train-limit", "--test-limit"};
+            "--checkpoint", "--save-every", "--resume", "--stop-after", "--train-limit",
+            "--test-limit"};
         int known = 0;
         for (size_t k = 0; k < sizeof valued / sizeof *valued; k++)
             known |= !strcmp(flag, valued[k]);
@@ -425,6 +428,8 @@ int train_options_parse(int argc, char **argv, train_options *o, char *err, size
             rc = parse_u64(flag, val, 1, 1000000000ull, &o->save_every, err, errlen);
         } else if (!strcmp(flag, "--resume")) {
             o->resume = val;
+        } else if (!strcmp(flag, "--stop-after")) {
+            rc = parse_u64(flag, val, 1, 1000000000ull, &o->stop_after, err, errlen);
         } else if (!strcmp(flag, "--train-limit")) {
             rc = parse_u64(flag, val, 1, 1000000000ull, &u64, err, errlen);
             o->limit_train = u64;

@@ -44,6 +44,7 @@ typedef struct train_options {
     const char *checkpoint;
     uint64_t save_every;
     const char *resume;
+    uint64_t stop_after;  /* stop after N updates of this run, schedule unchanged */
     uint64_t limit_train; /* use only the first N training samples (0: all) */
     uint64_t limit_test;
 } train_options;

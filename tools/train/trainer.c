@@ -54,6 +54,7 @@ typedef struct trainer {
     uint64_t updates, micro_steps, samples;
     uint64_t epoch, next_batch; /* position of the next batch */
     uint64_t samples_at_start; /* samples of a resumed run before it */
+    uint64_t updates_at_start;
     double train_seconds;
     FILE *metrics;
     progress prog;
@@ -426,7 +427,7 @@ static int evaluate(trainer *t, double *loss, double *acc)
     for (size_t off = 0; off < t->dtest.n; off += cap) {
         cl_uint rows = (cl_uint)(t->dtest.n - off < cap ? t->dtest.n - off : cap);
         mlp_source src = {t->dtest.images, t->dtest.labels, t->dtest.idx, (cl_uint)off};
-        cl_int e = mlp_forward(t->net, &src, rows, t->one, 0, 0);
+        cl_int e = mlp_forward(t->net, &src, rows, t->one, 0, 1.0f, 0);
         if (e == CL_SUCCESS)
             e = mlp_sum(t->net, rows, t->eval_sums);
         if (e != CL_SUCCESS)
@@ -451,7 +452,12 @@ static int run_batch(trainer *t, size_t start, size_t len)
         cl_uint rows = (cl_uint)order_micro_len(len, t->b, i);
         mlp_source src = {t->dtrain.images, t->dtrain.labels, t->dtrain.idx,
                           (cl_uint)(start + i * t->b)};
-        cl_int e = mlp_forward(t->net, &src, rows, t->scale.mem, t->scale.offset, 1);
+        /* Path B: the backward writes rows x mean gradient (the sum) into
+         * the accumulator itself. Paths A/C: clgrad multiplies the
+         * gradients by the weight, so they carry the mean. Either way the
+         * library divides by the sum of weights: the exact mean over B. */
+        float mult = o->path == GRAD_PATH_B ? 1.0f : 1.0f / (float)rows;
+        cl_int e = mlp_forward(t->net, &src, rows, t->scale.mem, t->scale.offset, mult, 1);
         if (e == CL_SUCCESS)
             e = mlp_sum(t->net, rows, t->sums);
         float beta = o->path == GRAD_PATH_B ? clg_accum_beta(t->model) : 0.0f;
@@ -463,8 +469,7 @@ static int run_batch(trainer *t, size_t start, size_t len)
                             (cl_uint)t->scratch_view[j].count);
         if (e != CL_SUCCESS)
             return fail_cl(t, "micro-step", e);
-        /* Weight = samples in the micro-batch: the library divides the
-         * summed gradients by the sum of weights, the exact mean over B. */
+        /* Weight = samples in the micro-batch. */
         clg_status st = clg_step(t->model, o->path == GRAD_PATH_B ? NULL : t->grads, (float)rows,
                                  &updated);
         if (st != CLG_SUCCESS)
@@ -520,7 +525,15 @@ static int train_loop(trainer *t)
     cl_command_queue q = clg_context_queue(t->ctx);
     uint64_t epochs_total = (t->total_updates + t->batches_per_epoch - 1) / t->batches_per_epoch;
     uint64_t start_samples = t->samples_at_start = t->samples;
+    t->updates_at_start = t->updates;
     int done = t->updates >= t->total_updates;
+    if (done) { /* resumed at the end: nothing left but the evaluation */
+        double loss, acc;
+        if (evaluate(t, &loss, &acc) != 0)
+            return -1;
+        t->res->test_loss = loss;
+        t->res->test_accuracy = acc;
+    }
     while (!done) {
         order_shuffle(&t->order, t->epoch);
         cl_int e = devdata_set_order(&t->dtrain, t->order.perm);
@@ -556,7 +569,8 @@ static int train_loop(trainer *t)
             }
             if (o->save_every && t->updates % o->save_every == 0 && save_checkpoint(t) != 0)
                 return -1;
-            if (t->updates >= t->total_updates) {
+            if (t->updates >= t->total_updates ||
+                (o->stop_after && t->updates - t->updates_at_start >= o->stop_after)) {
                 done = 1;
                 break;
             }

@@ -88,6 +88,8 @@ int main(int argc, char **argv)
     if (bench_stream_init(&stream, ctx, stream_n, o.vw, o.wg))
         goto out;
     r.stream_n = stream.n;
+    r.stream_vw = stream.vw;
+    r.stream_local = stream.local;
 
     fprintf(stderr, "clgrad-bench: memory section\n");
     if (bench_memory_section(&r, o.vram, o.k))
@@ -110,6 +112,21 @@ int main(int argc, char **argv)
         if (c < 0 || t < 0 || bench_samples_add(&copy_all, c)
             || bench_samples_add(&triad_all, t))
             goto out_stream;
+    }
+    /* diagnostic: clgrad's launch shape (compute units x 8 groups, see
+     * src/kernels.c) applied to the triad */
+    {
+        unsigned groups = r.device.compute_units * 8;
+        groups = groups < 1 ? 1 : groups > 1024 ? 1024 : groups;
+        bench_samples gs = {0};
+        for (unsigned i = 0; i < (o.quick ? 3u : 5u); i++) {
+            double g = bench_stream_triad_gridstride(&stream, groups);
+            if (g < 0 || bench_samples_add(&gs, g))
+                break;
+        }
+        r.triad_gridstride_gbs = bench_samples_stat(&gs);
+        r.gridstride_groups = groups;
+        bench_samples_free(&gs);
     }
     r.copy_gbs = bench_samples_stat(&copy_all);
     r.triad_gbs = bench_samples_stat(&triad_all);

@@ -81,7 +81,13 @@ typedef struct bench_report {
     unsigned k, tensors;
     uint64_t budget_bytes;
     uint64_t stream_n; /* elements per STREAM array */
+    unsigned stream_vw;
+    size_t stream_local;
     bench_stat copy_gbs, triad_gbs;
+    /* diagnostic: the triad as a grid-stride loop over `gridstride_groups`
+     * work-groups (the launch shape of clgrad's streaming kernels) */
+    bench_stat triad_gridstride_gbs;
+    unsigned gridstride_groups;
 
     bench_case *cases;
     size_t n_cases, cap_cases;

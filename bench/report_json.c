@@ -147,6 +147,10 @@ static cJSON *report_json(const bench_report *r)
     cJSON_AddNumberToObject(stream, "reps", (double)r->triad_gbs.count);
     add_stat(stream, "copy_gbs", r->copy_gbs);
     add_stat(stream, "triad_gbs", r->triad_gbs);
+    cJSON_AddNumberToObject(stream, "vector_width", r->stream_vw);
+    cJSON_AddNumberToObject(stream, "work_group_size", (double)r->stream_local);
+    add_stat(stream, "triad_gridstride_gbs", r->triad_gridstride_gbs);
+    cJSON_AddNumberToObject(stream, "gridstride_groups", r->gridstride_groups);
     cJSON_AddItemToObject(root, "stream", stream);
 
     cJSON *cases = cJSON_AddArrayToObject(root, "cases");

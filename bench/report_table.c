@@ -107,6 +107,12 @@ void bench_print_table(const bench_report *r)
            (unsigned long long)r->stream_n, r->triad_gbs.count, r->copy_gbs.median,
            r->copy_gbs.min, r->copy_gbs.max, r->triad_gbs.median, r->triad_gbs.min,
            r->triad_gbs.max);
+    if (r->triad_gridstride_gbs.count)
+        printf("  (float%u, %zu work-items per group) diagnostic: the same triad as a "
+               "grid-stride loop over %u groups of 256: %.2f GB/s [%.2f-%.2f]\n",
+               r->stream_vw, r->stream_local, r->gridstride_groups,
+               r->triad_gridstride_gbs.median, r->triad_gridstride_gbs.min,
+               r->triad_gridstride_gbs.max);
     print_cases(r);
     print_speedups(r);
     print_memory(r);

@@ -40,3 +40,15 @@ __kernel void stream_triad(__global vecf *restrict a, __global const vecf *restr
         return;
     a[i] = b[i] + s * c[i];
 }
+
+/* Diagnostic: the triad as a grid-stride loop over a fixed number of
+ * work-groups (the launch shape of clgrad's update and accumulate
+ * kernels), to tell the cost of the launch shape from the cost of the
+ * arithmetic. */
+__kernel void stream_triad_gridstride(__global vecf *restrict a,
+                                      __global const vecf *restrict b,
+                                      __global const vecf *restrict c, float s, ulong n)
+{
+    for (ulong i = get_global_id(0); i < n; i += get_global_size(0))
+        a[i] = b[i] + s * c[i];
+}

@@ -260,6 +260,41 @@ static void test_bad_indices_and_steps(void **state)
     twin_free(&tw);
 }
 
+static unsigned k_zero_later(uint64_t t, void *user)
+{
+    (void)user;
+    return t == 0 ? 2 : 0;
+}
+
+/* A k schedule that returns 0 is an error at the step that asks for it,
+ * naming the value, and the step changes nothing. */
+static void test_k_schedule_zero(void **state)
+{
+    (void)state;
+    clg_config cfg = clg_config_default(CLG_SGD);
+    cfg.k_schedule = k_zero_later;
+    twin tw;
+    twin_init(&tw, ctx, &cfg, &twin_default_layout, 10);
+    float *g = tu_xmalloc(tw.n * sizeof(float));
+    for (unsigned m = 0; m < 2; m++) {
+        twin_gradient(&tw, 0, m, g);
+        assert_int_equal(twin_micro(&tw, g, 1.0f), m == 1);
+    }
+    float *snap = twin_snapshot(&tw);
+    clg_stats before = twin_stats(&tw);
+    int updated = 3;
+    expect(clg_step(tw.model, tw.grads, 1.0f, &updated), CLG_ERR_INVALID_ARGUMENT, ctx, "0",
+           "k schedule returned 0");
+    assert_int_equal(clg_micro_step_index(tw.model), 0);
+    twin_assert_unchanged(&tw, snap, "k schedule 0");
+    clg_stats after = twin_stats(&tw);
+    assert_int_equal(after.micro_steps, before.micro_steps);
+    assert_int_equal(after.updates, 1);
+    free(snap);
+    free(g);
+    twin_free(&tw);
+}
+
 static void test_lr_scale(void **state)
 {
     (void)state;
@@ -295,9 +330,9 @@ static int group_teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bad_config),  cmocka_unit_test(test_null_handles),
-        cmocka_unit_test(test_build_phase), cmocka_unit_test(test_bad_indices_and_steps),
-        cmocka_unit_test(test_lr_scale),
+        cmocka_unit_test(test_bad_config),      cmocka_unit_test(test_null_handles),
+        cmocka_unit_test(test_build_phase),     cmocka_unit_test(test_bad_indices_and_steps),
+        cmocka_unit_test(test_k_schedule_zero), cmocka_unit_test(test_lr_scale),
     };
     return cmocka_run_group_tests_name("invalid", tests, group_setup, group_teardown);
 }

@@ -101,6 +101,14 @@ static void test_dynamic_sequence(void **state)
             fail_msg("cycle %zu: non-blocking scale %g, want %g or the stale %g", c, (double)nb,
                      tw.ref.loss_scale, L);
         prev = L;
+        /* non-blocking statistics: at most one update stale */
+        clg_stats snb;
+        OK(clg_model_stats(tw.model, 0, &snb));
+        if (snb.updates + snb.skipped_updates + 1 < updates + skipped)
+            fail_msg("cycle %zu: non-blocking stats %llu+%llu updates, more than one stale "
+                     "(now %llu+%llu)",
+                     c, (unsigned long long)snb.updates, (unsigned long long)snb.skipped_updates,
+                     (unsigned long long)updates, (unsigned long long)skipped);
         at_max += tw.ref.loss_scale == 262144.0;
         at_min += tw.ref.loss_scale == 16384.0;
         clg_stats s = twin_stats(&tw);

@@ -122,6 +122,39 @@ int twin_micro(twin *tw, const float *g, float w)
     return updated;
 }
 
+int twin_micro_b(twin *tw, const float *g, float w)
+{
+    cl_command_queue q = clg_context_queue(tw->ctx);
+    float beta = clg_accum_beta(tw->model);
+    assert_true(beta == 0.0f || beta == 1.0f);
+    size_t off = 0;
+    for (size_t t = 0; t < clg_model_tensor_count(tw->model); t++) {
+        clg_view v;
+        CHECK_OK(clg_model_acc_view(tw->model, (int)t, &v));
+        float *buf = tu_xmalloc(v.count * sizeof(float));
+        if (beta == 1.0f)
+            assert_int_equal(clEnqueueReadBuffer(q, v.mem, CL_TRUE, v.offset * sizeof(float),
+                                                 v.count * sizeof(float), buf, 0, NULL, NULL),
+                             CL_SUCCESS);
+        for (size_t i = 0; i < v.count; i++)
+            buf[i] = (beta == 1.0f ? buf[i] : 0.0f) + w * g[off + i];
+        assert_int_equal(clEnqueueWriteBuffer(q, v.mem, CL_TRUE, v.offset * sizeof(float),
+                                              v.count * sizeof(float), buf, 0, NULL, NULL),
+                         CL_SUCCESS);
+        free(buf);
+        off += v.count;
+    }
+    assert_int_equal(off, tw->n);
+    int updated = -1;
+    CHECK_OK(clg_step(tw->model, NULL, w, &updated));
+    int ref_updated = ref_micro_f(&tw->ref, g, w);
+    if (updated != ref_updated) {
+        fprintf(stderr, "twin_micro_b: device updated=%d, reference %d\n", updated, ref_updated);
+        fail();
+    }
+    return updated;
+}
+
 void twin_check(twin *tw, double rtol, double atol, const char *what)
 {
     char label[160];

@@ -51,6 +51,11 @@ void twin_gradient(const twin *tw, uint64_t cycle, unsigned micro, float *g);
  * Asserts that both agree on whether an update happened; returns it. */
 int twin_micro(twin *tw, const float *g, float w);
 
+/* The same on path B: writes w*g into the accumulator views, honoring
+ * clg_accum_beta (0: overwrite; 1: add, done on the host: read, add,
+ * write), then clg_step(model, NULL, w). */
+int twin_micro_b(twin *tw, const float *g, float w);
+
 /* Downloads params and every state and compares with the reference within
  * rtol/atol; fails the test (after printing the offenders) otherwise. */
 void twin_check(twin *tw, double rtol, double atol, const char *what);

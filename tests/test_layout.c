@@ -43,7 +43,7 @@ static void test_views(void **state)
         assert_int_equal(pv[t].count, lay->counts[t]);
         assert_int_equal(av[t].count, lay->counts[t]);
         assert_int_equal(clg_model_tensor_size(tw.model, (int)t), lay->counts[t]);
-        char name[16];
+        char name[32];
         snprintf(name, sizeof name, "t%zu", t);
         assert_string_equal(clg_model_tensor_name(tw.model, (int)t), name);
         int found = -1;

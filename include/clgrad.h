@@ -197,7 +197,10 @@ typedef enum clg_loss_scale_mode {
     CLG_LOSS_SCALE_DYNAMIC = 2
 } clg_loss_scale_mode;
 
-/* Number of micro-steps of update t (optax every_k_schedule); must be >= 1. */
+/* Number of micro-steps of cycle `update_index` (optax every_k_schedule);
+ * must be >= 1. update_index counts completed cycles, including those whose
+ * update was skipped for non-finite gradients: the host knows it without a
+ * device sync. */
 typedef unsigned (*clg_k_schedule_fn)(uint64_t update_index, void *user);
 
 typedef struct clg_config {

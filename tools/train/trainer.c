@@ -9,6 +9,7 @@
 #include "metrics.h"
 #include "mlp.h"
 #include "order.h"
+#include "position.h"
 #include "progress.h"
 
 #include <errno.h>
@@ -331,74 +332,43 @@ static void print_plan(trainer *t)
 
 /* ------------------------------------------------------------ checkpoints */
 
-#define META_N 8
-static const char *const meta_keys[META_N] = {
-    "train.seed", "train.batch", "train.epoch", "train.next_batch",
-    "train.updates", "train.micro_steps", "train.samples", "train.order"};
+static train_position current_position(const trainer *t)
+{
+    train_position p = {t->opt->seed, t->opt->batch, t->order.n, t->epoch, t->next_batch,
+                        t->updates, t->micro_steps, t->samples};
+    return p;
+}
 
 static int save_checkpoint(trainer *t)
 {
-    char v[META_N][32];
-    const char *vals[META_N];
-    uint64_t nums[META_N - 1] = {t->opt->seed, t->opt->batch, t->epoch, t->next_batch,
-                                 t->updates, t->micro_steps, t->samples};
-    for (int i = 0; i < META_N - 1; i++) {
-        snprintf(v[i], sizeof v[i], "%" PRIu64, nums[i]);
-        vals[i] = v[i];
-    }
-    /* The order is a function of (seed, epoch): xoshiro256** stream per epoch. */
-    snprintf(v[META_N - 1], sizeof v[META_N - 1], "xoshiro256ss-per-epoch");
-    vals[META_N - 1] = v[META_N - 1];
-    clg_status st = clg_checkpoint_save(t->model, t->opt->checkpoint, meta_keys, vals, META_N);
+    train_position p = current_position(t);
+    clg_status st = position_save(t->model, t->opt->checkpoint, &p);
     if (st != CLG_SUCCESS)
-        return fail_clg(t, "saving the checkpoint", st);
+        return fail_clg(t, "--checkpoint", st);
     return 0;
-}
-
-typedef struct resume_meta {
-    uint64_t v[META_N - 1];
-    int have[META_N - 1];
-} resume_meta;
-
-static void on_meta(const char *key, const char *value, void *user)
-{
-    resume_meta *m = user;
-    for (int i = 0; i < META_N - 1; i++) {
-        if (strcmp(key, meta_keys[i]) == 0) {
-            char *end;
-            errno = 0;
-            unsigned long long x = strtoull(value, &end, 10);
-            if (!errno && *value && !*end) {
-                m->v[i] = x;
-                m->have[i] = 1;
-            }
-        }
-    }
 }
 
 static int resume_from(trainer *t)
 {
-    resume_meta m = {0};
-    clg_status st = clg_checkpoint_load(t->model, t->opt->resume, on_meta, &m);
-    if (st != CLG_SUCCESS)
-        return fail_clg(t, "--resume", st);
-    for (int i = 0; i < META_N - 1; i++)
-        if (!m.have[i])
-            return fail(t, "--resume: %s: not a clgrad-train checkpoint (no %s)", t->opt->resume,
-                        meta_keys[i]);
-    if (m.v[0] != t->opt->seed || m.v[1] != t->opt->batch)
+    train_position p;
+    char why[512];
+    if (position_load(t->model, t->opt->resume, &p, why, sizeof why) != 0)
+        return fail(t, "--resume: %s", why);
+    if (p.seed != t->opt->seed || p.batch != t->opt->batch || p.n_train != t->order.n)
         return fail(t,
                     "--resume: %s was saved with --seed %" PRIu64 " --batch %" PRIu64
-                    "; resume with the same values",
-                    t->opt->resume, m.v[0], m.v[1]);
-    t->epoch = m.v[2];
-    t->next_batch = m.v[3];
-    t->updates = m.v[4];
-    t->micro_steps = m.v[5];
-    t->samples = m.v[6];
-    if (t->next_batch > t->batches_per_epoch)
+                    " and %" PRIu64 " training samples; resume with the same values (now %" PRIu64
+                    ", %u, %zu)",
+                    t->opt->resume, p.seed, p.batch, p.n_train, t->opt->seed, t->opt->batch,
+                    t->order.n);
+    if (p.next_batch > t->batches_per_epoch)
         return fail(t, "--resume: %s: batch position %" PRIu64 " beyond the epoch's %" PRIu64,
-                    t->opt->resume, t->next_batch, t->batches_per_epoch);
+                    t->opt->resume, p.next_batch, t->batches_per_epoch);
+    t->epoch = p.epoch;
+    t->next_batch = p.next_batch;
+    t->updates = p.updates;
+    t->micro_steps = p.micro_steps;
+    t->samples = p.samples;
     return 0;
 }
 

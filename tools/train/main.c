@@ -34,6 +34,8 @@ static void print_json(const train_options *o, const train_result *r)
     cJSON_AddNumberToObject(j, "train_seconds", r->train_seconds);
     cJSON_AddNumberToObject(j, "total_seconds", r->total_seconds);
     cJSON_AddNumberToObject(j, "peak_device_bytes", (double)r->peak_device_bytes);
+    cJSON_AddNumberToObject(j, "data_bytes", (double)r->data_bytes);
+    cJSON_AddNumberToObject(j, "activation_bytes", (double)r->activation_bytes);
     cJSON_AddStringToObject(j, "device", r->device);
     char *s = cJSON_PrintUnformatted(j);
     if (s)

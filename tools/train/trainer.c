@@ -774,6 +774,8 @@ int train_run(const train_options *opt, const train_io *io, train_result *res, c
     res->samples_per_s =
         t->train_seconds > 0 ? (double)(t->samples - t->samples_at_start) / t->train_seconds : 0;
     res->peak_device_bytes = clg_context_peak_device_bytes(t->ctx);
+    res->data_bytes = t->dtrain.bytes + t->dtest.bytes;
+    res->activation_bytes = t->net->act_bytes;
     rc = 0;
 out:
     teardown(t);

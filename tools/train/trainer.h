@@ -32,6 +32,8 @@ typedef struct train_result {
     float lr;                          /* base lr after --lr-scale */
     double train_seconds, total_seconds, samples_per_s;
     uint64_t peak_device_bytes;        /* clgrad's peak incl. reservations */
+    uint64_t data_bytes;               /* of which the data set on the device */
+    uint64_t activation_bytes;         /* of which activations (final b) */
     char device[128];
 } train_result;
 

@@ -19,9 +19,11 @@ if ! command -v clang >/dev/null 2>&1; then
 fi
 
 if [ ! -f "$build/build.ninja" ]; then
+    setup_log=$(mktemp)
     CC=clang meson setup "$build" -Dfuzz=true -Dtests=disabled -Dtrainer=disabled \
-        -Dbench=false -Dbuildtype=debugoptimized >"$build.setup.log" 2>&1 ||
-        { cat "$build.setup.log" >&2; exit 1; }
+        -Dbench=false -Dbuildtype=debugoptimized >"$setup_log" 2>&1 ||
+        { cat "$setup_log" >&2; rm -f "$setup_log"; exit 1; }
+    rm -f "$setup_log"
 fi
 ninja -C "$build" fuzz/fuzz_checkpoint fuzz/fuzz_idx
 

@@ -16,6 +16,9 @@
  * exact float bits "0x3f800000", cycles, micro_total) and "clgrad.crc32.<key>" for every
  * tensor; every other metadata key belongs to the caller.
  *
+ * Host memory: a save stages the whole state once; a load stages the file
+ * and a copy of the live state (to undo a device failure half-way through).
+ *
  * The layout (which tensors, which dtypes, in which order) is derived from
  * the live model, so the writer and the reader agree by construction; the
  * parser works on bytes in memory and needs no device (fuzz/). */

@@ -896,6 +896,19 @@ clg_status clg_checkpoint_load(clg_model *model, const char *path, clg_meta_fn m
         goto done;
     }
 
+    /* A mid-cycle checkpoint needs a cycle at least as long as the part
+     * already taken (k may have changed between runs). */
+    const clg_config *cfg = &model->cfg;
+    unsigned k = cfg->k_schedule ? cfg->k_schedule(parsed.state.cycles, cfg->k_schedule_user)
+                                 : cfg->accum_steps;
+    if (parsed.state.micro >= k) {
+        st = clg__fail(ctx, CLG_ERR_MISMATCH,
+                       "clg_checkpoint_load: '%s': the checkpoint is %u micro-steps into a "
+                       "cycle, but the model's cycle %llu has %u",
+                       path, parsed.state.micro, (unsigned long long)parsed.state.cycles, k);
+        goto done;
+    }
+
     long noise = clg__ckpt_layout_find(&layout, CLG_CKPT_NOISE_KEY);
     if (noise >= 0 && layout.entries[noise].shape_differs) {
         /* Saved on a device with another reduction layout: drop the

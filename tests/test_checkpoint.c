@@ -660,6 +660,22 @@ static void test_strict_mismatch(void **state)
     no_amsgrad.amsgrad = 0;
     expect_mismatch(path, &no_amsgrad, NULL, "state2");
     unlink(path);
+
+    /* mid-cycle (2 of 3 micro-steps taken) into a model whose cycle is 2 */
+    a = build_model(&cfg, NULL, 1);
+    OK(train(a, 0, 0, 1));
+    clg_grads *g = NULL;
+    OK(clg_grads_create(a, CLG_FP32, &g));
+    OK(micro_step(a, g, 1, 0));
+    OK(micro_step(a, g, 1, 1));
+    clg_grads_destroy(g);
+    assert_int_equal(clg_micro_step_index(a), 2);
+    OK(clg_checkpoint_save(a, path, NULL, NULL, 0));
+    clg_model_destroy(a);
+    clg_config short_cycle = cfg;
+    short_cycle.accum_steps = 2;
+    expect_mismatch(path, &short_cycle, NULL, "2 micro-steps into a cycle");
+    unlink(path);
     free(path);
 }
 

@@ -1,0 +1,78 @@
+/* trainer_internal.h - the state of one clgrad-train run, shared by the
+ * files of the trainer: trainer_setup.c (model, gradients, buffers,
+ * activations, memory plan, teardown), trainer_loop.c (micro-steps,
+ * updates, evaluation, metrics, checkpoints) and trainer.c (the run and
+ * its outputs). Not part of train_core's interface. */
+#ifndef TRAIN_TRAINER_INTERNAL_H
+#define TRAIN_TRAINER_INTERNAL_H
+
+#include "devdata.h"
+#include "mlp.h"
+#include "order.h"
+#include "progress.h"
+#include "trainer.h"
+
+#include <stdio.h>
+
+typedef struct trainer {
+    const train_options *opt;
+    train_result *res;
+    char *err;
+    size_t errlen;
+
+    clg_context *ctx;
+    int own_ctx;
+    uint64_t old_budget;
+    dataset train_ds, test_ds; /* loaded here (else the caller's) */
+    const dataset *train, *test;
+    devdata dtrain, dtest;
+
+    unsigned dims[MLP_MAX_LAYERS + 1];
+    int n_dims;
+    mlp *net;
+    clg_model *model;
+    clg_grads *grads;
+    cl_mem scratch;            /* fp32 gradients before fp16/bf16 stores */
+    uint64_t scratch_bytes;    /* reserved */
+    clg_view scratch_view[2 * MLP_MAX_LAYERS];
+    clg_view targets[2 * MLP_MAX_LAYERS];
+    clg_view grad_view[2 * MLP_MAX_LAYERS];
+    int n_tensors;
+    cl_mem sums, eval_sums, one;
+    clg_view scale;
+
+    batch_order order;
+    unsigned b, k;
+    unsigned cycle_k;          /* micro-steps of the current cycle (k_schedule) */
+    uint64_t total_updates, batches_per_epoch;
+
+    uint64_t updates, micro_steps, samples;
+    uint64_t epoch, next_batch; /* position of the next batch */
+    uint64_t samples_at_start; /* samples of a resumed run before it */
+    uint64_t updates_at_start;
+    double train_seconds;
+    FILE *metrics;
+    progress prog;
+} trainer;
+
+/* Message into t->err; return -1. */
+int trainer_fail(trainer *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int trainer_fail_clg(trainer *t, const char *what, clg_status st);
+int trainer_fail_cl(trainer *t, const char *what, cl_int e);
+
+/* trainer_setup.c */
+int trainer_load_data(trainer *t, const train_io *io);
+uint64_t trainer_warmup(const trainer *t);
+int trainer_build_model(trainer *t);
+int trainer_setup_gradients(trainer *t);
+int trainer_setup_buffers(trainer *t);
+int trainer_fit_activations(trainer *t);
+void trainer_print_plan(trainer *t);
+void trainer_teardown(trainer *t);
+
+/* trainer_loop.c */
+int trainer_resume(trainer *t);
+int trainer_save(trainer *t);
+int trainer_loop(trainer *t);
+
+#endif /* TRAIN_TRAINER_INTERNAL_H */

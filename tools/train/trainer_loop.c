@@ -1,0 +1,259 @@
+/* trainer_loop.c - running a clgrad-train run: effective batches as
+ * micro-batches through the MLP and clg_step, one sync per update, per-epoch
+ * evaluation and log lines, --metrics rows, and checkpoints with the run's
+ * position (position.h). */
+#include "trainer_internal.h"
+#include "metrics.h"
+#include "position.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ checkpoints */
+
+static train_position current_position(const trainer *t)
+{
+    train_position p = {t->opt->seed, t->opt->batch, t->order.n, t->epoch, t->next_batch,
+                        t->updates, t->micro_steps, t->samples};
+    return p;
+}
+
+int trainer_save(trainer *t)
+{
+    train_position p = current_position(t);
+    clg_status st = position_save(t->model, t->opt->checkpoint, &p);
+    if (st != CLG_SUCCESS)
+        return trainer_fail_clg(t, "--checkpoint", st);
+    return 0;
+}
+
+int trainer_resume(trainer *t)
+{
+    train_position p;
+    char why[512];
+    if (position_load(t->model, t->opt->resume, &p, why, sizeof why) != 0)
+        return trainer_fail(t, "--resume: %s", why);
+    if (p.seed != t->opt->seed || p.batch != t->opt->batch || p.n_train != t->order.n)
+        return trainer_fail(t,
+                    "--resume: %s was saved with --seed %" PRIu64 " --batch %" PRIu64
+                    " and %" PRIu64 " training samples; resume with the same values (now %" PRIu64
+                    ", %u, %zu)",
+                    t->opt->resume, p.seed, p.batch, p.n_train, t->opt->seed, t->opt->batch,
+                    t->order.n);
+    if (p.next_batch > t->batches_per_epoch)
+        return trainer_fail(t, "--resume: %s: batch position %" PRIu64 " beyond the epoch's %" PRIu64,
+                    t->opt->resume, p.next_batch, t->batches_per_epoch);
+    t->epoch = p.epoch;
+    t->next_batch = p.next_batch;
+    t->updates = p.updates;
+    t->micro_steps = p.micro_steps;
+    t->samples = p.samples;
+    return 0;
+}
+
+/* ------------------------------------------------------------ training */
+
+static int zero_sums(trainer *t, cl_mem sums)
+{
+    float z = 0.0f;
+    cl_int e = clEnqueueFillBuffer(clg_context_queue(t->ctx), sums, &z, sizeof z, 0, 4 * sizeof z,
+                                   0, NULL, NULL);
+    return e == CL_SUCCESS ? 0 : trainer_fail_cl(t, "clearing sums", e);
+}
+
+static int read_sums(trainer *t, cl_mem sums, float out[4])
+{
+    cl_int e = clEnqueueReadBuffer(clg_context_queue(t->ctx), sums, CL_TRUE, 0, 4 * sizeof(float),
+                                   out, 0, NULL, NULL);
+    return e == CL_SUCCESS ? 0 : trainer_fail_cl(t, "reading sums", e);
+}
+
+static int evaluate(trainer *t, double *loss, double *acc)
+{
+    if (zero_sums(t, t->eval_sums) != 0)
+        return -1;
+    unsigned cap = t->net->cap;
+    for (size_t off = 0; off < t->dtest.n; off += cap) {
+        cl_uint rows = (cl_uint)(t->dtest.n - off < cap ? t->dtest.n - off : cap);
+        mlp_source src = {t->dtest.images, t->dtest.labels, t->dtest.idx, (cl_uint)off};
+        cl_int e = mlp_forward(t->net, &src, rows, t->one, 0, 1.0f, 0);
+        if (e == CL_SUCCESS)
+            e = mlp_sum(t->net, rows, t->eval_sums);
+        if (e != CL_SUCCESS)
+            return trainer_fail_cl(t, "evaluation", e);
+    }
+    float s[4];
+    if (read_sums(t, t->eval_sums, s) != 0)
+        return -1;
+    *loss = s[0] / (double)t->dtest.n;
+    *acc = s[1] / (double)t->dtest.n;
+    return 0;
+}
+
+/* One effective batch perm[start .. start + len) as micro-batches of b. */
+static int run_batch(trainer *t, size_t start, size_t len)
+{
+    const train_options *o = t->opt;
+    size_t km = order_micro_count(len, t->b);
+    t->cycle_k = (unsigned)km;
+    int updated = 0;
+    for (size_t i = 0; i < km; i++) {
+        cl_uint rows = (cl_uint)order_micro_len(len, t->b, i);
+        mlp_source src = {t->dtrain.images, t->dtrain.labels, t->dtrain.idx,
+                          (cl_uint)(start + i * t->b)};
+        /* Path B: the backward writes rows x mean gradient (the sum) into
+         * the accumulator itself. Paths A/C: clgrad multiplies the
+         * gradients by the weight, so they carry the mean. Either way the
+         * library divides by the sum of weights: the exact mean over B. */
+        float mult = o->path == GRAD_PATH_B ? 1.0f : 1.0f / (float)rows;
+        cl_int e = mlp_forward(t->net, &src, rows, t->scale.mem, t->scale.offset, mult, 1);
+        if (e == CL_SUCCESS)
+            e = mlp_sum(t->net, rows, t->sums);
+        float beta = o->path == GRAD_PATH_B ? clg_accum_beta(t->model) : 0.0f;
+        if (e == CL_SUCCESS)
+            e = mlp_backward(t->net, rows, t->targets, beta);
+        for (int j = 0; j < t->n_tensors && e == CL_SUCCESS && t->scratch; j++)
+            e = mlp_convert(&t->net->k, o->grad_dtype, t->scratch, t->scratch_view[j].offset,
+                            t->grad_view[j].mem, t->grad_view[j].offset,
+                            (cl_uint)t->scratch_view[j].count);
+        if (e != CL_SUCCESS)
+            return trainer_fail_cl(t, "micro-step", e);
+        /* Weight = samples in the micro-batch. */
+        clg_status st = clg_step(t->model, o->path == GRAD_PATH_B ? NULL : t->grads, (float)rows,
+                                 &updated);
+        if (st != CLG_SUCCESS)
+            return trainer_fail_clg(t, "clg_step", st);
+        t->micro_steps++;
+        t->samples += rows;
+    }
+    if (!updated) {
+        clg_status st = clg_flush(t->model);
+        if (st != CLG_SUCCESS)
+            return trainer_fail_clg(t, "clg_flush", st);
+    }
+    t->updates++;
+    return 0;
+}
+
+static int write_metrics_row(trainer *t, size_t len)
+{
+    float s[4];
+    if (read_sums(t, t->sums, s) != 0)
+        return -1;
+    float z = 0.0f;
+    cl_int e = clEnqueueFillBuffer(clg_context_queue(t->ctx), t->sums, &z, sizeof z,
+                                   2 * sizeof z, sizeof z, 0, NULL, NULL);
+    if (e != CL_SUCCESS)
+        return trainer_fail_cl(t, "clearing sums", e);
+    clg_stats st;
+    clg_status cs = clg_model_stats(t->model, 1, &st);
+    if (cs != CLG_SUCCESS)
+        return trainer_fail_clg(t, "clg_model_stats", cs);
+    metrics_row r = {
+        .update = t->updates,
+        .micro_steps = t->micro_steps,
+        .samples = t->samples,
+        .epoch = (unsigned)t->epoch + 1,
+        .loss = s[2] / (double)len,
+        .lr = st.lr,
+        .grad_norm = st.grad_norm,
+        .loss_scale = st.loss_scale,
+        .skipped_updates = st.skipped_updates,
+        .samples_per_s = t->train_seconds > 0
+                             ? (double)(t->samples - t->samples_at_start) / t->train_seconds
+                             : 0,
+    };
+    if (metrics_write(t->metrics, &r) != 0)
+        return trainer_fail(t, "--metrics: %s: %s", t->opt->metrics, strerror(errno));
+    return 0;
+}
+
+int trainer_loop(trainer *t)
+{
+    const train_options *o = t->opt;
+    cl_command_queue q = clg_context_queue(t->ctx);
+    uint64_t epochs_total = (t->total_updates + t->batches_per_epoch - 1) / t->batches_per_epoch;
+    uint64_t start_samples = t->samples_at_start = t->samples;
+    t->updates_at_start = t->updates;
+    int done = t->updates >= t->total_updates;
+    if (done) { /* resumed at the end: nothing left but the evaluation */
+        double loss, acc;
+        if (evaluate(t, &loss, &acc) != 0)
+            return -1;
+        t->res->test_loss = loss;
+        t->res->test_accuracy = acc;
+    }
+    while (!done) {
+        order_shuffle(&t->order, t->epoch);
+        cl_int e = devdata_set_order(&t->dtrain, t->order.perm);
+        if (e != CL_SUCCESS)
+            return trainer_fail_cl(t, "uploading the data order", e);
+        if (zero_sums(t, t->sums) != 0)
+            return -1;
+        double epoch_t0 = t->train_seconds;
+        uint64_t epoch_samples = 0;
+        t->res->epochs = (unsigned)t->epoch + 1;
+        while (t->next_batch < t->batches_per_epoch) {
+            size_t start, len;
+            order_batch(&t->order, t->next_batch, &start, &len);
+            double t0 = progress_now();
+            if (run_batch(t, start, len) != 0)
+                return -1;
+            t->next_batch++;
+            epoch_samples += len;
+            /* One sync per update keeps the host from running ahead of the
+             * device, so rates and the bar are true. */
+            if ((e = clFinish(q)) != CL_SUCCESS)
+                return trainer_fail_cl(t, "training", e);
+            t->train_seconds += progress_now() - t0;
+            if (t->metrics && write_metrics_row(t, len) != 0)
+                return -1;
+            if (progress_due(&t->prog, t->updates)) {
+                float s[4];
+                if (read_sums(t, t->sums, s) != 0)
+                    return -1;
+                progress_update(&t->prog, t->updates, t->samples - start_samples,
+                                t->train_seconds, (unsigned)t->epoch + 1,
+                                epoch_samples ? s[0] / (double)epoch_samples : NAN);
+            }
+            if (o->save_every && t->updates % o->save_every == 0 && trainer_save(t) != 0)
+                return -1;
+            if (t->updates >= t->total_updates ||
+                (o->stop_after && t->updates - t->updates_at_start >= o->stop_after)) {
+                done = 1;
+                break;
+            }
+        }
+        float s[4];
+        if (read_sums(t, t->sums, s) != 0)
+            return -1;
+        double test_loss = 0, test_acc = 0;
+        if (evaluate(t, &test_loss, &test_acc) != 0)
+            return -1;
+        double secs = t->train_seconds - epoch_t0;
+        t->res->train_loss = epoch_samples ? s[0] / (double)epoch_samples : 0;
+        t->res->train_accuracy = epoch_samples ? s[1] / (double)epoch_samples : 0;
+        t->res->test_loss = test_loss;
+        t->res->test_accuracy = test_acc;
+        char extra[128] = "";
+        if (o->loss_scale != CLG_LOSS_SCALE_NONE) {
+            clg_stats st;
+            if (clg_model_stats(t->model, 1, &st) == CLG_SUCCESS)
+                snprintf(extra, sizeof extra, "  loss scale %g  skipped %" PRIu64, st.loss_scale,
+                         st.skipped_updates);
+        }
+        progress_log(&t->prog,
+                     "epoch %" PRIu64 "/%" PRIu64 ": loss %.4f  train acc %.4f  test acc %.4f  "
+                     "test loss %.4f  %.1f s  %.0f samples/s%s\n",
+                     t->epoch + 1, epochs_total, t->res->train_loss, t->res->train_accuracy,
+                     test_acc, test_loss, secs, secs > 0 ? epoch_samples / secs : 0.0, extra);
+        if (t->next_batch >= t->batches_per_epoch) {
+            t->epoch++;
+            t->next_batch = 0;
+        }
+    }
+    return 0;
+}

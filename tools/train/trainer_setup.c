@@ -1,0 +1,293 @@
+/* trainer_setup.c - building a clgrad-train run: data, model on clgrad,
+ * gradient targets per path, small buffers, activations that fit (with
+ * --auto-micro-batch halving), the memory plan, and the teardown. */
+#include "trainer_internal.h"
+#include "memplan.h"
+#include "metrics.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static unsigned k_of_cycle(uint64_t update_index, void *user)
+{
+    (void)update_index;
+    const trainer *t = user;
+    return t->cycle_k ? t->cycle_k : 1;
+}
+/* ------------------------------------------------------------ setup */
+
+static float default_lr(clg_optimizer o)
+{
+    switch (o) {
+    case CLG_SGD: return 0.05f;
+    case CLG_LION: return 1e-4f;
+    default: return 1e-3f;
+    }
+}
+
+int trainer_load_data(trainer *t, const train_io *io)
+{
+    if (io && io->train) {
+        t->train = io->train;
+    } else {
+        if (dataset_load(t->opt->data_dir, "train", &t->train_ds, t->err, t->errlen) != 0)
+            return -1;
+        t->train = &t->train_ds;
+    }
+    if (io && io->test) {
+        t->test = io->test;
+    } else {
+        if (dataset_load(t->opt->data_dir, "t10k", &t->test_ds, t->err, t->errlen) != 0)
+            return -1;
+        t->test = &t->test_ds;
+    }
+    if (t->train->dim != t->test->dim)
+        return trainer_fail(t, "training images have %zu pixels but test images %zu", t->train->dim,
+                    t->test->dim);
+    return 0;
+}
+
+/* A decaying schedule needs at least one update after the warmup. */
+uint64_t trainer_warmup(const trainer *t)
+{
+    uint64_t cap = t->opt->schedule == CLG_SCHED_CONSTANT ? t->total_updates
+                                                          : t->total_updates - 1;
+    return t->opt->warmup < cap ? t->opt->warmup : cap;
+}
+
+int trainer_build_model(trainer *t)
+{
+    const train_options *o = t->opt;
+    clg_config cfg = clg_config_default(o->optimizer);
+    float lr = o->lr > 0 ? o->lr : default_lr(o->optimizer);
+    if (o->lr_scale != CLG_LR_RULE_NONE) {
+        float scaled;
+        clg_status st = clg_lr_scale(o->lr_scale, lr, o->base_batch, o->batch, &scaled);
+        if (st != CLG_SUCCESS)
+            return trainer_fail(t, "--lr-scale: %s", clg_last_error(NULL));
+        lr = scaled;
+    }
+    t->res->lr = lr;
+    cfg.lr = lr;
+    if (o->weight_decay >= 0)
+        cfg.weight_decay = o->weight_decay;
+    if (o->optimizer == CLG_SGD)
+        cfg.momentum = 0.9f;
+    cfg.schedule.kind = o->schedule;
+    cfg.schedule.total = t->total_updates;
+    cfg.schedule.warmup = trainer_warmup(t);
+    cfg.schedule.min_lr = 0.0f;
+    cfg.accum_steps = t->k;
+    cfg.k_schedule = k_of_cycle;
+    cfg.k_schedule_user = t;
+    cfg.fuse_last_micro_step = o->path == GRAD_PATH_C;
+    cfg.clip_norm = o->clip;
+    cfg.loss_scale = o->loss_scale;
+    if (o->loss_scale == CLG_LOSS_SCALE_STATIC)
+        cfg.loss_scale_init = o->loss_scale_value;
+    /* Loss scaling skips overflowing updates (GradScaler); --metrics wants
+     * the gradient norm, which the skip check computes on the way. */
+    if (o->loss_scale != CLG_LOSS_SCALE_NONE || o->metrics)
+        cfg.nonfinite = CLG_NONFINITE_SKIP_UPDATE;
+    cfg.seed = o->seed;
+
+    clg_status st = clg_model_create(t->ctx, &cfg, &t->model);
+    if (st != CLG_SUCCESS)
+        return trainer_fail_clg(t, "creating the model", st);
+    int no_decay = 0;
+    st = clg_model_add_group(t->model, "no_decay", 1.0f, 0.0f, &no_decay);
+    if (st == CLG_SUCCESS)
+        st = mlp_add_tensors(t->net, t->model, no_decay);
+    if (st != CLG_SUCCESS)
+        return trainer_fail_clg(t, "defining the model", st);
+    st = clg_model_finalize(t->model);
+    if (st != CLG_SUCCESS)
+        return trainer_fail_clg(t, "allocating the model", st);
+    st = mlp_bind(t->net, t->model);
+    if (st != CLG_SUCCESS)
+        return trainer_fail_clg(t, "binding the model", st);
+    t->n_tensors = 2 * t->net->n_layers;
+
+    uint64_t n = clg_model_param_count(t->model);
+    t->res->params = n;
+    float *host = malloc(n * sizeof *host);
+    if (!host)
+        return trainer_fail(t, "out of host memory (%" PRIu64 " parameters)", n);
+    mlp_init_params(t->dims, t->n_dims, o->seed, host);
+    st = clg_model_upload_params(t->model, -1, host);
+    free(host);
+    if (st != CLG_SUCCESS)
+        return trainer_fail_clg(t, "uploading the initial parameters", st);
+    return 0;
+}
+
+/* Gradient targets of the backward: the accumulator (path B), clgrad's
+ * gradient buffers (A/C, fp32), or a fp32 scratch converted into them. */
+int trainer_setup_gradients(trainer *t)
+{
+    const train_options *o = t->opt;
+    clg_status st;
+    for (int i = 0; i < t->n_tensors; i++) {
+        st = clg_model_acc_view(t->model, i, &t->targets[i]);
+        if (st != CLG_SUCCESS)
+            return trainer_fail_clg(t, "accumulator view", st);
+    }
+    if (o->path == GRAD_PATH_B)
+        return 0;
+    st = clg_grads_create(t->model, o->grad_dtype, &t->grads);
+    if (st != CLG_SUCCESS)
+        return trainer_fail_clg(t, "creating the gradient buffers", st);
+    for (int i = 0; i < t->n_tensors; i++) {
+        st = clg_grads_view(t->grads, i, &t->grad_view[i]);
+        if (st != CLG_SUCCESS)
+            return trainer_fail_clg(t, "gradient buffer view", st);
+        t->targets[i] = t->grad_view[i];
+    }
+    if (o->grad_dtype == CLG_FP32)
+        return 0;
+    uint64_t n = clg_model_param_count(t->model);
+    t->scratch_bytes = 4 * n;
+    st = clg_context_reserve(t->ctx, t->scratch_bytes);
+    if (st != CLG_SUCCESS) {
+        t->scratch_bytes = 0;
+        return trainer_fail_clg(t, "fp32 gradient scratch", st);
+    }
+    cl_int e;
+    t->scratch = clCreateBuffer(clg_context_cl(t->ctx), CL_MEM_READ_WRITE, 4 * n, NULL, &e);
+    if (e != CL_SUCCESS)
+        return trainer_fail_cl(t, "fp32 gradient scratch", e);
+    size_t off = 0;
+    for (int i = 0; i < t->n_tensors; i++) {
+        size_t cnt = clg_model_tensor_size(t->model, i);
+        t->scratch_view[i] = (clg_view){t->scratch, off, cnt};
+        t->targets[i] = t->scratch_view[i];
+        off += cnt;
+    }
+    return 0;
+}
+
+int trainer_setup_buffers(trainer *t)
+{
+    cl_context cl = clg_context_cl(t->ctx);
+    cl_int e1, e2, e3;
+    float zeros[4] = {0}, one = 1.0f;
+    t->sums = clCreateBuffer(cl, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof zeros, zeros, &e1);
+    t->eval_sums =
+        clCreateBuffer(cl, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof zeros, zeros, &e2);
+    t->one = clCreateBuffer(cl, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sizeof one, &one, &e3);
+    if (e1 != CL_SUCCESS || e2 != CL_SUCCESS || e3 != CL_SUCCESS)
+        return trainer_fail_cl(t, "small buffers", e1 != CL_SUCCESS ? e1 : e2 != CL_SUCCESS ? e2 : e3);
+    /* The loss-gradient kernel multiplies by clgrad's current loss scale,
+     * read on the device; without scaling a constant 1 does. */
+    if (t->opt->loss_scale == CLG_LOSS_SCALE_NONE ||
+        clg_model_loss_scale_view(t->model, &t->scale) != CLG_SUCCESS) {
+        if (t->opt->loss_scale != CLG_LOSS_SCALE_NONE)
+            return trainer_fail_clg(t, "loss scale view", CLG_ERR_UNSUPPORTED);
+        t->scale = (clg_view){t->one, 0, 1};
+    }
+    return 0;
+}
+
+static uint64_t available_bytes(trainer *t)
+{
+    uint64_t used = clg_context_device_bytes(t->ctx);
+    uint64_t cap = clg_context_budget(t->ctx);
+    if (!cap)
+        cap = clg_context_device_info(t->ctx)->global_mem_size;
+    return cap > used ? cap - used : 0;
+}
+
+/* Activations for micro-batch b; with --auto-micro-batch, halves b (and
+ * doubles k) until they fit, dropping whatever the current cycle holds so
+ * that the same effective batch restarts from its first sample. */
+int trainer_fit_activations(trainer *t)
+{
+    for (;;) {
+        uint64_t need = mlp_activation_bytes(t->dims, t->n_dims, t->b);
+        uint64_t avail = available_bytes(t);
+        clg_status st = mlp_alloc_activations(t->net, t->b);
+        if (st == CLG_SUCCESS)
+            return 0;
+        if (st != CLG_ERR_OVER_BUDGET && st != CLG_ERR_OUT_OF_DEVICE_MEMORY)
+            return trainer_fail_clg(t, "allocating activations", st);
+        char nb[32], ab[32];
+        memplan_bytes(nb, sizeof nb, need);
+        memplan_bytes(ab, sizeof ab, avail);
+        if (!t->opt->auto_micro_batch || t->b == 1)
+            return trainer_fail(t,
+                        "activations for micro-batch %u need %" PRIu64 " B (%s) but %" PRIu64
+                        " B (%s) are available (%s%s); use a smaller --micro-batch%s",
+                        t->b, need, nb, avail, ab,
+                        st == CLG_ERR_OVER_BUDGET ? "over the memory budget" : "device out of memory",
+                        t->opt->vram ? " set by --vram" : "",
+                        t->opt->auto_micro_batch ? "" : " or --auto-micro-batch");
+        unsigned nb2 = (t->b + 1) / 2;
+        unsigned k2 = (unsigned)((t->opt->batch + nb2 - 1) / nb2);
+        progress_log(&t->prog,
+                     "auto micro-batch: activations for micro-batch %u need %s, %s available "
+                     "(%s); retrying with micro-batch %u, k = %u (effective batch %u unchanged)\n",
+                     t->b, nb, ab, st == CLG_ERR_OVER_BUDGET ? "over budget" : "out of memory",
+                     nb2, k2, t->opt->batch);
+        t->b = nb2;
+        t->k = k2;
+        t->res->halvings++;
+        if (t->model)
+            clg_reset_cycle(t->model);
+    }
+}
+
+void trainer_print_plan(trainer *t)
+{
+    if (t->opt->quiet)
+        return;
+    memplan p = {0};
+    clg_model_memory(t->model, &p.model);
+    if (t->grads && p.model.grad_buffers == 0) {
+        /* clgrad's plan leaves the gradient buffers out; count them here. */
+        p.model.grad_buffers =
+            t->res->params * (t->opt->grad_dtype == CLG_FP32 ? 4u : 2u);
+        p.model.total += p.model.grad_buffers;
+    }
+    p.activations = mlp_activation_bytes(t->dims, t->n_dims, t->b);
+    p.micro_batch = t->b;
+    p.grad_scratch = t->scratch_bytes;
+    p.data = t->dtrain.bytes + t->dtest.bytes;
+    memplan_total(&p);
+    p.is_budget = clg_context_budget(t->ctx) != 0;
+    p.available = p.is_budget ? clg_context_budget(t->ctx)
+                              : clg_context_device_info(t->ctx)->global_mem_size;
+    progress_clear(&t->prog);
+    memplan_print(stderr, &p, clg_context_device_info(t->ctx)->name, t->res->params);
+}
+
+void trainer_teardown(trainer *t)
+{
+    if (t->metrics)
+        metrics_close(t->metrics);
+    if (t->net)
+        mlp_free_activations(t->net);
+    if (t->scratch)
+        clReleaseMemObject(t->scratch);
+    if (t->scratch_bytes)
+        clg_context_unreserve(t->ctx, t->scratch_bytes);
+    if (t->sums)
+        clReleaseMemObject(t->sums);
+    if (t->eval_sums)
+        clReleaseMemObject(t->eval_sums);
+    if (t->one)
+        clReleaseMemObject(t->one);
+    clg_grads_destroy(t->grads);
+    clg_model_destroy(t->model);
+    mlp_destroy(t->net);
+    devdata_release(&t->dtrain);
+    devdata_release(&t->dtest);
+    order_free(&t->order);
+    dataset_free(&t->train_ds);
+    dataset_free(&t->test_ds);
+    if (t->ctx && !t->own_ctx)
+        clg_context_set_budget(t->ctx, t->old_budget);
+    if (t->own_ctx)
+        clg_context_destroy(t->ctx);
+}

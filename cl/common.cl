@@ -85,7 +85,6 @@ inline ushort4 float4_to_bf16x4_rne(float4 f)
                      float_to_bf16_rne(f.w));
 }
 
-inline int all_finite4(float4 v) { return all(isfinite(v)); }
 
 /* ---- variant-selected loads and stores (defaults: fp32) ---- */
 
@@ -137,21 +136,53 @@ inline float4 store_acc4(global void *acc, ulong i, float4 v, uint seed)
 #endif
 }
 
-/* Work-group reduction of (sum of squares, non-finite flag) into one
- * partial, in a fixed tree order so results are bitwise reproducible. */
-inline void reduce_partial(float ss, float nf, local float2 *scratch,
-                           global float2 *partials, ulong base)
+/* Reduction passes give every work-item ITEMS float4s (a fixed, unrolled
+ * count: no loop for the compiler to keep), so the tree below is paid once
+ * per WG * ITEMS float4s. */
+#ifndef ITEMS
+#define ITEMS 8
+#endif
+
+/* Work-group sum in a fixed tree order, so that the result is bitwise
+ * reproducible. Every work-item of the group must call it; all of them get
+ * the result. Sums of squares carry the non-finite check for free: an inf
+ * or NaN element (or a square that overflows fp32) makes the sum inf/NaN,
+ * which is the total-norm check of PyTorch's clip_grad_norm_. */
+inline float group_sum(float v, local float *scratch)
 {
     uint lid = get_local_id(0);
-    scratch[lid] = (float2)(ss, nf);
+    scratch[lid] = v;
     barrier(CLK_LOCAL_MEM_FENCE);
     for (uint s = WG / 2; s > 0; s >>= 1) {
         if (lid < s)
-            scratch[lid] = (float2)(scratch[lid].x + scratch[lid + s].x,
-                                    fmax(scratch[lid].y, scratch[lid + s].y));
+            scratch[lid] += scratch[lid + s];
         barrier(CLK_LOCAL_MEM_FENCE);
     }
-    if (lid == 0)
-        partials[base + get_group_id(0)] = scratch[0];
+    float r = scratch[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return r;
 }
 
+/* Writes the group's sum to partials[base + group]. */
+inline void write_partial(float v, local float *scratch, global float *partials, ulong base)
+{
+    float r = group_sum(v, scratch);
+    if (get_local_id(0) == 0)
+        partials[base + get_group_id(0)] = r;
+}
+
+/* Second stage, by one work-group: partials[base .. base + n) summed with a
+ * fixed assignment of partials to work-items, then the tree. */
+inline float sum_partials(global const float *partials, ulong base, uint n, local float *scratch)
+{
+    float acc = 0.0f;
+    for (uint i = get_local_id(0); i < n; i += WG)
+        acc += partials[base + i];
+    return group_sum(acc, scratch);
+}
+
+/* The float4 a work-item handles in round r of a reduction pass. */
+inline ulong reduce_index(uint r)
+{
+    return get_group_id(0) * (ulong)(WG * ITEMS) + (ulong)r * WG + get_local_id(0);
+}

@@ -1,9 +1,11 @@
-/* prologue.cl - one-work-item kernels that turn reduction partials into
- * the step block, so that no per-step decision needs the host:
+/* prologue.cl - one-work-group kernels that reduce the partials of the
+ * streaming passes (second stage, fixed order) and turn them into the step
+ * block, so that no per-step decision needs the host:
  *   prologue        end of cycle: norm, clip coefficient, skip flag, grad
  *                   scale, lr schedule, bias corrections, loss-scale update,
  *                   noise-scale estimate, counters.
  *   micro_prologue  skip-micro mode: verdict on one micro-step's gradient.
+ *   fold_small      noise scale: the first micro-step's statistics.
  * Variants (-D): STATS, CLIP, POLICY (0 ignore, 1 skip update, 2 skip micro,
  * 3 error), LOSS_SCALE (0 none, 1 static, 2 dynamic), MEAN, SCHED (0
  * constant, 1 linear, 2 cosine), NOISE. */
@@ -33,16 +35,6 @@
 #define POLICY_SKIP_MICRO 2
 #define POLICY_ERROR 3
 
-inline float2 sum_partials(global const float2 *partials, ulong base, uint n)
-{
-    float2 acc = (float2)(0.0f, 0.0f);
-    for (uint i = 0; i < n; i++) {
-        acc.x += partials[base + i].x;
-        acc.y = fmax(acc.y, partials[base + i].y);
-    }
-    return acc;
-}
-
 inline float scheduled_lr(uint t, float lr, ulong warmup, ulong total, float min_lr)
 {
     if ((ulong)t < warmup)
@@ -68,13 +60,21 @@ inline float bias_correction(float beta, uint s)
     return beta == 0.0f ? 1.0f : -expm1((float)s * log(beta));
 }
 
-kernel void prologue(global uint *sb, global const float2 *partials, uint n_main,
-                     ulong small_base, uint n_small, float weight_sum, float small_weight,
-                     float lr, ulong warmup, ulong total, float min_lr, float beta1,
+__attribute__((reqd_work_group_size(WG, 1, 1)))
+kernel void prologue(global uint *sb, global const float *partials, uint n_main,
+                     float weight_sum, float lr, ulong warmup, ulong total, float min_lr, float beta1,
                      float beta2, float max_norm, float growth, float backoff,
                      uint interval, float scale_min, float scale_max, float noise_ema)
 {
-    if (get_global_id(0) != 0)
+    local float scratch[WG];
+#if STATS
+    float sumsq = sum_partials(partials, 0, n_main, scratch);
+#else
+    (void)partials;
+    (void)n_main;
+    (void)scratch;
+#endif
+    if (get_local_id(0) != 0)
         return;
     uint t = sb[SB_T];
 #if LOSS_SCALE
@@ -96,9 +96,7 @@ kernel void prologue(global uint *sb, global const float2 *partials, uint n_main
     uint nonfinite = 0;
     float coef = 1.0f;
 #if STATS
-    float2 total_stats = sum_partials(partials, 0, n_main);
-    float sumsq = total_stats.x;
-    nonfinite = total_stats.y != 0.0f || !isfinite(sumsq);
+    nonfinite = !isfinite(sumsq);
     float norm = sqrt(sumsq) * inv;
     sb[SB_SUMSQ] = as_uint(sumsq);
     sb[SB_GRAD_NORM] = as_uint(norm);
@@ -151,10 +149,10 @@ kernel void prologue(global uint *sb, global const float2 *partials, uint n_main
 
 #if NOISE && STATS
     /* McCandlish et al. 2018, appendix A: two batch sizes, two norms. */
-    float b_small = small_weight;
+    float b_small = sb_float(sb, SB_SMALL_WEIGHT);
     float b_big = w;
     if (!nonfinite && b_big > b_small && b_small > 0.0f) {
-        float small_sumsq = sum_partials(partials, small_base, n_small).x;
+        float small_sumsq = sb_float(sb, SB_SMALL_SUMSQ);
         float ws = b_small * ls;
         float wb = b_big * ls;
         float g_small2 = small_sumsq / (ws * ws);
@@ -170,25 +168,25 @@ kernel void prologue(global uint *sb, global const float2 *partials, uint n_main
         sb[SB_NOISE_COUNT] = count + 1u;
     }
 #else
-    (void)small_base;
-    (void)n_small;
-    (void)small_weight;
     (void)noise_ema;
 #endif
+    sb[SB_SMALL_WEIGHT] = as_uint(0.0f);
     sb[SB_MICRO_COUNT] = 0u;
     sb[SB_WEIGHT_SUM] = as_uint(0.0f);
 }
 
 /* Skip-micro mode: decides whether the micro-step just checked is added
  * (1), added as the first of its cycle (2) or dropped (0). */
-kernel void micro_prologue(global uint *sb, global const float2 *partials, ulong base,
+__attribute__((reqd_work_group_size(WG, 1, 1)))
+kernel void micro_prologue(global uint *sb, global const float *partials, ulong base,
                            uint n, float weight)
 {
-    if (get_global_id(0) != 0)
+    local float scratch[WG];
+    float sumsq = sum_partials(partials, base, n, scratch);
+    if (get_local_id(0) != 0)
         return;
-    float nonfinite = sum_partials(partials, base, n).y;
     uint count = sb[SB_MICRO_COUNT];
-    if (nonfinite != 0.0f) {
+    if (!isfinite(sumsq)) {
         sb[SB_MICRO_OK] = 0u;
         sb[SB_SKIPPED_MICRO] += 1u;
         return;
@@ -196,6 +194,19 @@ kernel void micro_prologue(global uint *sb, global const float2 *partials, ulong
     sb[SB_MICRO_OK] = count == 0u ? 2u : 1u;
     sb[SB_MICRO_COUNT] = count + 1u;
     sb[SB_WEIGHT_SUM] = as_uint(sb_float(sb, SB_WEIGHT_SUM) + weight);
-    if (count == 0u)
-        sb[SB_SMALL_WEIGHT] = as_uint(weight);
+}
+
+/* Noise scale: keeps the first micro-step's sum of squares and weight in the
+ * step block until the end of the cycle (so a checkpoint taken mid-cycle
+ * carries them). */
+__attribute__((reqd_work_group_size(WG, 1, 1)))
+kernel void fold_small(global uint *sb, global const float *partials, ulong base, uint n,
+                       float weight)
+{
+    local float scratch[WG];
+    float sumsq = sum_partials(partials, base, n, scratch);
+    if (get_local_id(0) != 0)
+        return;
+    sb[SB_SMALL_SUMSQ] = as_uint(sumsq);
+    sb[SB_SMALL_WEIGHT] = as_uint(weight);
 }

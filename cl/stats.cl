@@ -3,25 +3,27 @@
  * the accumulator. Same deterministic reduction as the fused pass. */
 
 __attribute__((reqd_work_group_size(WG, 1, 1)))
-kernel void acc_sumsq(global const void *acc, ulong n4, global float2 *partials,
-                        ulong pbase)
+kernel void acc_sumsq(global const void *acc, ulong n4, global float *partials, ulong pbase)
 {
     float ss = 0.0f;
-    float nf = 0.0f;
-    for (ulong i = get_global_id(0); i < n4; i += get_global_size(0)) {
-        float4 v = load_acc4(acc, i);
-        ss += dot(v, v);
-        nf = all_finite4(v) ? nf : 1.0f;
+#pragma unroll
+    for (uint r = 0; r < ITEMS; r++) {
+        ulong i = reduce_index(r);
+        if (i < n4) {
+            float4 v = load_acc4(acc, i);
+            ss += dot(v, v);
+        }
     }
-    local float2 scratch[WG];
-    reduce_partial(ss, nf, scratch, partials, pbase);
+    local float scratch[WG];
+    write_partial(ss, scratch, partials, pbase);
 }
 
 /* One work-group per tensor of the chunk: sum of squares of its elements
- * (offsets and counts in float4 units). */
+ * (offsets and counts in float4 units). Only for per-tensor norms on
+ * request; the loop makes it slower per byte than the streaming kernels. */
 __attribute__((reqd_work_group_size(WG, 1, 1)))
 kernel void tensor_sumsq(global const void *acc, global const ulong *offset4,
-                         global const ulong *count4, global float2 *out, ulong obase)
+                         global const ulong *count4, global float *out, ulong obase)
 {
     ulong t = get_group_id(0);
     ulong base = offset4[t];
@@ -30,6 +32,6 @@ kernel void tensor_sumsq(global const void *acc, global const ulong *offset4,
         float4 v = load_acc4(acc, base + i);
         ss += dot(v, v);
     }
-    local float2 scratch[WG];
-    reduce_partial(ss, 0.0f, scratch, out, obase);
+    local float scratch[WG];
+    write_partial(ss, scratch, out, obase);
 }

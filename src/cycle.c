@@ -1,7 +1,14 @@
 /* cycle.c - the accumulation cycle: micro-steps on paths A, B and C, the
  * end-of-cycle sequence (statistics, prologue, update) and partial
- * windows. Host-side counters change only once every launch of a call was
- * enqueued, so a failed call leaves them as they were. */
+ * windows.
+ *
+ * Failure model: host counters change only once every launch of a call was
+ * enqueued. If a launch fails after earlier launches of the same call were
+ * enqueued, the device already holds part of the step (an accumulated
+ * gradient, an advanced step block) that the host counters don't reflect:
+ * the model then refuses every further step until a checkpoint is loaded,
+ * rather than silently computing a wrong update. Parameters are never half
+ * updated within a chunk: the update of a chunk is one launch. */
 #include "kernels.h"
 #include "model.h"
 
@@ -53,7 +60,7 @@ static clg_status end_cycle(clg_model *m, const clg_grads *last, float w_last, f
     if (st == CLG_SUCCESS && m->cfg.tensor_norms)
         st = clg__launch_tensor_sumsq(m);
     if (st == CLG_SUCCESS)
-        st = clg__launch_prologue(m, stats, weight_sum, m->cfg.noise_scale ? m->small_weight : 0);
+        st = clg__launch_prologue(m, stats, weight_sum);
     if (st == CLG_SUCCESS)
         st = clg__launch_update(m, last, w_last, last != NULL && m->micro == 0);
     return st;
@@ -63,16 +70,36 @@ static void cycle_done(clg_model *m)
 {
     m->micro = 0;
     m->weight_sum = 0.0f;
-    m->small_weight = 0.0f;
     m->cycles++;
+}
+
+static clg_status check_usable(clg_model *m, const char *who)
+{
+    if (m == NULL)
+        return clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT, "%s: NULL model", who);
+    if (!m->finalized)
+        return clg__fail(m->ctx, CLG_ERR_STATE, "%s: model not finalized", who);
+    if (m->failed != CLG_SUCCESS)
+        return clg__fail(m->ctx, CLG_ERR_STATE,
+                         "%s: an earlier step failed half-way (%s); the device state no longer "
+                         "matches the cycle, load a checkpoint to continue",
+                         who, clg_status_string(m->failed));
+    return CLG_SUCCESS;
+}
+
+/* Marks the model unusable when a failed call had already enqueued work. */
+static clg_status settle(clg_model *m, clg_status st, uint64_t launched_before)
+{
+    if (st != CLG_SUCCESS && m->launched != launched_before)
+        m->failed = st;
+    return st;
 }
 
 static clg_status check_step(clg_model *m, const clg_grads *g, float w)
 {
-    if (m == NULL)
-        return clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT, "clg_step: NULL model");
-    if (!m->finalized)
-        return clg__fail(m->ctx, CLG_ERR_STATE, "clg_step: model not finalized");
+    clg_status st = check_usable(m, "clg_step");
+    if (st != CLG_SUCCESS)
+        return st;
     if (!(isfinite(w) && w > 0.0f))
         return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT,
                          "clg_step: weight %g must be finite and > 0", (double)w);
@@ -88,6 +115,15 @@ static clg_status check_step(clg_model *m, const clg_grads *g, float w)
                          "clg_step: path B (gradients written into the accumulator) needs an "
                          "fp32 accumulator");
     return CLG_SUCCESS;
+}
+
+static clg_status read_finite_count(clg_model *m, cl_uint *count, const char *who)
+{
+    if (clg__fault_hit(CLG_FAULT_ENQUEUE))
+        return clg__cl_fail(m->ctx, CL_OUT_OF_RESOURCES, who, "clEnqueueReadBuffer");
+    cl_int err = clEnqueueReadBuffer(m->ctx->queue, m->step_block, CL_TRUE,
+                                     4 * CLG_SB_MICRO_COUNT, 4, count, 0, NULL, NULL);
+    return err == CL_SUCCESS ? CLG_SUCCESS : clg__cl_fail(m->ctx, err, who, "clEnqueueReadBuffer");
 }
 
 /* Skip-micro mode: every micro-step is checked on the device first; the
@@ -106,12 +142,9 @@ static clg_status step_skip_micro(clg_model *m, const clg_grads *g, float w, uns
     if (m->micro < k)
         return CLG_SUCCESS;
     cl_uint finite = 0;
-    if (clg__fault_hit(CLG_FAULT_ENQUEUE))
-        return clg__cl_fail(m->ctx, CL_OUT_OF_RESOURCES, "clg_step", "clEnqueueReadBuffer");
-    cl_int err = clEnqueueReadBuffer(m->ctx->queue, m->step_block, CL_TRUE,
-                                     4 * CLG_SB_MICRO_COUNT, 4, &finite, 0, NULL, NULL);
-    if (err != CL_SUCCESS)
-        return clg__cl_fail(m->ctx, err, "clg_step", "clEnqueueReadBuffer");
+    st = read_finite_count(m, &finite, "clg_step");
+    if (st != CLG_SUCCESS)
+        return st;
     m->micro = finite;
     if (finite < k)
         return CLG_SUCCESS;
@@ -120,6 +153,51 @@ static clg_status step_skip_micro(clg_model *m, const clg_grads *g, float w, uns
         return st;
     cycle_done(m);
     *updated = 1;
+    return CLG_SUCCESS;
+}
+
+/* One micro-step on path A, B or C. */
+static clg_status step_plain(clg_model *m, const clg_grads *g, float w, unsigned k, int *updated)
+{
+    const clg_config *c = &m->cfg;
+    bool first = m->micro == 0;
+    bool last = m->micro + 1 >= k;
+    bool stats = needs_stats(c);
+    /* the noise scale needs the first micro-step's norm on its own */
+    bool small = c->noise_scale && first && !last;
+    float weight_sum = m->weight_sum + w;
+    clg_status st = CLG_SUCCESS;
+
+    if (g != NULL) {
+        bool path_c = last && c->fuse_last_micro_step && !stats && !c->tensor_norms;
+        if (path_c) {
+            st = end_cycle(m, g, w, weight_sum, true);
+        } else {
+            int region = last && stats ? CLG_REGION_MAIN : small ? CLG_REGION_SMALL : -1;
+            st = clg__launch_accumulate(m, g, w, first, region, false);
+        }
+        if (st == CLG_SUCCESS && last && !path_c)
+            st = end_cycle(m, NULL, 0.0f, weight_sum, stats);
+    } else {
+        /* path B: the gradients are in the accumulator already */
+        if (small)
+            st = clg__launch_acc_sumsq(m, CLG_REGION_SMALL);
+        if (st == CLG_SUCCESS && last)
+            st = end_cycle(m, NULL, 0.0f, weight_sum, false);
+    }
+    if (st == CLG_SUCCESS && small)
+        st = clg__launch_fold_small(m, w);
+    if (st != CLG_SUCCESS)
+        return st;
+
+    m->micro_total++;
+    if (last) {
+        cycle_done(m);
+        *updated = 1;
+    } else {
+        m->micro++;
+        m->weight_sum = weight_sum;
+    }
     return CLG_SUCCESS;
 }
 
@@ -134,72 +212,33 @@ clg_status clg_step(clg_model *m, const clg_grads *g, float w, int *updated)
         st = cycle_length(m, &k);
     if (st != CLG_SUCCESS)
         return st;
-    if (m->cfg.nonfinite == CLG_NONFINITE_SKIP_MICRO)
-        return step_skip_micro(m, g, w, k, updated);
-
-    const clg_config *c = &m->cfg;
-    bool first = m->micro == 0;
-    bool last = m->micro + 1 >= k;
-    bool stats = needs_stats(c);
-    /* the noise scale needs the first micro-step's norm on its own */
-    bool small = c->noise_scale && first && !last;
-    float weight_sum = m->weight_sum + w;
-
-    if (g != NULL) {
-        bool path_c = last && c->fuse_last_micro_step && !stats && !c->tensor_norms;
-        if (path_c) {
-            st = end_cycle(m, g, w, weight_sum, true);
-        } else {
-            int region = last && stats ? CLG_REGION_MAIN : small ? CLG_REGION_SMALL : -1;
-            st = clg__launch_accumulate(m, g, w, first, region, false);
-            if (st == CLG_SUCCESS && last)
-                st = end_cycle(m, NULL, 0.0f, weight_sum, stats);
-        }
-    } else {
-        /* path B: the gradients are in the accumulator already */
-        if (small)
-            st = clg__launch_acc_sumsq(m, CLG_REGION_SMALL);
-        if (st == CLG_SUCCESS && last)
-            st = end_cycle(m, NULL, 0.0f, weight_sum, false);
-    }
-    if (st != CLG_SUCCESS)
-        return st;
-
-    m->micro_total++;
-    if (first)
-        m->small_weight = w;
-    if (last) {
-        cycle_done(m);
-        *updated = 1;
-    } else {
-        m->micro++;
-        m->weight_sum = weight_sum;
-    }
-    return CLG_SUCCESS;
+    uint64_t before = m->launched;
+    st = m->cfg.nonfinite == CLG_NONFINITE_SKIP_MICRO ? step_skip_micro(m, g, w, k, updated)
+                                                      : step_plain(m, g, w, k, updated);
+    return settle(m, st, before);
 }
 
 clg_status clg_flush(clg_model *m)
 {
-    if (m == NULL)
-        return clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT, "clg_flush: NULL model");
-    if (!m->finalized)
-        return clg__fail(m->ctx, CLG_ERR_STATE, "clg_flush: model not finalized");
+    clg_status st = check_usable(m, "clg_flush");
+    if (st != CLG_SUCCESS)
+        return st;
     if (m->micro == 0)
         return clg__fail(m->ctx, CLG_ERR_STATE,
                          "clg_flush: the current cycle holds no gradients");
     if (m->cfg.nonfinite == CLG_NONFINITE_SKIP_MICRO) {
         cl_uint finite = 0;
-        cl_int err = clEnqueueReadBuffer(m->ctx->queue, m->step_block, CL_TRUE,
-                                         4 * CLG_SB_MICRO_COUNT, 4, &finite, 0, NULL, NULL);
-        if (err != CL_SUCCESS)
-            return clg__cl_fail(m->ctx, err, "clg_flush", "clEnqueueReadBuffer");
+        st = read_finite_count(m, &finite, "clg_flush");
+        if (st != CLG_SUCCESS)
+            return st;
         if (finite == 0)
             return clg__fail(m->ctx, CLG_ERR_STATE,
                              "clg_flush: every micro-step of the current cycle was skipped");
     }
-    /* The noise-scale estimate needs two batch sizes; a one-micro-step
-     * window has one, and the prologue then leaves the estimate alone. */
-    clg_status st = end_cycle(m, NULL, 0.0f, m->weight_sum, false);
+    /* A one-micro-step window has a single batch size, and the prologue
+     * then leaves the noise-scale estimate alone. */
+    uint64_t before = m->launched;
+    st = settle(m, end_cycle(m, NULL, 0.0f, m->weight_sum, false), before);
     if (st != CLG_SUCCESS)
         return st;
     cycle_done(m);
@@ -211,7 +250,7 @@ clg_status clg_reset_cycle(clg_model *m)
     if (m == NULL)
         return clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT, "clg_reset_cycle: NULL model");
     if (m->finalized && m->cfg.nonfinite == CLG_NONFINITE_SKIP_MICRO) {
-        /* the device counts this mode's micro-steps itself */
+        /* the device counts this mode's micro-steps and weights itself */
         static const cl_uint zero[2] = {0, 0};
         cl_int err = clEnqueueWriteBuffer(m->ctx->queue, m->step_block, CL_TRUE,
                                           4 * CLG_SB_MICRO_COUNT, sizeof zero, zero, 0, NULL, NULL);
@@ -220,6 +259,5 @@ clg_status clg_reset_cycle(clg_model *m)
     }
     m->micro = 0;
     m->weight_sum = 0.0f;
-    m->small_weight = 0.0f;
     return CLG_SUCCESS;
 }

@@ -27,15 +27,6 @@ size_t clg__kernels_wg(clg_context *ctx)
     return wg;
 }
 
-/* A fixed number of work-groups per reduction launch makes the partition of
- * elements into partials, hence the rounding of the norm, a function of the
- * model and the device only: bitwise reproducible. */
-size_t clg__kernels_reduce_groups(clg_context *ctx)
-{
-    size_t g = (size_t)ctx->info.compute_units * 8;
-    return g < 1 ? 1 : g > 1024 ? 1024 : g;
-}
-
 void clg__kernels_destroy(clg_model *m)
 {
     if (m->kernels == NULL)
@@ -98,25 +89,51 @@ static clg_status get_kernel(clg_model *m, const char *program, const char *opti
 
 static size_t n4_of(size_t elems) { return elems / 4; }
 
-/* Work-groups for n4 float4s: one float4 per work-item, capped so that a
- * launch is a grid-stride loop of reduce_groups groups at most. */
+/* Enqueues `groups` work-groups of m->wg work-items and counts the launch. */
+static clg_status launch(clg_model *m, cl_kernel k, size_t groups, const char *what)
+{
+    clg_status st = clg__launch(m->ctx, k, groups * m->wg, m->wg, what);
+    if (st == CLG_SUCCESS)
+        m->launched++;
+    return st;
+}
+
+/* Work-groups for n4 float4s, one float4 per work-item. Streaming kernels
+ * have no loop: a grid-stride loop keeps PoCL from vectorizing across
+ * work-items (measured: 14x slower updates at N = 2^24). The partition of a
+ * chunk into groups, hence every partial of a reduction and the rounding of
+ * the norm, depends only on the layout and the work-group size: bitwise
+ * reproducible. */
 static size_t groups_for(const clg_model *m, size_t n4)
 {
     size_t g = (n4 + m->wg - 1) / m->wg;
-    return g < 1 ? 1 : g > m->reduce_groups ? m->reduce_groups : g;
+    return g < 1 ? 1 : g;
+}
+
+/* Reduction passes give each work-item REDUCE_ITEMS float4s (ITEMS in
+ * common.cl), so that the work-group tree is amortized: measured on PoCL,
+ * the norm pass at N = 2^24 went from 11 ms to 4.7 ms. */
+#define REDUCE_ITEMS 8
+
+size_t clg__kernels_reduce_groups(const clg_model *m, size_t n4)
+{
+    size_t per_group = m->wg * REDUCE_ITEMS;
+    size_t g = (n4 + per_group - 1) / per_group;
+    return g < 1 ? 1 : g;
 }
 
 static size_t region_base(const clg_model *m, int region, size_t chunk)
 {
-    return ((size_t)region * m->n_chunks + chunk) * m->reduce_groups;
+    return (size_t)region * m->region_size + m->chunk_pbase[chunk];
 }
 
 clg_status clg__launch_accumulate(clg_model *m, const clg_grads *g, float w, bool first,
                                   int region, bool skip_micro)
 {
     char opt[160];
-    snprintf(opt, sizeof opt, "-DG_DTYPE=%d -DACC_DTYPE=%d -DSTATS=%d -DSKIP_MICRO=%d -DWG=%zu",
-             (int)g->dtype, (int)m->acc.dtype, region >= 0, (int)skip_micro, m->wg);
+    snprintf(opt, sizeof opt,
+             "-DG_DTYPE=%d -DACC_DTYPE=%d -DSTATS=%d -DSKIP_MICRO=%d -DWG=%zu -DITEMS=%d",
+             (int)g->dtype, (int)m->acc.dtype, region >= 0, (int)skip_micro, m->wg, REDUCE_ITEMS);
     cl_kernel k;
     clg_status st = get_kernel(m, "accumulate", opt, "accumulate", &k);
     if (st != CLG_SUCCESS)
@@ -135,7 +152,8 @@ clg_status clg__launch_accumulate(clg_model *m, const clg_grads *g, float w, boo
         SET_ARG(k, 6, cl_mem, m->step_block);
         SET_ARG(k, 7, cl_mem, m->partials);
         SET_ARG(k, 8, cl_ulong, region >= 0 ? region_base(m, region, c) : 0);
-        st = clg__launch(m->ctx, k, groups_for(m, n4) * m->wg, m->wg, "accumulate");
+        st = launch(m, k, region >= 0 ? clg__kernels_reduce_groups(m, n4) : groups_for(m, n4),
+                    "accumulate");
         if (st != CLG_SUCCESS)
             return st;
     }
@@ -145,12 +163,14 @@ clg_status clg__launch_accumulate(clg_model *m, const clg_grads *g, float w, boo
 clg_status clg__launch_check_micro(clg_model *m, const clg_grads *g, float w)
 {
     char opt[96];
-    snprintf(opt, sizeof opt, "-DG_DTYPE=%d -DACC_DTYPE=%d -DWG=%zu", (int)g->dtype,
-             (int)m->acc.dtype, m->wg);
+    snprintf(opt, sizeof opt, "-DG_DTYPE=%d -DACC_DTYPE=%d -DWG=%zu -DITEMS=%d", (int)g->dtype,
+             (int)m->acc.dtype, m->wg, REDUCE_ITEMS);
+    char popt[32];
+    snprintf(popt, sizeof popt, "-DWG=%zu", m->wg);
     cl_kernel k, kp;
     clg_status st = get_kernel(m, "accumulate", opt, "check_finite", &k);
     if (st == CLG_SUCCESS)
-        st = get_kernel(m, "prologue", "", "micro_prologue", &kp);
+        st = get_kernel(m, "prologue", popt, "micro_prologue", &kp);
     if (st != CLG_SUCCESS)
         return st;
     for (size_t c = 0; c < m->n_chunks; c++) {
@@ -159,22 +179,23 @@ clg_status clg__launch_check_micro(clg_model *m, const clg_grads *g, float w)
         SET_ARG(k, 1, cl_ulong, n4);
         SET_ARG(k, 2, cl_mem, m->partials);
         SET_ARG(k, 3, cl_ulong, region_base(m, CLG_REGION_CHECK, c));
-        st = clg__launch(m->ctx, k, groups_for(m, n4) * m->wg, m->wg, "check_finite");
+        st = launch(m, k, clg__kernels_reduce_groups(m, n4), "check_finite");
         if (st != CLG_SUCCESS)
             return st;
     }
     SET_ARG(kp, 0, cl_mem, m->step_block);
     SET_ARG(kp, 1, cl_mem, m->partials);
     SET_ARG(kp, 2, cl_ulong, region_base(m, CLG_REGION_CHECK, 0));
-    SET_ARG(kp, 3, cl_uint, (cl_uint)(m->n_chunks * m->reduce_groups));
+    SET_ARG(kp, 3, cl_uint, (cl_uint)m->region_size);
     SET_ARG(kp, 4, cl_float, w);
-    return clg__launch(m->ctx, kp, 1, 1, "micro_prologue");
+    return launch(m, kp, 1, "micro_prologue");
 }
 
 clg_status clg__launch_acc_sumsq(clg_model *m, int region)
 {
     char opt[64];
-    snprintf(opt, sizeof opt, "-DACC_DTYPE=%d -DWG=%zu", (int)m->acc.dtype, m->wg);
+    snprintf(opt, sizeof opt, "-DACC_DTYPE=%d -DWG=%zu -DITEMS=%d", (int)m->acc.dtype, m->wg,
+             REDUCE_ITEMS);
     cl_kernel k;
     clg_status st = get_kernel(m, "stats", opt, "acc_sumsq", &k);
     if (st != CLG_SUCCESS)
@@ -185,7 +206,7 @@ clg_status clg__launch_acc_sumsq(clg_model *m, int region)
         SET_ARG(k, 1, cl_ulong, n4);
         SET_ARG(k, 2, cl_mem, m->partials);
         SET_ARG(k, 3, cl_ulong, region_base(m, region, c));
-        st = clg__launch(m->ctx, k, groups_for(m, n4) * m->wg, m->wg, "acc_sumsq");
+        st = launch(m, k, clg__kernels_reduce_groups(m, n4), "acc_sumsq");
         if (st != CLG_SUCCESS)
             return st;
     }
@@ -195,7 +216,8 @@ clg_status clg__launch_acc_sumsq(clg_model *m, int region)
 clg_status clg__launch_tensor_sumsq(clg_model *m)
 {
     char opt[64];
-    snprintf(opt, sizeof opt, "-DACC_DTYPE=%d -DWG=%zu", (int)m->acc.dtype, m->wg);
+    snprintf(opt, sizeof opt, "-DACC_DTYPE=%d -DWG=%zu -DITEMS=%d", (int)m->acc.dtype, m->wg,
+             REDUCE_ITEMS);
     cl_kernel k;
     clg_status st = get_kernel(m, "stats", opt, "tensor_sumsq", &k);
     if (st != CLG_SUCCESS)
@@ -208,16 +230,32 @@ clg_status clg__launch_tensor_sumsq(clg_model *m)
         SET_ARG(k, 2, cl_mem, m->norm_counts[c]);
         SET_ARG(k, 3, cl_mem, m->tensor_sumsq);
         SET_ARG(k, 4, cl_ulong, (cl_ulong)m->norm_first[c]);
-        st = clg__launch(m->ctx, k, m->norm_n[c] * m->wg, m->wg, "tensor_sumsq");
+        st = launch(m, k, m->norm_n[c], "tensor_sumsq");
         if (st != CLG_SUCCESS)
             return st;
     }
     return CLG_SUCCESS;
 }
 
+clg_status clg__launch_fold_small(clg_model *m, float weight)
+{
+    char opt[32];
+    snprintf(opt, sizeof opt, "-DWG=%zu", m->wg);
+    cl_kernel k;
+    clg_status st = get_kernel(m, "prologue", opt, "fold_small", &k);
+    if (st != CLG_SUCCESS)
+        return st;
+    SET_ARG(k, 0, cl_mem, m->step_block);
+    SET_ARG(k, 1, cl_mem, m->partials);
+    SET_ARG(k, 2, cl_ulong, region_base(m, CLG_REGION_SMALL, 0));
+    SET_ARG(k, 3, cl_uint, (cl_uint)m->region_size);
+    SET_ARG(k, 4, cl_float, weight);
+    return launch(m, k, 1, "fold_small");
+}
+
 static int policy_of(const clg_config *c) { return (int)c->nonfinite; }
 
-clg_status clg__launch_prologue(clg_model *m, bool stats, float weight_sum, float small_weight)
+clg_status clg__launch_prologue(clg_model *m, bool stats, float weight_sum)
 {
     const clg_config *c = &m->cfg;
     char opt[200];
@@ -230,28 +268,24 @@ clg_status clg__launch_prologue(clg_model *m, bool stats, float weight_sum, floa
     clg_status st = get_kernel(m, "prologue", opt, "prologue", &k);
     if (st != CLG_SUCCESS)
         return st;
-    cl_uint per_region = (cl_uint)(m->n_chunks * m->reduce_groups);
     SET_ARG(k, 0, cl_mem, m->step_block);
     SET_ARG(k, 1, cl_mem, m->partials);
-    SET_ARG(k, 2, cl_uint, per_region);
-    SET_ARG(k, 3, cl_ulong, region_base(m, CLG_REGION_SMALL, 0));
-    SET_ARG(k, 4, cl_uint, per_region);
-    SET_ARG(k, 5, cl_float, weight_sum);
-    SET_ARG(k, 6, cl_float, small_weight);
-    SET_ARG(k, 7, cl_float, c->lr);
-    SET_ARG(k, 8, cl_ulong, c->schedule.warmup);
-    SET_ARG(k, 9, cl_ulong, c->schedule.total);
-    SET_ARG(k, 10, cl_float, c->schedule.min_lr);
-    SET_ARG(k, 11, cl_float, c->beta1);
-    SET_ARG(k, 12, cl_float, c->beta2);
-    SET_ARG(k, 13, cl_float, c->clip_norm);
-    SET_ARG(k, 14, cl_float, c->loss_scale_growth);
-    SET_ARG(k, 15, cl_float, c->loss_scale_backoff);
-    SET_ARG(k, 16, cl_uint, c->loss_scale_interval);
-    SET_ARG(k, 17, cl_float, c->loss_scale_min);
-    SET_ARG(k, 18, cl_float, c->loss_scale_max);
-    SET_ARG(k, 19, cl_float, c->noise_scale_ema);
-    return clg__launch(m->ctx, k, 1, 1, "prologue");
+    SET_ARG(k, 2, cl_uint, (cl_uint)m->region_size);
+    SET_ARG(k, 3, cl_float, weight_sum);
+    SET_ARG(k, 4, cl_float, c->lr);
+    SET_ARG(k, 5, cl_ulong, c->schedule.warmup);
+    SET_ARG(k, 6, cl_ulong, c->schedule.total);
+    SET_ARG(k, 7, cl_float, c->schedule.min_lr);
+    SET_ARG(k, 8, cl_float, c->beta1);
+    SET_ARG(k, 9, cl_float, c->beta2);
+    SET_ARG(k, 10, cl_float, c->clip_norm);
+    SET_ARG(k, 11, cl_float, c->loss_scale_growth);
+    SET_ARG(k, 12, cl_float, c->loss_scale_backoff);
+    SET_ARG(k, 13, cl_uint, c->loss_scale_interval);
+    SET_ARG(k, 14, cl_float, c->loss_scale_min);
+    SET_ARG(k, 15, cl_float, c->loss_scale_max);
+    SET_ARG(k, 16, cl_float, c->noise_scale_ema);
+    return launch(m, k, 1, "prologue");
 }
 
 static void update_options(const clg_model *m, bool path_c, clg_dtype g_dtype, char *opt,
@@ -276,11 +310,7 @@ clg_status clg__launch_update(clg_model *m, const clg_grads *last, float w_last,
     clg_status st = get_kernel(m, "update", opt, "update", &k);
     if (st != CLG_SUCCESS)
         return st;
-    for (size_t s = 0; s < m->n_segments; s++) {
-        const clg_segment *seg = &m->segments[s];
-        const clg_group_slot *grp = &m->groups[seg->group];
-        size_t ch = seg->chunk;
-        size_t n4 = n4_of(seg->count);
+    for (size_t ch = 0; ch < m->n_chunks; ch++) {
         SET_ARG(k, 0, cl_mem, m->params.chunks[ch]);
         SET_ARG(k, 1, cl_mem, m->acc.chunks[ch]);
         SET_ARG(k, 2, cl_mem, last ? last->arena.chunks[ch] : NULL);
@@ -290,22 +320,78 @@ clg_status clg__launch_update(clg_model *m, const clg_grads *last, float w_last,
         SET_ARG(k, 6, cl_mem, m->n_states > 1 ? m->states[1].chunks[ch] : NULL);
         SET_ARG(k, 7, cl_mem, m->n_states > 2 ? m->states[2].chunks[ch] : NULL);
         SET_ARG(k, 8, cl_mem, m->copy.chunks ? m->copy.chunks[ch] : NULL);
-        SET_ARG(k, 9, cl_ulong, seg->offset / 4);
-        SET_ARG(k, 10, cl_ulong, n4);
-        SET_ARG(k, 11, cl_float, grp->lr_mult);
-        SET_ARG(k, 12, cl_float, grp->weight_decay);
-        SET_ARG(k, 13, cl_float, c->beta1);
-        SET_ARG(k, 14, cl_float, c->beta2);
-        SET_ARG(k, 15, cl_float, c->eps);
-        SET_ARG(k, 16, cl_float, c->momentum);
-        SET_ARG(k, 17, cl_float, c->dampening);
-        SET_ARG(k, 18, cl_float, c->clip_value);
-        SET_ARG(k, 19, cl_mem, m->step_block);
-        st = clg__launch(m->ctx, k, groups_for(m, n4) * m->wg, m->wg, "update");
+        SET_ARG(k, 9, cl_mem, m->seg_tables[ch]);
+        SET_ARG(k, 10, cl_uint, (cl_uint)m->chunk_segs[ch]);
+        SET_ARG(k, 11, cl_float, c->beta1);
+        SET_ARG(k, 12, cl_float, c->beta2);
+        SET_ARG(k, 13, cl_float, c->eps);
+        SET_ARG(k, 14, cl_float, c->momentum);
+        SET_ARG(k, 15, cl_float, c->dampening);
+        SET_ARG(k, 16, cl_float, c->clip_value);
+        SET_ARG(k, 17, cl_mem, m->step_block);
+        st = launch(m, k, m->chunk_update_groups[ch], "update");
         if (st != CLG_SUCCESS)
             return st;
     }
     return CLG_SUCCESS;
+}
+
+/* The segment table of every chunk (see update.cl): each segment gets its
+ * own work-groups, one float4 per work-item. */
+clg_status clg__kernels_segment_tables(clg_model *m)
+{
+    size_t nc = m->n_chunks;
+    m->seg_tables = calloc(nc, sizeof *m->seg_tables);
+    m->chunk_segs = calloc(nc, sizeof *m->chunk_segs);
+    m->chunk_update_groups = calloc(nc, sizeof *m->chunk_update_groups);
+    cl_ulong4 *rows = calloc(m->n_segments, sizeof *rows);
+    if (!m->seg_tables || !m->chunk_segs || !m->chunk_update_groups || !rows) {
+        free(rows);
+        return clg__fail(m->ctx, CLG_ERR_OUT_OF_HOST_MEMORY, "clg_model_finalize: out of memory");
+    }
+    clg_status st = CLG_SUCCESS;
+    size_t s = 0;
+    for (size_t ch = 0; ch < nc && st == CLG_SUCCESS; ch++) {
+        size_t first = s, groups = 0;
+        for (; s < m->n_segments && m->segments[s].chunk == ch; s++) {
+            const clg_segment *seg = &m->segments[s];
+            const clg_group_slot *grp = &m->groups[seg->group];
+            size_t n4 = n4_of(seg->count), g = groups_for(m, n4);
+            uint32_t lr_bits, wd_bits;
+            memcpy(&lr_bits, &grp->lr_mult, 4);
+            memcpy(&wd_bits, &grp->weight_decay, 4);
+            rows[s].s[0] = seg->offset / 4;
+            rows[s].s[1] = n4;
+            rows[s].s[2] = groups;
+            rows[s].s[3] = (cl_ulong)lr_bits | (cl_ulong)wd_bits << 32;
+            groups += g;
+        }
+        m->chunk_segs[ch] = s - first;
+        m->chunk_update_groups[ch] = groups;
+        size_t bytes = m->chunk_segs[ch] * sizeof *rows;
+        st = clg__buffer_create(m->ctx, bytes, &m->seg_tables[ch]);
+        if (st == CLG_SUCCESS) {
+            cl_int err = clEnqueueWriteBuffer(m->ctx->queue, m->seg_tables[ch], CL_TRUE, 0, bytes,
+                                              rows + first, 0, NULL, NULL);
+            if (err != CL_SUCCESS)
+                st = clg__cl_fail(m->ctx, err, "clg_model_finalize", "clEnqueueWriteBuffer");
+        }
+    }
+    free(rows);
+    return st;
+}
+
+void clg__kernels_free_segment_tables(clg_model *m)
+{
+    for (size_t ch = 0; m->seg_tables != NULL && ch < m->n_chunks; ch++)
+        if (m->seg_tables[ch] != NULL)
+            clg__buffer_release(m->ctx, m->seg_tables[ch], m->chunk_segs[ch] * sizeof(cl_ulong4));
+    free(m->seg_tables);
+    free(m->chunk_segs);
+    free(m->chunk_update_groups);
+    m->seg_tables = NULL;
+    m->chunk_segs = NULL;
+    m->chunk_update_groups = NULL;
 }
 
 clg_status clg__kernels_create(clg_model *m)

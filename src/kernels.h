@@ -7,11 +7,15 @@
 #include "model.h"
 
 size_t clg__kernels_wg(clg_context *ctx);
-size_t clg__kernels_reduce_groups(clg_context *ctx);
+/* Work-groups of a reduction pass over n4 float4s (one partial each). */
+size_t clg__kernels_reduce_groups(const clg_model *m, size_t n4);
 /* Builds the variants every update of this model needs, so that a build
  * failure shows at finalize rather than at the first update. */
 clg_status clg__kernels_create(clg_model *m);
 void clg__kernels_destroy(clg_model *m);
+/* Per-chunk segment tables of the update kernel (after the layout). */
+clg_status clg__kernels_segment_tables(clg_model *m);
+void clg__kernels_free_segment_tables(clg_model *m);
 
 /* acc (+)= w*g over all chunks. region >= 0: fused statistics into that
  * partials region. skip_micro: read the verdict from the step block. */
@@ -23,9 +27,13 @@ clg_status clg__launch_check_micro(clg_model *m, const clg_grads *g, float w);
 clg_status clg__launch_acc_sumsq(clg_model *m, int region);
 /* Per-tensor sums of squares of the accumulator. */
 clg_status clg__launch_tensor_sumsq(clg_model *m);
+/* Noise scale: the first micro-step's statistics (CLG_REGION_SMALL) and
+ * weight into the step block. */
+clg_status clg__launch_fold_small(clg_model *m, float weight);
 /* End of cycle: the step block for the update. */
-clg_status clg__launch_prologue(clg_model *m, bool stats, float weight_sum, float small_weight);
-/* The fused update, one launch per segment; last != NULL is path C. */
+clg_status clg__launch_prologue(clg_model *m, bool stats, float weight_sum);
+/* The fused update, one launch per chunk; last != NULL is path C, and
+ * acc_empty says the accumulator holds nothing of this cycle. */
 clg_status clg__launch_update(clg_model *m, const clg_grads *last, float w_last, bool acc_empty);
 
 #endif /* CLGRAD_KERNELS_H */

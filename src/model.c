@@ -60,7 +60,7 @@ static void free_norm_tables(clg_model *m)
     m->norm_offsets = m->norm_counts = NULL;
     m->norm_first = m->norm_n = m->norm_index = NULL;
     if (m->tensor_sumsq != NULL)
-        clg__buffer_release(m->ctx, m->tensor_sumsq, 8 * (uint64_t)m->n_tensors);
+        clg__buffer_release(m->ctx, m->tensor_sumsq, 4 * (uint64_t)m->n_tensors);
     m->tensor_sumsq = NULL;
 }
 
@@ -73,6 +73,7 @@ static void release_device(clg_model *m)
         m->sb_event = NULL;
     }
     clg__kernels_destroy(m);
+    clg__kernels_free_segment_tables(m);
     free_norm_tables(m);
     clg__arena_free(m, &m->params);
     clg__arena_free(m, &m->acc);
@@ -82,10 +83,12 @@ static void release_device(clg_model *m)
     if (m->step_block != NULL)
         clg__buffer_release(m->ctx, m->step_block, 4 * CLG_SB_WORDS);
     if (m->partials != NULL)
-        clg__buffer_release(m->ctx, m->partials, 8 * (uint64_t)m->n_partials);
+        clg__buffer_release(m->ctx, m->partials, 4 * (uint64_t)m->n_partials);
     m->step_block = m->partials = NULL;
     free(m->chunk_elems);
     free(m->segments);
+    free(m->chunk_pbase);
+    m->chunk_pbase = NULL;
     m->chunk_elems = NULL;
     m->segments = NULL;
     m->n_chunks = m->n_segments = 0;
@@ -231,7 +234,7 @@ static clg_status build_norm_tables(clg_model *m)
         st = clg__fail(m->ctx, CLG_ERR_OUT_OF_HOST_MEMORY, "clg_model_finalize: out of memory");
         goto done;
     }
-    st = clg__buffer_create(m->ctx, 8 * (uint64_t)m->n_tensors, &m->tensor_sumsq);
+    st = clg__buffer_create(m->ctx, 4 * (uint64_t)m->n_tensors, &m->tensor_sumsq);
     size_t k = 0;
     for (size_t c = 0; c < nc && st == CLG_SUCCESS; c++) {
         m->norm_first[c] = k;
@@ -277,12 +280,21 @@ clg_status clg_model_finalize(clg_model *m)
     if (st != CLG_SUCCESS)
         goto fail;
     m->wg = clg__kernels_wg(m->ctx);
-    m->reduce_groups = clg__kernels_reduce_groups(m->ctx);
-    m->n_partials = CLG_REGIONS * m->n_chunks * m->reduce_groups;
+    m->chunk_pbase = calloc(m->n_chunks, sizeof *m->chunk_pbase);
+    if (m->chunk_pbase == NULL) {
+        st = clg__fail(m->ctx, CLG_ERR_OUT_OF_HOST_MEMORY, "clg_model_finalize: out of memory");
+        goto fail;
+    }
+    m->region_size = 0;
+    for (size_t c = 0; c < m->n_chunks; c++) {
+        m->chunk_pbase[c] = m->region_size;
+        m->region_size += clg__kernels_reduce_groups(m, m->chunk_elems[c] / 4);
+    }
+    m->n_partials = CLG_REGIONS * m->region_size;
     uint64_t n = clg__arena_bytes(m, 1);
     uint64_t need = n * (4 + clg__dtype_size(m->cfg.acc_dtype) + 4 * m->n_states +
                          clg__dtype_size(m->cfg.param_copy_dtype)) +
-                    4 * CLG_SB_WORDS + 8 * (uint64_t)m->n_partials;
+                    4 * CLG_SB_WORDS + 4 * (uint64_t)m->n_partials;
     uint64_t budget = clg_context_budget(m->ctx);
     uint64_t in_use = clg_context_device_bytes(m->ctx);
     if (budget != 0 && in_use + need > budget) {
@@ -305,7 +317,9 @@ clg_status clg_model_finalize(clg_model *m)
     if (st == CLG_SUCCESS)
         st = clg__buffer_create(m->ctx, 4 * CLG_SB_WORDS, &m->step_block);
     if (st == CLG_SUCCESS)
-        st = clg__buffer_create(m->ctx, 8 * (uint64_t)m->n_partials, &m->partials);
+        st = clg__buffer_create(m->ctx, 4 * (uint64_t)m->n_partials, &m->partials);
+    if (st == CLG_SUCCESS)
+        st = clg__kernels_segment_tables(m);
     if (st == CLG_SUCCESS && m->cfg.tensor_norms)
         st = build_norm_tables(m);
     if (st == CLG_SUCCESS) {
@@ -379,7 +393,7 @@ clg_status clg_model_memory(const clg_model *m, clg_memory_plan *plan)
     plan->accumulators = clg__arena_bytes(m, m->acc.elem_size);
     plan->states = clg__arena_bytes(m, 4) * m->n_states;
     plan->param_copy = m->copy.chunks ? clg__arena_bytes(m, m->copy.elem_size) : 0;
-    plan->step_block = 4 * CLG_SB_WORDS + 8 * (uint64_t)m->n_partials;
+    plan->step_block = 4 * CLG_SB_WORDS + 4 * (uint64_t)m->n_partials;
     plan->total = plan->params + plan->accumulators + plan->states + plan->param_copy +
                   plan->step_block;
     return CLG_SUCCESS;
@@ -621,7 +635,6 @@ clg_status clg__cycle_state_get(clg_model *m, clg_cycle_state *s)
         return st;
     s->micro = m->micro;
     s->weight_sum = m->weight_sum;
-    s->small_weight = m->small_weight;
     s->cycles = m->cycles;
     s->micro_total = m->micro_total;
     return CLG_SUCCESS;
@@ -644,8 +657,8 @@ clg_status clg__cycle_state_set(clg_model *m, const clg_cycle_state *s)
     m->sb_valid = true;
     m->micro = s->micro;
     m->weight_sum = s->weight_sum;
-    m->small_weight = s->small_weight;
     m->cycles = s->cycles;
     m->micro_total = s->micro_total;
+    m->failed = CLG_SUCCESS; /* the whole state was just written */
     return CLG_SUCCESS;
 }

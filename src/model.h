@@ -59,17 +59,21 @@ struct clg_model {
     size_t *chunk_elems; /* padded element count of each chunk */
     clg_segment *segments;
     size_t n_segments;
+    cl_mem *seg_tables;          /* per chunk: its segments as update.cl reads them */
+    size_t *chunk_segs;          /* per chunk: its segment count */
+    size_t *chunk_update_groups; /* per chunk: work-groups of its update launch */
 
     clg_arena params, acc, copy;
     clg_arena states[CLG_MAX_STATES];
     size_t n_states;
 
     cl_mem step_block; /* CLG_SB_WORDS uint32 words */
-    cl_mem partials;   /* reduction partials, see stats.cl */
+    cl_mem partials;   /* float reduction partials, CLG_REGIONS regions */
     size_t n_partials;
-    size_t reduce_groups; /* work-groups of every reduction launch (fixed) */
-    size_t wg;            /* work-group size of every streaming kernel */
-    cl_mem tensor_sumsq;  /* float2 per tensor (tensor_norms), chunk order */
+    size_t wg;            /* work-group size of every kernel */
+    size_t *chunk_pbase;  /* per chunk: its first partial within a region */
+    size_t region_size;   /* partials per region: one per work-group of a pass */
+    cl_mem tensor_sumsq;  /* float per tensor (tensor_norms), chunk order */
     cl_mem *norm_offsets; /* per chunk: ulong offset4 of its tensors */
     cl_mem *norm_counts;  /* per chunk: ulong count4 of its tensors */
     size_t *norm_first;   /* per chunk: index of its first tensor in tensor_sumsq */
@@ -79,7 +83,6 @@ struct clg_model {
     /* host side of the cycle */
     unsigned micro;       /* micro-steps taken in the current cycle */
     float weight_sum;     /* their weights */
-    float small_weight;   /* weight of the cycle's first micro-step */
     uint64_t cycles;      /* completed cycles (applied or skipped updates) */
     uint64_t micro_total; /* all micro-steps ever taken */
 
@@ -90,6 +93,11 @@ struct clg_model {
     bool sb_valid;
 
     clg_kernel_set *kernels;
+    uint64_t launched; /* kernels this model enqueued */
+    /* Set when a call failed after some of its device work was enqueued:
+     * the device state no longer matches the host counters, so every later
+     * call refuses until a checkpoint is loaded. */
+    clg_status failed;
 };
 
 /* External gradient buffers, laid out like the accumulator. */
@@ -103,7 +111,6 @@ struct clg_grads {
 typedef struct clg_cycle_state {
     unsigned micro;
     float weight_sum;
-    float small_weight;
     uint64_t cycles;
     uint64_t micro_total;
     uint32_t step_block[CLG_SB_WORDS];

@@ -144,7 +144,7 @@ clg_status clg_model_tensor_norms(clg_model *m, float *norms)
     if (st != CLG_SUCCESS)
         return st;
     size_t n = m->n_tensors;
-    cl_float2 *sums = malloc(n * sizeof *sums);
+    cl_float *sums = malloc(n * sizeof *sums);
     if (sums == NULL)
         return clg__fail(m->ctx, CLG_ERR_OUT_OF_HOST_MEMORY, "clg_model_tensor_norms: out of memory");
     cl_int err = clEnqueueReadBuffer(m->ctx->queue, m->tensor_sumsq, CL_TRUE, 0, n * sizeof *sums,
@@ -156,7 +156,7 @@ clg_status clg_model_tensor_norms(clg_model *m, float *norms)
     /* the normalization of the last update, without its clipping */
     float scale = u2f(m->sb_host[CLG_SB_GRAD_SCALE]) / u2f(m->sb_host[CLG_SB_CLIP_COEF]);
     for (size_t t = 0; t < n; t++)
-        norms[t] = sqrtf(sums[m->norm_index[t]].s[0]) * fabsf(scale);
+        norms[t] = sqrtf(sums[m->norm_index[t]]) * fabsf(scale);
     free(sums);
     return CLG_SUCCESS;
 }

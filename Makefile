@@ -9,9 +9,10 @@ BUILD      ?= build
 ASAN_BUILD ?= build-asan
 MESON_OPTS ?=
 
-# The main job. Until the trainer exists: list the devices and build the
-# kernels on the chosen one.
-RUN_CMD ?= $(BUILD)/tools/clgrad-info --smoke
+# The main job: list the devices, then train an MLP on Fashion-MNIST with
+# gradient accumulation (micro-batch 32, 4 micro-steps per update).
+RUN_ARGS ?=
+RUN_CMD ?= $(BUILD)/tools/clgrad-info && $(BUILD)/tools/train/clgrad-train $(RUN_ARGS)
 
 SANITIZER_ENV = \
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1 \

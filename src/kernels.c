@@ -160,35 +160,57 @@ clg_status clg__launch_accumulate(clg_model *m, const clg_grads *g, float w, boo
     return CLG_SUCCESS;
 }
 
+/* A reduction pass (kernel signature: buffer, n4, partials, base) over
+ * every chunk of arena `a`, into partials region `region`. */
+static clg_status reduce_arena(clg_model *m, cl_kernel k, const clg_arena *a, int region,
+                               const char *what)
+{
+    for (size_t c = 0; c < m->n_chunks; c++) {
+        size_t n4 = n4_of(m->chunk_elems[c]);
+        SET_ARG(k, 0, cl_mem, a->chunks[c]);
+        SET_ARG(k, 1, cl_ulong, n4);
+        SET_ARG(k, 2, cl_mem, m->partials);
+        SET_ARG(k, 3, cl_ulong, region_base(m, region, c));
+        clg_status st = launch(m, k, clg__kernels_reduce_groups(m, n4), what);
+        if (st != CLG_SUCCESS)
+            return st;
+    }
+    return CLG_SUCCESS;
+}
+
+/* A one-group kernel of prologue.cl that folds a partials region into the
+ * step block (signature: sb, partials, base, n, weight). */
+static clg_status fold_region(clg_model *m, const char *name, int region, float weight)
+{
+    char opt[32];
+    snprintf(opt, sizeof opt, "-DWG=%zu", m->wg);
+    cl_kernel k;
+    clg_status st = get_kernel(m, "prologue", opt, name, &k);
+    if (st != CLG_SUCCESS)
+        return st;
+    SET_ARG(k, 0, cl_mem, m->step_block);
+    SET_ARG(k, 1, cl_mem, m->partials);
+    SET_ARG(k, 2, cl_ulong, region_base(m, region, 0));
+    SET_ARG(k, 3, cl_uint, (cl_uint)m->region_size);
+    SET_ARG(k, 4, cl_float, weight);
+    return launch(m, k, 1, name);
+}
+
 clg_status clg__launch_check_micro(clg_model *m, const clg_grads *g, float w)
 {
     char opt[96];
     snprintf(opt, sizeof opt, "-DG_DTYPE=%d -DACC_DTYPE=%d -DWG=%zu -DITEMS=%d", (int)g->dtype,
              (int)m->acc.dtype, m->wg, REDUCE_ITEMS);
-    char popt[32];
-    snprintf(popt, sizeof popt, "-DWG=%zu", m->wg);
-    cl_kernel k, kp;
+    cl_kernel k;
     clg_status st = get_kernel(m, "accumulate", opt, "check_finite", &k);
     if (st == CLG_SUCCESS)
-        st = get_kernel(m, "prologue", popt, "micro_prologue", &kp);
-    if (st != CLG_SUCCESS)
-        return st;
-    for (size_t c = 0; c < m->n_chunks; c++) {
-        size_t n4 = n4_of(m->chunk_elems[c]);
-        SET_ARG(k, 0, cl_mem, g->arena.chunks[c]);
-        SET_ARG(k, 1, cl_ulong, n4);
-        SET_ARG(k, 2, cl_mem, m->partials);
-        SET_ARG(k, 3, cl_ulong, region_base(m, CLG_REGION_CHECK, c));
-        st = launch(m, k, clg__kernels_reduce_groups(m, n4), "check_finite");
-        if (st != CLG_SUCCESS)
-            return st;
-    }
-    SET_ARG(kp, 0, cl_mem, m->step_block);
-    SET_ARG(kp, 1, cl_mem, m->partials);
-    SET_ARG(kp, 2, cl_ulong, region_base(m, CLG_REGION_CHECK, 0));
-    SET_ARG(kp, 3, cl_uint, (cl_uint)m->region_size);
-    SET_ARG(kp, 4, cl_float, w);
-    return launch(m, kp, 1, "micro_prologue");
+        st = reduce_arena(m, k, &g->arena, CLG_REGION_CHECK, "check_finite");
+    return st == CLG_SUCCESS ? fold_region(m, "micro_prologue", CLG_REGION_CHECK, w) : st;
+}
+
+clg_status clg__launch_fold_small(clg_model *m, float weight)
+{
+    return fold_region(m, "fold_small", CLG_REGION_SMALL, weight);
 }
 
 clg_status clg__launch_acc_sumsq(clg_model *m, int region)
@@ -198,19 +220,7 @@ clg_status clg__launch_acc_sumsq(clg_model *m, int region)
              REDUCE_ITEMS);
     cl_kernel k;
     clg_status st = get_kernel(m, "stats", opt, "acc_sumsq", &k);
-    if (st != CLG_SUCCESS)
-        return st;
-    for (size_t c = 0; c < m->n_chunks; c++) {
-        size_t n4 = n4_of(m->chunk_elems[c]);
-        SET_ARG(k, 0, cl_mem, m->acc.chunks[c]);
-        SET_ARG(k, 1, cl_ulong, n4);
-        SET_ARG(k, 2, cl_mem, m->partials);
-        SET_ARG(k, 3, cl_ulong, region_base(m, region, c));
-        st = launch(m, k, clg__kernels_reduce_groups(m, n4), "acc_sumsq");
-        if (st != CLG_SUCCESS)
-            return st;
-    }
-    return CLG_SUCCESS;
+    return st == CLG_SUCCESS ? reduce_arena(m, k, &m->acc, region, "acc_sumsq") : st;
 }
 
 clg_status clg__launch_tensor_sumsq(clg_model *m)
@@ -235,22 +245,6 @@ clg_status clg__launch_tensor_sumsq(clg_model *m)
             return st;
     }
     return CLG_SUCCESS;
-}
-
-clg_status clg__launch_fold_small(clg_model *m, float weight)
-{
-    char opt[32];
-    snprintf(opt, sizeof opt, "-DWG=%zu", m->wg);
-    cl_kernel k;
-    clg_status st = get_kernel(m, "prologue", opt, "fold_small", &k);
-    if (st != CLG_SUCCESS)
-        return st;
-    SET_ARG(k, 0, cl_mem, m->step_block);
-    SET_ARG(k, 1, cl_mem, m->partials);
-    SET_ARG(k, 2, cl_ulong, region_base(m, CLG_REGION_SMALL, 0));
-    SET_ARG(k, 3, cl_uint, (cl_uint)m->region_size);
-    SET_ARG(k, 4, cl_float, weight);
-    return launch(m, k, 1, "fold_small");
 }
 
 static int policy_of(const clg_config *c) { return (int)c->nonfinite; }

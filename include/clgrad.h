@@ -286,7 +286,10 @@ CLG_API size_t clg_model_tensor_size(const clg_model *model, int tensor);
 CLG_API clg_context *clg_model_context(const clg_model *model);
 CLG_API const clg_config *clg_model_config(const clg_model *model);
 
-/* Device bytes of the model's arenas (params, accumulators, states, copy). */
+/* Device bytes of the model's arenas (params, accumulators, states, copy),
+ * of its live clg_grads buffers (clg_memory_estimate leaves grad_buffers 0:
+ * add n * dtype size per gradient buffer you plan), and of the step block
+ * with its reduction partials. */
 typedef struct clg_memory_plan {
     uint64_t params, accumulators, states, param_copy, grad_buffers, step_block;
     uint64_t total;

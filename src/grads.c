@@ -1,5 +1,6 @@
 /* grads.c - external gradient buffers (paths A and C): arenas laid out
- * like the accumulator, in fp32, fp16 or bf16. */
+ * like the accumulator, in fp32, fp16 or bf16. Destroy them before their
+ * model. */
 #include "arena.h"
 #include "config.h"
 #include "model.h"
@@ -27,6 +28,7 @@ clg_status clg_grads_create(clg_model *m, clg_dtype dtype, clg_grads **out)
         free(g);
         return st;
     }
+    m->grads_bytes += clg__arena_bytes(m, g->arena.elem_size);
     *out = g;
     return CLG_SUCCESS;
 }
@@ -35,6 +37,7 @@ void clg_grads_destroy(clg_grads *g)
 {
     if (g == NULL)
         return;
+    g->model->grads_bytes -= clg__arena_bytes(g->model, g->arena.elem_size);
     clg__arena_free(g->model, &g->arena);
     free(g);
 }

@@ -393,9 +393,10 @@ clg_status clg_model_memory(const clg_model *m, clg_memory_plan *plan)
     plan->accumulators = clg__arena_bytes(m, m->acc.elem_size);
     plan->states = clg__arena_bytes(m, 4) * m->n_states;
     plan->param_copy = m->copy.chunks ? clg__arena_bytes(m, m->copy.elem_size) : 0;
+    plan->grad_buffers = m->grads_bytes;
     plan->step_block = 4 * CLG_SB_WORDS + 4 * (uint64_t)m->n_partials;
     plan->total = plan->params + plan->accumulators + plan->states + plan->param_copy +
-                  plan->step_block;
+                  plan->grad_buffers + plan->step_block;
     return CLG_SUCCESS;
 }
 

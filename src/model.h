@@ -93,7 +93,8 @@ struct clg_model {
     bool sb_valid;
 
     clg_kernel_set *kernels;
-    uint64_t launched; /* kernels this model enqueued */
+    uint64_t launched;    /* kernels this model enqueued */
+    uint64_t grads_bytes; /* device bytes of its live clg_grads */
     /* Set when a call failed after some of its device work was enqueued:
      * the device state no longer matches the host counters, so every later
      * call refuses until a checkpoint is loaded. */

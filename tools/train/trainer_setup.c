@@ -243,13 +243,7 @@ void trainer_print_plan(trainer *t)
     if (t->opt->quiet)
         return;
     memplan p = {0};
-    clg_model_memory(t->model, &p.model);
-    if (t->grads && p.model.grad_buffers == 0) {
-        /* clgrad's plan leaves the gradient buffers out; count them here. */
-        p.model.grad_buffers =
-            t->res->params * (t->opt->grad_dtype == CLG_FP32 ? 4u : 2u);
-        p.model.total += p.model.grad_buffers;
-    }
+    clg_model_memory(t->model, &p.model); /* includes the gradient buffers of paths A/C */
     p.activations = mlp_activation_bytes(t->dims, t->n_dims, t->b);
     p.micro_batch = t->b;
     p.grad_scratch = t->scratch_bytes;

@@ -14,7 +14,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # key, safetensors dtype, element count, element size (fuzz_checkpoint.c)
 LAYOUT = [
     ("clgrad.step_block", "U32", 32, 4),
-    ("clgrad.noise_partials", "F32", 8, 4),  # length depends on the device
     ("w", "F32", 5, 4),
     ("b", "F32", 3, 4),
     ("empty", "F32", 0, 4),
@@ -24,19 +23,17 @@ LAYOUT = [
 ]
 
 
-def checkpoint(order=None, user=None, micro=1, data_fill=1, noise=8):
+def checkpoint(order=None, user=None, micro=1, data_fill=1):
     blobs, header, meta = [], {}, {
         "clgrad.format": "clgrad-checkpoint",
         "clgrad.version": "1",
         "clgrad.optimizer": "adamw",
         "clgrad.micro": str(micro),
         "clgrad.weight_sum": "0x3f800000",
-        "clgrad.small_weight": "0x3f000000",
         "clgrad.cycles": "7",
         "clgrad.micro_total": "22",
     }
-    layout = [(k, d, noise if k == "clgrad.noise_partials" else c, s) for k, d, c, s in LAYOUT]
-    entries = layout if order is None else [layout[i] for i in order]
+    entries = LAYOUT if order is None else [LAYOUT[i] for i in order]
     offset = 0
     for i, (key, dtype, count, size) in enumerate(entries):
         data = bytes((data_fill * (i + 1) * 31 + j) & 0xFF for j in range(count * size))
@@ -71,8 +68,7 @@ def write(folder, name, data):
 def main():
     write("checkpoint", "valid", checkpoint())
     write("checkpoint", "valid_meta", checkpoint(user={"loader.epoch": "3", "rng": "0xdeadbeef"}))
-    write("checkpoint", "valid_reordered", checkpoint(order=[7, 6, 5, 4, 3, 2, 1, 0], micro=0))
-    write("checkpoint", "valid_other_device", checkpoint(noise=12))
+    write("checkpoint", "valid_reordered", checkpoint(order=[6, 5, 4, 3, 2, 1, 0], micro=0))
     good = checkpoint()
     write("checkpoint", "truncated", good[:-5])
     write("checkpoint", "bad_crc", good[:-1] + bytes([good[-1] ^ 1]))

@@ -114,9 +114,6 @@ clg_status clg__ckpt_header(clg_ckpt_layout *layout, const uint8_t *data,
         ok = ok && add_str(meta, "clgrad.micro", buf);
         snprintf(buf, sizeof buf, "0x%08" PRIx32, wbits); /* exact float bits */
         ok = ok && add_str(meta, "clgrad.weight_sum", buf);
-        memcpy(&wbits, &state->small_weight, sizeof wbits);
-        snprintf(buf, sizeof buf, "0x%08" PRIx32, wbits);
-        ok = ok && add_str(meta, "clgrad.small_weight", buf);
         snprintf(buf, sizeof buf, "%" PRIu64, state->cycles);
         ok = ok && add_str(meta, "clgrad.cycles", buf);
         snprintf(buf, sizeof buf, "%" PRIu64, state->micro_total);
@@ -201,8 +198,6 @@ clg_status clg__ckpt_collect(clg_model *model, const clg_ckpt_layout *layout, ui
                     dst[4 * w + b] = (uint8_t)(state->step_block[w] >> (8 * b));
         } else if (e->count == 0) {
             continue;
-        } else if (e->source == CLG_CKPT_SRC_NOISE) {
-            st = clg__ckpt_noise_io(model, dst, 0);
         } else if (e->source == CLG_CKPT_SRC_COPY) {
             st = clg__ckpt_copy_io(model, e->tensor, dst, 0);
         } else {
@@ -363,6 +358,14 @@ clg_status clg_checkpoint_save(clg_model *model, const char *path, const char *c
         return clg__fail(ctx, CLG_ERR_STATE,
                          "clg_checkpoint_save: the model is not finalized (call "
                          "clg_model_finalize first)");
+    /* After a step failed half-way the device holds part of a step the
+     * counters don't reflect: a checkpoint of that would load as a valid,
+     * silently wrong state. */
+    if (model->failed != CLG_SUCCESS)
+        return clg__fail(ctx, CLG_ERR_STATE,
+                         "clg_checkpoint_save: an earlier step failed half-way (%s); the model "
+                         "state is inconsistent and is not saved (load a checkpoint to continue)",
+                         clg_status_string(model->failed));
     char err[512];
     clg_status st = check_meta(meta_keys, meta_values, n_meta, err, sizeof err);
     if (st != CLG_SUCCESS)

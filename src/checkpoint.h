@@ -12,9 +12,14 @@
  *     <name>.acc        accumulator, F32 or BF16
  *     clgrad.step_block the device step block, U32 [32]
  * clgrad's own metadata keys start with "clgrad.": format, version,
- * optimizer, the host cycle counters (micro, weight_sum and small_weight as
- * exact float bits "0x3f800000", cycles, micro_total) and "clgrad.crc32.<key>" for every
+ * optimizer, the host cycle counters (micro, weight_sum as exact float bits
+ * "0x3f800000", cycles, micro_total) and "clgrad.crc32.<key>" for every
  * tensor; every other metadata key belongs to the caller.
+ *
+ * Nothing else is needed mid-cycle: the noise-scale estimate's first
+ * micro-step statistics and weight, and skip-micro mode's counters, live in
+ * the step block; the reduction partials never outlive the call that
+ * wrote them.
  *
  * Host memory: a save stages the whole state once; a load stages the file
  * and a copy of the live state (to undo a device failure half-way through).
@@ -46,13 +51,7 @@ typedef enum clg_ckpt_dtype {
 enum {
     CLG_CKPT_SRC_COPY = -1,       /* model->copy                       */
     CLG_CKPT_SRC_STEP_BLOCK = -2, /* clg_cycle_state.step_block        */
-    CLG_CKPT_SRC_NOISE = -3,      /* the first micro-step's norm partials */
 };
-/* The noise-scale estimate keeps the first micro-step's sum of squares as
- * per-work-group partials until the end of the cycle; a mid-cycle save
- * keeps them raw. Their count depends on the device, so on another device
- * the entry is skipped and that one pending estimate dropped. */
-#define CLG_CKPT_NOISE_KEY "clgrad.noise_partials"
 
 typedef struct clg_ckpt_entry {
     char *key; /* owned */
@@ -60,9 +59,6 @@ typedef struct clg_ckpt_entry {
     uint64_t count; /* elements; the shape is [count] */
     int source;     /* arena id or CLG_CKPT_SRC_* */
     int tensor;     /* model tensor index (-1 for the step block) */
-    int flexible;   /* another element count in the file is not an error
-                       (CLG_CKPT_SRC_NOISE); the parser sets shape_differs */
-    int shape_differs;
     /* Canonical place in the data section (layout order, contiguous),
      * set by clg__ckpt_layout_finish; the writer uses it. */
     uint64_t begin, end;
@@ -149,7 +145,5 @@ clg_status clg__ckpt_apply(clg_model *model, const clg_ckpt_layout *layout, cons
 /* Blocking transfer of one tensor of the low-precision parameter copy
  * (write != 0: host to device). */
 clg_status clg__ckpt_copy_io(clg_model *model, int tensor, void *host, int write);
-/* Blocking transfer of the noise-scale partials (CLG_CKPT_SRC_NOISE). */
-clg_status clg__ckpt_noise_io(clg_model *model, void *host, int write);
 
 #endif /* CLGRAD_CHECKPOINT_H */

@@ -254,16 +254,6 @@ clg_status clg__ckpt_layout_model(clg_model *model, clg_ckpt_layout *layout, cha
         snprintf(err, errlen, "out of host memory");
         goto fail;
     }
-    if (model->cfg.noise_scale && model->partials) {
-        st = clg__ckpt_layout_add(layout, CLG_CKPT_NOISE_KEY, CLG_CKPT_F32,
-                                  2 * (uint64_t)model->n_chunks * model->reduce_groups,
-                                  CLG_CKPT_SRC_NOISE, -1);
-        if (st != CLG_SUCCESS) {
-            snprintf(err, errlen, "out of host memory");
-            goto fail;
-        }
-        layout->entries[layout->n - 1].flexible = 1;
-    }
     st = layout_add_arena(model, layout, &model->params, "", CLG_ARENA_PARAMS, err, errlen);
     for (size_t s = 0; st == CLG_SUCCESS && s < model->n_states; s++) {
         if (!model->states[s].chunks)
@@ -432,18 +422,7 @@ static clg_status parse_entry(clg_ckpt_entry *e, const cJSON *item, char *err, s
         FAIL(CLG_ERR_MISMATCH, "tensor '%s' is %.16s in the file but %s in the model", e->key,
              dtype->valuestring, want);
     uint64_t bytes = e->count * clg__ckpt_dtype_size(e->dtype);
-    if ((rank != 1 || dims[0] != e->count) && e->flexible) {
-        /* another device's layout of the same data: skipped at load */
-        uint64_t count = 1;
-        for (int i = 0; i < rank && i < 8; i++)
-            count = dims[i] && count > UINT64_MAX / dims[i] ? UINT64_MAX : count * dims[i];
-        if (rank > 8 || count > UINT64_MAX / 8 ||
-            off[1] - off[0] != count * clg__ckpt_dtype_size(e->dtype))
-            FAIL(CLG_ERR_CORRUPT_FILE, "entry '%s': data_offsets do not match its shape",
-                 e->key);
-        e->shape_differs = 1;
-        bytes = off[1] - off[0];
-    } else if (rank != 1 || dims[0] != e->count) {
+    if (rank != 1 || dims[0] != e->count) {
         char got[96] = "[";
         for (int i = 0; i < rank && i < 4; i++) {
             size_t l = strlen(got);
@@ -485,7 +464,6 @@ clg_status clg__ckpt_parse(const uint8_t *file, size_t size, clg_ckpt_layout *la
     memset(out, 0, sizeof *out);
     for (size_t i = 0; i < layout->n; i++) {
         layout->entries[i].seen = 0;
-        layout->entries[i].shape_differs = 0;
         layout->entries[i].file_begin = layout->entries[i].file_end = 0;
     }
 
@@ -557,15 +535,14 @@ clg_status clg__ckpt_parse(const uint8_t *file, size_t size, clg_ckpt_layout *la
             FAIL(CLG_ERR_CORRUPT_FILE, "__metadata__ has key '%.200s' twice", meta_sorted[i]);
 
     const char *format = NULL, *version = NULL, *optimizer = NULL, *micro = NULL,
-               *weight_sum = NULL, *small_weight = NULL, *cycles = NULL, *micro_total = NULL;
+               *weight_sum = NULL, *cycles = NULL, *micro_total = NULL;
     struct {
         const char *key;
         const char **value;
     } known[] = {
         {"clgrad.format", &format},           {"clgrad.version", &version},
         {"clgrad.optimizer", &optimizer},     {"clgrad.micro", &micro},
-        {"clgrad.weight_sum", &weight_sum},   {"clgrad.small_weight", &small_weight},
-        {"clgrad.cycles", &cycles},
+        {"clgrad.weight_sum", &weight_sum},   {"clgrad.cycles", &cycles},
         {"clgrad.micro_total", &micro_total},
     };
     const size_t n_known = sizeof known / sizeof known[0];
@@ -597,10 +574,10 @@ clg_status clg__ckpt_parse(const uint8_t *file, size_t size, clg_ckpt_layout *la
              "checkpoint format version %llu is not supported (this clgrad reads version %d)",
              (unsigned long long)ver, CLG_CKPT_VERSION);
     uint64_t v_micro, v_cycles, v_total;
-    uint32_t v_wsum, v_small;
-    if (!optimizer || !micro || !weight_sum || !small_weight || !cycles || !micro_total)
+    uint32_t v_wsum;
+    if (!optimizer || !micro || !weight_sum || !cycles || !micro_total)
         FAIL(CLG_ERR_CORRUPT_FILE, "__metadata__ lacks one of clgrad.optimizer, clgrad.micro, "
-             "clgrad.weight_sum, clgrad.small_weight, clgrad.cycles, clgrad.micro_total");
+             "clgrad.weight_sum, clgrad.cycles, clgrad.micro_total");
     if (!parse_u64(micro, &v_micro) || v_micro > UINT32_MAX)
         FAIL(CLG_ERR_CORRUPT_FILE, "clgrad.micro '%.32s' is not a micro-step count", micro);
     if (!parse_u64(cycles, &v_cycles) || !parse_u64(micro_total, &v_total))
@@ -608,9 +585,6 @@ clg_status clg__ckpt_parse(const uint8_t *file, size_t size, clg_ckpt_layout *la
     if (!parse_hex32(weight_sum, "0x", &v_wsum))
         FAIL(CLG_ERR_CORRUPT_FILE, "clgrad.weight_sum '%.32s' is not 0x + 8 hex digits",
              weight_sum);
-    if (!parse_hex32(small_weight, "0x", &v_small))
-        FAIL(CLG_ERR_CORRUPT_FILE, "clgrad.small_weight '%.32s' is not 0x + 8 hex digits",
-             small_weight);
     if (strcmp(optimizer, layout->optimizer) != 0)
         FAIL(CLG_ERR_MISMATCH, "checkpoint is for optimizer '%.32s', the model uses '%s'",
              optimizer, layout->optimizer);
@@ -700,7 +674,6 @@ clg_status clg__ckpt_parse(const uint8_t *file, size_t size, clg_ckpt_layout *la
     /* 6. Everything checked out: fill the result. */
     out->state.micro = (unsigned)v_micro;
     memcpy(&out->state.weight_sum, &v_wsum, sizeof v_wsum);
-    memcpy(&out->state.small_weight, &v_small, sizeof v_small);
     out->state.cycles = v_cycles;
     out->state.micro_total = v_total;
     long sb = clg__ckpt_layout_find(layout, CLG_CKPT_STEP_BLOCK_KEY);
@@ -751,26 +724,6 @@ void clg__ckpt_parsed_free(clg_ckpt_parsed *parsed)
 
 /* ------------------------------------------------------------ device side */
 
-/* The noise-scale partials of the first micro-step (region SMALL of
- * model->partials, float2 per work-group and chunk; see stats.cl). */
-clg_status clg__ckpt_noise_io(clg_model *model, void *host, int write)
-{
-    clg_context *ctx = model->ctx;
-    const char *call = write ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer";
-    size_t per_region = model->n_chunks * model->reduce_groups;
-    size_t offset = 8 * (size_t)CLG_REGION_SMALL * per_region;
-    if (clg__fault_hit(CLG_FAULT_ENQUEUE))
-        return clg__cl_fail(ctx, CL_OUT_OF_RESOURCES, "checkpoint: noise partials (injected fault)",
-                            call);
-    cl_int err = write ? clEnqueueWriteBuffer(ctx->queue, model->partials, CL_TRUE, offset,
-                                              8 * per_region, host, 0, NULL, NULL)
-                       : clEnqueueReadBuffer(ctx->queue, model->partials, CL_TRUE, offset,
-                                             8 * per_region, host, 0, NULL, NULL);
-    if (err != CL_SUCCESS)
-        return clg__cl_fail(ctx, err, "checkpoint: noise partials", call);
-    return CLG_SUCCESS;
-}
-
 /* The low-precision parameter copy has no arena id in model.h, so its
  * per-tensor transfer is done here, like clg__arena_read/write. */
 clg_status clg__ckpt_copy_io(clg_model *model, int tensor, void *host, int write)
@@ -807,10 +760,7 @@ clg_status clg__ckpt_apply(clg_model *model, const clg_ckpt_layout *layout, cons
             continue;
         const uint8_t *src = data + (file_offsets ? e->file_begin : e->begin);
         clg_status st;
-        if (e->source == CLG_CKPT_SRC_NOISE)
-            st = file_offsets && e->shape_differs ? CLG_SUCCESS
-                                                  : clg__ckpt_noise_io(model, (void *)src, 1);
-        else if (e->source == CLG_CKPT_SRC_COPY)
+        if (e->source == CLG_CKPT_SRC_COPY)
             st = clg__ckpt_copy_io(model, e->tensor, (void *)src, 1);
         else
             st = clg__arena_write(model, e->source, e->tensor, src);
@@ -909,26 +859,22 @@ clg_status clg_checkpoint_load(clg_model *model, const char *path, clg_meta_fn m
         goto done;
     }
 
-    long noise = clg__ckpt_layout_find(&layout, CLG_CKPT_NOISE_KEY);
-    if (noise >= 0 && layout.entries[noise].shape_differs) {
-        /* Saved on a device with another reduction layout: drop the
-         * pending first-micro-step estimate (the prologue skips the noise
-         * update of a cycle whose small weight is 0). */
-        parsed.state.small_weight = 0.0f;
-        parsed.state.step_block[CLG_SB_SMALL_WEIGHT] = 0u;
-    }
-
     /* All checks passed. Keep the live state, so that a device failure
      * half-way through the writes can be undone. */
     clg_cycle_state backup_state;
     st = clg__ckpt_collect(model, &layout, &backup, &backup_state);
     if (st != CLG_SUCCESS)
         goto done; /* nothing changed yet; message set by the failing call */
+    /* A successful load clears a failed step's refusal (the whole state is
+     * written); an undone one must leave it as it was, and one that could
+     * not be undone sets it: the model then holds neither state. */
+    clg_status was_failed = model->failed;
     st = clg__ckpt_apply(model, &layout, parsed.data, 1, &parsed.state);
     if (st != CLG_SUCCESS) {
         char first[CLG_ERROR_MAX / 2];
         snprintf(first, sizeof first, "%s", clg_last_error(ctx));
         clg_status undo = clg__ckpt_apply(model, &layout, backup, 0, &backup_state);
+        model->failed = undo == CLG_SUCCESS ? was_failed : st;
         clg__fail(ctx, st, "clg_checkpoint_load: '%s': %s (%s)", path, first,
                   undo == CLG_SUCCESS ? "the previous state was restored"
                                       : "restoring the previous state failed too: the model "

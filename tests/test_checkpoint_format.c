@@ -69,7 +69,6 @@ static int setup(void **state)
         f->data[i] = (uint8_t)(i * 37 + 11);
     f->state.micro = 2;
     f->state.weight_sum = 0.1f + 0.2f; /* a value decimal printing could round */
-    f->state.small_weight = 1.0f / 3.0f;
     f->state.cycles = 12345678901ull;
     f->state.micro_total = 37037036705ull;
     /* collect would put the step block words in the data; do the same */
@@ -174,7 +173,6 @@ static void test_round_trip(void **state)
         fail_msg("parse failed: %s", err);
     assert_int_equal(p.state.micro, 2);
     assert_memory_equal(&p.state.weight_sum, &f->state.weight_sum, sizeof(float));
-    assert_memory_equal(&p.state.small_weight, &f->state.small_weight, sizeof(float));
     assert_true(p.state.cycles == f->state.cycles);
     assert_true(p.state.micro_total == f->state.micro_total);
     assert_memory_equal(p.state.step_block, f->state.step_block, sizeof f->state.step_block);
@@ -308,7 +306,9 @@ static void wrong_version(cJSON *root) { set_meta(root, "clgrad.version", "2"); 
 static void bad_version(cJSON *root) { set_meta(root, "clgrad.version", "1.0"); }
 static void unknown_clgrad_key(cJSON *root) { set_meta(root, "clgrad.future", "1"); }
 static void bad_wsum(cJSON *root) { set_meta(root, "clgrad.weight_sum", "0.3"); }
-static void no_small_weight(cJSON *root) { set_meta(root, "clgrad.small_weight", NULL); }
+static void no_wsum(cJSON *root) { set_meta(root, "clgrad.weight_sum", NULL); }
+/* the pre-release draft kept the noise scale's first weight on the host */
+static void old_small_weight(cJSON *root) { set_meta(root, "clgrad.small_weight", "0x3f800000"); }
 static void bad_micro(cJSON *root) { set_meta(root, "clgrad.micro", "-1"); }
 static void huge_cycles(cJSON *root) { set_meta(root, "clgrad.cycles", "18446744073709551616"); }
 static void no_counters(cJSON *root) { set_meta(root, "clgrad.micro_total", NULL); }
@@ -336,7 +336,9 @@ static void test_metadata(void **state)
     expect_mutation(f, bad_version, CLG_ERR_CORRUPT_FILE, "clgrad.version");
     expect_mutation(f, unknown_clgrad_key, CLG_ERR_CORRUPT_FILE, "unknown clgrad key");
     expect_mutation(f, bad_wsum, CLG_ERR_CORRUPT_FILE, "weight_sum");
-    expect_mutation(f, no_small_weight, CLG_ERR_CORRUPT_FILE, "clgrad.small_weight");
+    expect_mutation(f, no_wsum, CLG_ERR_CORRUPT_FILE, "clgrad.weight_sum");
+    expect_mutation(f, old_small_weight, CLG_ERR_CORRUPT_FILE,
+                    "unknown clgrad key 'clgrad.small_weight'");
     expect_mutation(f, bad_micro, CLG_ERR_CORRUPT_FILE, "clgrad.micro");
     expect_mutation(f, huge_cycles, CLG_ERR_CORRUPT_FILE, "clgrad.cycles");
     expect_mutation(f, no_counters, CLG_ERR_CORRUPT_FILE, "lacks");
@@ -499,59 +501,27 @@ static void test_writer_rejects(void **state)
     clg__ckpt_layout_free(&l);
 }
 
-/* The noise-scale partials have a device-dependent length: another count
- * in the file is accepted and flagged (the loader then skips them). */
-static void test_flexible_entry(void **state)
+/* The pre-release draft stored the noise scale's reduction partials as a
+ * tensor whose length depended on the device; they now live in the step
+ * block, and a file that still has them is for another layout. */
+static void old_noise_partials(cJSON *root)
 {
-    (void)state;
-    char err[512];
-    clg_ckpt_layout saved, live;
-    clg_ckpt_layout *ls[2] = {&saved, &live};
-    uint64_t counts[2] = {12, 8};
-    for (int i = 0; i < 2; i++) {
-        memset(ls[i], 0, sizeof *ls[i]);
-        snprintf(ls[i]->optimizer, sizeof ls[i]->optimizer, "sgd");
-        assert_int_equal(clg__ckpt_layout_add(ls[i], CLG_CKPT_NOISE_KEY, CLG_CKPT_F32, counts[i],
-                                              CLG_CKPT_SRC_NOISE, -1),
-                         0);
-        ls[i]->entries[0].flexible = 1;
-        assert_int_equal(clg__ckpt_layout_add(ls[i], "p", CLG_CKPT_F32, 3, CLG_ARENA_PARAMS, 0),
-                         0);
-        assert_int_equal(clg__ckpt_layout_finish(ls[i], err, sizeof err), 0);
-    }
-    uint8_t data[60] = {1, 2, 3};
-    clg_cycle_state cs;
-    memset(&cs, 0, sizeof cs);
-    char *header;
-    size_t hlen, size;
-    assert_int_equal(clg__ckpt_header(&saved, data, &cs, NULL, NULL, 0, &header, &hlen, err,
-                                      sizeof err),
-                     0);
-    uint8_t *file = assemble(header, hlen, data, saved.data_size, &size);
-    clg_ckpt_parsed p;
-    clg_status st = clg__ckpt_parse(file, size, &live, &p, err, sizeof err);
-    if (st != 0)
-        fail_msg("%s", err);
-    assert_true(live.entries[0].shape_differs);
-    assert_false(live.entries[1].shape_differs);
-    assert_int_equal(live.entries[1].file_begin, 48);
-    clg__ckpt_parsed_free(&p);
-    /* the same layout: no difference */
-    st = clg__ckpt_parse(file, size, &saved, &p, err, sizeof err);
-    assert_int_equal(st, 0);
-    assert_false(saved.entries[0].shape_differs);
-    clg__ckpt_parsed_free(&p);
-    /* a span that does not match the file's own shape is still damage */
-    const char *from = "\"data_offsets\":[0,48]", *to = "\"data_offsets\":[0,44]";
-    char *at = strstr((char *)file + 8, from);
-    assert_non_null(at);
-    memcpy(at, to, strlen(to));
-    st = clg__ckpt_parse(file, size, &live, &p, err, sizeof err);
-    assert_int_equal(st, CLG_ERR_CORRUPT_FILE);
-    free(file);
-    free(header);
-    clg__ckpt_layout_free(&saved);
-    clg__ckpt_layout_free(&live);
+    cJSON *e = cJSON_AddObjectToObject(root, "clgrad.noise_partials");
+    cJSON_AddStringToObject(e, "dtype", "F32");
+    int shape[1] = {2};
+    cJSON_AddItemToObject(e, "shape", cJSON_CreateIntArray(shape, 1));
+    int off[2] = {196, 204};
+    cJSON_AddItemToObject(e, "data_offsets", cJSON_CreateIntArray(off, 2));
+}
+
+static void test_no_noise_partials(void **state)
+{
+    fixture *f = *state;
+    expect_mutation(f, old_noise_partials, CLG_ERR_MISMATCH,
+                    "'clgrad.noise_partials', which the model lacks");
+    /* and the writer's header has no such entry nor the old weight key */
+    assert_null(strstr(f->header, "noise_partials"));
+    assert_null(strstr(f->header, "small_weight"));
 }
 
 int main(void)
@@ -567,7 +537,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_offsets, setup, teardown),
         cmocka_unit_test_setup_teardown(test_crc, setup, teardown),
         cmocka_unit_test_setup_teardown(test_writer_rejects, setup, teardown),
-        cmocka_unit_test(test_flexible_entry),
+        cmocka_unit_test_setup_teardown(test_no_noise_partials, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

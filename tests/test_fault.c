@@ -2,8 +2,13 @@
  *  - the n-th device allocation of clg_model_finalize / clg_grads_create
  *    fails: an error, no device bytes left charged, the model can retry
  *    and be destroyed;
- *  - the n-th enqueue of the update-triggering clg_step fails: an error,
- *    host counters and parameters as before;
+ *  - the n-th enqueue of a clg_step fails (an update on paths A and C, a
+ *    noise-scale first micro-step, a skip-micro update): an error, host
+ *    counters, parameters, optimizer states and param copy as before; at
+ *    the first enqueue nothing changed and a retry matches a fault-free
+ *    run bit for bit; after earlier launches the model refuses to go on
+ *    (CLG_ERR_STATE, saves too) until a checkpoint is loaded, through
+ *    failed loads too, and then matches a fault-free run bit for bit;
  *  - the n-th enqueue of clg_checkpoint_load fails: the live state is
  *    restored byte for byte;
  *  - the n-th write of clg_checkpoint_save fails: an error, the old file
@@ -40,8 +45,9 @@ static void check_ok(clg_status st, const char *what, int line)
 
 enum { K = 3, MAX_N = 500 };
 
-/* Two groups (two update launches), clipping and loss scaling (statistics
- * and prologue launches), a param copy and tensor norms (more buffers). */
+/* Two groups (two segments of the one update launch), clipping and loss
+ * scaling (statistics and prologue launches), a param copy and tensor
+ * norms (more buffers), the noise scale (its first-micro-step fold). */
 static clg_config fault_config(clg_optimizer opt)
 {
     clg_config c = clg_config_default(opt);
@@ -165,138 +171,310 @@ static void test_alloc_grads(void **state)
 
 /* ------------------------------------------------------------ enqueue */
 
-typedef struct host_counters {
-    unsigned micro;
-    clg_cycle_state cs; /* host fields only are compared */
-} host_counters;
-
-static void counters(clg_model *m, host_counters *h)
+static char *path_in_tmp(const char *name)
 {
-    h->micro = clg_micro_step_index(m);
-    OK(clg__cycle_state_get(m, &h->cs));
+    size_t len = strlen(tmpdir) + strlen(name) + 2;
+    char *p = tu_xmalloc(len);
+    snprintf(p, len, "%s/%s", tmpdir, name);
+    return p;
 }
 
-static void same_counters(const host_counters *a, const host_counters *b, unsigned n)
+/* Everything a checkpoint holds, through the checkpoint's own reader. */
+typedef struct full_state {
+    clg_ckpt_layout layout;
+    uint8_t *raw;
+    clg_cycle_state cs;
+    unsigned micro;
+} full_state;
+
+static void take_state(clg_model *m, full_state *s)
 {
+    char err[256];
+    OK(clg__ckpt_layout_model(m, &s->layout, err, sizeof err));
+    OK(clg__ckpt_collect(m, &s->layout, &s->raw, &s->cs));
+    s->micro = clg_micro_step_index(m);
+}
+
+static void free_state(full_state *s)
+{
+    clg__ckpt_layout_free(&s->layout);
+    free(s->raw);
+}
+
+/* Compares two states of models with the same layout. update_only: only the
+ * entries the update writes (parameters, optimizer states, param copy);
+ * otherwise every entry, the step block and the host counters too.
+ * Returns the first differing key, or NULL. */
+static const char *state_differs(const full_state *a, const full_state *b, int update_only)
+{
+    assert_true(a->layout.n == b->layout.n && a->layout.data_size == b->layout.data_size);
+    for (size_t i = 0; i < a->layout.n; i++) {
+        const clg_ckpt_entry *e = &a->layout.entries[i];
+        if (update_only && (e->source == CLG_ARENA_ACC || e->source == CLG_CKPT_SRC_STEP_BLOCK))
+            continue;
+        if (memcmp(a->raw + e->begin, b->raw + e->begin, (size_t)(e->end - e->begin)) != 0)
+            return e->key;
+    }
+    if (update_only)
+        return NULL;
+    if (memcmp(a->cs.step_block, b->cs.step_block, sizeof a->cs.step_block) != 0)
+        return "step block";
     if (a->micro != b->micro || a->cs.micro != b->cs.micro || a->cs.cycles != b->cs.cycles ||
         a->cs.micro_total != b->cs.micro_total ||
         memcmp(&a->cs.weight_sum, &b->cs.weight_sum, sizeof(float)) != 0)
-        fail_msg("enqueue %u: host counters changed by a failed call", n);
+        return "host counters";
+    return NULL;
 }
 
-/* The last micro-step of a cycle (accumulate or fused update, statistics,
- * prologue, one update per group) failing at each of its enqueues. */
-static void enqueue_in_step(int fuse, unsigned *launches_tried, unsigned *half_updated,
-                            unsigned *retry_differs)
-{
-    float *ref = NULL; /* the parameters of the fault-free run */
-    clg_config cfg = fault_config(CLG_ADAMW);
-    cfg.fuse_last_micro_step = fuse;
-    if (fuse) {
-        /* path C proper: no statistics pass, the update reads the grads */
-        cfg.clip_norm = 0.0f;
-        cfg.nonfinite = CLG_NONFINITE_IGNORE;
-        cfg.loss_scale = CLG_LOSS_SCALE_NONE;
-        cfg.noise_scale = 0;
-        cfg.tensor_norms = 0;
-    }
-    unsigned n;
-    for (n = 1; n <= MAX_N; n++) {
-        clg_model *m = ready_model(&cfg, 3);
-        clg_grads *g = NULL;
-        OK(clg_grads_create(m, CLG_FP32, &g));
-        for (unsigned mi = 0; mi < K; mi++)
-            OK(micro_step(m, g, 0, mi));
-        OK(micro_step(m, g, 1, 0));
-        OK(micro_step(m, g, 1, 1));
-        size_t np = clg_model_param_count(m);
-        float *gbuf = tu_xmalloc(np * sizeof *gbuf);
-        tu_fill_normal(gbuf, np, 77, 1.0f);
-        OK(clg_grads_upload(g, -1, gbuf));
-        free(gbuf);
-        host_counters before, after;
-        counters(m, &before);
-        float *p0 = tu_xmalloc(np * sizeof *p0), *p1 = tu_xmalloc(np * sizeof *p1);
-        OK(clg_model_download_params(m, -1, p0));
+/* The run of every enqueue test: micro-step i (0-based, over all cycles)
+ * has its own gradient and weight. */
+static float weight_at(unsigned i) { return 1.0f + 0.5f * (float)(i % K); }
 
-        if (!ref) {
-            ref = tu_xmalloc(np * sizeof *ref);
-            int up = 0;
-            OK(clg_step(m, g, 1.0f, &up));
-            OK(clg_model_download_params(m, -1, ref));
-            free(p0);
-            free(p1);
-            clg_grads_destroy(g);
-            clg_model_destroy(m);
-            n--; /* the same n again, now with the reference known */
-            continue;
-        }
+static void upload_at(clg_model *m, clg_grads *g, unsigned i)
+{
+    size_t n = clg_model_param_count(m);
+    float *buf = tu_xmalloc(n * sizeof *buf);
+    tu_fill_normal(buf, n, 1000u + i, 1.0f);
+    OK(clg_grads_upload(g, -1, buf));
+    free(buf);
+}
+
+/* Micro-steps [from, to) of the run. */
+static void run_steps(clg_model *m, clg_grads *g, unsigned from, unsigned to)
+{
+    for (unsigned i = from; i < to; i++) {
+        upload_at(m, g, i);
+        OK(clg_step(m, g, weight_at(i), NULL));
+    }
+}
+
+typedef struct step_case {
+    const char *name;
+    clg_config cfg;
+    unsigned at;          /* the micro-step that fails: cycle 1, step `at % K` */
+    unsigned min_enqueues; /* the step enqueues at least this many times */
+} step_case;
+
+enum { RUN_END = 3 * K }; /* three cycles */
+
+/* Refused: every call that would advance the cycle says CLG_ERR_STATE and
+ * to load a checkpoint, and so does a save of the inconsistent state. */
+static void expect_refused(clg_model *m, clg_grads *g, unsigned at, const char *what)
+{
+    int updated = -1;
+    clg_status st = clg_step(m, g, weight_at(at), &updated);
+    if (st != CLG_ERR_STATE || !strstr(clg_last_error(ctx), "load a checkpoint"))
+        fail_msg("%s: clg_step on a model whose step failed half-way returned %s: %s", what,
+                 clg_status_string(st), clg_last_error(ctx));
+    assert_int_equal(updated, 0);
+    assert_int_equal(clg_flush(m), CLG_ERR_STATE);
+    char *path = path_in_tmp("refused.ckpt");
+    assert_int_equal(clg_checkpoint_save(m, path, NULL, NULL, 0), CLG_ERR_STATE);
+    assert_int_equal(access(path, F_OK), -1);
+    free(path);
+}
+
+/* Micro-step c->at fails at each of its enqueues in turn (n = 1, 2, ...
+ * until the step completes without reaching its n-th). Each time: an
+ * error; host counters, parameters, optimizer states and param copy as
+ * before (single-chunk model: the update is one launch). A failure at the
+ * first enqueue changed nothing: the whole state is as before and a retry
+ * finishes the run exactly as a fault-free one. A later failure leaves
+ * part of the step on the device: the model refuses to go on until the
+ * checkpoint saved before the step is loaded, and then finishes the run
+ * exactly as a fault-free one. */
+static unsigned enqueue_in_step(const step_case *c)
+{
+    char *ckpt = path_in_tmp("before-step.ckpt");
+    /* the fault-free run */
+    clg_model *ref = ready_model(&c->cfg, 3);
+    assert_int_equal(ref->n_chunks, 1);
+    clg_grads *g = NULL;
+    OK(clg_grads_create(ref, CLG_FP32, &g));
+    run_steps(ref, g, 0, RUN_END);
+    clg_grads_destroy(g);
+    full_state want;
+    take_state(ref, &want);
+
+    unsigned n, refused = 0;
+    for (n = 1; n <= MAX_N; n++) {
+        clg_model *m = ready_model(&c->cfg, 3);
+        OK(clg_grads_create(m, CLG_FP32, &g));
+        run_steps(m, g, 0, c->at);
+        OK(clg_checkpoint_save(m, ckpt, NULL, NULL, 0));
+        upload_at(m, g, c->at);
+        full_state before, after;
+        take_state(m, &before);
+
         clg__fault_arm(CLG_FAULT_ENQUEUE, n);
         int updated = -1;
-        clg_status st = clg_step(m, g, 1.0f, &updated);
+        clg_status st = clg_step(m, g, weight_at(c->at), &updated);
         int fired = clg__fault_fired(CLG_FAULT_ENQUEUE);
         disarm();
         if (st == CLG_SUCCESS) {
             assert_false(fired);
-            assert_int_equal(updated, 1);
-            OK(clg_model_download_params(m, -1, p1));
-            assert_non_null(ref);
-            assert_memory_equal(ref, p1, np * sizeof *p1);
-            free(p0);
-            free(p1);
-            clg_grads_destroy(g);
-            clg_model_destroy(m);
-            break;
+            run_steps(m, g, c->at + 1, RUN_END);
+        } else {
+            assert_true(fired);
+            assert_int_equal(updated, 0);
+            assert_non_null(strstr(clg_last_error(ctx), "CL_OUT_OF_RESOURCES"));
+            take_state(m, &after);
+            const char *d = state_differs(&before, &after, 1);
+            if (d)
+                fail_msg("%s, enqueue %u: '%s' changed by a failed clg_step", c->name, n, d);
+            if (memcmp(&before.cs.weight_sum, &after.cs.weight_sum, sizeof(float)) != 0 ||
+                before.micro != after.micro || before.cs.cycles != after.cs.cycles ||
+                before.cs.micro_total != after.cs.micro_total)
+                fail_msg("%s, enqueue %u: host counters changed by a failed clg_step", c->name,
+                         n);
+            if (n == 1) {
+                /* nothing was enqueued: nothing changed, and a retry works */
+                d = state_differs(&before, &after, 0);
+                if (d)
+                    fail_msg("%s: '%s' changed by a clg_step that failed at its first enqueue",
+                             c->name, d);
+            } else {
+                expect_refused(m, g, c->at, c->name);
+                refused++;
+                OK(clg_checkpoint_load(m, ckpt, NULL, NULL));
+                assert_int_equal(clg_micro_step_index(m), c->at % K);
+            }
+            free_state(&after);
+            run_steps(m, g, c->at, RUN_END);
         }
-        assert_true(fired);
-        assert_int_equal(updated, 0);
-        assert_non_null(strstr(clg_last_error(ctx), "CL_OUT_OF_RESOURCES"));
-        counters(m, &after);
-        same_counters(&before, &after, n);
-        OK(clg_model_download_params(m, -1, p1));
-        if (memcmp(p0, p1, np * sizeof *p0) != 0) {
-            /* Known limitation, reported to the core's owner: a failure
-             * between the update launches of two groups leaves the first
-             * group updated. Strict with CLGRAD_FAULT_STRICT_PARAMS=1. */
-            (*half_updated)++;
-            if (getenv("CLGRAD_FAULT_STRICT_PARAMS"))
-                fail_msg("enqueue %u of the update (fuse %d): parameters half-updated by a "
-                         "failed clg_step",
-                         n, fuse);
-        }
-        /* Retrying the same micro-step: does it give the fault-free result? */
-        OK(clg_step(m, g, 1.0f, &updated));
-        assert_int_equal(updated, 1);
-        OK(clg_model_download_params(m, -1, p1));
-        if (ref && memcmp(ref, p1, np * sizeof *p1) != 0)
-            (*retry_differs)++;
-        free(p0);
-        free(p1);
+        full_state got;
+        take_state(m, &got);
+        const char *d = state_differs(&want, &got, 0);
+        if (d)
+            fail_msg("%s, enqueue %u: after %s the run differs from a fault-free one in '%s'",
+                     c->name, n,
+                     st == CLG_SUCCESS ? "no fault" : n == 1 ? "a retry" : "loading the checkpoint",
+                     d);
+        free_state(&got);
+        free_state(&before);
         clg_grads_destroy(g);
         clg_model_destroy(m);
+        if (st == CLG_SUCCESS)
+            break;
     }
-    assert_true(n > 3);
-    free(ref);
-    *launches_tried = n - 1;
+    unsigned tried = n - 1;
+    if (tried < c->min_enqueues)
+        fail_msg("%s: the step failed at only %u enqueues, expected %u or more", c->name, tried,
+                 c->min_enqueues);
+    assert_int_equal(refused, tried - 1);
+    free_state(&want);
+    clg_model_destroy(ref);
+    unlink(ckpt);
+    free(ckpt);
+    return tried;
+}
+
+static void run_cases(const step_case *cases, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned tried = enqueue_in_step(&cases[i]);
+        print_message("%s: clg_step failed cleanly at each of its %u enqueues (%u of them "
+                      "after earlier launches: refused, then resumed from the checkpoint)\n",
+                      cases[i].name, tried, tried - 1);
+    }
 }
 
 static void test_enqueue_step(void **state)
 {
     (void)state;
-    unsigned a = 0, c = 0, half_a = 0, half_c = 0, retry_a = 0, retry_c = 0;
-    enqueue_in_step(0, &a, &half_a, &retry_a);
-    enqueue_in_step(1, &c, &half_c, &retry_c);
-    print_message("clg_step returned an error with unchanged host counters at each of its "
-                  "enqueues: %u (path A), %u (path C)\n",
-                  a, c);
-    if (half_a + half_c)
-        print_message("KNOWN LIMITATION: at %u (path A) and %u (path C) of them the parameters "
-                      "were left half-updated (a later group's update launch failed)\n",
-                      half_a, half_c);
-    if (retry_a + retry_c)
-        print_message("KNOWN LIMITATION: retrying the failed clg_step gave other parameters "
-                      "than a fault-free run at %u (path A) and %u (path C) of them\n",
-                      retry_a, retry_c);
+    step_case cases[3];
+    /* path A with statistics: accumulate (fused norm), tensor norms,
+     * prologue, update */
+    cases[0] = (step_case){"path A, statistics", fault_config(CLG_ADAMW), 2 * K - 1, 4};
+    cases[0].cfg.fuse_last_micro_step = 0;
+    /* path C proper: prologue, then the update that reads the grads */
+    clg_config cc = fault_config(CLG_ADAMW);
+    cc.fuse_last_micro_step = 1;
+    cc.clip_norm = 0.0f;
+    cc.nonfinite = CLG_NONFINITE_IGNORE;
+    cc.loss_scale = CLG_LOSS_SCALE_NONE;
+    cc.noise_scale = 0;
+    cc.tensor_norms = 0;
+    cases[1] = (step_case){"path C", cc, 2 * K - 1, 2};
+    /* the noise scale's first micro-step: accumulate (its own norm), then
+     * fold it into the step block */
+    cases[2] = (step_case){"first micro-step, noise scale", fault_config(CLG_ADAMW), K, 2};
+    run_cases(cases, 3);
+}
+
+static void test_enqueue_step_skip_micro(void **state)
+{
+    (void)state;
+    /* check, verdict, accumulate, count read, statistics, prologue, update */
+    clg_config cs = fault_config(CLG_SGD);
+    cs.momentum = 0.9f;
+    cs.fuse_last_micro_step = 0;
+    cs.nonfinite = CLG_NONFINITE_SKIP_MICRO;
+    cs.noise_scale = 0;
+    step_case c = {"skip-micro, last micro-step", cs, 2 * K - 1, 5};
+    run_cases(&c, 1);
+}
+
+/* A model refusing steps after a half-done one stays refusing through
+ * every failed load (at each of its enqueues, and a missing file), and the
+ * first successful load clears it. */
+static void test_failed_until_load(void **state)
+{
+    (void)state;
+    clg_config cfg = fault_config(CLG_ADAMW);
+    cfg.fuse_last_micro_step = 0;
+    char *ckpt = path_in_tmp("failed.ckpt");
+    clg_model *ref = ready_model(&cfg, 5);
+    clg_grads *g = NULL;
+    OK(clg_grads_create(ref, CLG_FP32, &g));
+    run_steps(ref, g, 0, RUN_END);
+    clg_grads_destroy(g);
+    full_state want;
+    take_state(ref, &want);
+
+    const unsigned at = 2 * K - 1;
+    clg_model *m = ready_model(&cfg, 5);
+    OK(clg_grads_create(m, CLG_FP32, &g));
+    run_steps(m, g, 0, at);
+    OK(clg_checkpoint_save(m, ckpt, NULL, NULL, 0));
+    upload_at(m, g, at);
+    clg__fault_arm(CLG_FAULT_ENQUEUE, 2);
+    clg_status st = clg_step(m, g, weight_at(at), NULL);
+    disarm();
+    assert_int_not_equal(st, CLG_SUCCESS);
+    expect_refused(m, g, at, "after a failed step");
+
+    char *missing = path_in_tmp("missing.ckpt");
+    assert_int_equal(clg_checkpoint_load(m, missing, NULL, NULL), CLG_ERR_IO);
+    free(missing);
+    expect_refused(m, g, at, "after a load of a missing file");
+    unsigned n;
+    for (n = 1; n <= MAX_N; n++) {
+        clg__fault_arm(CLG_FAULT_ENQUEUE, n);
+        st = clg_checkpoint_load(m, ckpt, NULL, NULL);
+        disarm();
+        if (st == CLG_SUCCESS)
+            break;
+        char what[64];
+        snprintf(what, sizeof what, "after a load that failed at enqueue %u", n);
+        expect_refused(m, g, at, what);
+    }
+    assert_true(n > 10);
+    /* loaded: the run goes on as if nothing had happened */
+    run_steps(m, g, at, RUN_END);
+    full_state got;
+    take_state(m, &got);
+    const char *d = state_differs(&want, &got, 0);
+    if (d)
+        fail_msg("resumed after the load, the run differs from a fault-free one in '%s'", d);
+    print_message("a failed model refused steps through %u failed loads, then resumed\n", n);
+    free_state(&got);
+    free_state(&want);
+    clg_grads_destroy(g);
+    clg_model_destroy(m);
+    clg_model_destroy(ref);
+    unlink(ckpt);
+    free(ckpt);
 }
 
 /* ------------------------------------------------------------ checkpoints */
@@ -309,14 +487,6 @@ static void snapshot(clg_model *m, uint8_t **raw, size_t *n, clg_cycle_state *cs
     OK(clg__ckpt_collect(m, &layout, raw, cs));
     *n = (size_t)layout.data_size;
     clg__ckpt_layout_free(&layout);
-}
-
-static char *path_in_tmp(const char *name)
-{
-    size_t len = strlen(tmpdir) + strlen(name) + 2;
-    char *p = tu_xmalloc(len);
-    snprintf(p, len, "%s/%s", tmpdir, name);
-    return p;
 }
 
 static uint8_t *read_all(const char *path, size_t *n)
@@ -513,6 +683,8 @@ int main(void)
         cmocka_unit_test(test_alloc_finalize),
         cmocka_unit_test(test_alloc_grads),
         cmocka_unit_test(test_enqueue_step),
+        cmocka_unit_test(test_enqueue_step_skip_micro),
+        cmocka_unit_test(test_failed_until_load),
         cmocka_unit_test(test_enqueue_load),
         cmocka_unit_test(test_write_save),
         cmocka_unit_test(test_enqueue_save),

@@ -39,8 +39,7 @@ int bench_memory_section(bench_report *r, uint64_t budget, unsigned k);
 int bench_launch_section(bench_report *r, clg_context *ctx, const bench_options *o);
 /* Runs every case for parameter count n. */
 int bench_cases_section(bench_report *r, clg_context *ctx, bench_stream *st,
-                        const bench_options *o, uint64_t n, bench_samples *copy_all,
-                        bench_samples *triad_all);
+                        const bench_options *o, uint64_t n, bench_stream_samples *all);
 /* End to end with clgrad-train's code (only when built with it). */
 int bench_e2e_section(bench_report *r, clg_context *ctx, const bench_options *o);
 

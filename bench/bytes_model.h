@@ -11,7 +11,7 @@
 typedef enum bench_variant {
     BENCH_FUSED = 0,      /* clgrad, one param group */
     BENCH_UNFUSED = 1,    /* hand-rolled: CLBlast + plain kernels, per tensor */
-    BENCH_PER_TENSOR = 2  /* clgrad, one param group per tensor */
+    BENCH_PER_TENSOR = 2  /* clgrad's kernels per tensor: one model per tensor */
 } bench_variant;
 
 /* "fused", "unfused", "per_tensor". */

@@ -1,6 +1,7 @@
 /* cases.c - the timed section for one parameter count: for every selected
  * configuration, clgrad fused on paths A, B, C, hand-rolled fed like A and
- * B, and clgrad with one param group per tensor fed like A and B. */
+ * B, and clgrad's kernels per tensor (one model per tensor) fed like A and
+ * B. */
 #include "bench_main.h"
 
 #include <stdio.h>
@@ -39,8 +40,7 @@ static int set_bytes(bench_case *c, const bench_config *bc)
 }
 
 int bench_cases_section(bench_report *r, clg_context *ctx, bench_stream *st,
-                        const bench_options *o, uint64_t n, bench_samples *copy_all,
-                        bench_samples *triad_all)
+                        const bench_options *o, uint64_t n, bench_stream_samples *all)
 {
     for (size_t i = 0; i < bench_config_count; i++) {
         const bench_config *bc = &bench_configs[i];
@@ -78,7 +78,7 @@ int bench_cases_section(bench_report *r, clg_context *ctx, bench_stream *st,
             c.k = o->k;
             c.tensors = o->tensors;
             if (set_bytes(&c, bc) == 0
-                && bench_run_case(&cy, st, ctx, &o->run, copy_all, triad_all, &c) == 0) {
+                && bench_run_case(&cy, st, ctx, &o->run, all, &c) == 0) {
                 bench_case *slot = bench_report_add_case(r);
                 if (!slot) {
                     bench_cycle_destroy(&cy);

@@ -1,30 +1,43 @@
-/* cases_fused.c - clgrad's own cycle: clg_step k times on a model of many
- * tensors, in one param group ("fused") or one group per tensor
- * ("per_tensor", since clgrad launches its update once per group). */
+/* cases_fused.c - clgrad's own cycle: clg_step k times on one model of
+ * many tensors ("fused": one param group, so each pass is one launch
+ * whatever the tensor count), or clgrad's kernels launched per tensor
+ * ("per_tensor": one model per tensor, each driven through its own clg_step
+ * every micro-step, so every accumulate, prologue and update launch is
+ * repeated per tensor). */
 #include "cycle.h"
 #include "clutil.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
-typedef struct fused {
-    clg_context *ctx;
+/* One clgrad model and, on paths A and C, its gradient buffers. */
+typedef struct unit {
     clg_model *model;
     clg_grads *grads; /* NULL on path B */
+} unit;
+
+typedef struct fused {
+    clg_context *ctx;
+    unit *units;      /* 1 (fused) or one per tensor (per_tensor) */
+    unsigned n_units;
     unsigned k;
 } fused;
 
 static int fused_step(void *self, unsigned i)
 {
     fused *f = self;
-    int updated = 0;
-    clg_status st = clg_step(f->model, f->grads, 1.0f, &updated);
-    if (!bench_clg_ok(f->ctx, st, "clg_step"))
-        return -1;
-    if (updated != (i + 1 == f->k)) {
-        fprintf(stderr, "clgrad-bench: clg_step %u of %u: updated = %d, cycle misaligned\n",
-                i + 1, f->k, updated);
-        return -1;
+    for (unsigned u = 0; u < f->n_units; u++) {
+        int updated = 0;
+        clg_status st = clg_step(f->units[u].model, f->units[u].grads, 1.0f, &updated);
+        if (!bench_clg_ok(f->ctx, st, "clg_step"))
+            return -1;
+        if (updated != (i + 1 == f->k)) {
+            fprintf(stderr,
+                    "clgrad-bench: clg_step %u of %u (model %u): updated = %d, cycle "
+                    "misaligned\n",
+                    i + 1, f->k, u, updated);
+            return -1;
+        }
     }
     return 0;
 }
@@ -39,8 +52,11 @@ static void fused_destroy(void *self)
     fused *f = self;
     if (!f)
         return;
-    clg_grads_destroy(f->grads);
-    clg_model_destroy(f->model);
+    for (unsigned u = 0; f->units && u < f->n_units; u++) {
+        clg_grads_destroy(f->units[u].grads);
+        clg_model_destroy(f->units[u].model);
+    }
+    free(f->units);
     free(f);
 }
 
@@ -60,6 +76,55 @@ size_t bench_tensor_size(uint64_t n, unsigned tensors, unsigned i)
     return (size_t)(base + (i < extra ? 1 : 0));
 }
 
+/* Creates one model holding tensors [first, first + count) of the split of
+ * n into `tensors`, in one param group, with small finite values in the
+ * accumulator and (paths A, C) the gradient buffers. */
+static int unit_create(unit *u, clg_context *ctx, const bench_config *bc, uint64_t n,
+                       unsigned tensors, unsigned first, unsigned count, char path, unsigned k)
+{
+    clg_config cfg = bench_clg_config(bc, k, path == 'C');
+    if (!bench_clg_ok(ctx, clg_model_create(ctx, &cfg, &u->model), "clg_model_create"))
+        return -1;
+    for (unsigned t = 0; t < count; t++) {
+        char name[32];
+        int id;
+        snprintf(name, sizeof name, "t%u", first + t);
+        if (!bench_clg_ok(ctx,
+                          clg_model_add_tensor(u->model, name,
+                                               bench_tensor_size(n, tensors, first + t), 0,
+                                               &id),
+                          "clg_model_add_tensor"))
+            return -1;
+    }
+    if (!bench_clg_ok(ctx, clg_model_finalize(u->model), "clg_model_finalize"))
+        return -1;
+
+    /* finite, small values: a NaN would make the loss-scaled config skip */
+    const float g32 = 1e-3f;
+    const cl_ushort g16 = 0x1419; /* about 1e-3 in binary16 */
+    for (unsigned t = 0; t < count; t++) {
+        clg_view v;
+        if (!bench_clg_ok(ctx, clg_model_acc_view(u->model, (int)t, &v), "clg_model_acc_view")
+            || fill_view(ctx, &v, &g32, sizeof g32))
+            return -1;
+    }
+    if (path == 'B')
+        return 0;
+    if (!bench_clg_ok(ctx, clg_grads_create(u->model, bc->grad_dtype, &u->grads),
+                      "clg_grads_create"))
+        return -1;
+    for (unsigned t = 0; t < count; t++) {
+        clg_view v;
+        if (!bench_clg_ok(ctx, clg_grads_view(u->grads, (int)t, &v), "clg_grads_view"))
+            return -1;
+        int rc = bc->grad_dtype == CLG_FP32 ? fill_view(ctx, &v, &g32, sizeof g32)
+                                            : fill_view(ctx, &v, &g16, sizeof g16);
+        if (rc)
+            return -1;
+    }
+    return 0;
+}
+
 int bench_fused_create(bench_cycle *out, clg_context *ctx, const bench_config *bc,
                        uint64_t n, unsigned tensors, int per_tensor, char path, unsigned k)
 {
@@ -68,50 +133,14 @@ int bench_fused_create(bench_cycle *out, clg_context *ctx, const bench_config *b
         return -1;
     f->ctx = ctx;
     f->k = k;
-    clg_config cfg = bench_clg_config(bc, k, path == 'C');
-    if (!bench_clg_ok(ctx, clg_model_create(ctx, &cfg, &f->model), "clg_model_create"))
+    f->n_units = per_tensor ? tensors : 1;
+    f->units = calloc(f->n_units, sizeof *f->units);
+    if (!f->units)
         goto fail;
-    for (unsigned t = 0; t < tensors; t++) {
-        char name[32];
-        int group = 0, id;
-        if (per_tensor) {
-            snprintf(name, sizeof name, "g%u", t);
-            if (!bench_clg_ok(ctx, clg_model_add_group(f->model, name, 1.0f, -1.0f, &group),
-                              "clg_model_add_group"))
-                goto fail;
-        }
-        snprintf(name, sizeof name, "t%u", t);
-        if (!bench_clg_ok(ctx,
-                          clg_model_add_tensor(f->model, name, bench_tensor_size(n, tensors, t),
-                                               group, &id),
-                          "clg_model_add_tensor"))
+    for (unsigned u = 0; u < f->n_units; u++) {
+        unsigned first = per_tensor ? u : 0, count = per_tensor ? 1 : tensors;
+        if (unit_create(&f->units[u], ctx, bc, n, tensors, first, count, path, k))
             goto fail;
-    }
-    if (!bench_clg_ok(ctx, clg_model_finalize(f->model), "clg_model_finalize"))
-        goto fail;
-
-    /* finite, small values: a NaN would make the loss-scaled config skip */
-    const float g32 = 1e-3f;
-    const cl_ushort g16 = 0x1419; /* about 1e-3 in binary16 */
-    for (unsigned t = 0; t < tensors; t++) {
-        clg_view v;
-        if (!bench_clg_ok(ctx, clg_model_acc_view(f->model, (int)t, &v), "clg_model_acc_view")
-            || fill_view(ctx, &v, &g32, sizeof g32))
-            goto fail;
-    }
-    if (path != 'B') {
-        if (!bench_clg_ok(ctx, clg_grads_create(f->model, bc->grad_dtype, &f->grads),
-                          "clg_grads_create"))
-            goto fail;
-        for (unsigned t = 0; t < tensors; t++) {
-            clg_view v;
-            if (!bench_clg_ok(ctx, clg_grads_view(f->grads, (int)t, &v), "clg_grads_view"))
-                goto fail;
-            int rc = bc->grad_dtype == CLG_FP32 ? fill_view(ctx, &v, &g32, sizeof g32)
-                                                : fill_view(ctx, &v, &g16, sizeof g16);
-            if (rc)
-                goto fail;
-        }
     }
     if (!bench_cl_ok(clFinish(clg_context_queue(ctx)), "clFinish"))
         goto fail;

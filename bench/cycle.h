@@ -17,7 +17,7 @@ typedef struct bench_cycle {
     int (*step)(void *self, unsigned i);
     uint64_t (*launches)(void *self); /* kernels enqueued so far */
     void (*destroy)(void *self);
-    unsigned groups;              /* param groups (clgrad) or tensors */
+    unsigned groups;              /* clgrad param groups in all, or tensors */
     double host_syncs_per_update; /* blocking reads per cycle */
 } bench_cycle;
 
@@ -25,8 +25,10 @@ typedef struct bench_cycle {
  * tensors (the first n % tensors get one more). */
 size_t bench_tensor_size(uint64_t n, unsigned tensors, unsigned i);
 
-/* clgrad: one param group for all tensors (per_tensor = 0) or one per
- * tensor; path 'A', 'B' or 'C'. Gradient buffers and the accumulator hold
+/* clgrad: one model of `tensors` tensors in one param group (per_tensor =
+ * 0), or one model per tensor, every model stepped in turn each micro-step
+ * (per_tensor = 1: clgrad's kernels launched per tensor); path 'A', 'B' or
+ * 'C'. Gradient buffers and the accumulator hold
  * small finite values. Returns 0 or -1 (and prints why). */
 int bench_fused_create(bench_cycle *out, clg_context *ctx, const bench_config *bc,
                        uint64_t n, unsigned tensors, int per_tensor, char path, unsigned k);
@@ -46,12 +48,12 @@ typedef struct bench_run_opts {
     double target_ms;  /* calibrate reps to about this much cycle time */
 } bench_run_opts;
 
-/* Warms up, calibrates, then runs reps of (STREAM copy, STREAM triad, one
- * timed cycle) and fills c's times, reps, triad_gbs, launch counts and
- * derived fields (bytes must be set by the caller before). copy_all and
- * triad_all collect every STREAM repetition of the run. Returns 0 or -1. */
+/* Warms up, calibrates, then runs reps of (STREAM copy and triads, one
+ * timed cycle) and fills c's times, reps, triad_gbs (the reference
+ * triad's median), launch counts and derived fields (bytes must be set by
+ * the caller before). all collects every STREAM repetition of the run.
+ * Returns 0 or -1. */
 int bench_run_case(bench_cycle *cy, bench_stream *st, clg_context *ctx,
-                   const bench_run_opts *o, bench_samples *copy_all,
-                   bench_samples *triad_all, bench_case *c);
+                   const bench_run_opts *o, bench_stream_samples *all, bench_case *c);
 
 #endif /* BENCH_CYCLE_H */

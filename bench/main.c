@@ -81,15 +81,17 @@ int main(int argc, char **argv)
                           (unsigned long long)o.stream_n, (unsigned long long)stream_n);
 
     bench_stream stream;
-    bench_samples copy_all = {0}, triad_all = {0};
+    bench_stream_samples all = {0};
     rc = 1;
-    fprintf(stderr, "clgrad-bench: STREAM setup (%llu floats per array)\n",
+    fprintf(stderr, "clgrad-bench: STREAM sweep (%llu floats per array)\n",
             (unsigned long long)stream_n);
-    if (bench_stream_init(&stream, ctx, stream_n, o.vw, o.wg))
+    if (bench_stream_init(&stream, ctx, stream_n, o.vw, o.wg, o.quick ? 3 : 5))
         goto out;
-    r.stream_n = stream.n;
-    r.stream_vw = stream.vw;
-    r.stream_local = stream.local;
+    bench_stream_report(&stream, &r);
+    fprintf(stderr, "clgrad-bench: STREAM reference: %s float%u x %zu; copy float%u x %zu; "
+            "classic triad float%u x %zu\n",
+            r.triad_form, r.stream_vw, r.stream_local, r.copy_vw, r.copy_local, r.classic_vw,
+            r.classic_local);
 
     fprintf(stderr, "clgrad-bench: memory section\n");
     if (bench_memory_section(&r, o.vram, o.k))
@@ -102,19 +104,16 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < o.n_sizes; i++) {
             uint64_t n = clamp_size(&r, o.sizes[i], 12 * stream.n, limit, max_alloc);
             fprintf(stderr, "clgrad-bench: cases at N = %llu\n", (unsigned long long)n);
-            if (bench_cases_section(&r, ctx, &stream, &o, n, &copy_all, &triad_all))
+            if (bench_cases_section(&r, ctx, &stream, &o, n, &all))
                 goto out_stream;
         }
     }
     /* at least a few STREAM reps, also when no case ran */
-    while (triad_all.n < 3) {
-        double c = bench_stream_copy(&stream), t = bench_stream_triad(&stream);
-        if (c < 0 || t < 0 || bench_samples_add(&copy_all, c)
-            || bench_samples_add(&triad_all, t))
+    while (all.triad.n < 3)
+        if (bench_stream_rep(&stream, &all, NULL))
             goto out_stream;
-    }
-    /* diagnostic: clgrad's launch shape (compute units x 8 groups, see
-     * src/kernels.c) applied to the triad */
+    /* diagnostic: the launch shape clgrad's kernels had before commit
+     * 04af500 (a grid-stride loop over compute units x 8 groups) */
     {
         unsigned groups = r.device.compute_units * 8;
         groups = groups < 1 ? 1 : groups > 1024 ? 1024 : groups;
@@ -128,8 +127,9 @@ int main(int argc, char **argv)
         r.gridstride_groups = groups;
         bench_samples_free(&gs);
     }
-    r.copy_gbs = bench_samples_stat(&copy_all);
-    r.triad_gbs = bench_samples_stat(&triad_all);
+    r.copy_gbs = bench_samples_stat(&all.copy);
+    r.triad_gbs = bench_samples_stat(&all.triad);
+    r.triad_classic_gbs = bench_samples_stat(&all.classic);
     if (bench_report_speedups(&r))
         goto out_stream;
     if (o.e2e)
@@ -146,8 +146,7 @@ int main(int argc, char **argv)
 out_stream:
     bench_stream_free(&stream);
 out:
-    bench_samples_free(&copy_all);
-    bench_samples_free(&triad_all);
+    bench_stream_samples_free(&all);
     bench_report_free(&r);
     clg_context_destroy(ctx);
     return rc;

@@ -27,9 +27,9 @@ static void usage(FILE *f)
             "(default 1500)\n"
             "  --warmup W        untimed cycles per case (default 2)\n"
             "  --stream-n N      floats per STREAM array (default 2^25)\n"
-            "  --vw W            STREAM vector width 1,2,4,8,16 (default: best of 4,8,16)\n"
-            "  --wg SIZE         work-group size of the bench's kernels (default 1024 "
-            "STREAM, 256 plain)\n"
+            "  --vw W            STREAM vector width 1,2,4,8,16 only (default: sweep all)\n"
+            "  --wg SIZE         work-group size of the bench's kernels (default: STREAM\n"
+            "                    sweeps 64, 256, 1024; hand-rolled update 256)\n"
             "  --quick           small N, few repetitions: under a minute, every field\n"
             "  --no-cases        only STREAM, memory and launch sections\n"
             "  --e2e             end to end with clgrad-train's code (if built with it)\n"
@@ -111,7 +111,7 @@ static void set_defaults(bench_options *o, int quick)
     o->k = 4;
     o->tensors = 256;
     o->vram = 8ull << 30;
-    o->vw = 0; /* best of 4, 8, 16 */
+    o->vw = 0; /* STREAM sweeps every width */
     if (quick) {
         o->sizes[0] = 1ull << 21;
         o->n_sizes = 1;

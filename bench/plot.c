@@ -124,10 +124,12 @@ static int write_script(const bench_report *r, const char *dir, const uint64_t *
         fprintf(f,
                 "plot '%s/cases%zu.dat' using 2:xtic(1) title 'clgrad fused', "
                 "'' using 3 title 'hand-rolled (CLBlast, per tensor)', "
-                "'' using 4 title 'clgrad, one group per tensor', "
-                "%.4f with lines lw 2 dt 1 lc rgb 'black' title 'STREAM triad %.1f GB/s', "
+                "'' using 4 title 'clgrad, one model per tensor', "
+                "%.4f with lines lw 2 dt 1 lc rgb 'black' title 'STREAM triad (%s) %.1f GB/s', "
+                "%.4f with lines lw 2 dt 3 lc rgb 'gray20' title 'classic triad %.1f GB/s', "
                 "%.4f with lines lw 2 dt 2 lc rgb 'gray40' title 'STREAM copy %.1f GB/s'\n",
-                dir, s, r->triad_gbs.median, r->triad_gbs.median, r->copy_gbs.median,
+                dir, s, r->triad_gbs.median, r->triad_form, r->triad_gbs.median,
+                r->triad_classic_gbs.median, r->triad_classic_gbs.median, r->copy_gbs.median,
                 r->copy_gbs.median);
     }
     fprintf(f, "set title 'Device memory per parameter before activations (budget %.3g GiB)'\n",

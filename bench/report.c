@@ -80,6 +80,7 @@ void bench_report_free(bench_report *r)
     free(r->memory);
     free(r->launch_checks);
     free(r->e2e);
+    free(r->sweep);
     memset(r, 0, sizeof *r);
 }
 

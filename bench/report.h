@@ -24,7 +24,8 @@ typedef struct bench_case {
     char feed;          /* how gradients arrive: 'A' buffers, 'B' in place */
     int clip;
     uint64_t n;
-    unsigned k, tensors, groups;
+    unsigned k, tensors, groups; /* groups: clgrad param groups in all (per_tensor: one
+                                    model of one group per tensor), or tensors */
     unsigned reps;
     /* micro_ms: one micro-step that neither starts nor ends the cycle (the
      * first one when k == 2); update_ms: the micro-step that ends the cycle
@@ -75,17 +76,35 @@ typedef struct bench_e2e {
     uint64_t peak_device_bytes;
 } bench_e2e;
 
+/* One STREAM kernel configuration tried at setup (median GB/s over the
+ * sweep's rounds). form: "copy", "triad", "triad_nt", "triad_inplace". */
+typedef struct bench_stream_trial {
+    char form[16];
+    unsigned vw;
+    size_t wg;
+    double gbs;
+} bench_stream_trial;
+
 typedef struct bench_report {
     bench_device device;
     int quick;
     unsigned k, tensors;
     uint64_t budget_bytes;
     uint64_t stream_n; /* elements per STREAM array */
+    /* the reference triad: the fastest form, vector width and work-group
+     * size of the sweep; every frac_of_triad divides by it */
+    char triad_form[16];
     unsigned stream_vw;
     size_t stream_local;
+    unsigned copy_vw, classic_vw;
+    size_t copy_local, classic_local;
     bench_stat copy_gbs, triad_gbs;
+    /* the classic a = b + s*c at its own best shape, interleaved alike */
+    bench_stat triad_classic_gbs;
+    bench_stream_trial *sweep; /* every configuration tried at setup */
+    size_t n_sweep;
     /* diagnostic: the triad as a grid-stride loop over `gridstride_groups`
-     * work-groups (the launch shape of clgrad's streaming kernels) */
+     * work-groups (clgrad's launch shape before commit 04af500) */
     bench_stat triad_gridstride_gbs;
     unsigned gridstride_groups;
 

@@ -147,8 +147,23 @@ static cJSON *report_json(const bench_report *r)
     cJSON_AddNumberToObject(stream, "reps", (double)r->triad_gbs.count);
     add_stat(stream, "copy_gbs", r->copy_gbs);
     add_stat(stream, "triad_gbs", r->triad_gbs);
+    cJSON_AddStringToObject(stream, "triad_form", r->triad_form);
     cJSON_AddNumberToObject(stream, "vector_width", r->stream_vw);
     cJSON_AddNumberToObject(stream, "work_group_size", (double)r->stream_local);
+    cJSON_AddNumberToObject(stream, "copy_vector_width", r->copy_vw);
+    cJSON_AddNumberToObject(stream, "copy_work_group_size", (double)r->copy_local);
+    add_stat(stream, "triad_classic_gbs", r->triad_classic_gbs);
+    cJSON_AddNumberToObject(stream, "classic_vector_width", r->classic_vw);
+    cJSON_AddNumberToObject(stream, "classic_work_group_size", (double)r->classic_local);
+    cJSON *sweep = cJSON_AddArrayToObject(stream, "sweep");
+    for (size_t i = 0; i < r->n_sweep; i++) {
+        cJSON *t = cJSON_CreateObject();
+        cJSON_AddStringToObject(t, "form", r->sweep[i].form);
+        cJSON_AddNumberToObject(t, "vector_width", r->sweep[i].vw);
+        cJSON_AddNumberToObject(t, "work_group_size", (double)r->sweep[i].wg);
+        cJSON_AddNumberToObject(t, "gbs", r->sweep[i].gbs);
+        cJSON_AddItemToArray(sweep, t);
+    }
     add_stat(stream, "triad_gridstride_gbs", r->triad_gridstride_gbs);
     cJSON_AddNumberToObject(stream, "gridstride_groups", r->gridstride_groups);
     cJSON_AddItemToObject(root, "stream", stream);

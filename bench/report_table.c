@@ -102,17 +102,30 @@ void bench_print_table(const bench_report *r)
     printf("  global memory %.2f GiB, max alloc %.2f GiB, %u compute units\n",
            d->global_mem_bytes / 1073741824.0, d->max_alloc_bytes / 1073741824.0,
            d->compute_units);
-    printf("STREAM (%llu floats per array, %zu reps interleaved with the cases): "
-           "copy %.2f GB/s [%.2f-%.2f], triad %.2f GB/s [%.2f-%.2f]\n",
-           (unsigned long long)r->stream_n, r->triad_gbs.count, r->copy_gbs.median,
-           r->copy_gbs.min, r->copy_gbs.max, r->triad_gbs.median, r->triad_gbs.min,
-           r->triad_gbs.max);
+    printf("STREAM (%llu floats per array, %zu reps interleaved with the cases; "
+           "median [min-max]):\n",
+           (unsigned long long)r->stream_n, r->triad_gbs.count);
+    printf("  triad (reference) %.2f GB/s [%.2f-%.2f]: %s, float%u, %zu work-items per "
+           "group\n",
+           r->triad_gbs.median, r->triad_gbs.min, r->triad_gbs.max, r->triad_form,
+           r->stream_vw, r->stream_local);
+    printf("  classic triad a = b + s*c %.2f GB/s [%.2f-%.2f]: float%u x %zu; copy %.2f GB/s "
+           "[%.2f-%.2f]: float%u x %zu\n",
+           r->triad_classic_gbs.median, r->triad_classic_gbs.min, r->triad_classic_gbs.max,
+           r->classic_vw, r->classic_local, r->copy_gbs.median, r->copy_gbs.min,
+           r->copy_gbs.max, r->copy_vw, r->copy_local);
+    if (r->n_sweep) {
+        printf("  sweep (GB/s, median of the setup rounds):");
+        for (size_t i = 0; i < r->n_sweep; i++)
+            printf("%s %s/%u/%zu %.1f", i % 6 ? "," : "\n   ", r->sweep[i].form,
+                   r->sweep[i].vw, r->sweep[i].wg, r->sweep[i].gbs);
+        printf("\n");
+    }
     if (r->triad_gridstride_gbs.count)
-        printf("  (float%u, %zu work-items per group) diagnostic: the same triad as a "
-               "grid-stride loop over %u groups of 256: %.2f GB/s [%.2f-%.2f]\n",
-               r->stream_vw, r->stream_local, r->gridstride_groups,
-               r->triad_gridstride_gbs.median, r->triad_gridstride_gbs.min,
-               r->triad_gridstride_gbs.max);
+        printf("  diagnostic: the classic triad (float4) as a grid-stride loop over %u "
+               "groups of 256: %.2f GB/s [%.2f-%.2f]\n",
+               r->gridstride_groups, r->triad_gridstride_gbs.median,
+               r->triad_gridstride_gbs.min, r->triad_gridstride_gbs.max);
     print_cases(r);
     print_speedups(r);
     print_memory(r);

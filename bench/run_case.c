@@ -1,5 +1,5 @@
 /* run_case.c - times one cycle implementation: warm-up, calibration to a
- * target time, then repetitions of (STREAM copy, STREAM triad, one cycle)
+ * target time, then repetitions of (STREAM copy and triads, one cycle)
  * so that drift and other load on the machine hit the case and its
  * reference alike. Every micro-step is followed by clFinish, so each has
  * its own time; the cycle time is their sum. */
@@ -42,8 +42,7 @@ static int timed_cycle(bench_cycle *cy, cl_command_queue q, cycle_times *out)
 }
 
 int bench_run_case(bench_cycle *cy, bench_stream *st, clg_context *ctx,
-                   const bench_run_opts *o, bench_samples *copy_all,
-                   bench_samples *triad_all, bench_case *c)
+                   const bench_run_opts *o, bench_stream_samples *all, bench_case *c)
 {
     cl_command_queue q = clg_context_queue(ctx);
     cycle_times t;
@@ -59,12 +58,10 @@ int bench_run_case(bench_cycle *cy, bench_stream *st, clg_context *ctx,
     bench_samples micro = {0}, update = {0}, cycle = {0}, triad = {0};
     int rc = -1;
     for (unsigned r = 0; r < reps; r++) {
-        double copy_gbs = bench_stream_copy(st);
-        double triad_gbs = bench_stream_triad(st);
-        if (copy_gbs < 0 || triad_gbs < 0 || timed_cycle(cy, q, &t))
+        double triad_gbs;
+        if (bench_stream_rep(st, all, &triad_gbs) || timed_cycle(cy, q, &t))
             goto done;
-        if (bench_samples_add(copy_all, copy_gbs) || bench_samples_add(triad_all, triad_gbs)
-            || bench_samples_add(&triad, triad_gbs) || bench_samples_add(&micro, t.micro)
+        if (bench_samples_add(&triad, triad_gbs) || bench_samples_add(&micro, t.micro)
             || bench_samples_add(&update, t.update) || bench_samples_add(&cycle, t.cycle))
             goto done;
     }

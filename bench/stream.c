@@ -1,11 +1,19 @@
-/* stream.c - STREAM copy and triad (cl/stream.cl) on clgrad's context. */
+/* stream.c - STREAM copy and triad (cl/stream.cl) on clgrad's context: a
+ * sweep over forms, vector widths and work-group sizes (clpeak's way: the
+ * device's ceiling is the best shape), then single timed repetitions. */
 #include "stream.h"
 
 #include "clutil.h"
 #include "timing.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+enum { FORM_COPY, FORM_TRIAD, FORM_TRIAD_NT, FORM_TRIAD_INPLACE, N_FORMS };
+static const char *const form_names[N_FORMS] = {"copy", "triad", "triad_nt", "triad_inplace"};
+static const char *const kernel_names[N_FORMS] = {"stream_copy", "stream_triad",
+                                                  "stream_triad_nt", "stream_triad_inplace"};
 
 static int make_buffer(bench_stream *s, cl_mem *out, float value)
 {
@@ -20,64 +28,152 @@ static int make_buffer(bench_stream *s, cl_mem *out, float value)
     return bench_cl_ok(err, "STREAM clEnqueueFillBuffer") ? 0 : -1;
 }
 
-/* Builds copy and triad for vector width vw and sets their arguments. */
-static int build_kernels(bench_stream *s, unsigned vw, size_t wg)
+/* Copy: (a, c, n); triads: (a, b, c, s, n), n in vectors. */
+static int set_args(bench_stream *s, cl_kernel k, int form, unsigned vw)
 {
-    if (s->copy)
-        clReleaseKernel(s->copy);
-    if (s->triad)
-        clReleaseKernel(s->triad);
-    s->copy = s->triad = NULL;
-    s->vw = vw;
-    char options[64];
-    snprintf(options, sizeof options, "-DVW=%u", vw);
-    cl_program prog;
-    if (!bench_clg_ok(s->ctx, clg_context_program(s->ctx, "stream", options, &prog, NULL),
-                      "STREAM program"))
-        return -1;
-    cl_int err;
-    s->copy = clCreateKernel(prog, "stream_copy", &err);
-    if (!bench_cl_ok(err, "clCreateKernel(stream_copy)"))
-        return -1;
-    s->triad = clCreateKernel(prog, "stream_triad", &err);
-    if (!bench_cl_ok(err, "clCreateKernel(stream_triad)"))
-        return -1;
-
     cl_ulong nv = s->n / vw;
     float scalar = 3.0f;
-    err = clSetKernelArg(s->copy, 0, sizeof(cl_mem), &s->a);
-    err |= clSetKernelArg(s->copy, 1, sizeof(cl_mem), &s->c);
-    err |= clSetKernelArg(s->copy, 2, sizeof nv, &nv);
-    err |= clSetKernelArg(s->triad, 0, sizeof(cl_mem), &s->a);
-    err |= clSetKernelArg(s->triad, 1, sizeof(cl_mem), &s->b);
-    err |= clSetKernelArg(s->triad, 2, sizeof(cl_mem), &s->c);
-    err |= clSetKernelArg(s->triad, 3, sizeof scalar, &scalar);
-    err |= clSetKernelArg(s->triad, 4, sizeof nv, &nv);
-    if (!bench_cl_ok(err, "STREAM clSetKernelArg"))
-        return -1;
-    s->local = bench_local_size(s->triad, clg_context_device(s->ctx), wg);
-    if (!s->local)
-        return -1;
-    s->global = bench_round_up((size_t)nv, s->local);
-    /* warm-up: first launches pay for code generation and page faults */
-    if (bench_stream_copy(s) < 0 || bench_stream_triad(s) < 0)
-        return -1;
+    cl_int err;
+    if (form == FORM_COPY) {
+        err = clSetKernelArg(k, 0, sizeof(cl_mem), &s->a);
+        err |= clSetKernelArg(k, 1, sizeof(cl_mem), &s->c);
+        err |= clSetKernelArg(k, 2, sizeof nv, &nv);
+    } else {
+        err = clSetKernelArg(k, 0, sizeof(cl_mem), &s->a);
+        err |= clSetKernelArg(k, 1, sizeof(cl_mem), &s->b);
+        err |= clSetKernelArg(k, 2, sizeof(cl_mem), &s->c);
+        err |= clSetKernelArg(k, 3, sizeof scalar, &scalar);
+        err |= clSetKernelArg(k, 4, sizeof nv, &nv);
+    }
+    return bench_cl_ok(err, "STREAM clSetKernelArg") ? 0 : -1;
+}
+
+/* Runs k once and returns bytes / time in GB/s. */
+static double run_once(bench_stream *s, const bench_stream_kernel *k)
+{
+    cl_command_queue q = clg_context_queue(s->ctx);
+    if (!bench_cl_ok(clFinish(q), k->form))
+        return -1.0;
+    double t0 = bench_now_ms();
+    cl_int err = clEnqueueNDRangeKernel(q, k->kernel, 1, NULL, &k->global, &k->local, 0, NULL,
+                                        NULL);
+    if (!bench_cl_ok(err, k->form) || !bench_cl_ok(clFinish(q), k->form))
+        return -1.0;
+    double ms = bench_now_ms() - t0;
+    return k->bytes / (ms * 1e6);
+}
+
+typedef struct candidate {
+    bench_stream_kernel k;
+    int form;
+    bench_samples x;
+} candidate;
+
+typedef struct sweep {
+    cl_kernel kernels[N_FORMS * 5]; /* owned: one per (form, width) */
+    size_t n_kernels;
+    candidate cand[N_FORMS * 5 * 3];
+    size_t n_cand;
+} sweep;
+
+static void sweep_free(sweep *w)
+{
+    for (size_t i = 0; i < w->n_kernels; i++)
+        clReleaseKernel(w->kernels[i]);
+    for (size_t i = 0; i < w->n_cand; i++)
+        bench_samples_free(&w->cand[i].x);
+    memset(w, 0, sizeof *w);
+}
+
+/* Adds the candidates of one (form, width) kernel at each work-group size;
+ * sizes the kernel cannot take are clamped, duplicates dropped. */
+static int add_candidates(bench_stream *s, sweep *w, cl_kernel kernel, int form, unsigned vw,
+                          const size_t *wgs, size_t n_wgs)
+{
+    size_t first = w->n_cand;
+    for (size_t i = 0; i < n_wgs; i++) {
+        size_t local = bench_local_size(kernel, clg_context_device(s->ctx), wgs[i]);
+        if (!local)
+            return -1;
+        int dup = 0;
+        for (size_t j = first; j < w->n_cand; j++)
+            dup |= w->cand[j].k.local == local;
+        if (dup)
+            continue;
+        candidate *c = &w->cand[w->n_cand++];
+        memset(c, 0, sizeof *c);
+        c->form = form;
+        c->k.kernel = kernel;
+        snprintf(c->k.form, sizeof c->k.form, "%s", form_names[form]);
+        c->k.vw = vw;
+        c->k.local = local;
+        c->k.global = bench_round_up((size_t)(s->n / vw), local);
+        c->k.bytes = (form == FORM_COPY ? 8.0 : 12.0) * (double)s->n;
+    }
     return 0;
 }
 
-/* Median triad GB/s over a few repetitions (for picking a vector width). */
-static double triad_median(bench_stream *s, unsigned reps)
+/* Builds every (form, width) kernel and its candidates. */
+static int build_sweep(bench_stream *s, sweep *w, unsigned vw, size_t wg)
 {
-    double x[16];
-    if (reps > 16)
-        reps = 16;
-    for (unsigned r = 0; r < reps; r++)
-        if ((x[r] = bench_stream_triad(s)) < 0)
-            return -1.0;
-    return bench_summarize(x, reps).median;
+    static const unsigned all_widths[] = {1, 2, 4, 8, 16};
+    static const size_t all_wgs[] = {64, 256, 1024};
+    const unsigned *widths = vw ? &vw : all_widths;
+    size_t n_widths = vw ? 1 : sizeof all_widths / sizeof all_widths[0];
+    const size_t *wgs = wg ? &wg : all_wgs;
+    size_t n_wgs = wg ? 1 : sizeof all_wgs / sizeof all_wgs[0];
+    int nt_missing = 0;
+    for (size_t i = 0; i < n_widths; i++) {
+        char options[64];
+        snprintf(options, sizeof options, "-DVW=%u", widths[i]);
+        cl_program prog;
+        if (!bench_clg_ok(s->ctx, clg_context_program(s->ctx, "stream", options, &prog, NULL),
+                          "STREAM program"))
+            return -1;
+        for (int f = 0; f < N_FORMS; f++) {
+            cl_int err;
+            cl_kernel k = clCreateKernel(prog, kernel_names[f], &err);
+            if (f == FORM_TRIAD_NT && err == CL_INVALID_KERNEL_NAME) {
+                nt_missing = 1; /* no non-temporal stores on this compiler */
+                continue;
+            }
+            if (!bench_cl_ok(err, kernel_names[f]))
+                return -1;
+            w->kernels[w->n_kernels++] = k;
+            if (set_args(s, k, f, widths[i])
+                || add_candidates(s, w, k, f, widths[i], wgs, n_wgs))
+                return -1;
+        }
+    }
+    if (nt_missing)
+        fprintf(stderr, "clgrad-bench: STREAM: no non-temporal stores here, triad_nt skipped\n");
+    return 0;
 }
 
-int bench_stream_init(bench_stream *s, clg_context *ctx, uint64_t n, unsigned vw, size_t wg)
+/* The candidate of the highest median among forms [lo, hi]. */
+static const candidate *best_of(const sweep *w, int lo, int hi)
+{
+    const candidate *best = NULL;
+    double best_gbs = -1.0;
+    for (size_t i = 0; i < w->n_cand; i++) {
+        const candidate *c = &w->cand[i];
+        double gbs = bench_samples_stat(&c->x).median;
+        if (c->form >= lo && c->form <= hi && gbs > best_gbs) {
+            best_gbs = gbs;
+            best = c;
+        }
+    }
+    return best;
+}
+
+static void keep(bench_stream_kernel *dst, const candidate *c)
+{
+    *dst = c->k;
+    clRetainKernel(dst->kernel);
+}
+
+int bench_stream_init(bench_stream *s, clg_context *ctx, uint64_t n, unsigned vw, size_t wg,
+                      unsigned rounds)
 {
     memset(s, 0, sizeof *s);
     s->ctx = ctx;
@@ -91,61 +187,63 @@ int bench_stream_init(bench_stream *s, clg_context *ctx, uint64_t n, unsigned vw
     if (!bench_clg_ok(ctx, clg_context_reserve(ctx, bytes), "STREAM arrays"))
         return -1;
     s->reserved = bytes;
-
     if (make_buffer(s, &s->a, 1.0f) || make_buffer(s, &s->b, 2.0f)
         || make_buffer(s, &s->c, 0.5f))
         goto fail;
-    if (!wg)
-        wg = 1024;
-    if (vw) {
-        if (build_kernels(s, vw, wg))
-            goto fail;
-        return 0;
-    }
-    /* clpeak's way: the device's ceiling is the best vector width */
-    static const unsigned widths[] = {4, 8, 16};
-    unsigned best_vw = 4;
-    double best = -1.0;
-    for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++) {
-        if (build_kernels(s, widths[i], wg))
-            goto fail;
-        double gbs = triad_median(s, 5);
-        if (gbs > best) {
-            best = gbs;
-            best_vw = widths[i];
-        }
-    }
-    if (build_kernels(s, best_vw, wg))
+
+    sweep *w = calloc(1, sizeof *w);
+    if (!w)
         goto fail;
+    if (build_sweep(s, w, vw, wg))
+        goto fail_sweep;
+    /* warm-up: the first launch of a shape pays for code generation */
+    for (size_t i = 0; i < w->n_cand; i++)
+        if (run_once(s, &w->cand[i].k) < 0)
+            goto fail_sweep;
+    /* rounds of one launch of every shape: drift hits every shape alike */
+    for (unsigned r = 0; r < (rounds ? rounds : 1); r++)
+        for (size_t i = 0; i < w->n_cand; i++) {
+            double gbs = run_once(s, &w->cand[i].k);
+            if (gbs < 0 || bench_samples_add(&w->cand[i].x, gbs))
+                goto fail_sweep;
+        }
+    s->sweep = calloc(w->n_cand, sizeof *s->sweep);
+    if (!s->sweep)
+        goto fail_sweep;
+    for (size_t i = 0; i < w->n_cand; i++) {
+        bench_stream_trial *t = &s->sweep[s->n_sweep++];
+        snprintf(t->form, sizeof t->form, "%s", w->cand[i].k.form);
+        t->vw = w->cand[i].k.vw;
+        t->wg = w->cand[i].k.local;
+        t->gbs = bench_samples_stat(&w->cand[i].x).median;
+    }
+    keep(&s->copy, best_of(w, FORM_COPY, FORM_COPY));
+    keep(&s->triad, best_of(w, FORM_TRIAD, FORM_TRIAD_INPLACE));
+    keep(&s->classic, best_of(w, FORM_TRIAD, FORM_TRIAD));
+    sweep_free(w);
+    free(w);
     return 0;
+fail_sweep:
+    sweep_free(w);
+    free(w);
 fail:
     bench_stream_free(s);
     return -1;
 }
 
-/* Runs kernel once and returns bytes / time in GB/s. */
-static double run_once(bench_stream *s, cl_kernel kernel, double bytes, const char *what)
-{
-    cl_command_queue q = clg_context_queue(s->ctx);
-    if (!bench_cl_ok(clFinish(q), what))
-        return -1.0;
-    double t0 = bench_now_ms();
-    cl_int err = clEnqueueNDRangeKernel(q, kernel, 1, NULL, &s->global, &s->local, 0, NULL,
-                                        NULL);
-    if (!bench_cl_ok(err, what) || !bench_cl_ok(clFinish(q), what))
-        return -1.0;
-    double ms = bench_now_ms() - t0;
-    return bytes / (ms * 1e6);
-}
-
 double bench_stream_copy(bench_stream *s)
 {
-    return run_once(s, s->copy, 8.0 * (double)s->n, "STREAM copy");
+    return run_once(s, &s->copy);
 }
 
 double bench_stream_triad(bench_stream *s)
 {
-    return run_once(s, s->triad, 12.0 * (double)s->n, "STREAM triad");
+    return run_once(s, &s->triad);
+}
+
+double bench_stream_triad_classic(bench_stream *s)
+{
+    return run_once(s, &s->classic);
 }
 
 double bench_stream_triad_gridstride(bench_stream *s, unsigned groups)
@@ -159,36 +257,68 @@ double bench_stream_triad_gridstride(bench_stream *s, unsigned groups)
         s->triad_gs = clCreateKernel(prog, "stream_triad_gridstride", &err);
         if (!bench_cl_ok(err, "clCreateKernel(stream_triad_gridstride)"))
             return -1.0;
-        cl_ulong nv = s->n / 4;
-        float scalar = 3.0f;
-        err = clSetKernelArg(s->triad_gs, 0, sizeof(cl_mem), &s->a);
-        err |= clSetKernelArg(s->triad_gs, 1, sizeof(cl_mem), &s->b);
-        err |= clSetKernelArg(s->triad_gs, 2, sizeof(cl_mem), &s->c);
-        err |= clSetKernelArg(s->triad_gs, 3, sizeof scalar, &scalar);
-        err |= clSetKernelArg(s->triad_gs, 4, sizeof nv, &nv);
-        if (!bench_cl_ok(err, "STREAM clSetKernelArg"))
+        if (set_args(s, s->triad_gs, FORM_TRIAD, 4))
             return -1.0;
     }
-    size_t local = bench_local_size(s->triad_gs, clg_context_device(s->ctx), 256);
-    size_t global = local * groups;
-    cl_command_queue q = clg_context_queue(s->ctx);
-    if (!local || !bench_cl_ok(clFinish(q), "clFinish"))
+    bench_stream_kernel k = {.kernel = s->triad_gs, .form = "gridstride", .vw = 4};
+    k.local = bench_local_size(s->triad_gs, clg_context_device(s->ctx), 256);
+    if (!k.local)
         return -1.0;
-    double t0 = bench_now_ms();
-    err = clEnqueueNDRangeKernel(q, s->triad_gs, 1, NULL, &global, &local, 0, NULL, NULL);
-    if (!bench_cl_ok(err, "STREAM triad (grid-stride)") || !bench_cl_ok(clFinish(q), "clFinish"))
-        return -1.0;
-    return 12.0 * (double)s->n / ((bench_now_ms() - t0) * 1e6);
+    k.global = k.local * groups;
+    k.bytes = 12.0 * (double)s->n;
+    return run_once(s, &k);
+}
+
+int bench_stream_rep(bench_stream *s, bench_stream_samples *all, double *triad_gbs)
+{
+    double copy = bench_stream_copy(s);
+    double triad = bench_stream_triad(s);
+    double classic = bench_stream_triad_classic(s);
+    if (copy < 0 || triad < 0 || classic < 0)
+        return -1;
+    if (all && (bench_samples_add(&all->copy, copy) || bench_samples_add(&all->triad, triad)
+                || bench_samples_add(&all->classic, classic)))
+        return -1;
+    if (triad_gbs)
+        *triad_gbs = triad;
+    return 0;
+}
+
+void bench_stream_samples_free(bench_stream_samples *all)
+{
+    bench_samples_free(&all->copy);
+    bench_samples_free(&all->triad);
+    bench_samples_free(&all->classic);
+}
+
+void bench_stream_report(bench_stream *s, bench_report *r)
+{
+    r->stream_n = s->n;
+    snprintf(r->triad_form, sizeof r->triad_form, "%s", s->triad.form);
+    r->stream_vw = s->triad.vw;
+    r->stream_local = s->triad.local;
+    r->copy_vw = s->copy.vw;
+    r->copy_local = s->copy.local;
+    r->classic_vw = s->classic.vw;
+    r->classic_local = s->classic.local;
+    free(r->sweep);
+    r->sweep = s->sweep;
+    r->n_sweep = s->n_sweep;
+    s->sweep = NULL;
+    s->n_sweep = 0;
 }
 
 void bench_stream_free(bench_stream *s)
 {
     if (s->triad_gs)
         clReleaseKernel(s->triad_gs);
-    if (s->copy)
-        clReleaseKernel(s->copy);
-    if (s->triad)
-        clReleaseKernel(s->triad);
+    if (s->copy.kernel)
+        clReleaseKernel(s->copy.kernel);
+    if (s->triad.kernel)
+        clReleaseKernel(s->triad.kernel);
+    if (s->classic.kernel)
+        clReleaseKernel(s->classic.kernel);
+    free(s->sweep);
     if (s->a)
         clReleaseMemObject(s->a);
     if (s->b)

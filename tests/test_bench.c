@@ -239,6 +239,15 @@ static void fill_report(bench_report *r)
     r->stream_n = 1 << 20;
     r->copy_gbs = (bench_stat){18, 17, 19, 16, 20, 3};
     r->triad_gbs = (bench_stat){20, 19, 21, 18, 22, 3};
+    r->triad_classic_gbs = (bench_stat){15, 14, 16, 13, 17, 3};
+    snprintf(r->triad_form, sizeof r->triad_form, "triad_inplace");
+    r->stream_vw = 4;
+    r->stream_local = 256;
+    r->sweep = calloc(2, sizeof *r->sweep);
+    assert_non_null(r->sweep);
+    r->n_sweep = 2;
+    r->sweep[0] = (bench_stream_trial){"triad", 4, 256, 15.0};
+    r->sweep[1] = (bench_stream_trial){"triad_inplace", 4, 256, 20.0};
     bench_case *f = add(r, BENCH_FUSED, 'A', 'A', 7.2);
     /* 72 B * 1e6 / 7.2 ms = 10 GB/s = half of the triad */
     assert_float_equal(f->gbs, 10.0, 1e-9);
@@ -270,8 +279,12 @@ static const char *const memory_keys[] = {"config", "bytes_per_param", "max_para
                                           "path", NULL};
 static const char *const device_keys[] = {"name", "vendor", "driver", "global_mem_bytes",
                                           "max_alloc_bytes", NULL};
-static const char *const stream_keys[] = {"copy_gbs", "triad_gbs", "copy_gbs_min",
-                                          "triad_gbs_max", NULL};
+static const char *const stream_keys[] = {
+    "copy_gbs", "triad_gbs", "copy_gbs_min", "triad_gbs_max", "triad_form", "vector_width",
+    "work_group_size", "triad_classic_gbs", "triad_classic_gbs_q1", "classic_vector_width",
+    "copy_vector_width", "sweep", NULL};
+static const char *const sweep_keys[] = {"form", "vector_width", "work_group_size", "gbs",
+                                         NULL};
 
 static void require_keys(const cJSON *o, const char *const *keys, const char *where)
 {
@@ -311,6 +324,44 @@ static cJSON *load_json(const char *path)
     return root;
 }
 
+static int is_triad_form(const char *form)
+{
+    return strcmp(form, "triad") == 0 || strcmp(form, "triad_nt") == 0
+           || strcmp(form, "triad_inplace") == 0;
+}
+
+/* The STREAM sweep: every entry complete, and the reference triad is the
+ * shape of the highest median among the triad forms (the choice rule). */
+static void check_sweep(const cJSON *stream)
+{
+    const cJSON *sweep = cJSON_GetObjectItem(stream, "sweep");
+    assert_true(cJSON_IsArray(sweep));
+    assert_true(cJSON_GetArraySize(sweep) >= 2);
+    const char *form = cJSON_GetObjectItem(stream, "triad_form")->valuestring;
+    assert_non_null(form);
+    assert_true(is_triad_form(form));
+    double vw = cJSON_GetObjectItem(stream, "vector_width")->valuedouble;
+    double wg = cJSON_GetObjectItem(stream, "work_group_size")->valuedouble;
+    double best = -1.0, chosen = -1.0;
+    const cJSON *t;
+    cJSON_ArrayForEach(t, sweep)
+    {
+        require_keys(t, sweep_keys, "stream.sweep");
+        const char *f = cJSON_GetObjectItem(t, "form")->valuestring;
+        double g = cJSON_GetObjectItem(t, "gbs")->valuedouble;
+        assert_true(g > 0.0);
+        if (!is_triad_form(f))
+            continue;
+        if (g > best)
+            best = g;
+        if (strcmp(f, form) == 0 && cJSON_GetObjectItem(t, "vector_width")->valuedouble == vw
+            && cJSON_GetObjectItem(t, "work_group_size")->valuedouble == wg)
+            chosen = g;
+    }
+    assert_true(chosen > 0.0);
+    assert_float_equal(chosen, best, 0.0);
+}
+
 /* Checks the schema of issue 6 and returns the number of cases. */
 static int check_schema(const cJSON *root)
 {
@@ -322,6 +373,7 @@ static int check_schema(const cJSON *root)
     require_keys(device, device_keys, "device");
     require_keys(stream, stream_keys, "stream");
     assert_true(cJSON_GetObjectItem(stream, "triad_gbs")->valuedouble > 0.0);
+    check_sweep(stream);
     const char *lists[] = {"cases", "speedup", "memory", "launches", "notes"};
     for (size_t i = 0; i < 5; i++)
         assert_true(cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(root, lists[i])));
@@ -425,6 +477,40 @@ static int run_bench(const char *json, const char *csv, const char *png)
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
 
+/* clgrad's kernels launched per tensor: every per_tensor case launches
+ * exactly `tensors` times what the fused case of the same config fed the
+ * same way launches (one model per tensor, each with the fused launches). */
+static void check_per_tensor_launches(const cJSON *root)
+{
+    const cJSON *cases = cJSON_GetObjectItem(root, "cases");
+    const cJSON *pt, *f;
+    int checked = 0;
+    cJSON_ArrayForEach(pt, cases)
+    {
+        if (strcmp(cJSON_GetObjectItem(pt, "variant")->valuestring, "per_tensor") != 0)
+            continue;
+        const char *opt = cJSON_GetObjectItem(pt, "optimizer")->valuestring;
+        const char *feed = cJSON_GetObjectItem(pt, "feed")->valuestring;
+        double tensors = cJSON_GetObjectItem(pt, "tensors")->valuedouble;
+        assert_true(tensors > 1.0);
+        cJSON_ArrayForEach(f, cases)
+        {
+            if (strcmp(cJSON_GetObjectItem(f, "variant")->valuestring, "fused") != 0
+                || strcmp(cJSON_GetObjectItem(f, "optimizer")->valuestring, opt) != 0
+                || strcmp(cJSON_GetObjectItem(f, "path")->valuestring, feed) != 0)
+                continue;
+            double one = cJSON_GetObjectItem(f, "launches_per_update")->valuedouble;
+            double many = cJSON_GetObjectItem(pt, "launches_per_update")->valuedouble;
+            assert_true(one >= 1.0);
+            if (many != tensors * one)
+                fail_msg("%s per_tensor feed %s: %.0f launches per update, expected %.0f x %.0f",
+                         opt, feed, many, tensors, one);
+            checked++;
+        }
+    }
+    assert_int_equal(checked, 6 * 2 - 1);
+}
+
 static void test_quick_run(void **state)
 {
     (void)state;
@@ -461,6 +547,7 @@ static void test_quick_run(void **state)
         n_launch++;
     }
     assert_int_equal(n_launch, 6 * 3);
+    check_per_tensor_launches(root);
     cJSON_Delete(root);
 
     FILE *f = fopen(csv, "r");

@@ -394,10 +394,12 @@ static size_t set_args(cl_kernel k, const char *name, const buffers *b)
         ARG(0, cl_mem, f[0]), ARG(1, cl_mem, f[1]), ARG(2, cl_ulong, FN / 4);
         return FN / 4;
     }
-    if (!strcmp(name, "stream_triad") || !strcmp(name, "stream_triad_gridstride")) {
+    /* the triads share one signature (a, b, c, s, n) */
+    if (!strcmp(name, "stream_triad") || !strcmp(name, "stream_triad_inplace") ||
+        !strcmp(name, "stream_triad_nt") || !strcmp(name, "stream_triad_gridstride")) {
         ARG(0, cl_mem, f[0]), ARG(1, cl_mem, f[1]), ARG(2, cl_mem, f[2]);
         ARG(3, cl_float, 3.0f), ARG(4, cl_ulong, FN / 4);
-        return !strcmp(name, "stream_triad") ? FN / 4 : 4;
+        return strcmp(name, "stream_triad_gridstride") ? FN / 4 : 4;
     }
     if (!strcmp(name, "plain_axpy_half")) {
         ARG(0, cl_mem, f[0]), ARG(1, cl_mem, b->half), ARG(2, cl_ulong, 8);

@@ -136,21 +136,25 @@ static clg_status step_skip_micro(clg_model *m, const clg_grads *g, float w, uns
         st = clg__launch_accumulate(m, g, w, false, -1, true);
     if (st != CLG_SUCCESS)
         return st;
-    m->micro_total++;
-    m->micro++;
-    m->weight_sum += w;
-    if (m->micro < k)
+    /* counters change only once the whole call was enqueued */
+    if (m->micro + 1 < k) {
+        m->micro_total++;
+        m->micro++;
+        m->weight_sum += w;
         return CLG_SUCCESS;
+    }
     cl_uint finite = 0;
     st = read_finite_count(m, &finite, "clg_step");
+    if (st == CLG_SUCCESS && finite >= k)
+        st = end_cycle(m, NULL, 0.0f, 0.0f /* the prologue reads the device sum */, false);
     if (st != CLG_SUCCESS)
         return st;
-    m->micro = finite;
-    if (finite < k)
+    m->micro_total++;
+    if (finite < k) {
+        m->micro = finite;
+        m->weight_sum += w;
         return CLG_SUCCESS;
-    st = end_cycle(m, NULL, 0.0f, 0.0f /* the prologue reads the device sum */, false);
-    if (st != CLG_SUCCESS)
-        return st;
+    }
     cycle_done(m);
     *updated = 1;
     return CLG_SUCCESS;

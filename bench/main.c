@@ -20,28 +20,28 @@ static void copy_device(bench_device *d, const clg_device_info *info)
 }
 
 /* Bytes one case of n parameters can hold at once at most: params,
- * accumulator, two states, fp32 gradients (hand-rolled and clgrad alike). */
+ * accumulator, two states, fp32 gradients (hand-rolled and clgrad alike),
+ * and the three STREAM arrays of n floats measured next to it. */
 static uint64_t case_bytes(uint64_t n)
 {
-    return n * 20;
+    return n * (20 + 12);
 }
 
-/* Halves n until a case plus the STREAM arrays fit the device and the
+/* Halves n until a case and its STREAM arrays fit the device and the
  * budget, and every array fits one allocation; says so in the report. */
-static uint64_t clamp_size(bench_report *r, uint64_t n, uint64_t stream_bytes,
-                           uint64_t limit, uint64_t max_alloc)
+static uint64_t clamp_size(bench_report *r, uint64_t n, uint64_t limit, uint64_t max_alloc)
 {
     uint64_t n0 = n;
-    while (n > 1024 && (case_bytes(n) + stream_bytes > limit || n * 4 > max_alloc))
+    while (n > 1024 && (case_bytes(n) > limit || n * 4 > max_alloc))
         n /= 2;
     if (n != n0)
         bench_report_note(r,
-                          "N = %llu clamped to %llu: a case (%.2f GiB) and the STREAM arrays "
-                          "(%.2f GiB) must fit %.2f GiB (device memory or --vram) and one "
-                          "array %.2f GiB (max alloc)",
+                          "N = %llu clamped to %llu: a case and its STREAM arrays (%.2f GiB) "
+                          "must fit %.2f GiB (device memory or --vram) and one array %.2f "
+                          "GiB (max alloc)",
                           (unsigned long long)n0, (unsigned long long)n,
-                          case_bytes(n0) / 1073741824.0, stream_bytes / 1073741824.0,
-                          limit / 1073741824.0, max_alloc / 1073741824.0);
+                          case_bytes(n0) / 1073741824.0, limit / 1073741824.0,
+                          max_alloc / 1073741824.0);
     return n;
 }
 
@@ -102,8 +102,10 @@ int main(int argc, char **argv)
 
     if (!o.no_cases) {
         for (size_t i = 0; i < o.n_sizes; i++) {
-            uint64_t n = clamp_size(&r, o.sizes[i], 12 * stream.n, limit, max_alloc);
+            uint64_t n = clamp_size(&r, o.sizes[i], limit, max_alloc);
             fprintf(stderr, "clgrad-bench: cases at N = %llu\n", (unsigned long long)n);
+            if (bench_stream_resize(&stream, n))
+                goto out_stream;
             if (bench_cases_section(&r, ctx, &stream, &o, n, &all))
                 goto out_stream;
         }

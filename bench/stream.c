@@ -231,6 +231,50 @@ fail:
     return -1;
 }
 
+static int reshape(bench_stream *s, bench_stream_kernel *k)
+{
+    int form = strcmp(k->form, "copy") == 0 ? FORM_COPY : FORM_TRIAD;
+    if (set_args(s, k->kernel, form, k->vw))
+        return -1;
+    k->global = bench_round_up((size_t)(s->n / k->vw), k->local);
+    k->bytes = (form == FORM_COPY ? 8.0 : 12.0) * (double)s->n;
+    return run_once(s, k) < 0 ? -1 : 0;
+}
+
+int bench_stream_resize(bench_stream *s, uint64_t n)
+{
+    n = n / 16 * 16;
+    if (n == 0) {
+        fprintf(stderr, "clgrad-bench: STREAM: too few elements\n");
+        goto fail;
+    }
+    if (n == s->n)
+        return 0;
+    clReleaseMemObject(s->a);
+    clReleaseMemObject(s->b);
+    clReleaseMemObject(s->c);
+    s->a = s->b = s->c = NULL;
+    clg_context_unreserve(s->ctx, s->reserved);
+    s->reserved = 0;
+    if (s->triad_gs) /* its arguments name the old arrays */
+        clReleaseKernel(s->triad_gs);
+    s->triad_gs = NULL;
+    s->n = n;
+    uint64_t bytes = 3 * n * sizeof(float);
+    if (!bench_clg_ok(s->ctx, clg_context_reserve(s->ctx, bytes), "STREAM arrays"))
+        goto fail;
+    s->reserved = bytes;
+    if (make_buffer(s, &s->a, 1.0f) || make_buffer(s, &s->b, 2.0f)
+        || make_buffer(s, &s->c, 0.5f))
+        goto fail;
+    if (reshape(s, &s->copy) || reshape(s, &s->triad) || reshape(s, &s->classic))
+        goto fail;
+    return 0;
+fail:
+    bench_stream_free(s);
+    return -1;
+}
+
 double bench_stream_copy(bench_stream *s)
 {
     return run_once(s, &s->copy);

@@ -43,6 +43,12 @@ typedef struct bench_stream {
  * Returns 0, or -1 after printing why. */
 int bench_stream_init(bench_stream *s, clg_context *ctx, uint64_t n, unsigned vw, size_t wg,
                       unsigned rounds);
+/* Replaces the arrays with three of n floats (rounded down to a multiple
+ * of 16), keeping the chosen shapes, and runs each kernel once: the cases
+ * of n parameters are measured next to STREAM arrays of their own size, so
+ * that both see the same share of the last-level cache. Returns 0, or -1
+ * after printing why (s is then freed). */
+int bench_stream_resize(bench_stream *s, uint64_t n);
 /* One repetition, blocking; GB/s (copy: 8 bytes per element, triads: 12),
  * or a negative value on failure. bench_stream_triad is the reference. */
 double bench_stream_copy(bench_stream *s);

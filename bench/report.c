@@ -105,6 +105,36 @@ void bench_case_derive(bench_case *c)
     c->micro_frac = frac_of(c->micro_gbs, c->triad_gbs);
     c->update_frac = frac_of(c->update_gbs, c->triad_gbs);
     c->frac_of_triad = frac_of(c->gbs, c->triad_gbs);
+    c->micro_frac_reps = (bench_stat){c->micro_frac, c->micro_frac, c->micro_frac,
+                                      c->micro_frac, c->micro_frac, 1};
+    c->update_frac_reps = (bench_stat){c->update_frac, c->update_frac, c->update_frac,
+                                       c->update_frac, c->update_frac, 1};
+    c->frac_reps = (bench_stat){c->frac_of_triad, c->frac_of_triad, c->frac_of_triad,
+                                c->frac_of_triad, c->frac_of_triad, 1};
+}
+
+int bench_case_paired_fracs(bench_case *c, const double *micro, const double *update,
+                            const double *cycle, const double *triad, size_t reps)
+{
+    if (reps == 0)
+        return 0;
+    double *x = malloc(3 * reps * sizeof *x);
+    if (!x)
+        return -1;
+    double *xm = x, *xu = x + reps, *xc = x + 2 * reps;
+    for (size_t r = 0; r < reps; r++) {
+        xm[r] = frac_of(gbs_of(c->micro_bytes, c->n, micro[r]), triad[r]);
+        xu[r] = frac_of(gbs_of(c->update_bytes, c->n, update[r]), triad[r]);
+        xc[r] = frac_of(gbs_of(c->cycle_bytes, c->n, cycle[r]), triad[r]);
+    }
+    c->micro_frac_reps = bench_summarize(xm, reps);
+    c->update_frac_reps = bench_summarize(xu, reps);
+    c->frac_reps = bench_summarize(xc, reps);
+    c->micro_frac = c->micro_frac_reps.median;
+    c->update_frac = c->update_frac_reps.median;
+    c->frac_of_triad = c->frac_reps.median;
+    free(x);
+    return 0;
 }
 
 const bench_case *bench_report_find(const bench_report *r, const char *optimizer,

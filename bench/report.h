@@ -34,7 +34,12 @@ typedef struct bench_case {
     double micro_bytes, update_bytes, cycle_bytes; /* per parameter */
     double micro_gbs, update_gbs, gbs;             /* from the medians */
     double triad_gbs;                              /* interleaved triad median */
+    /* fractions of the triad: medians over repetitions of (GB/s of the
+     * repetition / reference triad of the same repetition), so that drift
+     * in the machine's bandwidth between repetitions cancels; their
+     * spreads below (without per-repetition data: GB/s / triad_gbs) */
     double micro_frac, update_frac, frac_of_triad;
+    bench_stat micro_frac_reps, update_frac_reps, frac_reps;
     double launches_per_update; /* the step that ends the cycle */
     double launches_per_cycle;
     double host_syncs_per_update; /* blocking reads the cycle needs */
@@ -137,6 +142,12 @@ void bench_report_free(bench_report *r);
 /* Fills the derived fields of c (bandwidths, fractions) from its times,
  * bytes and triad_gbs. */
 void bench_case_derive(bench_case *c);
+/* Replaces c's fractions by the medians (and spreads) of per-repetition
+ * fractions: repetition r ran the reference triad at triad[r] GB/s next to
+ * a cycle of micro[r], update[r] and cycle[r] ms. Bytes and n must be set.
+ * Returns 0, or -1 if out of memory. */
+int bench_case_paired_fracs(bench_case *c, const double *micro, const double *update,
+                            const double *cycle, const double *triad, size_t reps);
 /* Computes the speed-up list from the cases (replacing any there). */
 int bench_report_speedups(bench_report *r);
 

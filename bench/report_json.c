@@ -70,9 +70,9 @@ static cJSON *case_json(const bench_case *c)
     cJSON_AddNumberToObject(o, "update_gbs", c->update_gbs);
     cJSON_AddNumberToObject(o, "gbs", c->gbs);
     cJSON_AddNumberToObject(o, "triad_gbs", c->triad_gbs);
-    cJSON_AddNumberToObject(o, "micro_frac_of_triad", c->micro_frac);
-    cJSON_AddNumberToObject(o, "update_frac_of_triad", c->update_frac);
-    cJSON_AddNumberToObject(o, "frac_of_triad", c->frac_of_triad);
+    add_stat(o, "micro_frac_of_triad", c->micro_frac_reps);
+    add_stat(o, "update_frac_of_triad", c->update_frac_reps);
+    add_stat(o, "frac_of_triad", c->frac_reps);
     cJSON_AddNumberToObject(o, "launches_per_update", c->launches_per_update);
     cJSON_AddNumberToObject(o, "launches_per_cycle", c->launches_per_cycle);
     cJSON_AddNumberToObject(o, "host_syncs_per_update", c->host_syncs_per_update);

@@ -75,6 +75,8 @@ int bench_run_case(bench_cycle *cy, bench_stream *st, clg_context *ctx,
     c->host_syncs_per_update = cy->host_syncs_per_update;
     c->groups = cy->groups;
     bench_case_derive(c);
+    if (bench_case_paired_fracs(c, micro.x, update.x, cycle.x, triad.x, reps))
+        goto done;
     rc = 0;
 done:
     bench_samples_free(&micro);

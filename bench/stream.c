@@ -315,9 +315,10 @@ double bench_stream_triad_gridstride(bench_stream *s, unsigned groups)
 
 int bench_stream_rep(bench_stream *s, bench_stream_samples *all, double *triad_gbs)
 {
+    /* the reference last: next to the cycle that follows */
     double copy = bench_stream_copy(s);
-    double triad = bench_stream_triad(s);
     double classic = bench_stream_triad_classic(s);
+    double triad = bench_stream_triad(s);
     if (copy < 0 || triad < 0 || classic < 0)
         return -1;
     if (all && (bench_samples_add(&all->copy, copy) || bench_samples_add(&all->triad, triad)

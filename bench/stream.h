@@ -65,7 +65,7 @@ void bench_stream_free(bench_stream *s);
 typedef struct bench_stream_samples {
     bench_samples copy, triad, classic;
 } bench_stream_samples;
-/* One interleaved repetition: copy, reference triad, classic triad, each
+/* One interleaved repetition: copy, classic triad, reference triad, each
  * added to all (when not NULL); the reference triad's GB/s is returned
  * through triad_gbs. Returns 0, or -1 on failure. */
 int bench_stream_rep(bench_stream *s, bench_stream_samples *all, double *triad_gbs);

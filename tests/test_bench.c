@@ -226,6 +226,43 @@ static bench_case *add(bench_report *r, bench_variant v, char path, char feed, d
     return c;
 }
 
+/* Per-repetition fractions: each repetition against its own triad, so a
+ * jump of the machine's bandwidth between repetitions cancels where the
+ * ratio of medians does not. */
+static void test_paired_fracs(void **state)
+{
+    (void)state;
+    bench_case c = {0};
+    c.n = 1000000;
+    c.micro_bytes = 12.0;
+    c.update_bytes = 24.0;
+    c.cycle_bytes = 48.0;
+    /* two states: triad 50 GB/s with 12 B in 0.4 ms (30 GB/s = 0.6), triad
+     * 100 GB/s with 12 B in 0.2 ms (60 GB/s = 0.6); 3 slow reps, 2 fast */
+    const double triad[] = {50, 100, 50, 100, 50};
+    const double micro[] = {0.4, 0.2, 0.4, 0.2, 0.4};
+    const double update[] = {0.8, 0.4, 0.8, 0.4, 0.8};
+    const double cycle[] = {1.6, 0.8, 1.6, 0.8, 1.6};
+    assert_int_equal(bench_case_paired_fracs(&c, micro, update, cycle, triad, 5), 0);
+    assert_float_equal(c.micro_frac, 0.6, 1e-12);
+    assert_float_equal(c.update_frac, 0.6, 1e-12);
+    assert_float_equal(c.frac_of_triad, 0.6, 1e-12);
+    assert_float_equal(c.frac_reps.min, 0.6, 1e-12);
+    assert_float_equal(c.frac_reps.max, 0.6, 1e-12);
+    assert_int_equal(c.frac_reps.count, 5);
+    /* fast cycles in the majority but slow triads in the majority: the
+     * ratio of medians is 60 GB/s / 50 GB/s = 1.2 (over 100%), the paired
+     * median stays 0.6 */
+    const double triad2[] = {50, 50, 50, 100, 100};
+    const double micro2[] = {0.4, 0.2, 0.2, 0.2, 0.2};
+    const double cycle2[] = {1.6, 0.8, 0.8, 0.8, 0.8};
+    assert_int_equal(bench_case_paired_fracs(&c, micro2, update, cycle2, triad2, 5), 0);
+    /* reps 1, 2 pair a fast cycle with a slow triad (1.2); the median of
+     * {0.6, 1.2, 1.2, 0.6, 0.6} is 0.6 */
+    assert_float_equal(c.micro_frac, 0.6, 1e-12);
+    assert_float_equal(c.micro_frac_reps.max, 1.2, 1e-12);
+}
+
 /* A tiny report whose derived numbers are known. */
 static void fill_report(bench_report *r)
 {
@@ -272,7 +309,8 @@ static void fill_report(bench_report *r)
 static const char *const case_keys[] = {
     "optimizer", "variant", "path", "clip", "n", "k", "micro_ms", "update_ms", "cycle_ms",
     "gbs", "frac_of_triad", "launches_per_update", "cycle_ms_min", "cycle_ms_max",
-    "micro_ms_min", "update_ms_max", "triad_gbs", "feed", "tensors", "reps", NULL};
+    "micro_ms_min", "update_ms_max", "triad_gbs", "feed", "tensors", "reps",
+    "frac_of_triad_q1", "micro_frac_of_triad_max", "update_frac_of_triad_min", NULL};
 static const char *const speedup_keys[] = {"optimizer", "path", "clip", "vs_unfused",
                                            "vs_per_tensor", NULL};
 static const char *const memory_keys[] = {"config", "bytes_per_param", "max_params_in_budget",
@@ -582,6 +620,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_bytes_dtypes_and_k), cmocka_unit_test(test_memory_per_param),
         cmocka_unit_test(test_budget_arithmetic),  cmocka_unit_test(test_summaries),
         cmocka_unit_test(test_parse_size),         cmocka_unit_test(test_json_schema),
+        cmocka_unit_test(test_paired_fracs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -19,11 +19,12 @@ typedef struct {
     char name[64];
 } clg_name_version;
 
-/* Options that would let the compiler assume no inf/NaN or reorder float
- * math: the non-finite checks and the reference tests depend on IEEE. */
+/* Options (after their "-cl-" prefix) that would let the compiler assume no
+ * inf/NaN or reorder float math: the non-finite checks and the reference
+ * tests depend on IEEE. */
 static const char *const forbidden_options[] = {
-    "-cl-fast-relaxed-math", "-cl-finite-math-only", "-cl-unsafe-math-optimizations",
-    "-cl-no-signed-zeros",   "-cl-mad-enable",
+    "fast-relaxed-math", "finite-math-only", "unsafe-math-optimizations",
+    "no-signed-zeros",   "mad-enable",
 };
 
 /* Does an OpenCL 3.0 device list OpenCL C 3.0 among its versions? (OpenCL
@@ -217,8 +218,8 @@ clg_status clg__program(clg_context *ctx, const char *name, const char *options,
     for (size_t i = 0; i < sizeof forbidden_options / sizeof forbidden_options[0]; i++)
         if (strstr(options, forbidden_options[i]))
             return clg__fail(ctx, CLG_ERR_INVALID_ARGUMENT,
-                             "clg__program(\"%s\"): option %s is not allowed (it breaks the "
-                             "inf/NaN checks and IEEE results)",
+                             "clg__program(\"%s\"): option -cl-%s is not allowed (it breaks "
+                             "the inf/NaN checks and IEEE results)",
                              name, forbidden_options[i]);
 
     /* The lock is held during a build so that two threads never compile the

@@ -8,7 +8,7 @@
  *              (0 drop, 1 add, 2 first write) instead of the `first` argument
  *   WG, ITEMS  work-group size (power of two); float4s per work-item of a
  *              reduction pass
- * Elements are processed as float4: chunks are padded to 16 elements.
+ * Elements are processed as float4: chunks are padded to whole work-groups.
  * The dtype helpers and the reduction live in common.cl. */
 
 inline float4 accumulate4(global void *acc, global const void *g, float w, uint first,
@@ -29,17 +29,17 @@ kernel void accumulate(global void *acc, global const void *g, float w, uint fir
                        global float *partials, ulong pbase)
 {
     (void)sb;
-    float ss = 0.0f;
+    float4 ss = (float4)(0.0f);
 #pragma unroll
     for (uint r = 0; r < ITEMS; r++) {
         ulong i = reduce_index(r);
         if (i < n4) {
             float4 v = accumulate4(acc, g, w, first, i, seed);
-            ss += dot(v, v);
+            ss += v * v;
         }
     }
     local float scratch[WG];
-    write_partial(ss, scratch, partials, pbase);
+    write_partial(sum4(ss), scratch, partials, pbase);
 }
 #else
 /* One float4 per work-item: no loop, so the compiler may vectorize across
@@ -70,15 +70,15 @@ kernel void accumulate(global void *acc, global const void *g, float w, uint fir
 __attribute__((reqd_work_group_size(WG, 1, 1)))
 kernel void check_finite(global const void *g, ulong n4, global float *partials, ulong pbase)
 {
-    float ss = 0.0f;
+    float4 ss = (float4)(0.0f);
 #pragma unroll
     for (uint r = 0; r < ITEMS; r++) {
         ulong i = reduce_index(r);
         if (i < n4) {
             float4 v = load_grad4(g, i);
-            ss += dot(v, v);
+            ss += v * v;
         }
     }
     local float scratch[WG];
-    write_partial(ss, scratch, partials, pbase);
+    write_partial(sum4(ss), scratch, partials, pbase);
 }

@@ -143,25 +143,29 @@ inline float4 store_acc4(global void *acc, ulong i, float4 v, uint seed)
 #define ITEMS 8
 #endif
 
-/* Work-group sum in a fixed tree order, so that the result is bitwise
- * reproducible. Every work-item of the group must call it; all of them get
- * the result. Sums of squares carry the non-finite check for free: an inf
- * or NaN element (or a square that overflows fp32) makes the sum inf/NaN,
- * which is the total-norm check of PyTorch's clip_grad_norm_. */
+/* Work-group sum in a fixed order, so that the result is bitwise
+ * reproducible; the result is valid in work-item 0 only, and a kernel calls
+ * it once. One barrier and a sequential sum by work-item 0: measured on
+ * PoCL, a log-depth tree with a barrier per level cost more than the whole
+ * streaming part of the norm pass. Sums of squares carry the non-finite
+ * check for free: an inf or NaN element (or a square that overflows fp32)
+ * makes the sum inf/NaN, which is the total-norm check of PyTorch's
+ * clip_grad_norm_. */
 inline float group_sum(float v, local float *scratch)
 {
     uint lid = get_local_id(0);
     scratch[lid] = v;
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint s = WG / 2; s > 0; s >>= 1) {
-        if (lid < s)
-            scratch[lid] += scratch[lid + s];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    float r = scratch[0];
-    barrier(CLK_LOCAL_MEM_FENCE);
+    float r = 0.0f;
+    if (lid == 0)
+        for (uint i = 0; i < WG; i++)
+            r += scratch[i];
     return r;
 }
+
+/* Sum of the four lanes. (As dot() rather than lane by lane: Oclgrind
+ * 21.10's --uninitialized check crashes on the lane extracts.) */
+inline float sum4(float4 v) { return dot(v, (float4)(1.0f)); }
 
 /* Writes the group's sum to partials[base + group]. */
 inline void write_partial(float v, local float *scratch, global float *partials, ulong base)
@@ -172,7 +176,8 @@ inline void write_partial(float v, local float *scratch, global float *partials,
 }
 
 /* Second stage, by one work-group: partials[base .. base + n) summed with a
- * fixed assignment of partials to work-items, then the tree. */
+ * fixed assignment of partials to work-items, then group_sum (valid in
+ * work-item 0). */
 inline float sum_partials(global const float *partials, ulong base, uint n, local float *scratch)
 {
     float acc = 0.0f;

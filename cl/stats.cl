@@ -5,17 +5,17 @@
 __attribute__((reqd_work_group_size(WG, 1, 1)))
 kernel void acc_sumsq(global const void *acc, ulong n4, global float *partials, ulong pbase)
 {
-    float ss = 0.0f;
+    float4 ss = (float4)(0.0f);
 #pragma unroll
     for (uint r = 0; r < ITEMS; r++) {
         ulong i = reduce_index(r);
         if (i < n4) {
             float4 v = load_acc4(acc, i);
-            ss += dot(v, v);
+            ss += v * v;
         }
     }
     local float scratch[WG];
-    write_partial(ss, scratch, partials, pbase);
+    write_partial(sum4(ss), scratch, partials, pbase);
 }
 
 /* One work-group per tensor of the chunk: sum of squares of its elements

@@ -1,12 +1,12 @@
 /* update.cl - the fused optimizer update, one launch per chunk covering
- * every param group in it (through a table of segments). Reads the step block written
+ * every param group in it. Reads the step block written
  * by the prologue (grad scale, skip flag, lr, bias corrections, step count);
  * reads the accumulator (path C: plus the last micro-step's gradients) and
  * the params and states once, writes params, states and the optional
  * low-precision param copy once. Semantics: docs/semantics.md.
  * Variants (-D): OPT (0 SGD, 1 Adam, 2 AdamW, 3 Lion), MOMENTUM, NESTEROV,
  * AMSGRAD, MAXIMIZE, PATH_C, G_DTYPE, ACC_DTYPE, COPY_DTYPE (3 none),
- * CLIP_VALUE. */
+ * CLIP_VALUE, SINGLE_GROUP. */
 
 #define OPT_SGD 0
 #define OPT_ADAM 1
@@ -38,40 +38,36 @@
 #define CLIP_VALUE 0
 #endif
 
-/* One segment per row: x = first float4, y = float4 count, z = first
- * work-group of the segment, w = lr_mult bits | weight decay bits << 32.
- * A work-group finds its segment by binary search (uniform per group), so
- * all groups of a chunk share one launch; each work-item updates one float4. */
-inline ulong4 find_segment(global const ulong4 *segs, uint n_segs, ulong group)
-{
-    uint lo = 0, hi = n_segs - 1;
-    while (lo < hi) {
-        uint mid = (lo + hi + 1) / 2;
-        if (segs[mid].z <= group)
-            lo = mid;
-        else
-            hi = mid - 1;
-    }
-    return segs[lo];
-}
+#ifndef SINGLE_GROUP
+#define SINGLE_GROUP 1
+#endif
 
+/* One float4 per work-item; the launch covers the whole chunk, whose param
+ * groups occupy whole work-groups (CLG_SEGMENT_ALIGN), so the global index
+ * is the float4 index and there is no bounds check. A chunk of one group
+ * takes lr_mult and weight decay as arguments (SINGLE_GROUP); otherwise
+ * each work-group reads its group's pair from group_params. No early
+ * return and restrict pointers: together they let PoCL vectorize across
+ * work-items (measured: 27% faster at N = 2^24). A skipped update stores
+ * the old values back, bitwise unchanged. */
 __attribute__((reqd_work_group_size(WG, 1, 1)))
-kernel void update(global float *p, global const void *acc, global const void *g,
-                   float w_last, uint acc_empty, global float *s0, global float *s1,
-                   global float *s2, global void *copy, global const ulong4 *segs,
-                   uint n_segs, float beta1, float beta2, float eps, float momentum,
-                   float dampening, float clip_value, global const uint *sb)
+kernel void update(global float *restrict p, global const void *restrict acc,
+                   global const void *restrict g, float w_last, uint acc_empty,
+                   global float *restrict s0, global float *restrict s1,
+                   global float *restrict s2, global void *restrict copy,
+                   global const float2 *restrict group_params, float lr_mult, float wd,
+                   float beta1, float beta2, float eps, float momentum, float dampening,
+                   float clip_value, global const uint *restrict sb)
 {
-    if (sb[SB_SKIP])
-        return;
-    const ulong4 seg = find_segment(segs, n_segs, get_group_id(0));
-    const ulong off4 = seg.x;
-    const ulong n4 = seg.y;
-    const ulong j = (get_group_id(0) - seg.z) * get_local_size(0) + get_local_id(0);
-    if (j >= n4)
-        return;
-    const float lr_mult = as_float((uint)seg.w);
-    const float wd = as_float((uint)(seg.w >> 32));
+    const ulong i = get_global_id(0);
+#if !SINGLE_GROUP
+    const float2 gp = group_params[get_group_id(0)];
+    lr_mult = gp.x;
+    wd = gp.y;
+#else
+    (void)group_params;
+#endif
+    const uint skip = sb[SB_SKIP];
     const float scale = sb_float(sb, SB_GRAD_SCALE);
     const float lr = sb_float(sb, SB_LR) * lr_mult;
     const uint step = sb[SB_T];
@@ -80,7 +76,6 @@ kernel void update(global float *p, global const void *acc, global const void *g
     const float bc2_sqrt = sb_float(sb, SB_BC2_SQRT);
     const float decay = 1.0f - lr * wd;
 
-    const ulong i = off4 + j;
 #if PATH_C
     /* acc_empty: a one-micro-step cycle, the accumulator holds nothing */
     float4 a = w_last * load_grad4(g, i);
@@ -96,14 +91,16 @@ kernel void update(global float *p, global const void *acc, global const void *g
 #if MAXIMIZE
     gr = -gr;
 #endif
-    float4 pv = vload4(i, p);
+    const float4 p_old = vload4(i, p);
+    float4 pv = p_old;
 
 #if OPT == OPT_SGD
     if (wd != 0.0f)
         gr += wd * pv;
 #if MOMENTUM
-    float4 buf = step == 1u ? gr : momentum * vload4(i, s0) + (1.0f - dampening) * gr;
-    vstore4(buf, i, s0);
+    const float4 buf_old = vload4(i, s0);
+    float4 buf = step == 1u ? gr : momentum * buf_old + (1.0f - dampening) * gr;
+    vstore4(skip ? buf_old : buf, i, s0);
 #if NESTEROV
     gr += momentum * buf;
 #else
@@ -119,24 +116,26 @@ kernel void update(global float *p, global const void *acc, global const void *g
 #else
     pv *= decay;
 #endif
-    float4 m = vload4(i, s0);
-    float4 v = vload4(i, s1);
-    m += (1.0f - beta1) * (gr - m); /* torch: exp_avg.lerp_(grad, 1 - beta1) */
-    v = beta2 * v + (1.0f - beta2) * gr * gr;
-    vstore4(m, i, s0);
-    vstore4(v, i, s1);
+    const float4 m_old = vload4(i, s0);
+    const float4 v_old = vload4(i, s1);
+    float4 m = m_old + (1.0f - beta1) * (gr - m_old); /* torch: exp_avg.lerp_(grad, 1 - beta1) */
+    float4 v = beta2 * v_old + (1.0f - beta2) * gr * gr;
+    vstore4(skip ? m_old : m, i, s0);
+    vstore4(skip ? v_old : v, i, s1);
 #if AMSGRAD
-    v = fmax(vload4(i, s2), v);
-    vstore4(v, i, s2);
+    const float4 vmax_old = vload4(i, s2);
+    v = fmax(vmax_old, v);
+    vstore4(skip ? vmax_old : v, i, s2);
 #endif
     pv -= step_size * (m / (sqrt(v) / bc2_sqrt + eps));
 
 #elif OPT == OPT_LION
     pv *= decay;
-    float4 m = vload4(i, s0);
-    pv -= lr * sign(beta1 * m + (1.0f - beta1) * gr);
-    vstore4(beta2 * m + (1.0f - beta2) * gr, i, s0);
+    const float4 m_old = vload4(i, s0);
+    pv -= lr * sign(beta1 * m_old + (1.0f - beta1) * gr);
+    vstore4(skip ? m_old : beta2 * m_old + (1.0f - beta2) * gr, i, s0);
 #endif
+    pv = skip ? p_old : pv;
     vstore4(pv, i, p);
 
 #if COPY_DTYPE == DT_FP16

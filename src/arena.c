@@ -26,9 +26,9 @@ static size_t *group_order(const clg_model *m)
 clg_status clg__layout(clg_model *m)
 {
     clg_context *ctx = m->ctx;
-    uint64_t max_elems = clg_context_max_alloc(ctx) / 4 / CLG_TENSOR_ALIGN * CLG_TENSOR_ALIGN;
+    uint64_t max_elems = clg_context_max_alloc(ctx) / 4 / CLG_SEGMENT_ALIGN * CLG_SEGMENT_ALIGN;
     for (size_t t = 0; t < m->n_tensors; t++) {
-        size_t padded = round_up(m->tensors[t].count, CLG_TENSOR_ALIGN);
+        size_t padded = round_up(m->tensors[t].count, CLG_SEGMENT_ALIGN);
         if (padded > max_elems)
             return clg__fail(ctx, CLG_ERR_INVALID_ARGUMENT,
                              "clg_model_finalize: tensor '%s' has %zu elements (%llu bytes as "
@@ -52,19 +52,30 @@ clg_status clg__layout(clg_model *m)
     for (size_t k = 0; k < m->n_tensors; k++) {
         clg_tensor_slot *ts = &m->tensors[order[k]];
         size_t padded = round_up(ts->count, CLG_TENSOR_ALIGN);
-        if (n_chunks == 0 || chunk_elems[n_chunks - 1] + padded > max_elems)
-            chunk_elems[n_chunks++] = 0;
-        size_t c = n_chunks - 1;
-        ts->chunk = c;
-        ts->offset = chunk_elems[c];
-        chunk_elems[c] += padded;
         clg_segment *last = n_segs ? &segs[n_segs - 1] : NULL;
-        if (last != NULL && last->chunk == c && last->group == ts->group) {
-            last->count += padded;
-        } else {
-            segs[n_segs++] = (clg_segment){ts->group, c, ts->offset, padded};
+        bool same_segment = last != NULL && last->chunk == n_chunks - 1 &&
+                            last->group == ts->group &&
+                            last->offset + round_up(last->count + padded, CLG_SEGMENT_ALIGN) <=
+                                max_elems;
+        if (!same_segment) {
+            /* a new segment starts on a whole work-group, in this chunk if
+             * the tensor fits there, else in a new chunk */
+            size_t start = n_chunks ? round_up(chunk_elems[n_chunks - 1], CLG_SEGMENT_ALIGN) : 0;
+            if (n_chunks == 0 || start + round_up(padded, CLG_SEGMENT_ALIGN) > max_elems) {
+                chunk_elems[n_chunks++] = 0;
+                start = 0;
+            }
+            segs[n_segs++] = (clg_segment){ts->group, n_chunks - 1, start, 0};
+            last = &segs[n_segs - 1];
         }
+        ts->chunk = last->chunk;
+        ts->offset = last->offset + last->count;
+        last->count += padded;
+        chunk_elems[last->chunk] = last->offset + round_up(last->count, CLG_SEGMENT_ALIGN);
     }
+    /* segments end on a whole work-group too (the padding reads as zeros) */
+    for (size_t s = 0; s < n_segs; s++)
+        segs[s].count = round_up(segs[s].count, CLG_SEGMENT_ALIGN);
     free(order);
     m->chunk_elems = chunk_elems;
     m->n_chunks = n_chunks;

@@ -4,7 +4,8 @@
 
 #include "model.h"
 
-/* Places every tensor (padded to CLG_TENSOR_ALIGN) into chunks no larger
+/* Places every tensor (padded to CLG_TENSOR_ALIGN, each group's run to
+ * CLG_SEGMENT_ALIGN) into chunks no larger
  * than the context's max allocation, grouped by param group, and derives
  * the segments. Fails if one tensor alone exceeds the limit. */
 clg_status clg__layout(clg_model *model);

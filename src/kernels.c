@@ -282,29 +282,33 @@ clg_status clg__launch_prologue(clg_model *m, bool stats, float weight_sum)
     return launch(m, k, 1, "prologue");
 }
 
-static void update_options(const clg_model *m, bool path_c, clg_dtype g_dtype, char *opt,
-                           size_t size)
+static void update_options(const clg_model *m, bool path_c, clg_dtype g_dtype,
+                           bool single_group, char *opt, size_t size)
 {
     const clg_config *c = &m->cfg;
     snprintf(opt, size,
              "-DOPT=%d -DMOMENTUM=%d -DNESTEROV=%d -DAMSGRAD=%d -DMAXIMIZE=%d -DPATH_C=%d "
-             "-DG_DTYPE=%d -DACC_DTYPE=%d -DCOPY_DTYPE=%d -DCLIP_VALUE=%d -DWG=%zu",
+             "-DG_DTYPE=%d -DACC_DTYPE=%d -DCOPY_DTYPE=%d -DCLIP_VALUE=%d -DSINGLE_GROUP=%d "
+             "-DWG=%zu",
              (int)c->optimizer, c->momentum != 0.0f, c->nesterov != 0, c->amsgrad != 0,
              c->maximize != 0, (int)path_c, (int)g_dtype, (int)m->acc.dtype,
-             (int)c->param_copy_dtype, c->clip_value > 0.0f, m->wg);
+             (int)c->param_copy_dtype, c->clip_value > 0.0f, (int)single_group, m->wg);
 }
 
 clg_status clg__launch_update(clg_model *m, const clg_grads *last, float w_last,
                               bool acc_empty)
 {
     const clg_config *c = &m->cfg;
-    char opt[240];
-    update_options(m, last != NULL, last ? last->dtype : CLG_FP32, opt, sizeof opt);
-    cl_kernel k;
-    clg_status st = get_kernel(m, "update", opt, "update", &k);
-    if (st != CLG_SUCCESS)
-        return st;
     for (size_t ch = 0; ch < m->n_chunks; ch++) {
+        bool single = m->chunk_segs[ch] == 1;
+        char opt[260];
+        update_options(m, last != NULL, last ? last->dtype : CLG_FP32, single, opt, sizeof opt);
+        cl_kernel k;
+        clg_status st = get_kernel(m, "update", opt, "update", &k);
+        if (st != CLG_SUCCESS)
+            return st;
+        /* a single-group chunk: its group's values as arguments */
+        const clg_group_slot *grp = &m->groups[m->segments[m->chunk_first_seg[ch]].group];
         SET_ARG(k, 0, cl_mem, m->params.chunks[ch]);
         SET_ARG(k, 1, cl_mem, m->acc.chunks[ch]);
         SET_ARG(k, 2, cl_mem, last ? last->arena.chunks[ch] : NULL);
@@ -314,86 +318,87 @@ clg_status clg__launch_update(clg_model *m, const clg_grads *last, float w_last,
         SET_ARG(k, 6, cl_mem, m->n_states > 1 ? m->states[1].chunks[ch] : NULL);
         SET_ARG(k, 7, cl_mem, m->n_states > 2 ? m->states[2].chunks[ch] : NULL);
         SET_ARG(k, 8, cl_mem, m->copy.chunks ? m->copy.chunks[ch] : NULL);
-        SET_ARG(k, 9, cl_mem, m->seg_tables[ch]);
-        SET_ARG(k, 10, cl_uint, (cl_uint)m->chunk_segs[ch]);
-        SET_ARG(k, 11, cl_float, c->beta1);
-        SET_ARG(k, 12, cl_float, c->beta2);
-        SET_ARG(k, 13, cl_float, c->eps);
-        SET_ARG(k, 14, cl_float, c->momentum);
-        SET_ARG(k, 15, cl_float, c->dampening);
-        SET_ARG(k, 16, cl_float, c->clip_value);
-        SET_ARG(k, 17, cl_mem, m->step_block);
-        st = launch(m, k, m->chunk_update_groups[ch], "update");
+        SET_ARG(k, 9, cl_mem, single ? NULL : m->group_params[ch]);
+        SET_ARG(k, 10, cl_float, grp->lr_mult);
+        SET_ARG(k, 11, cl_float, grp->weight_decay);
+        SET_ARG(k, 12, cl_float, c->beta1);
+        SET_ARG(k, 13, cl_float, c->beta2);
+        SET_ARG(k, 14, cl_float, c->eps);
+        SET_ARG(k, 15, cl_float, c->momentum);
+        SET_ARG(k, 16, cl_float, c->dampening);
+        SET_ARG(k, 17, cl_float, c->clip_value);
+        SET_ARG(k, 18, cl_mem, m->step_block);
+        st = launch(m, k, groups_for(m, n4_of(m->chunk_elems[ch])), "update");
         if (st != CLG_SUCCESS)
             return st;
     }
     return CLG_SUCCESS;
 }
 
-/* The segment table of every chunk (see update.cl): each segment gets its
- * own work-groups, one float4 per work-item. */
-clg_status clg__kernels_segment_tables(clg_model *m)
+/* For every chunk with several param groups, (lr_mult, weight decay) per
+ * work-group of its update launch: segments are whole work-groups. */
+clg_status clg__kernels_group_params(clg_model *m)
 {
     size_t nc = m->n_chunks;
-    m->seg_tables = calloc(nc, sizeof *m->seg_tables);
+    m->group_params = calloc(nc, sizeof *m->group_params);
     m->chunk_segs = calloc(nc, sizeof *m->chunk_segs);
-    m->chunk_update_groups = calloc(nc, sizeof *m->chunk_update_groups);
-    cl_ulong4 *rows = calloc(m->n_segments, sizeof *rows);
-    if (!m->seg_tables || !m->chunk_segs || !m->chunk_update_groups || !rows) {
-        free(rows);
+    m->chunk_first_seg = calloc(nc, sizeof *m->chunk_first_seg);
+    if (!m->group_params || !m->chunk_segs || !m->chunk_first_seg)
         return clg__fail(m->ctx, CLG_ERR_OUT_OF_HOST_MEMORY, "clg_model_finalize: out of memory");
+    for (size_t s = m->n_segments; s-- > 0;) {
+        m->chunk_segs[m->segments[s].chunk]++;
+        m->chunk_first_seg[m->segments[s].chunk] = s;
     }
     clg_status st = CLG_SUCCESS;
-    size_t s = 0;
     for (size_t ch = 0; ch < nc && st == CLG_SUCCESS; ch++) {
-        size_t first = s, groups = 0;
-        for (; s < m->n_segments && m->segments[s].chunk == ch; s++) {
+        if (m->chunk_segs[ch] < 2)
+            continue;
+        size_t groups = groups_for(m, n4_of(m->chunk_elems[ch]));
+        cl_float2 *rows = calloc(groups, sizeof *rows);
+        if (rows == NULL)
+            return clg__fail(m->ctx, CLG_ERR_OUT_OF_HOST_MEMORY,
+                             "clg_model_finalize: out of memory");
+        size_t per_group = m->wg * 4;
+        for (size_t s = m->chunk_first_seg[ch]; s < m->n_segments && m->segments[s].chunk == ch;
+             s++) {
             const clg_segment *seg = &m->segments[s];
             const clg_group_slot *grp = &m->groups[seg->group];
-            size_t n4 = n4_of(seg->count), g = groups_for(m, n4);
-            uint32_t lr_bits, wd_bits;
-            memcpy(&lr_bits, &grp->lr_mult, 4);
-            memcpy(&wd_bits, &grp->weight_decay, 4);
-            rows[s].s[0] = seg->offset / 4;
-            rows[s].s[1] = n4;
-            rows[s].s[2] = groups;
-            rows[s].s[3] = (cl_ulong)lr_bits | (cl_ulong)wd_bits << 32;
-            groups += g;
+            for (size_t gi = seg->offset / per_group; gi < (seg->offset + seg->count) / per_group;
+                 gi++)
+                rows[gi] = (cl_float2){{grp->lr_mult, grp->weight_decay}};
         }
-        m->chunk_segs[ch] = s - first;
-        m->chunk_update_groups[ch] = groups;
-        size_t bytes = m->chunk_segs[ch] * sizeof *rows;
-        st = clg__buffer_create(m->ctx, bytes, &m->seg_tables[ch]);
+        st = clg__buffer_create(m->ctx, groups * sizeof *rows, &m->group_params[ch]);
         if (st == CLG_SUCCESS) {
-            cl_int err = clEnqueueWriteBuffer(m->ctx->queue, m->seg_tables[ch], CL_TRUE, 0, bytes,
-                                              rows + first, 0, NULL, NULL);
+            cl_int err = clEnqueueWriteBuffer(m->ctx->queue, m->group_params[ch], CL_TRUE, 0,
+                                              groups * sizeof *rows, rows, 0, NULL, NULL);
             if (err != CL_SUCCESS)
                 st = clg__cl_fail(m->ctx, err, "clg_model_finalize", "clEnqueueWriteBuffer");
         }
+        free(rows);
     }
-    free(rows);
     return st;
 }
 
-void clg__kernels_free_segment_tables(clg_model *m)
+void clg__kernels_free_group_params(clg_model *m)
 {
-    for (size_t ch = 0; m->seg_tables != NULL && ch < m->n_chunks; ch++)
-        if (m->seg_tables[ch] != NULL)
-            clg__buffer_release(m->ctx, m->seg_tables[ch], m->chunk_segs[ch] * sizeof(cl_ulong4));
-    free(m->seg_tables);
+    for (size_t ch = 0; m->group_params != NULL && ch < m->n_chunks; ch++)
+        if (m->group_params[ch] != NULL)
+            clg__buffer_release(m->ctx, m->group_params[ch],
+                                groups_for(m, n4_of(m->chunk_elems[ch])) * sizeof(cl_float2));
+    free(m->group_params);
     free(m->chunk_segs);
-    free(m->chunk_update_groups);
-    m->seg_tables = NULL;
+    free(m->chunk_first_seg);
+    m->group_params = NULL;
     m->chunk_segs = NULL;
-    m->chunk_update_groups = NULL;
+    m->chunk_first_seg = NULL;
 }
 
 clg_status clg__kernels_create(clg_model *m)
 {
     /* Build the update variant now: the most complex program, and the one
      * every update needs, so a build failure shows at finalize. */
-    char opt[240];
-    update_options(m, false, CLG_FP32, opt, sizeof opt);
+    char opt[260];
+    update_options(m, false, CLG_FP32, m->n_segments == 1, opt, sizeof opt);
     cl_kernel k;
     return get_kernel(m, "update", opt, "update", &k);
 }

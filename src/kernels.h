@@ -13,9 +13,10 @@ size_t clg__kernels_reduce_groups(const clg_model *m, size_t n4);
  * failure shows at finalize rather than at the first update. */
 clg_status clg__kernels_create(clg_model *m);
 void clg__kernels_destroy(clg_model *m);
-/* Per-chunk segment tables of the update kernel (after the layout). */
-clg_status clg__kernels_segment_tables(clg_model *m);
-void clg__kernels_free_segment_tables(clg_model *m);
+/* Per-work-group (lr_mult, weight decay) of chunks with several param
+ * groups, for the update kernel (after the layout). */
+clg_status clg__kernels_group_params(clg_model *m);
+void clg__kernels_free_group_params(clg_model *m);
 
 /* acc (+)= w*g over all chunks. region >= 0: fused statistics into that
  * partials region. skip_micro: read the verdict from the step block. */

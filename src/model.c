@@ -73,7 +73,7 @@ static void release_device(clg_model *m)
         m->sb_event = NULL;
     }
     clg__kernels_destroy(m);
-    clg__kernels_free_segment_tables(m);
+    clg__kernels_free_group_params(m);
     free_norm_tables(m);
     clg__arena_free(m, &m->params);
     clg__arena_free(m, &m->acc);
@@ -319,7 +319,7 @@ clg_status clg_model_finalize(clg_model *m)
     if (st == CLG_SUCCESS)
         st = clg__buffer_create(m->ctx, 4 * (uint64_t)m->n_partials, &m->partials);
     if (st == CLG_SUCCESS)
-        st = clg__kernels_segment_tables(m);
+        st = clg__kernels_group_params(m);
     if (st == CLG_SUCCESS && m->cfg.tensor_norms)
         st = build_norm_tables(m);
     if (st == CLG_SUCCESS) {

@@ -9,6 +9,11 @@
 /* Every tensor starts at a multiple of this many elements, so that kernels
  * may use aligned vector loads; the padding stays zero forever. */
 #define CLG_TENSOR_ALIGN 16
+/* Every segment (a group's run within a chunk) starts and ends at a multiple
+ * of this many elements: a whole number of work-groups of up to 256
+ * work-items with one float4 each. The update kernel then needs no bounds
+ * check and the global index is the element index (see update.cl). */
+#define CLG_SEGMENT_ALIGN 1024
 
 /* One flat array (params, accumulators, a state, the copy) in chunks. All
  * arenas share the model's chunk layout (same element counts per chunk). */
@@ -32,12 +37,12 @@ typedef struct clg_group_slot {
     float weight_decay;
 } clg_group_slot;
 
-/* A contiguous run of one group within one chunk: one update launch. */
+/* A contiguous run of one group within one chunk. */
 typedef struct clg_segment {
     int group;
     size_t chunk;
     size_t offset;
-    size_t count; /* padded element count */
+    size_t count; /* padded element count, a multiple of CLG_SEGMENT_ALIGN */
 } clg_segment;
 
 enum { CLG_MAX_STATES = 3 };
@@ -59,9 +64,10 @@ struct clg_model {
     size_t *chunk_elems; /* padded element count of each chunk */
     clg_segment *segments;
     size_t n_segments;
-    cl_mem *seg_tables;          /* per chunk: its segments as update.cl reads them */
-    size_t *chunk_segs;          /* per chunk: its segment count */
-    size_t *chunk_update_groups; /* per chunk: work-groups of its update launch */
+    cl_mem *group_params; /* per chunk with several segments: (lr_mult, weight
+                             decay) per work-group of its update launch */
+    size_t *chunk_segs;   /* per chunk: its segment count */
+    size_t *chunk_first_seg; /* per chunk: index of its first segment */
 
     clg_arena params, acc, copy;
     clg_arena states[CLG_MAX_STATES];

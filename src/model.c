@@ -327,7 +327,6 @@ clg_status clg_model_finalize(clg_model *m)
         initial_step_block(m, sb);
         st = write_blocking(m, m->step_block, 0, sizeof sb, sb, "clg_model_finalize");
         memcpy(m->sb_host, sb, sizeof sb);
-        m->sb_valid = true;
     }
     if (st == CLG_SUCCESS)
         st = clg__kernels_create(m);
@@ -655,7 +654,6 @@ clg_status clg__cycle_state_set(clg_model *m, const clg_cycle_state *s)
     if (st != CLG_SUCCESS)
         return st;
     memcpy(m->sb_host, s->step_block, sizeof m->sb_host);
-    m->sb_valid = true;
     m->micro = s->micro;
     m->weight_sum = s->weight_sum;
     m->cycles = s->cycles;

@@ -93,10 +93,10 @@ struct clg_model {
     uint64_t micro_total; /* all micro-steps ever taken */
 
     /* non-blocking read-back of the step block */
-    uint32_t sb_host[CLG_SB_WORDS];    /* last completed read */
+    uint32_t sb_host[CLG_SB_WORDS];    /* last completed read (initial block
+                                          from finalize on) */
     uint32_t sb_pending[CLG_SB_WORDS]; /* target of the read in flight */
     cl_event sb_event;                 /* that read, or NULL */
-    bool sb_valid;
 
     clg_kernel_set *kernels;
     uint64_t launched;    /* kernels this model enqueued */

@@ -30,10 +30,8 @@ static void harvest(clg_model *m)
         return;
     cl_int status = CL_QUEUED;
     clGetEventInfo(m->sb_event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
-    if (status == CL_COMPLETE) {
+    if (status == CL_COMPLETE)
         memcpy(m->sb_host, m->sb_pending, sizeof m->sb_host);
-        m->sb_valid = true;
-    }
     if (status == CL_COMPLETE || status < 0) {
         clReleaseEvent(m->sb_event);
         m->sb_event = NULL;
@@ -56,7 +54,6 @@ static clg_status refresh(clg_model *m, int blocking, const char *who)
                                          sizeof m->sb_host, m->sb_host, 0, NULL, NULL);
         if (err != CL_SUCCESS)
             return clg__cl_fail(m->ctx, err, who, "clEnqueueReadBuffer");
-        m->sb_valid = true;
         return CLG_SUCCESS;
     }
     harvest(m);

@@ -1,5 +1,5 @@
 /* fuzz_checkpoint.c - libFuzzer harness for the checkpoint parser: any
- * bytes, parsed against a fixed small layout (checkpoint_read.c's
+ * bytes, parsed against a fixed small layout (checkpoint_parse.c's
  * clg__ckpt_parse, no device). The parser must either accept the input
  * with every entry inside it, or reject it with one of its documented
  * statuses and a message; anything else (a crash, a sanitizer report, an

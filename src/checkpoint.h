@@ -1,5 +1,6 @@
 /* checkpoint.h - the checkpoint file format shared by the writer
- * (checkpoint.c) and the strict reader (checkpoint_read.c).
+ * (checkpoint.c), the strict in-memory parser (checkpoint_parse.c) and the
+ * loader (checkpoint_load.c).
  *
  * A checkpoint is a safetensors file:
  *     [u64 LE header length][JSON header, space-padded to 8][data]
@@ -26,7 +27,8 @@
  *
  * The layout (which tensors, which dtypes, in which order) is derived from
  * the live model, so the writer and the reader agree by construction; the
- * parser works on bytes in memory and needs no device (fuzz/). */
+ * layout helpers and the parser (checkpoint_parse.c) work on bytes in
+ * memory and need no device (fuzz/ links them alone). */
 #ifndef CLGRAD_CHECKPOINT_H
 #define CLGRAD_CHECKPOINT_H
 
@@ -77,6 +79,8 @@ typedef struct clg_ckpt_layout {
     char optimizer[16];      /* "sgd", "adam", "adamw", "lion" */
 } clg_ckpt_layout;
 
+/* ------------------------------------------------------------ layout (checkpoint_parse.c) */
+
 const char *clg__ckpt_dtype_name(clg_ckpt_dtype dtype);
 size_t clg__ckpt_dtype_size(clg_ckpt_dtype dtype);
 const char *clg__ckpt_optimizer_name(clg_optimizer optimizer);
@@ -96,7 +100,7 @@ bool clg__ckpt_utf8_valid(const char *s);
 /* Entry index for key, or -1. */
 long clg__ckpt_layout_find(const clg_ckpt_layout *layout, const char *key);
 
-/* ------------------------------------------------------------ writer */
+/* ------------------------------------------------------------ writer (checkpoint.c) */
 
 /* Builds the space-padded JSON header for data (layout->data_size bytes,
  * entries contiguous in layout order), filling each entry's offsets and
@@ -107,7 +111,7 @@ clg_status clg__ckpt_header(clg_ckpt_layout *layout, const uint8_t *data,
                             const char *const *meta_values, size_t n_meta, char **header,
                             size_t *header_len, char *err, size_t errlen);
 
-/* ------------------------------------------------------------ reader */
+/* ------------------------------------------------------------ parser (checkpoint_parse.c) */
 
 typedef struct clg_ckpt_parsed {
     clg_cycle_state state;  /* counters + the step block entry */
@@ -130,6 +134,9 @@ clg_status clg__ckpt_parse(const uint8_t *file, size_t size, clg_ckpt_layout *la
 void clg__ckpt_parsed_free(clg_ckpt_parsed *parsed);
 
 /* ------------------------------------------------------------ device side */
+
+/* clg__ckpt_collect is in checkpoint.c; clg__ckpt_apply and
+ * clg__ckpt_copy_io in checkpoint_load.c. */
 
 /* Reads every entry of layout from the device into one malloc'ed buffer
  * (at the canonical offsets) and the cycle state into *state. Blocking. */

@@ -1,0 +1,184 @@
+/* checkpoint_load.c - the device half of checkpoint reading and
+ * clg_checkpoint_load: stage the file, verify it completely in host memory
+ * (checkpoint_parse.c), back up the live state, write the checkpoint to the
+ * device, and restore the backup if a device write fails half-way. */
+#include "checkpoint.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------ device side */
+
+/* The low-precision parameter copy has no arena id in model.h, so its
+ * per-tensor transfer is done here, like clg__arena_read/write. */
+clg_status clg__ckpt_copy_io(clg_model *model, int tensor, void *host, int write)
+{
+    clg_context *ctx = model->ctx;
+    const clg_tensor_slot *t = &model->tensors[tensor];
+    const clg_arena *a = &model->copy;
+    const char *call = write ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer";
+    if (t->count == 0)
+        return CLG_SUCCESS;
+    if (clg__fault_hit(CLG_FAULT_ENQUEUE))
+        return clg__cl_fail(ctx, CL_OUT_OF_RESOURCES, "checkpoint: parameter copy (injected fault)",
+                            call);
+    cl_int err;
+    if (write)
+        err = clEnqueueWriteBuffer(ctx->queue, a->chunks[t->chunk], CL_TRUE,
+                                   t->offset * a->elem_size, t->count * a->elem_size, host, 0,
+                                   NULL, NULL);
+    else
+        err = clEnqueueReadBuffer(ctx->queue, a->chunks[t->chunk], CL_TRUE,
+                                  t->offset * a->elem_size, t->count * a->elem_size, host, 0,
+                                  NULL, NULL);
+    if (err != CL_SUCCESS)
+        return clg__cl_fail(ctx, err, "checkpoint: parameter copy", call);
+    return CLG_SUCCESS;
+}
+
+clg_status clg__ckpt_apply(clg_model *model, const clg_ckpt_layout *layout, const uint8_t *data,
+                           int file_offsets, const clg_cycle_state *state)
+{
+    for (size_t i = 0; i < layout->n; i++) {
+        const clg_ckpt_entry *e = &layout->entries[i];
+        if (e->source == CLG_CKPT_SRC_STEP_BLOCK || e->count == 0)
+            continue;
+        const uint8_t *src = data + (file_offsets ? e->file_begin : e->begin);
+        clg_status st;
+        if (e->source == CLG_CKPT_SRC_COPY)
+            st = clg__ckpt_copy_io(model, e->tensor, (void *)src, 1);
+        else
+            st = clg__arena_write(model, e->source, e->tensor, src);
+        if (st != CLG_SUCCESS)
+            return st;
+    }
+    return clg__cycle_state_set(model, state);
+}
+
+/* ------------------------------------------------------------ load */
+
+/* Reads the whole file into memory. */
+static clg_status read_file(clg_context *ctx, const char *path, uint8_t **out, size_t *size)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return clg__fail(ctx, CLG_ERR_IO, "clg_checkpoint_load: cannot open '%s': %s", path,
+                         strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        int e = errno;
+        close(fd);
+        return clg__fail(ctx, CLG_ERR_IO, "clg_checkpoint_load: '%s' is not a regular file%s%s",
+                         path, e ? ": " : "", e ? strerror(e) : "");
+    }
+    size_t n = (size_t)sb.st_size;
+    uint8_t *buf = malloc(n ? n : 1);
+    if (!buf) {
+        close(fd);
+        return clg__fail(ctx, CLG_ERR_OUT_OF_HOST_MEMORY,
+                         "clg_checkpoint_load: no host memory to stage %zu bytes of '%s'", n,
+                         path);
+    }
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = read(fd, buf + got, n - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            int e = errno;
+            free(buf);
+            close(fd);
+            return clg__fail(ctx, CLG_ERR_IO, "clg_checkpoint_load: reading '%s' failed: %s",
+                             path, r == 0 ? "file shrank while reading" : strerror(e));
+        }
+        got += (size_t)r;
+    }
+    close(fd);
+    *out = buf;
+    *size = n;
+    return CLG_SUCCESS;
+}
+
+clg_status clg_checkpoint_load(clg_model *model, const char *path, clg_meta_fn meta, void *user)
+{
+    if (!model)
+        return clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT, "clg_checkpoint_load: model is NULL");
+    clg_context *ctx = model->ctx;
+    if (!path || !*path)
+        return clg__fail(ctx, CLG_ERR_INVALID_ARGUMENT, "clg_checkpoint_load: path is %s",
+                         path ? "empty" : "NULL");
+    if (!model->finalized)
+        return clg__fail(ctx, CLG_ERR_STATE,
+                         "clg_checkpoint_load: the model is not finalized (call "
+                         "clg_model_finalize first)");
+
+    char err[512];
+    clg_ckpt_layout layout;
+    clg_status st = clg__ckpt_layout_model(model, &layout, err, sizeof err);
+    if (st != CLG_SUCCESS)
+        return clg__fail(ctx, st, "clg_checkpoint_load: '%s': %s", path, err);
+
+    uint8_t *file = NULL, *backup = NULL;
+    size_t size = 0;
+    clg_ckpt_parsed parsed;
+    memset(&parsed, 0, sizeof parsed);
+    st = read_file(ctx, path, &file, &size);
+    if (st != CLG_SUCCESS)
+        goto done;
+    st = clg__ckpt_parse(file, size, &layout, &parsed, err, sizeof err);
+    if (st != CLG_SUCCESS) {
+        clg__fail(ctx, st, "clg_checkpoint_load: '%s': %s", path, err);
+        goto done;
+    }
+
+    /* A mid-cycle checkpoint needs a cycle at least as long as the part
+     * already taken (k may have changed between runs). */
+    const clg_config *cfg = &model->cfg;
+    unsigned k = cfg->k_schedule ? cfg->k_schedule(parsed.state.cycles, cfg->k_schedule_user)
+                                 : cfg->accum_steps;
+    if (parsed.state.micro >= k) {
+        st = clg__fail(ctx, CLG_ERR_MISMATCH,
+                       "clg_checkpoint_load: '%s': the checkpoint is %u micro-steps into a "
+                       "cycle, but the model's cycle %llu has %u",
+                       path, parsed.state.micro, (unsigned long long)parsed.state.cycles, k);
+        goto done;
+    }
+
+    /* All checks passed. Keep the live state, so that a device failure
+     * half-way through the writes can be undone. */
+    clg_cycle_state backup_state;
+    st = clg__ckpt_collect(model, &layout, &backup, &backup_state);
+    if (st != CLG_SUCCESS)
+        goto done; /* nothing changed yet; message set by the failing call */
+    /* A successful load clears a failed step's refusal (the whole state is
+     * written); an undone one must leave it as it was, and one that could
+     * not be undone sets it: the model then holds neither state. */
+    clg_status was_failed = model->failed;
+    st = clg__ckpt_apply(model, &layout, parsed.data, 1, &parsed.state);
+    if (st != CLG_SUCCESS) {
+        char first[CLG_ERROR_MAX / 2];
+        snprintf(first, sizeof first, "%s", clg_last_error(ctx));
+        clg_status undo = clg__ckpt_apply(model, &layout, backup, 0, &backup_state);
+        model->failed = undo == CLG_SUCCESS ? was_failed : st;
+        clg__fail(ctx, st, "clg_checkpoint_load: '%s': %s (%s)", path, first,
+                  undo == CLG_SUCCESS ? "the previous state was restored"
+                                      : "restoring the previous state failed too: the model "
+                                        "state is undefined");
+        goto done;
+    }
+    if (meta)
+        for (size_t i = 0; i < parsed.n_meta; i++)
+            meta(parsed.meta_keys[i], parsed.meta_values[i], user);
+
+done:
+    clg__ckpt_parsed_free(&parsed);
+    clg__ckpt_layout_free(&layout);
+    free(file);
+    free(backup);
+    return st;
+}

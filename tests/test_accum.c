@@ -16,20 +16,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static clg_context *ctx;
-
 static const float one_lr[] = {1.0f};
 static const float one_wd[] = {-1.0f};
 static const size_t small_counts[] = {1, 1009, 13};
 static const int small_groups[] = {0, 0, 0};
 static const twin_layout small_layout = {1, one_lr, one_wd, 3, small_counts, small_groups};
-
-#define OK(call) assert_int_equal_msg((call), #call)
-static void assert_int_equal_msg(clg_status st, const char *what)
-{
-    if (st != CLG_SUCCESS)
-        fail_msg("%s -> %s: %s", what, clg_status_string(st), clg_last_error(ctx));
-}
 
 static clg_config sgd_lr1(unsigned k, clg_normalize norm, int fuse)
 {
@@ -44,7 +35,7 @@ static clg_config sgd_lr1(unsigned k, clg_normalize norm, int fuse)
 /* Twin from p = 0 (both sides). */
 static void twin_zero(twin *tw, const clg_config *cfg)
 {
-    twin_init(tw, ctx, cfg, &small_layout, 5);
+    twin_init(tw, tu_ctx, cfg, &small_layout, 5);
     memset(tw->host, 0, tw->n * sizeof(float));
     OK(clg_model_upload_params(tw->model, -1, tw->host));
     memset(tw->ref.p, 0, tw->n * sizeof(double));
@@ -214,7 +205,7 @@ static void test_variable_k(void **state)
     cfg.k_schedule = k_of;
     cfg.accum_steps = 4; /* ignored when k_schedule is set */
     twin tw;
-    twin_init(&tw, ctx, &cfg, &twin_default_layout, 77);
+    twin_init(&tw, tu_ctx, &cfg, &twin_default_layout, 77);
     float *g = tu_xmalloc(tw.n * sizeof(float));
     unsigned step = 0;
     for (uint64_t t = 0; t < 6; t++) {
@@ -279,7 +270,7 @@ static void test_reset_cycle(void **state)
         cfg.accum_steps = 3;
         cfg.fuse_last_micro_step = fuse;
         twin tw;
-        twin_init(&tw, ctx, &cfg, &twin_default_layout, 17);
+        twin_init(&tw, tu_ctx, &cfg, &twin_default_layout, 17);
         float *g = tu_xmalloc(tw.n * sizeof(float));
         float *snap = twin_snapshot(&tw);
         for (unsigned m = 0; m < 2; m++) {
@@ -331,20 +322,6 @@ static void test_accumulator_contents(void **state)
     twin_free(&tw);
 }
 
-static int group_setup(void **state)
-{
-    (void)state;
-    ctx = tu_context_or_skip();
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    clg_context_destroy(ctx);
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -354,5 +331,5 @@ int main(void)
         cmocka_unit_test(test_k1_after_longer_cycle), cmocka_unit_test(test_accumulator_contents),
         cmocka_unit_test(test_reset_cycle),
     };
-    return cmocka_run_group_tests_name("accum", tests, group_setup, group_teardown);
+    return cmocka_run_group_tests_name("accum", tests, tu_group_setup, tu_group_teardown);
 }

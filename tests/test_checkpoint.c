@@ -35,17 +35,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static clg_context *ctx;
-static char *tmpdir;
-
-#define OK(call) check_ok((call), #call, __LINE__)
-static void check_ok(clg_status st, const char *what, int line)
-{
-    if (st != CLG_SUCCESS)
-        fail_msg("line %d: %s -> %s: %s", line, what, clg_status_string(st),
-                 clg_last_error(ctx));
-}
-
 /* ------------------------------------------------------------ models */
 
 enum { K = 3 };
@@ -91,7 +80,7 @@ static clg_model *build_model(const clg_config *cfg, const variant *v, uint64_t 
     if (!v)
         v = &dflt;
     clg_model *m = NULL;
-    OK(clg_model_create(ctx, cfg, &m));
+    OK(clg_model_create(tu_ctx, cfg, &m));
     int nodecay = -1, t;
     OK(clg_model_add_group(m, "no_decay", 1.0f, 0.0f, &nodecay));
     OK(clg_model_add_tensor(m, "enc.w", 50, 0, &t));
@@ -101,11 +90,7 @@ static clg_model *build_model(const clg_config *cfg, const variant *v, uint64_t 
     if (v->extra_tensor)
         OK(clg_model_add_tensor(m, "extra", 4, nodecay, &t));
     OK(clg_model_finalize(m));
-    size_t n = clg_model_param_count(m);
-    float *p = tu_xmalloc(n * sizeof *p);
-    tu_fill_uniform(p, n, seed, -1.0f, 1.0f);
-    OK(clg_model_upload_params(m, -1, p));
-    free(p);
+    tu_upload_uniform_params(m, seed);
     return m;
 }
 
@@ -222,37 +207,6 @@ static void assert_same_snap(const snap *a, const snap *b, const char *what)
 
 /* ------------------------------------------------------------ files */
 
-static char *path_in_tmp(const char *name)
-{
-    size_t len = strlen(tmpdir) + strlen(name) + 2;
-    char *p = tu_xmalloc(len);
-    snprintf(p, len, "%s/%s", tmpdir, name);
-    return p;
-}
-
-static uint8_t *read_all(const char *path, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        fail_msg("cannot open %s: %s", path, strerror(errno));
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *buf = tu_xmalloc((size_t)len + 1);
-    assert_int_equal(fread(buf, 1, (size_t)len, f), (size_t)len);
-    fclose(f);
-    *n = (size_t)len;
-    return buf;
-}
-
-static void write_all(const char *path, const uint8_t *data, size_t n)
-{
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(data, 1, n, f), n);
-    assert_int_equal(fclose(f), 0);
-}
-
 /* Number of directory entries whose name starts with prefix. */
 static int count_prefixed(const char *dir, const char *prefix, int remove)
 {
@@ -309,7 +263,7 @@ static void collect_meta(const char *key, const char *value, void *user)
 
 static void round_trip(const clg_config *cfg, const char *file)
 {
-    char *path = path_in_tmp(file);
+    char *path = tu_tmp_path(file);
     clg_model *a = build_model(cfg, NULL, 1);
     clg_model *b = build_model(cfg, NULL, 2);
     /* 5 updates and one micro-step into the 6th: mid-cycle */
@@ -348,11 +302,11 @@ static void round_trip(const clg_config *cfg, const char *file)
     take_snap(b, &sb);
     assert_same_snap(&sa, &sb, "after training on");
     /* Saving the loaded state again gives the same file, byte for byte. */
-    char *again = path_in_tmp("again.ckpt");
+    char *again = tu_tmp_path("again.ckpt");
     OK(clg_checkpoint_save(a, path, keys, values, 3));
     OK(clg_checkpoint_save(b, again, keys, values, 3));
     size_t n1, n2;
-    uint8_t *f1 = read_all(path, &n1), *f2 = read_all(again, &n2);
+    uint8_t *f1 = tu_read_file(path, &n1), *f2 = tu_read_file(again, &n2);
     assert_int_equal(n1, n2);
     assert_memory_equal(f1, f2, n1);
     free(f1);
@@ -425,7 +379,7 @@ static void noise_mid_cycle(int fuse)
     cfg.noise_scale = 1;
     cfg.noise_scale_ema = 0.9f;
     cfg.fuse_last_micro_step = fuse;
-    char *path = path_in_tmp("noise.ckpt");
+    char *path = tu_tmp_path("noise.ckpt");
 
     clg_model *ref = build_model(&cfg, NULL, 1);
     OK(train(ref, 0, 0, NOISE_TOTAL));
@@ -503,11 +457,11 @@ static void test_safetensors_layout(void **state)
 {
     (void)state;
     clg_config cfg = rich_config();
-    char *path = path_in_tmp("layout.ckpt");
+    char *path = tu_tmp_path("layout.ckpt");
     clg_model *a = build_model(&cfg, NULL, 1);
     OK(clg_checkpoint_save(a, path, NULL, NULL, 0));
     size_t n;
-    uint8_t *f = read_all(path, &n);
+    uint8_t *f = tu_read_file(path, &n);
     uint64_t hlen = 0;
     for (int i = 7; i >= 0; i--)
         hlen = hlen << 8 | f[i];
@@ -611,13 +565,13 @@ static void far_head_offsets(cJSON *root)
 static void expect_rejected(clg_model *m, const snap *before, const uint8_t *f, size_t n,
                             clg_status status, const char *msg, const char *what)
 {
-    char *path = path_in_tmp("bad.ckpt");
-    write_all(path, f, n);
+    char *path = tu_tmp_path("bad.ckpt");
+    tu_write_file(path, f, n);
     meta_seen seen = {0};
     clg_status st = clg_checkpoint_load(m, path, collect_meta, &seen);
-    if (st != status || !strstr(clg_last_error(ctx), msg))
+    if (st != status || !strstr(clg_last_error(tu_ctx), msg))
         fail_msg("%s: expected %s with '%s', got %s: %s", what, clg_status_string(status), msg,
-                 clg_status_string(st), clg_last_error(ctx));
+                 clg_status_string(st), clg_last_error(tu_ctx));
     assert_int_equal(seen.n, 0);
     snap after;
     take_snap(m, &after);
@@ -631,12 +585,12 @@ static void test_strict_damage(void **state)
 {
     (void)state;
     clg_config cfg = rich_config();
-    char *path = path_in_tmp("good.ckpt");
+    char *path = tu_tmp_path("good.ckpt");
     clg_model *a = build_model(&cfg, NULL, 1);
     OK(train(a, 0, 0, 2));
     OK(clg_checkpoint_save(a, path, NULL, NULL, 0));
     size_t n;
-    uint8_t *good = read_all(path, &n);
+    uint8_t *good = tu_read_file(path, &n);
     uint64_t hlen = 0;
     for (int i = 7; i >= 0; i--)
         hlen = hlen << 8 | good[i];
@@ -696,10 +650,10 @@ static void test_strict_damage(void **state)
     free(r);
 
     /* not a file at all */
-    char *missing = path_in_tmp("missing.ckpt");
+    char *missing = tu_tmp_path("missing.ckpt");
     assert_int_equal(clg_checkpoint_load(m, missing, NULL, NULL), CLG_ERR_IO);
-    assert_non_null(strstr(clg_last_error(ctx), "cannot open"));
-    assert_int_equal(clg_checkpoint_load(m, tmpdir, NULL, NULL), CLG_ERR_IO);
+    assert_non_null(strstr(clg_last_error(tu_ctx), "cannot open"));
+    assert_int_equal(clg_checkpoint_load(m, tu_tmpdir, NULL, NULL), CLG_ERR_IO);
     snap after;
     take_snap(m, &after);
     assert_same_snap(&before, &after, "IO errors");
@@ -724,9 +678,9 @@ static void expect_mismatch(const char *path, const clg_config *cfg, const varia
     snap before, after;
     take_snap(m, &before);
     clg_status st = clg_checkpoint_load(m, path, NULL, NULL);
-    if (st != CLG_ERR_MISMATCH || !strstr(clg_last_error(ctx), msg))
+    if (st != CLG_ERR_MISMATCH || !strstr(clg_last_error(tu_ctx), msg))
         fail_msg("expected CLG_ERR_MISMATCH with '%s', got %s: %s", msg, clg_status_string(st),
-                 clg_last_error(ctx));
+                 clg_last_error(tu_ctx));
     take_snap(m, &after);
     assert_same_snap(&before, &after, msg);
     free_snap(&before);
@@ -738,7 +692,7 @@ static void test_strict_mismatch(void **state)
 {
     (void)state;
     clg_config cfg = rich_config();
-    char *path = path_in_tmp("model.ckpt");
+    char *path = tu_tmp_path("model.ckpt");
     clg_model *a = build_model(&cfg, NULL, 1);
     OK(train(a, 0, 0, 1));
     OK(clg_checkpoint_save(a, path, NULL, NULL, 0));
@@ -785,20 +739,20 @@ static void test_save_rejects(void **state)
 {
     (void)state;
     clg_config cfg = rich_config();
-    char *path = path_in_tmp("reject.ckpt");
+    char *path = tu_tmp_path("reject.ckpt");
     clg_model *a = build_model(&cfg, NULL, 1);
     const char *keys[] = {"clgrad.step"}, *values[] = {"1"};
     assert_int_equal(clg_checkpoint_save(a, path, keys, values, 1), CLG_ERR_INVALID_ARGUMENT);
-    assert_non_null(strstr(clg_last_error(ctx), "reserved"));
+    assert_non_null(strstr(clg_last_error(tu_ctx), "reserved"));
     assert_int_equal(clg_checkpoint_save(a, path, NULL, values, 1), CLG_ERR_INVALID_ARGUMENT);
     assert_int_equal(clg_checkpoint_save(a, NULL, NULL, NULL, 0), CLG_ERR_INVALID_ARGUMENT);
     assert_int_equal(clg_checkpoint_save(NULL, path, NULL, NULL, 0), CLG_ERR_INVALID_ARGUMENT);
     assert_int_equal(access(path, F_OK), -1);
-    char *nodir = path_in_tmp("no/such/dir.ckpt");
+    char *nodir = tu_tmp_path("no/such/dir.ckpt");
     assert_int_equal(clg_checkpoint_save(a, nodir, NULL, NULL, 0), CLG_ERR_IO);
     free(nodir);
     clg_model *unfinished = NULL;
-    OK(clg_model_create(ctx, &cfg, &unfinished));
+    OK(clg_model_create(tu_ctx, &cfg, &unfinished));
     assert_int_equal(clg_checkpoint_save(unfinished, path, NULL, NULL, 0), CLG_ERR_STATE);
     assert_int_equal(clg_checkpoint_load(unfinished, path, NULL, NULL), CLG_ERR_STATE);
     clg_model_destroy(unfinished);
@@ -812,23 +766,23 @@ static void test_save_rejects(void **state)
  * SIGKILL at the n-th write. Exit 0: the save completed. */
 static int save_child(const char *src, const char *dst, const char *n_str)
 {
-    ctx = tu_context_or_skip();
+    tu_ctx = tu_context_or_skip();
     clg_config cfg = rich_config();
     clg_model *m = build_model(&cfg, NULL, 99);
     clg_status st = clg_checkpoint_load(m, src, NULL, NULL);
     if (st != CLG_SUCCESS) {
-        fprintf(stderr, "save child: load: %s\n", clg_last_error(ctx));
+        fprintf(stderr, "save child: load: %s\n", clg_last_error(tu_ctx));
         return 2;
     }
     const char *keys[] = {"version"}, *values[] = {"new"};
     clg__fault_arm_kill(CLG_FAULT_WRITE, strtoull(n_str, NULL, 10));
     st = clg_checkpoint_save(m, dst, keys, values, 1);
     if (st != CLG_SUCCESS) {
-        fprintf(stderr, "save child: save: %s\n", clg_last_error(ctx));
+        fprintf(stderr, "save child: save: %s\n", clg_last_error(tu_ctx));
         return 3;
     }
     clg_model_destroy(m);
-    clg_context_destroy(ctx);
+    clg_context_destroy(tu_ctx);
     return 0;
 }
 
@@ -836,8 +790,8 @@ static void test_crash_during_save(void **state)
 {
     (void)state;
     clg_config cfg = rich_config();
-    char *target = path_in_tmp("crash.ckpt");
-    char *newsrc = path_in_tmp("crash-new-source.ckpt");
+    char *target = tu_tmp_path("crash.ckpt");
+    char *newsrc = tu_tmp_path("crash-new-source.ckpt");
     clg_model *a = build_model(&cfg, NULL, 1);
     OK(train(a, 0, 0, 2));
     const char *keys[] = {"version"}, *old_v[] = {"old"}, *new_v[] = {"new"};
@@ -845,8 +799,8 @@ static void test_crash_during_save(void **state)
     OK(train(a, 2, 0, 4));
     OK(clg_checkpoint_save(a, newsrc, keys, new_v, 1));
     size_t old_n, new_n;
-    uint8_t *old_bytes = read_all(target, &old_n);
-    uint8_t *new_bytes = read_all(newsrc, &new_n);
+    uint8_t *old_bytes = tu_read_file(target, &old_n);
+    uint8_t *new_bytes = tu_read_file(newsrc, &new_n);
     assert_true(old_n != new_n || memcmp(old_bytes, new_bytes, old_n) != 0);
 
     clg_model *b = build_model(&cfg, NULL, 5);
@@ -857,14 +811,14 @@ static void test_crash_during_save(void **state)
         char *args[] = {"test_checkpoint", "--save-child", newsrc, target, nbuf, NULL};
         int status = run_self(args);
         size_t got_n;
-        uint8_t *got = read_all(target, &got_n);
+        uint8_t *got = tu_read_file(target, &got_n);
         int is_old = got_n == old_n && memcmp(got, old_bytes, old_n) == 0;
         int is_new = got_n == new_n && memcmp(got, new_bytes, new_n) == 0;
         free(got);
         meta_seen seen = {0};
         clg_status st = clg_checkpoint_load(b, target, collect_meta, &seen);
         if (st != CLG_SUCCESS)
-            fail_msg("kill point %u: load failed: %s", k, clg_last_error(ctx));
+            fail_msg("kill point %u: load failed: %s", k, clg_last_error(tu_ctx));
         assert_int_equal(seen.n, 1);
         if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) {
             kills++;
@@ -873,9 +827,9 @@ static void test_crash_during_save(void **state)
             assert_string_equal(seen.values[0], is_old ? "old" : "new");
             saw_new_after_kill += is_new;
             /* leftover temporary files of the killed save: expected */
-            count_prefixed(tmpdir, "crash.ckpt.tmp.", 1);
+            count_prefixed(tu_tmpdir, "crash.ckpt.tmp.", 1);
             /* restore the old file for the next kill point */
-            write_all(target, old_bytes, old_n);
+            tu_write_file(target, old_bytes, old_n);
             continue;
         }
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
@@ -883,7 +837,7 @@ static void test_crash_during_save(void **state)
         /* the save completed without reaching write k: all points tried */
         assert_true(is_new);
         assert_string_equal(seen.values[0], "new");
-        assert_int_equal(count_prefixed(tmpdir, "crash.ckpt.tmp.", 0), 0);
+        assert_int_equal(count_prefixed(tu_tmpdir, "crash.ckpt.tmp.", 0), 0);
         break;
     }
     /* header, every tensor, fsync, rename, directory fsync */
@@ -926,7 +880,7 @@ static void read_position(const char *key, const char *value, void *user)
  * caller's metadata and writes the raw parameter bytes to out. */
 static int resume_child(const char *ckpt, const char *out)
 {
-    ctx = tu_context_or_skip();
+    tu_ctx = tu_context_or_skip();
     clg_config cfg = rich_config();
     clg_model *m = build_model(&cfg, NULL, 31337);
     position pos = {0};
@@ -945,7 +899,7 @@ static int resume_child(const char *ckpt, const char *out)
     if (st == CLG_SUCCESS)
         st = clg_model_download_params(m, -1, p);
     if (st != CLG_SUCCESS) {
-        fprintf(stderr, "resume child: %s: %s\n", clg_status_string(st), clg_last_error(ctx));
+        fprintf(stderr, "resume child: %s: %s\n", clg_status_string(st), clg_last_error(tu_ctx));
         return 2;
     }
     FILE *f = fopen(out, "wb");
@@ -953,7 +907,7 @@ static int resume_child(const char *ckpt, const char *out)
         return 3;
     free(p);
     clg_model_destroy(m);
-    clg_context_destroy(ctx);
+    clg_context_destroy(tu_ctx);
     return 0;
 }
 
@@ -978,8 +932,8 @@ static void test_resume_bit_exact(void **state)
     OK(clg_grads_create(m, CLG_FP32, &g));
     OK(micro_step(m, g, RESUME_SAVE_AT, 0));
     clg_grads_destroy(g);
-    char *ckpt = path_in_tmp("resume.ckpt");
-    char *out = path_in_tmp("resume.params");
+    char *ckpt = tu_tmp_path("resume.ckpt");
+    char *out = tu_tmp_path("resume.params");
     const char *keys[] = {"train.update", "train.micro"};
     const char *values[] = {"10", "1"};
     OK(clg_checkpoint_save(m, ckpt, keys, values, 2));
@@ -990,7 +944,7 @@ static void test_resume_bit_exact(void **state)
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
         fail_msg("resume child failed (status 0x%x)", status);
     size_t got_n;
-    uint8_t *got = read_all(out, &got_n);
+    uint8_t *got = tu_read_file(out, &got_n);
     assert_int_equal(got_n, n * sizeof(float));
     size_t diff = 0;
     for (size_t i = 0; i < n; i++)
@@ -1014,23 +968,6 @@ static void test_resume_bit_exact(void **state)
 
 /* ------------------------------------------------------------ main */
 
-static int group_setup(void **state)
-{
-    (void)state;
-    ctx = tu_context_or_skip();
-    tmpdir = tu_mkdtemp("clgrad-ckpt");
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    tu_rmdir_tree(tmpdir);
-    free(tmpdir);
-    clg_context_destroy(ctx);
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
     if (argc == 5 && strcmp(argv[1], "--save-child") == 0)
@@ -1050,5 +987,5 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_crash_during_save),
         cmocka_unit_test(test_resume_bit_exact),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, tu_group_setup_tmpdir, tu_group_teardown);
 }

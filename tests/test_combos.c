@@ -17,15 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static clg_context *ctx;
-
-#define OK(call) check_ok((call), #call, __LINE__)
-static void check_ok(clg_status st, const char *what, int line)
-{
-    if (st != CLG_SUCCESS)
-        fail_msg("line %d: %s -> %s: %s", line, what, clg_status_string(st), clg_last_error(ctx));
-}
-
 /* Norms: fp32 reductions of ~1000 squares, see test_numerics.c. */
 #define NORM_RTOL 4e-5
 
@@ -112,7 +103,7 @@ static const combo combos[] = {
 
 static void test_combo(void **state)
 {
-    run_combo(ctx, (const combo *)*state);
+    run_combo(tu_ctx, (const combo *)*state);
 }
 
 /* Chunked arenas (4 KiB buffers) on path B with clipping: the acc views
@@ -152,7 +143,7 @@ static void test_noise_with_loss_scale(void **state)
     cfg.loss_scale_init = 512.0f;
     cfg.fuse_last_micro_step = 0;
     twin tw;
-    twin_init(&tw, ctx, &cfg, &twin_default_layout, 132);
+    twin_init(&tw, tu_ctx, &cfg, &twin_default_layout, 132);
     float *g = tu_xmalloc(tw.n * sizeof(float));
     for (unsigned u = 0; u < 6; u++)
         for (unsigned m = 0; m < 4; m++) {
@@ -185,7 +176,7 @@ static void test_skip_micro_flush(void **state)
         cfg.nonfinite = CLG_NONFINITE_SKIP_MICRO;
         cfg.fuse_last_micro_step = fuse;
         twin tw;
-        twin_init(&tw, ctx, &cfg, &twin_default_layout, 133);
+        twin_init(&tw, tu_ctx, &cfg, &twin_default_layout, 133);
         float *g = tu_xmalloc(tw.n * sizeof(float));
         for (unsigned c = 0; c < 3; c++) {
             for (unsigned m = 0; m < 3; m++) {
@@ -215,20 +206,6 @@ static void test_skip_micro_flush(void **state)
     }
 }
 
-static int group_setup(void **state)
-{
-    (void)state;
-    ctx = tu_context_or_skip();
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    clg_context_destroy(ctx);
-    return 0;
-}
-
 int main(void)
 {
     enum { NC = sizeof combos / sizeof combos[0] };
@@ -243,5 +220,5 @@ int main(void)
         cmocka_unit_test(test_skip_micro_flush),
     };
     memcpy(tests + NC, extra, sizeof extra);
-    return _cmocka_run_group_tests("combos", tests, NC + 3, group_setup, group_teardown);
+    return _cmocka_run_group_tests("combos", tests, NC + 3, tu_group_setup, tu_group_teardown);
 }

@@ -32,17 +32,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static clg_context *ctx;
-static char *tmpdir;
-
-#define OK(call) check_ok((call), #call, __LINE__)
-static void check_ok(clg_status st, const char *what, int line)
-{
-    if (st != CLG_SUCCESS)
-        fail_msg("line %d: %s -> %s: %s", line, what, clg_status_string(st),
-                 clg_last_error(ctx));
-}
-
 enum { K = 3, MAX_N = 500 };
 
 /* Two groups (two segments of the one update launch), clipping and loss
@@ -65,7 +54,7 @@ static clg_config fault_config(clg_optimizer opt)
 static clg_model *unfinalized_model(const clg_config *cfg)
 {
     clg_model *m = NULL;
-    OK(clg_model_create(ctx, cfg, &m));
+    OK(clg_model_create(tu_ctx, cfg, &m));
     int g1, t;
     OK(clg_model_add_group(m, "bias", 2.0f, 0.0f, &g1));
     OK(clg_model_add_tensor(m, "w1", 40, 0, &t));
@@ -78,11 +67,7 @@ static clg_model *ready_model(const clg_config *cfg, uint64_t seed)
 {
     clg_model *m = unfinalized_model(cfg);
     OK(clg_model_finalize(m));
-    size_t n = clg_model_param_count(m);
-    float *p = tu_xmalloc(n * sizeof *p);
-    tu_fill_uniform(p, n, seed, -1.0f, 1.0f);
-    OK(clg_model_upload_params(m, -1, p));
-    free(p);
+    tu_upload_uniform_params(m, seed);
     return m;
 }
 
@@ -110,7 +95,7 @@ static void test_alloc_finalize(void **state)
     const clg_optimizer opts[] = {CLG_ADAMW, CLG_SGD};
     for (size_t o = 0; o < 2; o++) {
         clg_config cfg = fault_config(opts[o]);
-        uint64_t base = clg_context_device_bytes(ctx);
+        uint64_t base = clg_context_device_bytes(tu_ctx);
         unsigned failures = 0;
         for (unsigned n = 1; n <= MAX_N; n++) {
             clg_model *m = unfinalized_model(&cfg);
@@ -127,16 +112,16 @@ static void test_alloc_finalize(void **state)
             assert_true(fired);
             if (st != CLG_ERR_OUT_OF_DEVICE_MEMORY)
                 fail_msg("alloc %u: finalize returned %s: %s", n, clg_status_string(st),
-                         clg_last_error(ctx));
+                         clg_last_error(tu_ctx));
             /* nothing stays charged, and the model is still usable */
-            assert_true(clg_context_device_bytes(ctx) == base);
+            assert_true(clg_context_device_bytes(tu_ctx) == base);
             OK(clg_model_finalize(m));
             int t = -1;
             OK(clg_model_find_tensor(m, "w2", &t));
             float p[21];
             OK(clg_model_download_params(m, t, p));
             clg_model_destroy(m);
-            assert_true(clg_context_device_bytes(ctx) == base);
+            assert_true(clg_context_device_bytes(tu_ctx) == base);
         }
         /* params, acc, 1..3 states, copy, step block, partials, norms */
         assert_true(failures >= 6);
@@ -150,7 +135,7 @@ static void test_alloc_grads(void **state)
     (void)state;
     clg_config cfg = fault_config(CLG_ADAMW);
     clg_model *m = ready_model(&cfg, 1);
-    uint64_t base = clg_context_device_bytes(ctx);
+    uint64_t base = clg_context_device_bytes(tu_ctx);
     unsigned n;
     for (n = 1; n <= MAX_N; n++) {
         clg_grads *g = NULL;
@@ -163,21 +148,13 @@ static void test_alloc_grads(void **state)
         }
         assert_null(g);
         assert_int_equal(st, CLG_ERR_OUT_OF_DEVICE_MEMORY);
-        assert_true(clg_context_device_bytes(ctx) == base);
+        assert_true(clg_context_device_bytes(tu_ctx) == base);
     }
     assert_true(n > 1);
     clg_model_destroy(m);
 }
 
 /* ------------------------------------------------------------ enqueue */
-
-static char *path_in_tmp(const char *name)
-{
-    size_t len = strlen(tmpdir) + strlen(name) + 2;
-    char *p = tu_xmalloc(len);
-    snprintf(p, len, "%s/%s", tmpdir, name);
-    return p;
-}
 
 /* Everything a checkpoint holds, through the checkpoint's own reader. */
 typedef struct full_state {
@@ -263,12 +240,12 @@ static void expect_refused(clg_model *m, clg_grads *g, unsigned at, const char *
 {
     int updated = -1;
     clg_status st = clg_step(m, g, weight_at(at), &updated);
-    if (st != CLG_ERR_STATE || !strstr(clg_last_error(ctx), "load a checkpoint"))
+    if (st != CLG_ERR_STATE || !strstr(clg_last_error(tu_ctx), "load a checkpoint"))
         fail_msg("%s: clg_step on a model whose step failed half-way returned %s: %s", what,
-                 clg_status_string(st), clg_last_error(ctx));
+                 clg_status_string(st), clg_last_error(tu_ctx));
     assert_int_equal(updated, 0);
     assert_int_equal(clg_flush(m), CLG_ERR_STATE);
-    char *path = path_in_tmp("refused.ckpt");
+    char *path = tu_tmp_path("refused.ckpt");
     assert_int_equal(clg_checkpoint_save(m, path, NULL, NULL, 0), CLG_ERR_STATE);
     assert_int_equal(access(path, F_OK), -1);
     free(path);
@@ -285,7 +262,7 @@ static void expect_refused(clg_model *m, clg_grads *g, unsigned at, const char *
  * exactly as a fault-free one. */
 static unsigned enqueue_in_step(const step_case *c)
 {
-    char *ckpt = path_in_tmp("before-step.ckpt");
+    char *ckpt = tu_tmp_path("before-step.ckpt");
     /* the fault-free run */
     clg_model *ref = ready_model(&c->cfg, 3);
     assert_int_equal(ref->n_chunks, 1);
@@ -317,7 +294,7 @@ static unsigned enqueue_in_step(const step_case *c)
         } else {
             assert_true(fired);
             assert_int_equal(updated, 0);
-            assert_non_null(strstr(clg_last_error(ctx), "CL_OUT_OF_RESOURCES"));
+            assert_non_null(strstr(clg_last_error(tu_ctx), "CL_OUT_OF_RESOURCES"));
             take_state(m, &after);
             const char *d = state_differs(&before, &after, 1);
             if (d)
@@ -423,7 +400,7 @@ static void test_failed_until_load(void **state)
     (void)state;
     clg_config cfg = fault_config(CLG_ADAMW);
     cfg.fuse_last_micro_step = 0;
-    char *ckpt = path_in_tmp("failed.ckpt");
+    char *ckpt = tu_tmp_path("failed.ckpt");
     clg_model *ref = ready_model(&cfg, 5);
     clg_grads *g = NULL;
     OK(clg_grads_create(ref, CLG_FP32, &g));
@@ -444,7 +421,7 @@ static void test_failed_until_load(void **state)
     assert_int_not_equal(st, CLG_SUCCESS);
     expect_refused(m, g, at, "after a failed step");
 
-    char *missing = path_in_tmp("missing.ckpt");
+    char *missing = tu_tmp_path("missing.ckpt");
     assert_int_equal(clg_checkpoint_load(m, missing, NULL, NULL), CLG_ERR_IO);
     free(missing);
     expect_refused(m, g, at, "after a load of a missing file");
@@ -489,24 +466,9 @@ static void snapshot(clg_model *m, uint8_t **raw, size_t *n, clg_cycle_state *cs
     clg__ckpt_layout_free(&layout);
 }
 
-static uint8_t *read_all(const char *path, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        fail_msg("cannot open %s: %s", path, strerror(errno));
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *buf = tu_xmalloc((size_t)len + 1);
-    assert_int_equal(fread(buf, 1, (size_t)len, f), (size_t)len);
-    fclose(f);
-    *n = (size_t)len;
-    return buf;
-}
-
 static int dir_entries(void)
 {
-    DIR *d = opendir(tmpdir);
+    DIR *d = opendir(tu_tmpdir);
     assert_non_null(d);
     int n = 0;
     struct dirent *e;
@@ -520,7 +482,7 @@ static void test_enqueue_load(void **state)
 {
     (void)state;
     clg_config cfg = fault_config(CLG_ADAMW);
-    char *path = path_in_tmp("load.ckpt");
+    char *path = tu_tmp_path("load.ckpt");
     clg_model *a = ready_model(&cfg, 1);
     clg_grads *g = NULL;
     OK(clg_grads_create(a, CLG_FP32, &g));
@@ -554,7 +516,7 @@ static void test_enqueue_load(void **state)
             memcmp(cb.step_block, ca.step_block, sizeof cb.step_block) != 0 ||
             cb.micro != ca.micro || cb.cycles != ca.cycles || cb.micro_total != ca.micro_total)
             fail_msg("enqueue %u of a load: live state not restored (%s)", n,
-                     clg_last_error(ctx));
+                     clg_last_error(tu_ctx));
         free(after);
     }
     assert_true(n > 10);
@@ -571,11 +533,11 @@ static void test_write_save(void **state)
 {
     (void)state;
     clg_config cfg = fault_config(CLG_ADAMW);
-    char *path = path_in_tmp("save.ckpt");
+    char *path = tu_tmp_path("save.ckpt");
     clg_model *m = ready_model(&cfg, 4);
     OK(clg_checkpoint_save(m, path, NULL, NULL, 0));
     size_t old_n;
-    uint8_t *old = read_all(path, &old_n);
+    uint8_t *old = tu_read_file(path, &old_n);
     clg_grads *g = NULL;
     OK(clg_grads_create(m, CLG_FP32, &g));
     for (unsigned mi = 0; mi < K; mi++)
@@ -594,14 +556,14 @@ static void test_write_save(void **state)
         }
         assert_true(fired);
         assert_int_equal(st, CLG_ERR_IO);
-        assert_non_null(strstr(clg_last_error(ctx), "injected fault"));
+        assert_non_null(strstr(clg_last_error(tu_ctx), "injected fault"));
         assert_int_equal(dir_entries(), entries); /* no temporary file left */
         size_t got_n;
-        uint8_t *got = read_all(path, &got_n);
+        uint8_t *got = tu_read_file(path, &got_n);
         /* before the rename: the old file; a failed directory fsync comes
          * after the rename, when the new file is complete */
         if (!(got_n == old_n && memcmp(got, old, old_n) == 0)) {
-            assert_non_null(strstr(clg_last_error(ctx), "fsync of its directory"));
+            assert_non_null(strstr(clg_last_error(tu_ctx), "fsync of its directory"));
             OK(clg_checkpoint_load(m, path, NULL, NULL));
             free(old);
             old = got;
@@ -623,7 +585,7 @@ static void test_enqueue_save(void **state)
 {
     (void)state;
     clg_config cfg = fault_config(CLG_SGD);
-    char *path = path_in_tmp("esave.ckpt");
+    char *path = tu_tmp_path("esave.ckpt");
     clg_model *m = ready_model(&cfg, 4);
     int entries = dir_entries();
     unsigned n;
@@ -659,23 +621,6 @@ static void test_env_arming(void **state)
     assert_false(clg__fault_hit(CLG_FAULT_WRITE));
 }
 
-static int group_setup(void **state)
-{
-    (void)state;
-    ctx = tu_context_or_skip();
-    tmpdir = tu_mkdtemp("clgrad-fault");
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    tu_rmdir_tree(tmpdir);
-    free(tmpdir);
-    clg_context_destroy(ctx);
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -689,5 +634,5 @@ int main(void)
         cmocka_unit_test(test_write_save),
         cmocka_unit_test(test_enqueue_save),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, tu_group_setup_tmpdir, tu_group_teardown);
 }

@@ -234,17 +234,7 @@ static void check_close(const fixture *f, const char *path_name, unsigned u, con
                  f->name, path_name, u + 1, bad, n, what, tensor, RTOL, ATOL);
 }
 
-#define CHECK_OK(model, call)                                                          \
-    do {                                                                               \
-        clg_status st_ = (call);                                                       \
-        if (st_ != CLG_SUCCESS)                                                        \
-            fail_msg("%s failed: %s (%s)", #call, clg_status_string(st_),              \
-                     clg_last_error(clg_model_context(model)));                        \
-    } while (0)
-
 /* ------------------------------------------------------------- the replay */
-
-static clg_context *g_ctx;
 
 static void replay(const fixture *f, unsigned path)
 {
@@ -273,15 +263,13 @@ static void replay(const fixture *f, unsigned path)
         cfg.loss_scale_interval = f->h[H_LOSS_SCALE_INTERVAL];
 
     clg_model *model = NULL;
-    clg_status st = clg_model_create(g_ctx, &cfg, &model);
-    if (st != CLG_SUCCESS)
-        fail_msg("clg_model_create: %s (%s)", clg_status_string(st), clg_last_error(g_ctx));
+    OK(clg_model_create(tu_ctx, &cfg, &model));
     /* Group 0 is the config's (lr_mult 1, config weight decay). */
     assert_true(f->group_lr_mult[0] == 1.0f && f->group_wd[0] == cfg.weight_decay);
     for (uint32_t g = 1; g < f->h[H_N_GROUPS]; g++) {
         int gi = -1;
-        CHECK_OK(model, clg_model_add_group(model, g == 1 ? "g1" : "g2", f->group_lr_mult[g],
-                                            f->group_wd[g], &gi));
+        OK(clg_model_add_group(model, g == 1 ? "g1" : "g2", f->group_lr_mult[g], f->group_wd[g],
+                               &gi));
         assert_int_equal(gi, (int)g);
     }
     size_t offset[MAX_TENSORS];
@@ -289,19 +277,18 @@ static void replay(const fixture *f, unsigned path)
         char name[16];
         int ti = -1;
         snprintf(name, sizeof name, "t%u", t);
-        CHECK_OK(model, clg_model_add_tensor(model, name, f->tensor_count[t],
-                                             (int)f->tensor_group[t], &ti));
+        OK(clg_model_add_tensor(model, name, f->tensor_count[t], (int)f->tensor_group[t], &ti));
         assert_int_equal(ti, (int)t);
         offset[t] = o;
         o += f->tensor_count[t];
     }
-    CHECK_OK(model, clg_model_finalize(model));
+    OK(clg_model_finalize(model));
     assert_int_equal(clg_model_param_count(model), f->n);
     assert_true(clg_model_state_count(model) >= f->h[H_N_STATES]);
-    CHECK_OK(model, clg_model_upload_params(model, -1, f->params0));
+    OK(clg_model_upload_params(model, -1, f->params0));
 
     clg_grads *grads = NULL;
-    CHECK_OK(model, clg_grads_create(model, CLG_FP32, &grads));
+    OK(clg_grads_create(model, CLG_FP32, &grads));
 
     float *got = tu_xmalloc(f->n * sizeof *got);
     float *prev = tu_xmalloc(f->n * sizeof *prev);
@@ -311,7 +298,7 @@ static void replay(const fixture *f, unsigned path)
         const update *up = &f->updates[u];
         int dynamic = cfg.loss_scale == CLG_LOSS_SCALE_DYNAMIC;
         float scale = 0.0f;
-        CHECK_OK(model, clg_model_loss_scale(model, 1, &scale));
+        OK(clg_model_loss_scale(model, 1, &scale));
         /* The fixture's gradients were scaled with this: it must match exactly. */
         if (scale != (dynamic ? up->scale_in : 1.0f))
             fail_msg("%s [path %s] update %u: loss scale in force %g, expected %g", f->name,
@@ -319,8 +306,8 @@ static void replay(const fixture *f, unsigned path)
 
         for (uint32_t j = 0; j < up->n_micro; j++) {
             int updated = -1;
-            CHECK_OK(model, clg_grads_upload(grads, -1, up->micro[j].grad));
-            CHECK_OK(model, clg_step(model, grads, up->micro[j].weight, &updated));
+            OK(clg_grads_upload(grads, -1, up->micro[j].grad));
+            OK(clg_step(model, grads, up->micro[j].weight, &updated));
             int last = j + 1 == up->n_micro;
             /* Under SKIP_UPDATE the host cannot know the update will be
              * skipped (the device decides), so an expected skip may report
@@ -333,7 +320,7 @@ static void replay(const fixture *f, unsigned path)
         }
 
         clg_stats stats;
-        CHECK_OK(model, clg_model_stats(model, 1, &stats));
+        OK(clg_model_stats(model, 1, &stats));
         if (stats.updates != up->applied || stats.skipped_updates != up->skipped ||
             stats.skipped_micro_steps != up->skipped_micro)
             fail_msg("%s [path %s] update %u: stats updates/skipped/skipped_micro = "
@@ -348,7 +335,7 @@ static void replay(const fixture *f, unsigned path)
                      f->name, path_name, u + 1, (double)stats.grad_norm,
                      (double)up->grad_norm);
         /* The scale sequence is exact: powers of two times 2 or 0.5. */
-        CHECK_OK(model, clg_model_loss_scale(model, 1, &scale));
+        OK(clg_model_loss_scale(model, 1, &scale));
         if (scale != (dynamic ? up->scale_after : 1.0f) ||
             stats.loss_scale != (dynamic ? up->scale_after : 1.0f))
             fail_msg("%s [path %s] update %u: loss scale after %g (stats %g), expected %g",
@@ -357,7 +344,7 @@ static void replay(const fixture *f, unsigned path)
 
         for (uint32_t t = 0; t < f->h[H_N_TENSORS]; t++) {
             size_t o = offset[t], c = f->tensor_count[t];
-            CHECK_OK(model, clg_model_download_params(model, (int)t, got + o));
+            OK(clg_model_download_params(model, (int)t, got + o));
             check_close(f, path_name, u, "param", (int)t, got + o, up->params + o, c);
         }
         int skipped_now = up->skipped > (u ? f->updates[u - 1].skipped : 0);
@@ -381,7 +368,7 @@ static void replay(const fixture *f, unsigned path)
             snprintf(what, sizeof what, "state%u", s);
             for (uint32_t t = 0; t < f->h[H_N_TENSORS]; t++) {
                 size_t o = offset[t], c = f->tensor_count[t];
-                CHECK_OK(model, clg_model_download_state(model, (int)s, (int)t, got + o));
+                OK(clg_model_download_state(model, (int)s, (int)t, got + o));
                 check_close(f, path_name, u, what, (int)t, got + o, up->states[s] + o, c);
             }
         }
@@ -408,20 +395,6 @@ static void test_golden(void **state)
     fixture_free(f);
 }
 
-static int group_setup(void **state)
-{
-    (void)state;
-    g_ctx = tu_context_or_skip();
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    clg_context_destroy(g_ctx);
-    return 0;
-}
-
 #define CASE(name, fixture, path)                                                       \
     { name, test_golden, NULL, NULL, &(golden_case){fixture, path} }
 
@@ -440,5 +413,5 @@ int main(void)
         CASE("gradscaler_adamw_pathC", "gradscaler_adamw", PATH_C),
         CASE("optax_multisteps_pathA", "optax_multisteps", PATH_A),
     };
-    return cmocka_run_group_tests_name("golden", tests, group_setup, group_teardown);
+    return cmocka_run_group_tests_name("golden", tests, tu_group_setup, tu_group_teardown);
 }

@@ -16,8 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static clg_context *ctx;
-
 static int contains_nocase(const char *hay, const char *needle)
 {
     size_t n = strlen(needle);
@@ -32,7 +30,7 @@ static int contains_nocase(const char *hay, const char *needle)
     return 0;
 }
 
-/* status must be want, and the message (of ctx, or of the thread when c is
+/* status must be want, and the message (of c, or of the thread when c is
  * NULL) must contain needle. */
 static void expect(clg_status got, clg_status want, const clg_context *c, const char *needle,
                    const char *what)
@@ -50,8 +48,8 @@ static void expect(clg_status got, clg_status want, const clg_context *c, const 
 static void bad_config(clg_config cfg, const char *needle, const char *what)
 {
     clg_model *m = NULL;
-    clg_status st = clg_model_create(ctx, &cfg, &m);
-    expect(st, CLG_ERR_INVALID_ARGUMENT, ctx, needle, what);
+    clg_status st = clg_model_create(tu_ctx, &cfg, &m);
+    expect(st, CLG_ERR_INVALID_ARGUMENT, tu_ctx, needle, what);
     assert_null(m);
 }
 
@@ -97,7 +95,7 @@ static void test_bad_config(void **state)
 
     /* a valid config still works (the failures left nothing behind) */
     clg_model *m = NULL;
-    assert_int_equal(clg_model_create(ctx, &base, &m), CLG_SUCCESS);
+    assert_int_equal(clg_model_create(tu_ctx, &base, &m), CLG_SUCCESS);
     assert_non_null(m);
     clg_model_destroy(m);
 }
@@ -110,10 +108,10 @@ static void test_null_handles(void **state)
     expect(clg_model_create(NULL, &cfg, &m), CLG_ERR_INVALID_ARGUMENT, NULL, NULL,
            "create NULL ctx");
     assert_null(m);
-    expect(clg_model_create(ctx, NULL, &m), CLG_ERR_INVALID_ARGUMENT, ctx, NULL,
+    expect(clg_model_create(tu_ctx, NULL, &m), CLG_ERR_INVALID_ARGUMENT, tu_ctx, NULL,
            "create NULL config");
     assert_null(m);
-    expect(clg_model_create(ctx, &cfg, NULL), CLG_ERR_INVALID_ARGUMENT, ctx, NULL,
+    expect(clg_model_create(tu_ctx, &cfg, NULL), CLG_ERR_INVALID_ARGUMENT, tu_ctx, NULL,
            "create NULL out");
     int updated;
     expect(clg_step(NULL, NULL, 1.0f, &updated), CLG_ERR_INVALID_ARGUMENT, NULL, NULL,
@@ -144,39 +142,39 @@ static void test_build_phase(void **state)
     (void)state;
     clg_config cfg = clg_config_default(CLG_ADAMW);
     clg_model *m = NULL;
-    assert_int_equal(clg_model_create(ctx, &cfg, &m), CLG_SUCCESS);
+    assert_int_equal(clg_model_create(tu_ctx, &cfg, &m), CLG_SUCCESS);
     int id = -1, gid = -1;
     float host[8] = {0};
     int updated;
 
     /* nothing runs before finalize */
-    expect(clg_step(m, NULL, 1.0f, &updated), CLG_ERR_STATE, ctx, NULL, "step before finalize");
-    expect(clg_model_upload_params(m, -1, host), CLG_ERR_STATE, ctx, NULL,
+    expect(clg_step(m, NULL, 1.0f, &updated), CLG_ERR_STATE, tu_ctx, NULL, "step before finalize");
+    expect(clg_model_upload_params(m, -1, host), CLG_ERR_STATE, tu_ctx, NULL,
            "upload before finalize");
 
-    expect(clg_model_add_tensor(m, "w", 8, 7, &id), CLG_ERR_INVALID_ARGUMENT, ctx, "7",
+    expect(clg_model_add_tensor(m, "w", 8, 7, &id), CLG_ERR_INVALID_ARGUMENT, tu_ctx, "7",
            "unknown group 7");
-    expect(clg_model_add_tensor(m, NULL, 8, 0, &id), CLG_ERR_INVALID_ARGUMENT, ctx, NULL,
+    expect(clg_model_add_tensor(m, NULL, 8, 0, &id), CLG_ERR_INVALID_ARGUMENT, tu_ctx, NULL,
            "NULL tensor name");
-    expect(clg_model_add_group(m, "g", -2.5f, 0.0f, &gid), CLG_ERR_INVALID_ARGUMENT, ctx, "-2.5",
+    expect(clg_model_add_group(m, "g", -2.5f, 0.0f, &gid), CLG_ERR_INVALID_ARGUMENT, tu_ctx, "-2.5",
            "lr_mult -2.5");
-    expect(clg_model_add_group(m, "g", NAN, 0.0f, &gid), CLG_ERR_INVALID_ARGUMENT, ctx, "nan",
+    expect(clg_model_add_group(m, "g", NAN, 0.0f, &gid), CLG_ERR_INVALID_ARGUMENT, tu_ctx, "nan",
            "lr_mult NaN");
     assert_int_equal(clg_model_tensor_count(m), 0);
 
     assert_int_equal(clg_model_add_tensor(m, "w", 8, 0, &id), CLG_SUCCESS);
     assert_int_equal(id, 0);
-    expect(clg_model_add_tensor(m, "w", 4, 0, &id), CLG_ERR_INVALID_ARGUMENT, ctx, "w",
+    expect(clg_model_add_tensor(m, "w", 4, 0, &id), CLG_ERR_INVALID_ARGUMENT, tu_ctx, "w",
            "duplicate name");
     assert_int_equal(clg_model_tensor_count(m), 1);
     assert_int_equal(clg_model_finalize(m), CLG_SUCCESS);
 
     /* nothing is added after finalize */
-    expect(clg_model_add_tensor(m, "late", 4, 0, &id), CLG_ERR_STATE, ctx, NULL,
+    expect(clg_model_add_tensor(m, "late", 4, 0, &id), CLG_ERR_STATE, tu_ctx, NULL,
            "add_tensor after finalize");
-    expect(clg_model_add_group(m, "late", 1.0f, 0.0f, &gid), CLG_ERR_STATE, ctx, NULL,
+    expect(clg_model_add_group(m, "late", 1.0f, 0.0f, &gid), CLG_ERR_STATE, tu_ctx, NULL,
            "add_group after finalize");
-    expect(clg_model_finalize(m), CLG_ERR_STATE, ctx, NULL, "finalize twice");
+    expect(clg_model_finalize(m), CLG_ERR_STATE, tu_ctx, NULL, "finalize twice");
     assert_int_equal(clg_model_tensor_count(m), 1);
     assert_int_equal(clg_model_param_count(m), 8);
     clg_model_destroy(m);
@@ -190,7 +188,7 @@ static void test_bad_indices_and_steps(void **state)
     clg_config cfg = clg_config_default(CLG_ADAM);
     cfg.accum_steps = 3;
     twin tw;
-    twin_init(&tw, ctx, &cfg, &twin_default_layout, 8);
+    twin_init(&tw, tu_ctx, &cfg, &twin_default_layout, 8);
     float *g = tu_xmalloc(tw.n * sizeof(float));
     twin_gradient(&tw, 0, 0, g);
     twin_micro(&tw, g, 1.0f); /* mid-cycle: micro index 1 */
@@ -199,35 +197,35 @@ static void test_bad_indices_and_steps(void **state)
     clg_view v;
     int id;
 
-    expect(clg_model_param_view(tw.model, 99, &v), CLG_ERR_INVALID_ARGUMENT, ctx, "99",
+    expect(clg_model_param_view(tw.model, 99, &v), CLG_ERR_INVALID_ARGUMENT, tu_ctx, "99",
            "param_view 99");
-    expect(clg_model_acc_view(tw.model, -3, &v), CLG_ERR_INVALID_ARGUMENT, ctx, "-3",
+    expect(clg_model_acc_view(tw.model, -3, &v), CLG_ERR_INVALID_ARGUMENT, tu_ctx, "-3",
            "acc_view -3");
-    expect(clg_grads_view(tw.grads, 6, &v), CLG_ERR_INVALID_ARGUMENT, ctx, "6", "grads_view 6");
-    expect(clg_model_upload_params(tw.model, 6, g), CLG_ERR_INVALID_ARGUMENT, ctx, "6",
+    expect(clg_grads_view(tw.grads, 6, &v), CLG_ERR_INVALID_ARGUMENT, tu_ctx, "6", "grads_view 6");
+    expect(clg_model_upload_params(tw.model, 6, g), CLG_ERR_INVALID_ARGUMENT, tu_ctx, "6",
            "upload tensor 6");
-    expect(clg_model_download_params(tw.model, 123, g), CLG_ERR_INVALID_ARGUMENT, ctx, "123",
+    expect(clg_model_download_params(tw.model, 123, g), CLG_ERR_INVALID_ARGUMENT, tu_ctx, "123",
            "download tensor 123");
-    expect(clg_model_download_state(tw.model, 2, 0, g), CLG_ERR_INVALID_ARGUMENT, ctx, "2",
+    expect(clg_model_download_state(tw.model, 2, 0, g), CLG_ERR_INVALID_ARGUMENT, tu_ctx, "2",
            "state 2 without amsgrad");
-    expect(clg_model_download_state(tw.model, 0, 77, g), CLG_ERR_INVALID_ARGUMENT, ctx, "77",
+    expect(clg_model_download_state(tw.model, 0, 77, g), CLG_ERR_INVALID_ARGUMENT, tu_ctx, "77",
            "state of tensor 77");
-    expect(clg_model_find_tensor(tw.model, "no_such_tensor", &id), CLG_ERR_INVALID_ARGUMENT, ctx,
+    expect(clg_model_find_tensor(tw.model, "no_such_tensor", &id), CLG_ERR_INVALID_ARGUMENT, tu_ctx,
            "no_such_tensor", "find unknown name");
-    expect(clg_model_upload_params(tw.model, 0, NULL), CLG_ERR_INVALID_ARGUMENT, ctx, NULL,
+    expect(clg_model_upload_params(tw.model, 0, NULL), CLG_ERR_INVALID_ARGUMENT, tu_ctx, NULL,
            "upload NULL host");
     assert_int_not_equal(clg_model_param_copy_view(tw.model, 0, &v), CLG_SUCCESS);
 
     /* bad weights */
     int updated = 5;
-    expect(clg_step(tw.model, tw.grads, 0.0f, &updated), CLG_ERR_INVALID_ARGUMENT, ctx, "0",
+    expect(clg_step(tw.model, tw.grads, 0.0f, &updated), CLG_ERR_INVALID_ARGUMENT, tu_ctx, "0",
            "weight 0");
-    expect(clg_step(tw.model, tw.grads, -2.5f, &updated), CLG_ERR_INVALID_ARGUMENT, ctx, "-2.5",
+    expect(clg_step(tw.model, tw.grads, -2.5f, &updated), CLG_ERR_INVALID_ARGUMENT, tu_ctx, "-2.5",
            "weight -2.5");
-    expect(clg_step(tw.model, tw.grads, NAN, &updated), CLG_ERR_INVALID_ARGUMENT, ctx, "nan",
+    expect(clg_step(tw.model, tw.grads, NAN, &updated), CLG_ERR_INVALID_ARGUMENT, tu_ctx, "nan",
            "weight NaN");
-    expect(clg_step(tw.model, tw.grads, INFINITY, &updated), CLG_ERR_INVALID_ARGUMENT, ctx, "inf",
-           "weight inf");
+    expect(clg_step(tw.model, tw.grads, INFINITY, &updated), CLG_ERR_INVALID_ARGUMENT, tu_ctx,
+           "inf", "weight inf");
 
     /* grads of another model (different layout): size mismatch */
     static const float lr_mult[] = {1.0f};
@@ -236,8 +234,8 @@ static void test_bad_indices_and_steps(void **state)
     static const int groups[] = {0};
     const twin_layout other_lay = {1, lr_mult, wd, 1, counts, groups};
     twin other;
-    twin_init(&other, ctx, &cfg, &other_lay, 9);
-    expect(clg_step(tw.model, other.grads, 1.0f, &updated), CLG_ERR_INVALID_ARGUMENT, ctx, NULL,
+    twin_init(&other, tu_ctx, &cfg, &other_lay, 9);
+    expect(clg_step(tw.model, other.grads, 1.0f, &updated), CLG_ERR_INVALID_ARGUMENT, tu_ctx, NULL,
            "grads of another model");
     twin_free(&other);
 
@@ -274,7 +272,7 @@ static void test_k_schedule_zero(void **state)
     clg_config cfg = clg_config_default(CLG_SGD);
     cfg.k_schedule = k_zero_later;
     twin tw;
-    twin_init(&tw, ctx, &cfg, &twin_default_layout, 10);
+    twin_init(&tw, tu_ctx, &cfg, &twin_default_layout, 10);
     float *g = tu_xmalloc(tw.n * sizeof(float));
     for (unsigned m = 0; m < 2; m++) {
         twin_gradient(&tw, 0, m, g);
@@ -283,7 +281,7 @@ static void test_k_schedule_zero(void **state)
     float *snap = twin_snapshot(&tw);
     clg_stats before = twin_stats(&tw);
     int updated = 3;
-    expect(clg_step(tw.model, tw.grads, 1.0f, &updated), CLG_ERR_INVALID_ARGUMENT, ctx, "0",
+    expect(clg_step(tw.model, tw.grads, 1.0f, &updated), CLG_ERR_INVALID_ARGUMENT, tu_ctx, "0",
            "k schedule returned 0");
     assert_int_equal(clg_micro_step_index(tw.model), 0);
     twin_assert_unchanged(&tw, snap, "k schedule 0");
@@ -313,20 +311,6 @@ static void test_lr_scale(void **state)
     assert_true(lr == 7);
 }
 
-static int group_setup(void **state)
-{
-    (void)state;
-    ctx = tu_context_or_skip();
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    clg_context_destroy(ctx);
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -334,5 +318,5 @@ int main(void)
         cmocka_unit_test(test_build_phase),     cmocka_unit_test(test_bad_indices_and_steps),
         cmocka_unit_test(test_k_schedule_zero), cmocka_unit_test(test_lr_scale),
     };
-    return cmocka_run_group_tests_name("invalid", tests, group_setup, group_teardown);
+    return cmocka_run_group_tests_name("invalid", tests, tu_group_setup, tu_group_teardown);
 }

@@ -15,8 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static clg_context *ctx;
-
 enum { MANY = 300 };
 
 typedef struct launch_counts {
@@ -46,7 +44,7 @@ static launch_counts count_launches(const clg_config *cfg, size_t n_groups, int 
     static const float wd[] = {-1.0f, 0.0f};
     const twin_layout lay = {n_groups, lr_mult, wd, nt, counts, groups};
     twin tw;
-    twin_init(&tw, ctx, cfg, &lay, 4);
+    twin_init(&tw, tu_ctx, cfg, &lay, 4);
     assert_int_equal(tw.n, total);
     float *g = tu_xmalloc(tw.n * sizeof(float));
     launch_counts lc;
@@ -54,7 +52,7 @@ static launch_counts count_launches(const clg_config *cfg, size_t n_groups, int 
     for (unsigned c = 0; c < 2; c++) {
         for (unsigned m = 0; m < 3; m++) {
             twin_gradient(&tw, c, m, g);
-            uint64_t before = clg_context_launches(ctx);
+            uint64_t before = clg_context_launches(tu_ctx);
             if (path_b) {
                 /* path B: the accumulator content is the caller's business;
                  * launches are all that is counted here */
@@ -64,7 +62,7 @@ static launch_counts count_launches(const clg_config *cfg, size_t n_groups, int 
             } else {
                 twin_micro(&tw, g, 1.0f);
             }
-            lc.micro[m] = clg_context_launches(ctx) - before;
+            lc.micro[m] = clg_context_launches(tu_ctx) - before;
         }
         if (!path_b)
             twin_check(&tw, REF_RTOL, REF_ATOL, "launch count model");
@@ -132,20 +130,6 @@ static void test_launches_path_b(void **state)
     compare("sgd clip path B, 2 groups", &cfg, 2, 1);
 }
 
-static int group_setup(void **state)
-{
-    (void)state;
-    ctx = tu_context_or_skip();
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    clg_context_destroy(ctx);
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -153,5 +137,5 @@ int main(void)
         cmocka_unit_test(test_launches_with_statistics),
         cmocka_unit_test(test_launches_path_b),
     };
-    return cmocka_run_group_tests_name("launches", tests, group_setup, group_teardown);
+    return cmocka_run_group_tests_name("launches", tests, tu_group_setup, tu_group_teardown);
 }

@@ -16,15 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static clg_context *ctx;
-
-#define OK(call) check_ok((call), #call, __LINE__)
-static void check_ok(clg_status st, const char *what, int line)
-{
-    if (st != CLG_SUCCESS)
-        fail_msg("line %d: %s -> %s: %s", line, what, clg_status_string(st), clg_last_error(ctx));
-}
-
 /* Views: right counts, disjoint ranges within a buffer, and the view's
  * bytes are the tensor's params; per-tensor upload/download round trip. */
 static void test_views(void **state)
@@ -32,9 +23,9 @@ static void test_views(void **state)
     (void)state;
     clg_config cfg = clg_config_default(CLG_ADAM);
     twin tw;
-    twin_init(&tw, ctx, &cfg, &twin_default_layout, 11);
+    twin_init(&tw, tu_ctx, &cfg, &twin_default_layout, 11);
     const twin_layout *lay = &twin_default_layout;
-    cl_command_queue q = clg_context_queue(ctx);
+    cl_command_queue q = clg_context_queue(tu_ctx);
     clg_view pv[16], av[16];
     size_t off = 0;
     for (size_t t = 0; t < lay->n_tensors; t++) {
@@ -111,7 +102,7 @@ static void test_many_small_tensors(void **state)
     cfg.lr = 1e-2f;
     cfg.accum_steps = 2;
     twin tw;
-    twin_init(&tw, ctx, &cfg, &lay, 21);
+    twin_init(&tw, tu_ctx, &cfg, &lay, 21);
     float *g = tu_xmalloc(tw.n * sizeof(float));
     for (unsigned u = 0; u < 3; u++) {
         for (unsigned m = 0; m < 2; m++) {
@@ -192,11 +183,11 @@ static void test_chunking(void **state)
     clg_context *small = tu_context_or_skip();
     unsetenv("CLGRAD_MAX_ALLOC");
     assert_int_equal(clg_context_max_alloc(small), 4096);
-    assert_true(clg_context_max_alloc(ctx) > 4096);
+    assert_true(clg_context_max_alloc(tu_ctx) > 4096);
 
     size_t n0, n1;
     int mem0, mem1;
-    train_chunk_model(ctx, 0.0f, p[0], st[0], &n0, &mem0);
+    train_chunk_model(tu_ctx, 0.0f, p[0], st[0], &n0, &mem0);
     train_chunk_model(small, 0.0f, p[1], st[1], &n1, &mem1);
     assert_int_equal(n0, total);
     assert_int_equal(n1, total);
@@ -239,63 +230,49 @@ static void test_chunking(void **state)
 static void test_budget(void **state)
 {
     (void)state;
-    uint64_t used = clg_context_device_bytes(ctx);
+    uint64_t used = clg_context_device_bytes(tu_ctx);
     /* below what is already allocated: refused, nothing changes */
     if (used > 0) {
-        assert_int_equal(clg_context_set_budget(ctx, used - 1), CLG_ERR_OVER_BUDGET);
-        assert_int_equal(clg_context_budget(ctx), 0);
+        assert_int_equal(clg_context_set_budget(tu_ctx, used - 1), CLG_ERR_OVER_BUDGET);
+        assert_int_equal(clg_context_budget(tu_ctx), 0);
     }
     uint64_t budget = used + 65536;
-    OK(clg_context_set_budget(ctx, budget));
-    assert_int_equal(clg_context_budget(ctx), budget);
+    OK(clg_context_set_budget(tu_ctx, budget));
+    assert_int_equal(clg_context_budget(tu_ctx), budget);
 
     clg_config cfg = clg_config_default(CLG_ADAMW);
     clg_model *m = NULL;
-    OK(clg_model_create(ctx, &cfg, &m));
+    OK(clg_model_create(tu_ctx, &cfg, &m));
     int id;
     OK(clg_model_add_tensor(m, "big", 100000, 0, &id));
     clg_status st = clg_model_finalize(m);
     assert_int_equal(st, CLG_ERR_OVER_BUDGET);
-    const char *msg = clg_last_error(ctx);
+    const char *msg = clg_last_error(tu_ctx);
     char num[32];
     snprintf(num, sizeof num, "%llu", (unsigned long long)budget);
     if (!strstr(msg, num))
         fail_msg("over-budget message does not give the budget (%s bytes): '%s'", num, msg);
     /* nothing stays allocated */
-    assert_int_equal(clg_context_device_bytes(ctx), used);
+    assert_int_equal(clg_context_device_bytes(tu_ctx), used);
 
     /* a caller reservation is charged the same way */
-    assert_int_equal(clg_context_reserve(ctx, 65537), CLG_ERR_OVER_BUDGET);
-    assert_int_equal(clg_context_device_bytes(ctx), used);
-    OK(clg_context_reserve(ctx, 1000));
-    clg_context_unreserve(ctx, 1000);
+    assert_int_equal(clg_context_reserve(tu_ctx, 65537), CLG_ERR_OVER_BUDGET);
+    assert_int_equal(clg_context_device_bytes(tu_ctx), used);
+    OK(clg_context_reserve(tu_ctx, 1000));
+    clg_context_unreserve(tu_ctx, 1000);
 
     /* lifting the budget lets the same model finalize */
-    OK(clg_context_set_budget(ctx, 0));
+    OK(clg_context_set_budget(tu_ctx, 0));
     OK(clg_model_finalize(m));
     clg_memory_plan plan;
     OK(clg_model_memory(m, &plan));
     /* AdamW path B/C: params, accumulators, m, v at least 4 B each */
     assert_true(plan.params >= 400000 && plan.accumulators >= 400000 && plan.states >= 800000);
     assert_true(plan.total >= plan.params + plan.accumulators + plan.states);
-    assert_true(clg_context_device_bytes(ctx) >=
+    assert_true(clg_context_device_bytes(tu_ctx) >=
                 used + plan.params + plan.accumulators + plan.states);
     clg_model_destroy(m);
-    assert_int_equal(clg_context_device_bytes(ctx), used);
-}
-
-static int group_setup(void **state)
-{
-    (void)state;
-    ctx = tu_context_or_skip();
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    clg_context_destroy(ctx);
-    return 0;
+    assert_int_equal(clg_context_device_bytes(tu_ctx), used);
 }
 
 int main(void)
@@ -306,5 +283,5 @@ int main(void)
         cmocka_unit_test(test_chunking),
         cmocka_unit_test(test_budget),
     };
-    return cmocka_run_group_tests_name("layout", tests, group_setup, group_teardown);
+    return cmocka_run_group_tests_name("layout", tests, tu_group_setup, tu_group_teardown);
 }

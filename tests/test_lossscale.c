@@ -18,21 +18,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-static clg_context *ctx;
-
-#define OK(call) check_ok((call), #call, __LINE__)
-static void check_ok(clg_status st, const char *what, int line)
-{
-    if (st != CLG_SUCCESS)
-        fail_msg("line %d: %s -> %s: %s", line, what, clg_status_string(st), clg_last_error(ctx));
-}
-
 static float read_scale_view(twin *tw)
 {
     clg_view v;
     OK(clg_model_loss_scale_view(tw->model, &v));
     float s = 0;
-    assert_int_equal(clEnqueueReadBuffer(clg_context_queue(ctx), v.mem, CL_TRUE,
+    assert_int_equal(clEnqueueReadBuffer(clg_context_queue(tu_ctx), v.mem, CL_TRUE,
                                          v.offset * sizeof(float), sizeof s, &s, 0, NULL, NULL),
                      CL_SUCCESS);
     return s;
@@ -69,7 +60,7 @@ static void test_dynamic_sequence(void **state)
     cfg.loss_scale_max = 262144.0f; /* 2^18 */
     /* nonfinite stays IGNORE: dynamic scaling upgrades it to skip-update */
     twin tw;
-    twin_init(&tw, ctx, &cfg, &twin_default_layout, 101);
+    twin_init(&tw, tu_ctx, &cfg, &twin_default_layout, 101);
 
     /* C = clean, I = inf. Reaches the max clamp (2^18) after 6 clean
      * cycles and holds it, backs off to the min clamp (2^14) and holds
@@ -173,7 +164,7 @@ static void test_static_scale(void **state)
         cfg.loss_scale = CLG_LOSS_SCALE_STATIC;
         cfg.loss_scale_init = 1024.0f;
         twin tw;
-        twin_init(&tw, ctx, &cfg, &twin_default_layout, 102);
+        twin_init(&tw, tu_ctx, &cfg, &twin_default_layout, 102);
         for (unsigned c = 0; c < 3; c++) {
             float scale = 0;
             OK(clg_model_loss_scale(tw.model, 1, &scale));
@@ -190,27 +181,13 @@ static void test_no_scaling_reads_one(void **state)
     (void)state;
     clg_config cfg = clg_config_default(CLG_ADAM);
     twin tw;
-    twin_init(&tw, ctx, &cfg, &twin_default_layout, 103);
+    twin_init(&tw, tu_ctx, &cfg, &twin_default_layout, 103);
     float scale = 0;
     OK(clg_model_loss_scale(tw.model, 1, &scale));
     assert_true(scale == 1.0f);
     OK(clg_model_loss_scale(tw.model, 0, &scale));
     assert_true(scale == 1.0f);
     twin_free(&tw);
-}
-
-static int group_setup(void **state)
-{
-    (void)state;
-    ctx = tu_context_or_skip();
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    clg_context_destroy(ctx);
-    return 0;
 }
 
 int main(void)
@@ -221,5 +198,5 @@ int main(void)
         cmocka_unit_test(test_static_scale),
         cmocka_unit_test(test_no_scaling_reads_one),
     };
-    return cmocka_run_group_tests_name("lossscale", tests, group_setup, group_teardown);
+    return cmocka_run_group_tests_name("lossscale", tests, tu_group_setup, tu_group_teardown);
 }

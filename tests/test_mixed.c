@@ -18,15 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static clg_context *ctx;
-
-#define OK(call) check_ok((call), #call, __LINE__)
-static void check_ok(clg_status st, const char *what, int line)
-{
-    if (st != CLG_SUCCESS)
-        fail_msg("line %d: %s -> %s: %s", line, what, clg_status_string(st), clg_last_error(ctx));
-}
-
 static uint16_t to_half(clg_dtype dt, float x)
 {
     return dt == CLG_FP16 ? ref_f32_to_f16(x) : ref_f32_to_bf16(x);
@@ -64,7 +55,7 @@ static void half_grads_case(clg_dtype dt, int fuse)
     cfg.accum_steps = 3;
     cfg.fuse_last_micro_step = fuse;
     twin tw;
-    twin_init(&tw, ctx, &cfg, &twin_default_layout, 111);
+    twin_init(&tw, tu_ctx, &cfg, &twin_default_layout, 111);
     clg_grads *hg = NULL;
     OK(clg_grads_create(tw.model, dt, &hg));
     float *g = tu_xmalloc(tw.n * sizeof(float));
@@ -107,7 +98,7 @@ static void test_fp16_overflow(void **state)
         cfg.nonfinite = CLG_NONFINITE_SKIP_UPDATE;
         cfg.fuse_last_micro_step = fuse;
         twin tw;
-        twin_init(&tw, ctx, &cfg, &twin_default_layout, 112);
+        twin_init(&tw, tu_ctx, &cfg, &twin_default_layout, 112);
         clg_grads *hg = NULL;
         OK(clg_grads_create(tw.model, CLG_FP16, &hg));
         float *g = tu_xmalloc(tw.n * sizeof(float));
@@ -139,7 +130,7 @@ static void read_copy(twin *tw, size_t counts_total, uint16_t *out)
     for (size_t t = 0; t < clg_model_tensor_count(tw->model); t++) {
         clg_view v;
         OK(clg_model_param_copy_view(tw->model, (int)t, &v));
-        assert_int_equal(clEnqueueReadBuffer(clg_context_queue(ctx), v.mem, CL_TRUE,
+        assert_int_equal(clEnqueueReadBuffer(clg_context_queue(tu_ctx), v.mem, CL_TRUE,
                                              v.offset * sizeof(uint16_t),
                                              v.count * sizeof(uint16_t), out + off, 0, NULL, NULL),
                          CL_SUCCESS);
@@ -171,7 +162,7 @@ static void param_copy_case(clg_dtype dt)
     cfg.accum_steps = 2;
     cfg.param_copy_dtype = dt;
     twin tw;
-    twin_init(&tw, ctx, &cfg, &twin_default_layout, 113);
+    twin_init(&tw, tu_ctx, &cfg, &twin_default_layout, 113);
     float *g = tu_xmalloc(tw.n * sizeof(float));
     for (unsigned c = 0; c < 2; c++) {
         for (unsigned m = 0; m < 2; m++) {
@@ -224,7 +215,7 @@ static void param_copy_case(clg_dtype dt)
     cfg = clg_config_default(CLG_SGD);
     cfg.lr = 1e-3f;
     cfg.param_copy_dtype = dt;
-    twin_init(&tw, ctx, &cfg, &lay, 114);
+    twin_init(&tw, tu_ctx, &cfg, &lay, 114);
     float p0[NS + 5];
     memcpy(p0, specials, sizeof specials);
     for (int i = 0; i < 5; i++)
@@ -287,7 +278,7 @@ static void bf16_sr_case(int fuse)
     static const int groups[] = {0, 0};
     const twin_layout lay = {1, lr_mult, wd, 2, counts, groups};
     twin tw;
-    twin_init(&tw, ctx, &cfg, &lay, 115);
+    twin_init(&tw, tu_ctx, &cfg, &lay, 115);
     float *p = tu_xmalloc(N * sizeof(float));
     memset(p, 0, N * sizeof(float));
     OK(clg_model_upload_params(tw.model, -1, p));
@@ -331,20 +322,6 @@ static void test_bf16_stochastic_rounding(void **state)
     bf16_sr_case(1);
 }
 
-static int group_setup(void **state)
-{
-    (void)state;
-    ctx = tu_context_or_skip();
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    clg_context_destroy(ctx);
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -352,5 +329,5 @@ int main(void)
         cmocka_unit_test(test_fp16_overflow),   cmocka_unit_test(test_param_copy_fp16),
         cmocka_unit_test(test_param_copy_bf16), cmocka_unit_test(test_bf16_stochastic_rounding),
     };
-    return cmocka_run_group_tests_name("mixed", tests, group_setup, group_teardown);
+    return cmocka_run_group_tests_name("mixed", tests, tu_group_setup, tu_group_teardown);
 }

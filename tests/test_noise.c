@@ -19,8 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static clg_context *ctx;
-
 /* Per update: tr(Sigma) estimate 384 +- 27 and |G|^2 1024 +- 25 (cross
  * terms and chi-square noise, n = 4096, b = 8, k = 4); the EMA with
  * alpha 0.9 averages ~19 updates: a few percent, well inside 10%. */
@@ -42,7 +40,7 @@ static void noise_case(int fuse, clg_optimizer opt)
     static const int groups[] = {0, 0};
     const twin_layout lay = {1, lr_mult, wd, 2, counts, groups};
     twin tw;
-    twin_init(&tw, ctx, &cfg, &lay, 121);
+    twin_init(&tw, tu_ctx, &cfg, &lay, 121);
 
     float *g = tu_xmalloc(N * sizeof(float));
     float *mean = tu_xmalloc(N * sizeof(float));
@@ -114,7 +112,7 @@ static void test_noise_needs_two_sizes(void **state)
     cfg.noise_scale = 1;
     cfg.noise_scale_ema = 0.9f;
     twin tw;
-    twin_init(&tw, ctx, &cfg, &twin_default_layout, 123);
+    twin_init(&tw, tu_ctx, &cfg, &twin_default_layout, 123);
     float *g = tu_xmalloc(tw.n * sizeof(float));
     for (unsigned u = 0; u < 3; u++) {
         twin_gradient(&tw, u, 0, g);
@@ -128,20 +126,6 @@ static void test_noise_needs_two_sizes(void **state)
     twin_free(&tw);
 }
 
-static int group_setup(void **state)
-{
-    (void)state;
-    ctx = tu_context_or_skip();
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    clg_context_destroy(ctx);
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -149,5 +133,5 @@ int main(void)
         cmocka_unit_test(test_noise_path_a),
         cmocka_unit_test(test_noise_needs_two_sizes),
     };
-    return cmocka_run_group_tests_name("noise", tests, group_setup, group_teardown);
+    return cmocka_run_group_tests_name("noise", tests, tu_group_setup, tu_group_teardown);
 }

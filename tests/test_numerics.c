@@ -17,15 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static clg_context *ctx;
-
-#define OK(call) check_ok((call), #call, __LINE__)
-static void check_ok(clg_status st, const char *what, int line)
-{
-    if (st != CLG_SUCCESS)
-        fail_msg("line %d: %s -> %s: %s", line, what, clg_status_string(st), clg_last_error(ctx));
-}
-
 /* Norms are fp32 sums of ~1000 squares (two-stage reduction): the worst
  * case relative error of a sum of n positive terms is n*u = 1090 * 2^-24
  * = 6.5e-5, halved by the square root, plus the normalization: 4e-5. */
@@ -63,7 +54,7 @@ static void test_clip_norm(void **state)
         cfg.tensor_norms = 1;
         cfg.fuse_last_micro_step = fuse;
         twin tw;
-        twin_init(&tw, ctx, &cfg, &twin_default_layout, 51);
+        twin_init(&tw, tu_ctx, &cfg, &twin_default_layout, 51);
         for (unsigned u = 0; u < 4; u++) {
             run_cycles(&tw, 1, 3, u);
             twin_check(&tw, REF_RTOL, REF_ATOL, fuse ? "clip norm adam" : "clip norm sgd");
@@ -99,7 +90,7 @@ static void clip_boundary(float grad_value)
     cfg.lr = 1.0f;
     cfg.clip_norm = 1e30f; /* statistics on, never clips */
     twin probe;
-    twin_init(&probe, ctx, &cfg, &lay, 61);
+    twin_init(&probe, tu_ctx, &cfg, &lay, 61);
     twin_micro(&probe, g, 1.0f);
     clg_stats ps = twin_stats(&probe);
     assert_true(ps.clip_coef == 1.0f);
@@ -108,7 +99,7 @@ static void clip_boundary(float grad_value)
 
     cfg.clip_norm = ps.grad_norm;
     twin tw;
-    twin_init(&tw, ctx, &cfg, &lay, 61);
+    twin_init(&tw, tu_ctx, &cfg, &lay, 61);
     twin_micro(&tw, g, 1.0f);
     clg_stats s = twin_stats(&tw);
     /* bit-identical norm for identical inputs */
@@ -143,7 +134,7 @@ static void test_clip_value(void **state)
     cfg.accum_steps = 2;
     cfg.clip_value = 0.6f; /* |ĝ| is 0..1.5: clamps roughly half the elements */
     twin tw;
-    twin_init(&tw, ctx, &cfg, &twin_default_layout, 71);
+    twin_init(&tw, tu_ctx, &cfg, &twin_default_layout, 71);
     for (unsigned u = 0; u < 3; u++) {
         run_cycles(&tw, 1, 2, u);
         twin_check(&tw, REF_RTOL, REF_ATOL, "clip value adamw");
@@ -156,7 +147,7 @@ static void test_clip_value(void **state)
     cfg.accum_steps = 2;
     cfg.clip_norm = 20.0f;
     cfg.clip_value = 0.5f;
-    twin_init(&tw, ctx, &cfg, &twin_default_layout, 72);
+    twin_init(&tw, tu_ctx, &cfg, &twin_default_layout, 72);
     for (unsigned u = 0; u < 3; u++) {
         run_cycles(&tw, 1, 2, u);
         twin_check(&tw, REF_RTOL, REF_ATOL, "clip norm + value sgd");
@@ -174,8 +165,8 @@ static void test_norm_determinism(void **state)
     cfg.clip_norm = 1.0f;
     cfg.tensor_norms = 1;
     twin a, b;
-    twin_init(&a, ctx, &cfg, &twin_default_layout, 81);
-    twin_init(&b, ctx, &cfg, &twin_default_layout, 81);
+    twin_init(&a, tu_ctx, &cfg, &twin_default_layout, 81);
+    twin_init(&b, tu_ctx, &cfg, &twin_default_layout, 81);
     float na[6], nb[6], n2[6];
     float *g = tu_xmalloc(a.n * sizeof(float));
     for (unsigned m = 0; m < 3; m++) {
@@ -218,7 +209,7 @@ static void skip_update_case(int path)
     cfg.nonfinite = CLG_NONFINITE_SKIP_UPDATE;
     cfg.fuse_last_micro_step = path == 2;
     twin tw;
-    twin_init(&tw, ctx, &cfg, &twin_default_layout, 91);
+    twin_init(&tw, tu_ctx, &cfg, &twin_default_layout, 91);
     run_cycles(&tw, 2, 3, 0);
     twin_check(&tw, REF_RTOL, REF_ATOL, "before the bad cycle");
     float *snap = twin_snapshot(&tw);
@@ -270,7 +261,7 @@ static void test_skip_update_path_b(void **state)
     cfg.accum_steps = 1;
     cfg.nonfinite = CLG_NONFINITE_SKIP_UPDATE;
     twin tw;
-    twin_init(&tw, ctx, &cfg, &twin_default_layout, 92);
+    twin_init(&tw, tu_ctx, &cfg, &twin_default_layout, 92);
     run_cycles(&tw, 1, 1, 0);
     float *snap = twin_snapshot(&tw);
     clg_view v;
@@ -278,7 +269,7 @@ static void test_skip_update_path_b(void **state)
     float bad[37];
     for (int i = 0; i < 37; i++)
         bad[i] = i == 20 ? INFINITY : 1.0f;
-    assert_int_equal(clEnqueueWriteBuffer(clg_context_queue(ctx), v.mem, CL_TRUE,
+    assert_int_equal(clEnqueueWriteBuffer(clg_context_queue(tu_ctx), v.mem, CL_TRUE,
                                           v.offset * sizeof(float), sizeof bad, bad, 0, NULL, NULL),
                      CL_SUCCESS);
     int updated = 0;
@@ -301,7 +292,7 @@ static void test_skip_micro(void **state)
     cfg.nonfinite = CLG_NONFINITE_SKIP_MICRO;
     cfg.fuse_last_micro_step = 0; /* path A only */
     twin tw;
-    twin_init(&tw, ctx, &cfg, &twin_default_layout, 93);
+    twin_init(&tw, tu_ctx, &cfg, &twin_default_layout, 93);
     float *g = tu_xmalloc(tw.n * sizeof(float));
     /* per cycle, which call is poisoned (-1: none); the cycle needs 3
      * finite micro-steps, so a poisoned one costs one more call */
@@ -340,7 +331,7 @@ static void test_error_policy(void **state)
     cfg.accum_steps = 2;
     cfg.nonfinite = CLG_NONFINITE_ERROR;
     twin tw;
-    twin_init(&tw, ctx, &cfg, &twin_default_layout, 94);
+    twin_init(&tw, tu_ctx, &cfg, &twin_default_layout, 94);
     run_cycles(&tw, 1, 2, 0);
     assert_int_equal(clg_model_sync(tw.model), CLG_SUCCESS);
     float *snap = twin_snapshot(&tw);
@@ -379,20 +370,6 @@ static void test_error_policy(void **state)
     twin_free(&tw);
 }
 
-static int group_setup(void **state)
-{
-    (void)state;
-    ctx = tu_context_or_skip();
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    clg_context_destroy(ctx);
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -401,5 +378,5 @@ int main(void)
         cmocka_unit_test(test_skip_update), cmocka_unit_test(test_skip_update_path_b),
         cmocka_unit_test(test_skip_micro),  cmocka_unit_test(test_error_policy),
     };
-    return cmocka_run_group_tests_name("numerics", tests, group_setup, group_teardown);
+    return cmocka_run_group_tests_name("numerics", tests, tu_group_setup, tu_group_teardown);
 }

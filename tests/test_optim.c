@@ -17,8 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static clg_context *ctx;
-
 typedef struct optim_case {
     const char *name;
     clg_optimizer opt;
@@ -52,7 +50,7 @@ static void run_case(const optim_case *oc)
     cfg.normalize = oc->sum ? CLG_NORM_SUM : CLG_NORM_MEAN;
 
     twin tw;
-    twin_init(&tw, ctx, &cfg, &twin_default_layout, 1234);
+    twin_init(&tw, tu_ctx, &cfg, &twin_default_layout, 1234);
     float *g = tu_xmalloc(tw.n * sizeof(float));
     for (unsigned u = 0; u < UPDATES; u++) {
         float *snap = (u == 0 || u == 3) ? twin_snapshot(&tw) : NULL;
@@ -111,20 +109,6 @@ static const optim_case cases[] = {
     {"lion wd cosine", CLG_LION, 1e-3f, 0, 0, 0.1f, 0, 0, 0, CLG_SCHED_COSINE, 2, 6, 1, 0},
 };
 
-static int group_setup(void **state)
-{
-    (void)state;
-    ctx = tu_context_or_skip();
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    clg_context_destroy(ctx);
-    return 0;
-}
-
 int main(void)
 {
     struct CMUnitTest tests[sizeof cases / sizeof cases[0]];
@@ -132,6 +116,6 @@ int main(void)
         struct CMUnitTest t = {cases[i].name, test_case, NULL, NULL, (void *)&cases[i]};
         tests[i] = t;
     }
-    return _cmocka_run_group_tests("optim", tests, sizeof cases / sizeof cases[0], group_setup,
-                                   group_teardown);
+    return _cmocka_run_group_tests("optim", tests, sizeof cases / sizeof cases[0], tu_group_setup,
+                                   tu_group_teardown);
 }

@@ -19,15 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static clg_context *ctx;
-
-#define OK(call) check_ok((call), #call, __LINE__)
-static void check_ok(clg_status st, const char *what, int line)
-{
-    if (st != CLG_SUCCESS)
-        fail_msg("line %d: %s -> %s: %s", line, what, clg_status_string(st), clg_last_error(ctx));
-}
-
 enum { K = 4, UPDATES = 7 };
 static const float weights[K] = {1.0f, 0.25f, 3.0f, 1.5f};
 
@@ -40,7 +31,7 @@ static void run_paths(clg_optimizer opt, float lr, int tight)
     const char *names[3] = {"path A", "path B", "path C"};
     for (int p = 0; p < 3; p++) {
         cfg.fuse_last_micro_step = p == 2;
-        twin_init(&tw[p], ctx, &cfg, &twin_default_layout, 42);
+        twin_init(&tw[p], tu_ctx, &cfg, &twin_default_layout, 42);
     }
     size_t n = tw[0].n;
     float *g = tu_xmalloc(n * sizeof(float));
@@ -179,9 +170,9 @@ static void test_least_squares(void **state)
     cfg.fuse_last_micro_step = 0; /* path A: the accumulator keeps the sum */
     twin many, one;
     cfg.accum_steps = K;
-    twin_init(&many, ctx, &cfg, &lay, 3);
+    twin_init(&many, tu_ctx, &cfg, &lay, 3);
     cfg.accum_steps = 1;
-    twin_init(&one, ctx, &cfg, &lay, 3);
+    twin_init(&one, tu_ctx, &cfg, &lay, 3);
 
     float pm[D + 1], po[D + 1], gf[D + 1], acc[D + 1], norm_acc[D + 1];
     double g[D + 1], full[D + 1];
@@ -234,20 +225,6 @@ static void test_least_squares(void **state)
     twin_free(&one);
 }
 
-static int group_setup(void **state)
-{
-    (void)state;
-    ctx = tu_context_or_skip();
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    clg_context_destroy(ctx);
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -255,5 +232,5 @@ int main(void)
         cmocka_unit_test(test_paths_adamw),
         cmocka_unit_test(test_least_squares),
     };
-    return cmocka_run_group_tests_name("paths", tests, group_setup, group_teardown);
+    return cmocka_run_group_tests_name("paths", tests, tu_group_setup, tu_group_teardown);
 }

@@ -101,28 +101,6 @@ static int load(const char *options, char *kernel_names, size_t cap)
     return cached;
 }
 
-static unsigned char *read_file(const char *path, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *buf = tu_xmalloc((size_t)len);
-    assert_int_equal(fread(buf, 1, (size_t)len, f), (size_t)len);
-    fclose(f);
-    *n = (size_t)len;
-    return buf;
-}
-
-static void write_file(const char *path, const void *data, size_t n)
-{
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(data, 1, n, f), n);
-    fclose(f);
-}
-
 static void test_second_load_comes_from_cache(void **state)
 {
     (void)state;
@@ -137,7 +115,7 @@ static void test_second_load_comes_from_cache(void **state)
 
     /* the entry starts with the documented header */
     size_t n;
-    unsigned char *buf = read_file(path, &n);
+    unsigned char *buf = tu_read_file(path, &n);
     assert_true(n > HEADER_SIZE);
     assert_memory_equal(buf, "CLGRADPC", 8);
     free(buf);
@@ -223,31 +201,31 @@ static const char *const damage_names[] = {
 static void apply_damage(damage kind, const char *path, const char *foreign_path)
 {
     size_t n;
-    unsigned char *buf = read_file(path, &n);
+    unsigned char *buf = tu_read_file(path, &n);
     switch (kind) {
     case FLIP_BINARY_BYTE:
         buf[HEADER_SIZE + (n - HEADER_SIZE) / 2] ^= 0x40;
-        write_file(path, buf, n);
+        tu_write_file(path, buf, n);
         break;
     case FLIP_MAGIC:
         buf[0] ^= 1;
-        write_file(path, buf, n);
+        tu_write_file(path, buf, n);
         break;
     case WRONG_FORMAT_VERSION:
         buf[8] += 1;
-        write_file(path, buf, n);
+        tu_write_file(path, buf, n);
         break;
     case WRONG_LENGTH_FIELD:
         buf[48] += 1;
-        write_file(path, buf, n);
+        tu_write_file(path, buf, n);
         break;
-    case TRUNCATE_HALF: write_file(path, buf, n / 2); break;
-    case TRUNCATE_HEADER: write_file(path, buf, 20); break;
-    case EMPTY_FILE: write_file(path, buf, 0); break;
+    case TRUNCATE_HALF: tu_write_file(path, buf, n / 2); break;
+    case TRUNCATE_HEADER: tu_write_file(path, buf, 20); break;
+    case EMPTY_FILE: tu_write_file(path, buf, 0); break;
     case FOREIGN_ENTRY: {
         size_t fn;
-        unsigned char *other = read_file(foreign_path, &fn);
-        write_file(path, other, fn);
+        unsigned char *other = tu_read_file(foreign_path, &fn);
+        tu_write_file(path, other, fn);
         free(other);
         break;
     }
@@ -263,7 +241,7 @@ static void apply_damage(damage kind, const char *path, const char *foreign_path
         clg__sha256_update(&s, junk, sizeof junk);
         clg__sha256_final(&s, out + 56);
         memcpy(out + HEADER_SIZE, junk, sizeof junk);
-        write_file(path, out, sizeof out);
+        tu_write_file(path, out, sizeof out);
         break;
     }
     default: fail();
@@ -309,7 +287,7 @@ static void test_unusable_cache_dir_never_fails_a_build(void **state)
     (void)state;
     char file[4200], under_file[4300];
     snprintf(file, sizeof file, "%s/a-file", tmp);
-    write_file(file, "x", 1);
+    tu_write_file(file, "x", 1);
     snprintf(under_file, sizeof under_file, "%s/sub", file); /* a directory under a file */
     const char *dirs[] = {under_file, "/proc/clgrad-cannot-exist/cache"};
     for (size_t i = 0; i < 2; i++) {

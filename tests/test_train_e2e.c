@@ -24,7 +24,6 @@
 
 enum { N_TRAIN = 300, N_TEST = 100, DIM = 16 };
 
-static clg_context *ctx;
 static uint8_t train_img[N_TRAIN * DIM], train_lab[N_TRAIN];
 static uint8_t test_img[N_TEST * DIM], test_lab[N_TEST];
 static dataset train_ds, test_ds;
@@ -49,10 +48,10 @@ static void make_data(uint8_t *img, uint8_t *lab, int n, uint64_t seed)
     }
 }
 
+/* The shared context, and the data sets every test trains on. */
 static int group_setup(void **state)
 {
-    (void)state;
-    ctx = tu_context_or_skip();
+    tu_group_setup(state);
     make_data(train_img, train_lab, N_TRAIN, 1);
     make_data(test_img, test_lab, N_TEST, 2);
     char err[256];
@@ -60,13 +59,6 @@ static int group_setup(void **state)
         dataset_wrap(test_img, test_lab, N_TEST, DIM, &test_ds, err, sizeof err) != 0)
         return -1;
     n_params = mlp_param_count(dims, 4);
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    clg_context_destroy(ctx);
     return 0;
 }
 
@@ -90,7 +82,7 @@ static float *run(train_options *o, train_result *res)
     char err[1024] = "";
     assert_int_equal(train_options_check(o, err, sizeof err), 0);
     float *w = tu_xmalloc(n_params * sizeof *w);
-    train_io io = {ctx, &train_ds, &test_ds, w, n_params};
+    train_io io = {tu_ctx, &train_ds, &test_ds, w, n_params};
     train_result local;
     if (!res)
         res = &local;
@@ -305,8 +297,8 @@ static void test_auto_micro_batch(void **state)
 {
     (void)state;
     /* A fresh context, so that its peak is this run's alone. */
-    clg_context *shared = ctx;
-    ctx = tu_context_or_skip();
+    clg_context *shared = tu_ctx;
+    tu_ctx = tu_context_or_skip();
     train_options o;
     base_options(&o);
     o.micro_batch = 16;
@@ -322,7 +314,7 @@ static void test_auto_micro_batch(void **state)
     o.vram = budget;
     char err[1024] = "";
     float *w = tu_xmalloc(n_params * sizeof *w);
-    train_io io = {ctx, &train_ds, &test_ds, w, n_params};
+    train_io io = {tu_ctx, &train_ds, &test_ds, w, n_params};
     train_result r;
     /* Without the flag: a clear error naming the bytes. */
     assert_int_not_equal(train_run(&o, &io, &r, err, sizeof err), 0);
@@ -340,9 +332,9 @@ static void test_auto_micro_batch(void **state)
     assert_true(r.peak_device_bytes <= budget);
     assert_weights_close(w, w16, 0.0, "auto micro-batch vs micro-batch 16");
     /* The context's budget is restored for the next user. */
-    assert_true(clg_context_budget(ctx) == 0);
-    clg_context_destroy(ctx);
-    ctx = shared;
+    assert_true(clg_context_budget(tu_ctx) == 0);
+    clg_context_destroy(tu_ctx);
+    tu_ctx = shared;
     free(w);
     free(w16);
 }
@@ -465,7 +457,7 @@ static void test_resume(void **state)
     o.seed = 43;
     char err[1024] = "";
     float *w = tu_xmalloc(n_params * sizeof *w);
-    train_io io = {ctx, &train_ds, &test_ds, w, n_params};
+    train_io io = {tu_ctx, &train_ds, &test_ds, w, n_params};
     assert_int_not_equal(train_run(&o, &io, &r, err, sizeof err), 0);
     assert_non_null(strstr(err, "--seed"));
     free(w);
@@ -486,5 +478,5 @@ int main(void)
         cmocka_unit_test(test_learns),
         cmocka_unit_test(test_resume),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, group_setup, tu_group_teardown);
 }

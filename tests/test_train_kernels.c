@@ -17,7 +17,6 @@
 #include <string.h>
 
 typedef struct kstate {
-    clg_context *ctx;
     mlp_kernels k;
     cl_context cl;
     cl_command_queue q;
@@ -25,26 +24,24 @@ typedef struct kstate {
 
 static kstate S;
 
+/* The shared context and the MLP kernels built on it. */
 static int group_setup(void **state)
 {
-    (void)state;
-    S.ctx = tu_context_or_skip();
-    clg_status st = mlp_kernels_init(S.ctx, &S.k);
+    tu_group_setup(state);
+    clg_status st = mlp_kernels_init(tu_ctx, &S.k);
     if (st != CLG_SUCCESS) {
-        fprintf(stderr, "mlp_kernels_init: %s\n", clg_last_error(S.ctx));
+        fprintf(stderr, "mlp_kernels_init: %s\n", clg_last_error(tu_ctx));
         return -1;
     }
-    S.cl = clg_context_cl(S.ctx);
-    S.q = clg_context_queue(S.ctx);
+    S.cl = clg_context_cl(tu_ctx);
+    S.q = clg_context_queue(tu_ctx);
     return 0;
 }
 
 static int group_teardown(void **state)
 {
-    (void)state;
     mlp_kernels_release(&S.k);
-    clg_context_destroy(S.ctx);
-    return 0;
+    return tu_group_teardown(state);
 }
 
 static cl_mem buf(size_t bytes, const void *host)
@@ -427,7 +424,7 @@ static void test_mlp_forward_backward(void **state)
     const int n_dims = 4, L = 3, ROWS = 6, N = 10, OFF = 2;
     mlp *m = NULL;
     char err[256];
-    assert_int_equal(mlp_create(S.ctx, dims, n_dims, &m, err, sizeof err), 0);
+    assert_int_equal(mlp_create(tu_ctx, dims, n_dims, &m, err, sizeof err), 0);
     uint64_t np = mlp_param_count(dims, n_dims);
     assert_int_equal(np, 12 * 9 + 9 + 9 * 7 + 7 + 7 * 10 + 10);
     float *params = tu_xmalloc(np * 4);

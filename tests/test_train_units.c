@@ -52,27 +52,6 @@ static void write_gz(const char *path, const uint8_t *data, size_t len)
     assert_int_equal(gzclose(gz), Z_OK);
 }
 
-static void write_file(const char *path, const uint8_t *data, size_t len)
-{
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(data, 1, len, f), len);
-    assert_int_equal(fclose(f), 0);
-}
-
-static uint8_t *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    *len = (size_t)ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *b = tu_xmalloc(*len);
-    assert_int_equal(fread(b, 1, *len, f), *len);
-    fclose(f);
-    return b;
-}
-
 static void assert_contains(const char *s, const char *needle)
 {
     if (!strstr(s, needle))
@@ -197,9 +176,9 @@ static void write_pair(const char *dir, const char *prefix, uint32_t n, int gz)
     for (uint32_t i = 0; i < n; i++)
         lab[8 + i] = (uint8_t)(i % 10);
     snprintf(path, sizeof path, "%s/%s-images-idx3-ubyte%s", dir, prefix, gz ? ".gz" : "");
-    gz ? write_gz(path, img, ilen) : write_file(path, img, ilen);
+    gz ? write_gz(path, img, ilen) : tu_write_file(path, img, ilen);
     snprintf(path, sizeof path, "%s/%s-labels-idx1-ubyte%s", dir, prefix, gz ? ".gz" : "");
-    gz ? write_gz(path, lab, llen) : write_file(path, lab, llen);
+    gz ? write_gz(path, lab, llen) : tu_write_file(path, lab, llen);
     free(img);
     free(lab);
 }
@@ -239,12 +218,12 @@ static void test_load_truncated_gz(void **state)
     char path[1024];
     snprintf(path, sizeof path, "%s/train-images-idx3-ubyte.gz", s->dir);
     size_t len;
-    uint8_t *b = read_file(path, &len);
+    uint8_t *b = tu_read_file(path, &len);
     /* Cut the compressed stream at several points: always a clear error
      * naming the file, never a crash. */
     size_t cuts[] = {0, 1, 5, 12, len / 2, len - 9, len - 1};
     for (size_t i = 0; i < sizeof cuts / sizeof *cuts; i++) {
-        write_file(path, b, cuts[i]);
+        tu_write_file(path, b, cuts[i]);
         dataset d;
         char err[1024] = "";
         assert_int_equal(dataset_load(s->dir, "train", &d, err, sizeof err), -1);
@@ -285,8 +264,8 @@ static void test_load_mismatch_and_labels(void **state)
     /* Images where labels belong: a 3-d file as labels. */
     snprintf(from, sizeof from, "%s/train-images-idx3-ubyte.gz", s->dir);
     size_t ilen;
-    uint8_t *img = read_file(from, &ilen);
-    write_file(to, img, ilen);
+    uint8_t *img = tu_read_file(from, &ilen);
+    tu_write_file(to, img, ilen);
     free(img);
     assert_int_equal(dataset_load(s->dir, "train", &d, err, sizeof err), -1);
     assert_contains(err, "expected labels");

@@ -2,7 +2,13 @@
 #define _GNU_SOURCE
 #include "testutil.h"
 
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
 #include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +44,43 @@ clg_context *tu_context_or_skip(void)
         abort();
     }
     return ctx;
+}
+
+clg_context *tu_ctx;
+char *tu_tmpdir;
+
+int tu_group_setup(void **state)
+{
+    (void)state;
+    tu_ctx = tu_context_or_skip();
+    return 0;
+}
+
+int tu_group_setup_tmpdir(void **state)
+{
+    tu_group_setup(state);
+    tu_tmpdir = tu_mkdtemp(program_invocation_short_name);
+    return 0;
+}
+
+int tu_group_teardown(void **state)
+{
+    (void)state;
+    if (tu_tmpdir) {
+        tu_rmdir_tree(tu_tmpdir);
+        free(tu_tmpdir);
+        tu_tmpdir = NULL;
+    }
+    clg_context_destroy(tu_ctx);
+    tu_ctx = NULL;
+    return 0;
+}
+
+void tu_check_ok(clg_status st, const char *what, const char *file, int line)
+{
+    if (st != CLG_SUCCESS)
+        fail_msg("%s:%d: %s -> %s: %s", file, line, what, clg_status_string(st),
+                 clg_last_error(tu_ctx));
 }
 
 tu_rng tu_rng_seed(uint64_t seed)
@@ -86,6 +129,15 @@ void tu_fill_normal(float *x, size_t n, uint64_t seed, float stddev)
         x[i] = (float)(tu_rng_normal(&r) * stddev);
 }
 
+void tu_upload_uniform_params(clg_model *m, uint64_t seed)
+{
+    size_t n = clg_model_param_count(m);
+    float *p = tu_xmalloc(n * sizeof *p);
+    tu_fill_uniform(p, n, seed, -1.0f, 1.0f);
+    OK(clg_model_upload_params(m, -1, p));
+    free(p);
+}
+
 void *tu_xmalloc(size_t n)
 {
     void *p = malloc(n ? n : 1);
@@ -132,4 +184,37 @@ void tu_rmdir_tree(const char *path)
         closedir(d);
     }
     rmdir(path);
+}
+
+char *tu_tmp_path(const char *name)
+{
+    size_t len = strlen(tu_tmpdir) + strlen(name) + 2;
+    char *p = tu_xmalloc(len);
+    snprintf(p, len, "%s/%s", tu_tmpdir, name);
+    return p;
+}
+
+uint8_t *tu_read_file(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        fail_msg("cannot open %s: %s", path, strerror(errno));
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *buf = tu_xmalloc((size_t)len + 1);
+    assert_int_equal(fread(buf, 1, (size_t)len, f), (size_t)len);
+    fclose(f);
+    buf[len] = 0;
+    *n = (size_t)len;
+    return buf;
+}
+
+void tu_write_file(const char *path, const void *data, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        fail_msg("cannot create %s: %s", path, strerror(errno));
+    assert_int_equal(fwrite(data, 1, n, f), n);
+    assert_int_equal(fclose(f), 0);
 }

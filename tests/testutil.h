@@ -1,6 +1,7 @@
 /* testutil.h - helpers shared by clgrad's tests: a device context that skips
- * (exit 77) only when no OpenCL platform exists at all, seeded random data,
- * and scratch directories. */
+ * (exit 77) only when no OpenCL platform exists at all, the CMocka group
+ * fixtures that hold one for a whole test program, seeded random data,
+ * scratch directories and whole-file reads and writes. */
 #ifndef CLGRAD_TESTUTIL_H
 #define CLGRAD_TESTUTIL_H
 
@@ -25,6 +26,23 @@ clg_context *tu_context_or_skip(void);
  * that create their own contexts. */
 void tu_require_platform(void);
 
+/* CMocka group fixtures: tu_group_setup creates tu_ctx (tu_context_or_skip),
+ * tu_group_setup_tmpdir also a fresh scratch directory tu_tmpdir (named
+ * after the program, under $TMPDIR or /tmp), and
+ * tu_group_teardown removes whichever of the two exists. A test program
+ * whose setup does more wraps them. */
+extern clg_context *tu_ctx;
+extern char *tu_tmpdir;
+int tu_group_setup(void **state);
+int tu_group_setup_tmpdir(void **state);
+int tu_group_teardown(void **state);
+
+/* OK(call): fails the test unless call returned CLG_SUCCESS, naming the
+ * call, its file and line, the status and tu_ctx's last error (the
+ * thread's when tu_ctx is NULL). */
+#define OK(call) tu_check_ok((call), #call, __FILE__, __LINE__)
+void tu_check_ok(clg_status st, const char *what, const char *file, int line);
+
 /* Deterministic random numbers (splitmix64), independent of libc's rand. */
 typedef struct tu_rng {
     uint64_t s;
@@ -43,10 +61,22 @@ void tu_fill_uniform(float *x, size_t n, uint64_t seed, float lo, float hi);
 /* Fills x[0..n) with normal values of given standard deviation from seed. */
 void tu_fill_normal(float *x, size_t n, uint64_t seed, float stddev);
 
+/* Uploads params uniform in [-1, 1) from seed (tu_fill_uniform) to every
+ * tensor of the finalized model m; fails the test on error. */
+void tu_upload_uniform_params(clg_model *m, uint64_t seed);
+
 /* Creates a fresh directory under $TMPDIR (or /tmp) named after prefix and
  * returns its malloc'ed path; aborts on failure. tu_rmdir_tree removes it. */
 char *tu_mkdtemp(const char *prefix);
 void tu_rmdir_tree(const char *path);
+/* "<tu_tmpdir>/<name>", malloc'ed. */
+char *tu_tmp_path(const char *name);
+
+/* The whole file at path, malloc'ed with a NUL after its *n bytes; fails
+ * the test if it cannot be read. */
+uint8_t *tu_read_file(const char *path, size_t *n);
+/* Writes n bytes to path (created or truncated); fails the test on error. */
+void tu_write_file(const char *path, const void *data, size_t n);
 
 /* malloc that aborts on failure (tests only). */
 void *tu_xmalloc(size_t n);

@@ -1,5 +1,5 @@
 /* trainer_loop.c - running a clgrad-train run: effective batches as
- * micro-batches through the MLP and clg_step, one sync per update, per-epoch
+ * micro-batches through the MLP and clg_step, syncs only to read back, per-epoch
  * evaluation and log lines, --metrics rows, and checkpoints with the run's
  * position (position.h). */
 #include "trainer_internal.h"
@@ -196,22 +196,29 @@ int trainer_loop(trainer *t)
         double epoch_t0 = t->train_seconds;
         uint64_t epoch_samples = 0;
         t->res->epochs = (unsigned)t->epoch + 1;
+        /* The host waits for the device only when it reads something back
+         * (metrics, progress, a checkpoint, the end of the epoch); training
+         * time is the wall time between those waits. */
+        double mark = progress_now();
         while (t->next_batch < t->batches_per_epoch) {
             size_t start, len;
             order_batch(&t->order, t->next_batch, &start, &len);
-            double t0 = progress_now();
             if (run_batch(t, start, len) != 0)
                 return -1;
             t->next_batch++;
             epoch_samples += len;
-            /* One sync per update keeps the host from running ahead of the
-             * device, so rates and the bar are true. */
-            if ((e = clFinish(q)) != CL_SUCCESS)
-                return trainer_fail_cl(t, "training", e);
-            t->train_seconds += progress_now() - t0;
+            int save_due = o->save_every && t->updates % o->save_every == 0;
+            int print_due = progress_due(&t->prog, t->updates);
+            if (t->metrics || print_due || save_due) {
+                if ((e = clFinish(q)) != CL_SUCCESS)
+                    return trainer_fail_cl(t, "training", e);
+                double now = progress_now();
+                t->train_seconds += now - mark;
+                mark = now;
+            }
             if (t->metrics && write_metrics_row(t, len) != 0)
                 return -1;
-            if (progress_due(&t->prog, t->updates)) {
+            if (print_due) {
                 float s[4];
                 if (read_sums(t, t->sums, s) != 0)
                     return -1;
@@ -219,7 +226,7 @@ int trainer_loop(trainer *t)
                                 t->train_seconds, (unsigned)t->epoch + 1,
                                 epoch_samples ? s[0] / (double)epoch_samples : NAN);
             }
-            if (o->save_every && t->updates % o->save_every == 0 && trainer_save(t) != 0)
+            if (save_due && trainer_save(t) != 0)
                 return -1;
             if (t->updates >= t->total_updates ||
                 (o->stop_after && t->updates - t->updates_at_start >= o->stop_after)) {
@@ -227,6 +234,9 @@ int trainer_loop(trainer *t)
                 break;
             }
         }
+        if ((e = clFinish(q)) != CL_SUCCESS)
+            return trainer_fail_cl(t, "training", e);
+        t->train_seconds += progress_now() - mark;
         float s[4];
         if (read_sums(t, t->sums, s) != 0)
             return -1;

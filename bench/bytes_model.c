@@ -1,6 +1,6 @@
 /* bytes_model.c - bytes moved per parameter by each pass of a cycle, bytes
- * held per parameter, and budget arithmetic (see DESIGN.md, "Bytes per
- * parameter"). All traffic counts each array read or written once per
+ * held per parameter, and budget arithmetic (see docs/design.md, "Bytes
+ * moved per parameter"). All traffic counts each array read or written once per
  * pass, fp32 unless said otherwise, as STREAM counts its arrays. */
 #include "bytes_model.h"
 

@@ -1,4 +1,4 @@
-/* bytes_model.h - the bytes-per-parameter model of DESIGN.md: how many
+/* bytes_model.h - the bytes-per-parameter model (docs/design.md, 2): how many
  * bytes each pass of an accumulation cycle must move (clgrad's fused cycle
  * and the hand-rolled CLBlast cycle), how many bytes of device memory a
  * configuration holds per parameter, and the largest model that fits a

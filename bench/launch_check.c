@@ -1,7 +1,7 @@
 /* launch_check.c - the "launches" section: kernel launches of the step
  * that ends a fused cycle, for a model of one tensor and for one of many
- * tensors (one param group), on every path. DESIGN.md promises at most 3
- * plus one per param group, whatever the tensor count. */
+ * tensors (one param group), on every path. docs/design.md ("Launches per
+ * update"): at most 3 plus one per param group, whatever the tensor count. */
 #include "bench_main.h"
 #include "clutil.h"
 

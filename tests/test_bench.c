@@ -1,4 +1,4 @@
-/* test_bench.c - clgrad-bench's own logic: the bytes model of DESIGN.md,
+/* test_bench.c - clgrad-bench's own logic: the bytes model (docs/design.md, 2),
  * budget arithmetic, sample summaries, size parsing, the report's derived
  * numbers and its JSON schema. With "--smoke BENCH" it instead runs
  * "BENCH --quick" and checks that every field of the JSON exists and every
@@ -35,7 +35,7 @@ static bm_cycle cycle_of(bm_shape s, bench_variant v, char path, unsigned k)
     return c;
 }
 
-/* DESIGN.md's table, row by row. */
+/* docs/design.md's bytes model (section 2), row by row. */
 static void test_bytes_design_table(void **state)
 {
     (void)state;
@@ -106,7 +106,7 @@ static void test_memory_per_param(void **state)
 {
     (void)state;
     bm_memory m = bm_memory_per_param(adamw, 4, 0, 0);
-    assert_float_equal(m.total, 16.0, 0.0); /* DESIGN.md: p, acc, m, v */
+    assert_float_equal(m.total, 16.0, 0.0); /* docs/design.md: p, acc, m, v */
     assert_float_equal(bm_memory_per_param(adamw, 4, 0, 1).total, 20.0, 0.0);
     assert_float_equal(bm_memory_per_param(adamw_fp16, 4, 0, 1).total, 18.0, 0.0);
     assert_float_equal(bm_memory_per_param(sgd, 4, 0, 0).total, 12.0, 0.0);

@@ -28,7 +28,7 @@ static int fused_step(void *self, unsigned i)
     fused *f = self;
     for (unsigned u = 0; u < f->n_units; u++) {
         int updated = 0;
-        clg_status st = clg_step(f->units[u].model, f->units[u].grads, 1.0f, &updated);
+        clg_status st = clg_step(f->units[u].model, f->units[u].grads, 1.0f, &updated, NULL);
         if (!bench_clg_ok(f->ctx, st, "clg_step"))
             return -1;
         if (updated != (i + 1 == f->k)) {

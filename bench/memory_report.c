@@ -23,7 +23,7 @@ typedef struct estimate_arg {
 static uint64_t estimate_total(uint64_t n, void *user)
 {
     const estimate_arg *a = user;
-    clg_memory_plan plan;
+    clg_memory_plan plan = clg_memory_plan_init();
     if (clg_memory_estimate(&a->cfg, n, &plan) != CLG_SUCCESS)
         return UINT64_MAX;
     uint64_t total = plan.total;

@@ -4,11 +4,25 @@
  * Conventions
  *  - Every function that can fail returns a clg_status; 0 is success, negative
  *    values in (-10000, 0) are OpenCL's own codes passed through unchanged,
- *    values <= CLG_ERR_FIRST are clgrad's own.
+ *    values <= CLG_ERR_FIRST are clgrad's own. The one translation: a failed
+ *    device allocation (clCreateBuffer, or the zero fill that follows it,
+ *    failing with CL_MEM_OBJECT_ALLOCATION_FAILURE, CL_OUT_OF_RESOURCES or
+ *    CL_INVALID_BUFFER_SIZE) is CLG_ERR_OUT_OF_DEVICE_MEMORY. The same codes
+ *    from any other call (a kernel launch, a copy) pass through as they are.
  *  - After a failure, clg_last_error(ctx) names the failing call and why.
  *  - Invalid input changes no state.
  *  - Device work is enqueued on the context's in-order queue and is
  *    asynchronous, like CLBlast: nothing blocks unless a function says so.
+ *    Calls that enqueue work take an optional clg_events (wait list in,
+ *    event out) for callers that use more than one queue.
+ *  - Host copies take the element count of the host buffer and check it.
+ *  - Structs that grow (clg_config, clg_stats, clg_device_info,
+ *    clg_memory_plan) start with struct_size, the sizeof the caller was
+ *    compiled with, set by their init functions below. The library reads
+ *    and writes only the first struct_size bytes: fields a caller's older
+ *    struct lacks take their defaults (input) or are not written (output).
+ *    A struct_size larger than the library's own is accepted when the bytes
+ *    it does not know are zero (input) and refused otherwise.
  *  - The library never prints and never exits.
  */
 #ifndef CLGRAD_H
@@ -34,18 +48,28 @@ extern "C" {
 #define CLG_API
 #endif
 
-#define CLGRAD_VERSION_MAJOR 0
-#define CLGRAD_VERSION_MINOR 1
-#define CLGRAD_VERSION_PATCH 0
+/* CLGRAD_VERSION_MAJOR/MINOR/PATCH, CLGRAD_VERSION_STRING,
+ * CLGRAD_VERSION_NUMBER (major * 10000 + minor * 100 + patch) and
+ * CLGRAD_ABI_VERSION (the soname's number), generated from meson.build. */
+#include "clgrad_version.h"
+
+/* The version of the library loaded at run time, which may differ from the
+ * header a program was compiled with: "0.2.0". */
+CLG_API const char *clg_version(void);
+/* The same as a number, comparable with CLGRAD_VERSION_NUMBER. */
+CLG_API unsigned clg_version_number(void);
+/* The ABI version of the loaded library (its soname's number). */
+CLG_API unsigned clg_abi_version(void);
 
 /* ---------------------------------------------------------------- status */
 
 typedef enum clg_status {
     CLG_SUCCESS = 0,
-    /* OpenCL error codes (CL_OUT_OF_RESOURCES, ...) pass through as is. */
+    /* OpenCL error codes (CL_OUT_OF_RESOURCES, ...) pass through as is,
+     * except allocation failures (see Conventions above). */
     CLG_ERR_FIRST = -10000,
     CLG_ERR_INVALID_ARGUMENT = -10001,   /* bad value, NULL handle, bad name  */
-    CLG_ERR_OUT_OF_DEVICE_MEMORY = -10002, /* device allocation failed       */
+    CLG_ERR_OUT_OF_DEVICE_MEMORY = -10002, /* device allocation failed (only) */
     CLG_ERR_OVER_BUDGET = -10003,        /* would exceed the memory budget    */
     CLG_ERR_UNSUPPORTED = -10004,        /* feature not available here        */
     CLG_ERR_NO_DEVICE = -10005,          /* no platform/device, or no match   */
@@ -66,6 +90,7 @@ CLG_API const char *clg_status_string(clg_status status);
 /* --------------------------------------------------------------- devices */
 
 typedef struct clg_device_info {
+    size_t struct_size;          /* set by clg_devices_list */
     unsigned platform_index;
     unsigned device_index;       /* within its platform */
     cl_platform_id platform;
@@ -87,15 +112,23 @@ typedef struct clg_device_info {
     int has_fp64;
 } clg_device_info;
 
-/* Lists every device of every platform. *out is freed with clg_devices_free.
- * Returns CLG_ERR_NO_DEVICE (count 0) when no platform exists. */
-CLG_API clg_status clg_devices_list(clg_device_info **out, size_t *count);
+/* Lists every device of every platform into an array whose elements are
+ * struct_size bytes apart (each element's struct_size says so). *out is freed
+ * with clg_devices_free. Returns CLG_ERR_NO_DEVICE (count 0) when no platform
+ * exists. Call it through clg_devices_list, which passes the caller's size. */
+CLG_API clg_status clg_devices_list_sized(size_t struct_size, clg_device_info **out,
+                                          size_t *count);
+static inline clg_status clg_devices_list(clg_device_info **out, size_t *count)
+{
+    return clg_devices_list_sized(sizeof(clg_device_info), out, count);
+}
 CLG_API void clg_devices_free(clg_device_info *devices);
 
 /* Picks a device: selector is "N" (N-th device overall), "P:D" (platform P,
  * device D), or a case-insensitive substring of platform, vendor or device
  * name. NULL or "" means the CLGRAD_DEVICE environment variable, and without
- * it the first GPU, else the first device. */
+ * it the first GPU, else the first device. devices is an array from
+ * clg_devices_list (its elements' struct_size gives the stride). */
 CLG_API clg_status clg_device_select(const clg_device_info *devices, size_t count,
                                      const char *selector, size_t *chosen);
 
@@ -204,6 +237,7 @@ typedef enum clg_loss_scale_mode {
 typedef unsigned (*clg_k_schedule_fn)(uint64_t update_index, void *user);
 
 typedef struct clg_config {
+    size_t struct_size; /* set by clg_config_default / clg_config_init */
     clg_optimizer optimizer;
     float lr;
     float beta1;        /* Adam/AdamW/Lion */
@@ -248,10 +282,32 @@ typedef struct clg_config {
     uint64_t seed;         /* stochastic rounding */
 } clg_config;
 
-/* PyTorch's defaults for the optimizer: lr 1e-3, betas (0.9, 0.999) (Lion:
- * 1e-4, (0.9, 0.99)), eps 1e-8, weight decay 0 (AdamW 1e-2), k = 1, mean,
- * fused last micro-step, fp32 accumulator, no clipping, no loss scaling. */
-CLG_API clg_config clg_config_default(clg_optimizer optimizer);
+/* PyTorch's defaults for the optimizer: lr 1e-3 for Adam and AdamW, 1e-2
+ * for SGD, 1e-4 for Lion; betas (0.9, 0.999) (Lion: (0.9, 0.99)); eps 1e-8;
+ * weight decay 0 (AdamW 1e-2); SGD momentum 0, dampening 0; k = 1, mean,
+ * fused last micro-step, fp32 accumulator, no clipping, no loss scaling,
+ * loss scale 2^16 / growth 2 / backoff 0.5 / interval 2000 / min 1 / max
+ * 2^24 when dynamic, noise-scale EMA 0.9.
+ * clg_config_init fills the first struct_size bytes of *config with them
+ * and sets config->struct_size; CLG_ERR_INVALID_ARGUMENT for an unknown
+ * optimizer or a struct_size below the first released layout. */
+CLG_API clg_status clg_config_init_sized(clg_config *config, size_t struct_size,
+                                         clg_optimizer optimizer);
+static inline clg_status clg_config_init(clg_config *config, clg_optimizer optimizer)
+{
+    return clg_config_init_sized(config, sizeof *config, optimizer);
+}
+/* The same, by value: compiled into the caller, so safe across versions. */
+static inline clg_config clg_config_default(clg_optimizer optimizer)
+{
+    clg_config c;
+    if (clg_config_init(&c, optimizer) != CLG_SUCCESS) {
+        /* unknown optimizer: struct_size 0 makes clg_model_create refuse it */
+        clg_config zero = {0};
+        c = zero;
+    }
+    return c;
+}
 
 /* Returns the learning rate for a new effective batch: linear rule
  * (Goyal et al. 2017, for SGD: lr * new/base) or square-root rule (Adam
@@ -276,6 +332,16 @@ CLG_API clg_status clg_model_add_group(clg_model *model, const char *name, float
 /* Group 0 exists from the start (lr_mult 1, config weight decay). */
 CLG_API clg_status clg_model_add_tensor(clg_model *model, const char *name, size_t count,
                                         int group, int *tensor);
+/* The shape a tensor has for the caller (checkpoints store it, so that
+ * safetensors and PyTorch see fc1.weight as [512, 784]). The product of the
+ * ndim dims must equal the tensor's count; before finalize only. Without a
+ * call, a tensor is 1-D [count]. */
+#define CLG_MAX_DIMS 8
+CLG_API clg_status clg_model_set_tensor_shape(clg_model *model, int tensor, size_t ndim,
+                                              const size_t *dims);
+/* Its shape: *ndim dims into dims (room for CLG_MAX_DIMS). */
+CLG_API clg_status clg_model_tensor_shape(const clg_model *model, int tensor, size_t *ndim,
+                                          size_t *dims);
 CLG_API clg_status clg_model_finalize(clg_model *model);
 
 CLG_API size_t clg_model_tensor_count(const clg_model *model);
@@ -291,9 +357,16 @@ CLG_API const clg_config *clg_model_config(const clg_model *model);
  * add n * dtype size per gradient buffer you plan), and of the step block
  * with its reduction partials. */
 typedef struct clg_memory_plan {
+    size_t struct_size; /* set by clg_memory_plan_init */
     uint64_t params, accumulators, states, param_copy, grad_buffers, step_block;
     uint64_t total;
 } clg_memory_plan;
+static inline clg_memory_plan clg_memory_plan_init(void)
+{
+    clg_memory_plan p = {0};
+    p.struct_size = sizeof p;
+    return p;
+}
 CLG_API clg_status clg_model_memory(const clg_model *model, clg_memory_plan *plan);
 /* The same numbers for a model not yet built: n parameters under config. */
 CLG_API clg_status clg_memory_estimate(const clg_config *config, uint64_t n,
@@ -311,16 +384,39 @@ CLG_API clg_status clg_model_acc_view(const clg_model *model, int tensor, clg_vi
 /* The low-precision copy of the params (param_copy_dtype). */
 CLG_API clg_status clg_model_param_copy_view(const clg_model *model, int tensor, clg_view *view);
 
-/* Host <-> device copies of parameters (fp32), blocking. tensor < 0 means the
- * whole model in tensor order (clg_model_param_count floats). */
-CLG_API clg_status clg_model_upload_params(clg_model *model, int tensor, const float *host);
-CLG_API clg_status clg_model_download_params(clg_model *model, int tensor, float *host);
+/* Optional event handling of the calls that enqueue work, for callers that
+ * use more than one queue (as CLBlast's event argument). The call's first
+ * command waits for the num_wait events of wait_list; if event is not NULL
+ * it receives a new event (the caller releases it) that completes when the
+ * call's last command has, even when the call enqueued nothing else. On
+ * failure *event is NULL. A clg_events pointer may be NULL: no wait, no event.
+ * It mirrors OpenCL's own (count, list, event) triple and will not grow. */
+typedef struct clg_events {
+    cl_uint num_wait;
+    const cl_event *wait_list;
+    cl_event *event;
+} clg_events;
+
+/* Every tensor of the model, in tensor order, for the per-tensor calls. Any
+ * other negative index is invalid. */
+#define CLG_ALL_TENSORS (-1)
+
+/* Host <-> device copies of parameters (fp32), blocking. tensor is one
+ * tensor or CLG_ALL_TENSORS (clg_model_param_count floats). count is the
+ * number of floats of host, and must equal the tensor's (or model's). */
+CLG_API clg_status clg_model_upload_params(clg_model *model, int tensor, const float *host,
+                                           size_t count, const clg_events *events);
+CLG_API clg_status clg_model_download_params(clg_model *model, int tensor, float *host,
+                                             size_t count, const clg_events *events);
 /* Accumulated (unnormalized) gradient, blocking. */
-CLG_API clg_status clg_model_download_acc(clg_model *model, int tensor, float *host);
+CLG_API clg_status clg_model_download_acc(clg_model *model, int tensor, float *host,
+                                          size_t count, const clg_events *events);
 /* Optimizer state s (0: first moment / momentum, 1: second moment,
  * 2: AMSGrad max), blocking. */
 CLG_API size_t clg_model_state_count(const clg_model *model);
-CLG_API clg_status clg_model_download_state(clg_model *model, int state, int tensor, float *host);
+CLG_API clg_status clg_model_download_state(clg_model *model, int state, int tensor,
+                                            float *host, size_t count,
+                                            const clg_events *events);
 
 /* --------------------------------------------------- gradient buffers */
 
@@ -331,8 +427,10 @@ typedef struct clg_grads clg_grads;
 CLG_API clg_status clg_grads_create(clg_model *model, clg_dtype dtype, clg_grads **out);
 CLG_API void clg_grads_destroy(clg_grads *grads);
 CLG_API clg_status clg_grads_view(const clg_grads *grads, int tensor, clg_view *view);
-/* Blocking copy of host data (in the buffer's dtype) into tensor (< 0: all). */
-CLG_API clg_status clg_grads_upload(clg_grads *grads, int tensor, const void *host);
+/* Blocking copy of host data (in the buffer's dtype) into tensor (or
+ * CLG_ALL_TENSORS); count is the number of elements of host (not bytes). */
+CLG_API clg_status clg_grads_upload(clg_grads *grads, int tensor, const void *host,
+                                    size_t count, const clg_events *events);
 
 /* --------------------------------------------------------------- the cycle */
 
@@ -347,21 +445,30 @@ CLG_API unsigned clg_cycle_length(const clg_model *model);
  * weight into the accumulator. grads == NULL: path B, the caller's backward
  * has already written weight * gradient into the accumulator views.
  * When the cycle is complete the update runs (device only, no host sync).
- * *updated (may be NULL) tells whether an update was enqueued. */
+ * *updated (may be NULL) tells whether an update was enqueued. events may
+ * be NULL (see clg_events). */
 CLG_API clg_status clg_step(clg_model *model, const clg_grads *grads, float weight,
-                            int *updated);
+                            int *updated, const clg_events *events);
 /* Applies the update now with what the current cycle holds (a partial last
  * window divides by its own weights). CLG_ERR_STATE if the cycle is empty. */
-CLG_API clg_status clg_flush(clg_model *model);
+CLG_API clg_status clg_flush(clg_model *model, const clg_events *events);
 /* Drops the current cycle's gradients (accumulator content is ignored). */
 CLG_API clg_status clg_reset_cycle(clg_model *model);
 
 /* ------------------------------------------------------------ statistics */
 
-/* Read back from the device step block. blocking = 0 returns the value as of
- * the last completed read (one update stale at most) and starts a new
- * non-blocking read; blocking = 1 waits for the queue. */
+/* Read back from the device step block.
+ * blocking = 1 waits for the queue: the stats of now (cycles_behind 0).
+ * blocking = 0 returns the newest finished snapshot, at most one cycle
+ * behind the host (cycles_behind 0 or 1), and starts a new read in the
+ * background if none is in flight. Every field of a snapshot is of one
+ * moment: the host counters (micro_steps, weight_sum, cycles) are those of
+ * when its read was enqueued. It waits only when the newest finished
+ * snapshot is two or more cycles old: for the read an earlier call started
+ * if that one is recent enough (called once per cycle, it finished with the
+ * previous update), else for the queue. */
 typedef struct clg_stats {
+    size_t struct_size;       /* set by clg_stats_init */
     uint64_t updates;         /* applied updates (skipped ones excluded) */
     uint64_t micro_steps;     /* micro-steps taken in total */
     uint64_t skipped_updates; /* skipped for non-finite gradients */
@@ -376,7 +483,17 @@ typedef struct clg_stats {
     float noise_scale;        /* B_simple EMA (NaN until two estimates) */
     float noise_g2;           /* EMA of |G|^2 estimate */
     float noise_trace;        /* EMA of tr(Sigma) estimate */
+    /* Added in 0.2. A struct_size that ends before them (a consumer built
+     * against the smaller layout) is accepted; they are then not written. */
+    uint64_t cycles;          /* completed cycles (applied + skipped updates) */
+    unsigned cycles_behind;   /* cycles the host completed after the snapshot */
 } clg_stats;
+static inline clg_stats clg_stats_init(void)
+{
+    clg_stats s = {0};
+    s.struct_size = sizeof s;
+    return s;
+}
 CLG_API clg_status clg_model_stats(clg_model *model, int blocking, clg_stats *stats);
 /* Current loss scale to multiply the loss by (1 without loss scaling). */
 CLG_API clg_status clg_model_loss_scale(clg_model *model, int blocking, float *scale);
@@ -384,8 +501,9 @@ CLG_API clg_status clg_model_loss_scale(clg_model *model, int blocking, float *s
  * view.offset of view.mem), so that the caller's loss-gradient kernel can
  * multiply by it with no host sync. Constant within a cycle. */
 CLG_API clg_status clg_model_loss_scale_view(const clg_model *model, clg_view *view);
-/* Per-tensor gradient norms of the last update (config.tensor_norms). */
-CLG_API clg_status clg_model_tensor_norms(clg_model *model, float *norms);
+/* Per-tensor gradient norms of the last update (config.tensor_norms), one
+ * float per tensor: count must equal clg_model_tensor_count. Blocking. */
+CLG_API clg_status clg_model_tensor_norms(clg_model *model, float *norms, size_t count);
 /* Waits for the queue; returns CLG_ERR_NONFINITE under the error policy if an
  * update saw inf/NaN since the last sync. */
 CLG_API clg_status clg_model_sync(clg_model *model);

@@ -49,7 +49,7 @@ clg_status clg__buffer_create(clg_context *ctx, uint64_t bytes, cl_mem *out)
     cl_mem mem = clCreateBuffer(ctx->cl, CL_MEM_READ_WRITE, (size_t)bytes, NULL, &err);
     if (err != CL_SUCCESS) {
         refund(ctx, bytes);
-        return clg__cl_fail(ctx, err, "clg__buffer_create", "clCreateBuffer");
+        return clg__cl_alloc_fail(ctx, err, "clg__buffer_create", "clCreateBuffer");
     }
 
     /* Zero the whole buffer now and wait: drivers that allocate lazily fail
@@ -71,7 +71,7 @@ clg_status clg__buffer_create(clg_context *ctx, uint64_t bytes, cl_mem *out)
     if (err != CL_SUCCESS) {
         clReleaseMemObject(mem);
         refund(ctx, bytes);
-        return clg__cl_fail(ctx, err, "clg__buffer_create", call);
+        return clg__cl_alloc_fail(ctx, err, "clg__buffer_create", call);
     }
 
     mtx_lock(&ctx->lock);

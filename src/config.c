@@ -2,14 +2,17 @@
  * names the bad value, the LR-scaling rules, and the bytes-per-parameter
  * model of a configuration. */
 #include "config.h"
+#include "sized.h"
 
 #include <math.h>
 #include <string.h>
 
-clg_config clg_config_default(clg_optimizer optimizer)
+/* Every default, for the library's own (full-size) struct. */
+static clg_config defaults(clg_optimizer optimizer)
 {
     clg_config c;
     memset(&c, 0, sizeof c);
+    c.struct_size = sizeof c;
     c.optimizer = optimizer;
     c.lr = optimizer == CLG_LION ? 1e-4f : optimizer == CLG_SGD ? 1e-2f : 1e-3f;
     c.beta1 = 0.9f;
@@ -32,6 +35,37 @@ clg_config clg_config_default(clg_optimizer optimizer)
     c.loss_scale_max = 16777216.0f;
     c.noise_scale_ema = 0.9f;
     return c;
+}
+
+clg_status clg_config_init_sized(clg_config *config, size_t struct_size, clg_optimizer optimizer)
+{
+    if (config == NULL)
+        return clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT, "clg_config_init: NULL config");
+    clg_status st = clg__sized_check(NULL, struct_size, CLG__CONFIG_SIZE_MIN, "clg_config",
+                                     "clg_config_init");
+    if (st != CLG_SUCCESS)
+        return st;
+    if ((unsigned)optimizer > CLG_LION)
+        return clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT, "clg_config_init: unknown optimizer %d",
+                         (int)optimizer);
+    clg_config full = defaults(optimizer);
+    clg__sized_export(config, struct_size, &full, sizeof full);
+    return CLG_SUCCESS;
+}
+
+clg_status clg__config_import(clg_context *ctx, const clg_config *user, clg_config *full,
+                              const char *who)
+{
+    clg_status st = clg__sized_check(ctx, user->struct_size, CLG__CONFIG_SIZE_MIN, "clg_config",
+                                     who);
+    if (st != CLG_SUCCESS)
+        return st;
+    if ((unsigned)user->optimizer > CLG_LION)
+        return clg__fail(ctx, CLG_ERR_INVALID_ARGUMENT, "%s: unknown optimizer %d", who,
+                         (int)user->optimizer);
+    *full = defaults(user->optimizer);
+    return clg__sized_import(ctx, full, sizeof *full, user, user->struct_size,
+                             CLG__CONFIG_SIZE_MIN, "clg_config", who);
 }
 
 static bool finite_nonneg(float x) { return isfinite(x) && x >= 0.0f; }
@@ -151,18 +185,29 @@ size_t clg__dtype_size(clg_dtype dtype)
     }
 }
 
-clg_status clg_memory_estimate(const clg_config *config, uint64_t n, clg_memory_plan *plan)
+clg_status clg_memory_estimate(const clg_config *user_config, uint64_t n,
+                               clg_memory_plan *user_plan)
 {
-    if (config == NULL || plan == NULL)
-        return clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT, "clg_memory_estimate: NULL argument");
-    memset(plan, 0, sizeof *plan);
-    plan->params = 4 * n;
-    plan->accumulators = clg__dtype_size(config->acc_dtype) * n;
-    plan->states = 4 * n * clg__state_count(config);
-    plan->param_copy = clg__dtype_size(config->param_copy_dtype) * n;
-    plan->step_block = 4 * CLG_SB_WORDS;
-    plan->total = plan->params + plan->accumulators + plan->states + plan->param_copy +
-                  plan->grad_buffers + plan->step_block;
+    const char *who = "clg_memory_estimate";
+    if (user_config == NULL || user_plan == NULL)
+        return clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT, "%s: NULL %s", who,
+                         user_config == NULL ? "config" : "plan");
+    clg_status st = clg__sized_check(NULL, user_plan->struct_size, CLG__PLAN_SIZE_MIN,
+                                     "clg_memory_plan", who);
+    clg_config config;
+    if (st == CLG_SUCCESS)
+        st = clg__config_import(NULL, user_config, &config, who);
+    if (st != CLG_SUCCESS)
+        return st;
+    clg_memory_plan plan = {.struct_size = sizeof plan};
+    plan.params = 4 * n;
+    plan.accumulators = clg__dtype_size(config.acc_dtype) * n;
+    plan.states = 4 * n * clg__state_count(&config);
+    plan.param_copy = clg__dtype_size(config.param_copy_dtype) * n;
+    plan.step_block = 4 * CLG_SB_WORDS;
+    plan.total = plan.params + plan.accumulators + plan.states + plan.param_copy +
+                 plan.grad_buffers + plan.step_block;
+    clg__sized_export(user_plan, user_plan->struct_size, &plan, sizeof plan);
     return CLG_SUCCESS;
 }
 

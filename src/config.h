@@ -5,6 +5,10 @@
 #include "internal.h"
 #include "step_block.h"
 
+/* Copies a caller's config (of its own struct_size) over the defaults of
+ * its optimizer into *full; fails on a bad struct_size. */
+clg_status clg__config_import(clg_context *ctx, const clg_config *user, clg_config *full,
+                              const char *who);
 /* Validates every field; the message names the field and its value. */
 clg_status clg__config_check(clg_context *ctx, const clg_config *config, const char *who);
 /* Optimizer state arenas the config needs (0..3). */

@@ -205,31 +205,32 @@ static clg_status step_plain(clg_model *m, const clg_grads *g, float w, unsigned
     return CLG_SUCCESS;
 }
 
-clg_status clg_step(clg_model *m, const clg_grads *g, float w, int *updated)
+clg_status clg_step(clg_model *m, const clg_grads *g, float w, int *updated,
+                    const clg_events *ev)
 {
     int dummy;
     updated = updated ? updated : &dummy;
     *updated = 0;
     clg_status st = check_step(m, g, w);
+    if (st == CLG_SUCCESS)
+        st = clg__events_check(m->ctx, ev, "clg_step");
     unsigned k = 0;
     if (st == CLG_SUCCESS)
         st = cycle_length(m, &k);
+    if (st == CLG_SUCCESS)
+        st = clg__events_wait(m->ctx, ev, "clg_step");
     if (st != CLG_SUCCESS)
         return st;
     uint64_t before = m->launched;
     st = m->cfg.nonfinite == CLG_NONFINITE_SKIP_MICRO ? step_skip_micro(m, g, w, k, updated)
                                                       : step_plain(m, g, w, k, updated);
-    return settle(m, st, before);
+    return clg__events_finish(m->ctx, ev, settle(m, st, before), "clg_step");
 }
 
-clg_status clg_flush(clg_model *m)
+/* The update of a partial window, once clg_flush has checked it. */
+static clg_status flush(clg_model *m)
 {
-    clg_status st = check_usable(m, "clg_flush");
-    if (st != CLG_SUCCESS)
-        return st;
-    if (m->micro == 0)
-        return clg__fail(m->ctx, CLG_ERR_STATE,
-                         "clg_flush: the current cycle holds no gradients");
+    clg_status st;
     if (m->cfg.nonfinite == CLG_NONFINITE_SKIP_MICRO) {
         cl_uint finite = 0;
         st = read_finite_count(m, &finite, "clg_flush");
@@ -247,6 +248,22 @@ clg_status clg_flush(clg_model *m)
         return st;
     cycle_done(m);
     return CLG_SUCCESS;
+}
+
+clg_status clg_flush(clg_model *m, const clg_events *ev)
+{
+    clg_status st = check_usable(m, "clg_flush");
+    if (st == CLG_SUCCESS)
+        st = clg__events_check(m->ctx, ev, "clg_flush");
+    if (st != CLG_SUCCESS)
+        return st;
+    if (m->micro == 0)
+        return clg__fail(m->ctx, CLG_ERR_STATE,
+                         "clg_flush: the current cycle holds no gradients");
+    st = clg__events_wait(m->ctx, ev, "clg_flush");
+    if (st == CLG_SUCCESS)
+        st = flush(m);
+    return clg__events_finish(m->ctx, ev, st, "clg_flush");
 }
 
 clg_status clg_reset_cycle(clg_model *m)

@@ -2,6 +2,7 @@
  * and picks one by index, "platform:device", name substring or preference. */
 #include "internal.h"
 #include "device_info.h"
+#include "sized.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -190,13 +191,9 @@ cl_int clg__device_describe(cl_platform_id plat, cl_device_id dev, clg_device_in
     return CL_SUCCESS;
 }
 
-clg_status clg_devices_list(clg_device_info **out, size_t *count)
+/* Every device, in the library's own (full-size) layout. */
+static clg_status list_devices(clg_device_info **out, size_t *count)
 {
-    if (!out || !count)
-        return clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT, "clg_devices_list: %s is NULL",
-                         !out ? "out" : "count");
-    *out = NULL;
-    *count = 0;
 
     cl_uint nplat = 0;
     cl_int err = clGetPlatformIDs(0, NULL, &nplat);
@@ -235,6 +232,7 @@ clg_status clg_devices_list(clg_device_info **out, size_t *count)
             for (cl_uint d = 0; d < ndev; d++) {
                 clg_device_info *info = &list[n];
                 memset(info, 0, sizeof *info);
+                info->struct_size = sizeof *info;
                 info->platform_index = p;
                 info->device_index = d;
                 err = clg__device_describe(plats[p], devs[d], info);
@@ -258,6 +256,38 @@ clg_status clg_devices_list(clg_device_info **out, size_t *count)
                          "clg_devices_list: %u OpenCL platform(s) but no device", nplat);
     }
     *out = list;
+    *count = n;
+    return CLG_SUCCESS;
+}
+
+clg_status clg_devices_list_sized(size_t struct_size, clg_device_info **out, size_t *count)
+{
+    if (!out || !count)
+        return clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT, "clg_devices_list: %s is NULL",
+                         !out ? "out" : "count");
+    *out = NULL;
+    *count = 0;
+    clg_status st = clg__sized_check(NULL, struct_size, CLG__DEVICE_INFO_SIZE_MIN,
+                                     "clg_device_info", "clg_devices_list");
+    clg_device_info *full = NULL;
+    size_t n = 0;
+    if (st == CLG_SUCCESS)
+        st = list_devices(&full, &n);
+    if (st != CLG_SUCCESS || struct_size == sizeof *full) {
+        *out = full;
+        *count = n;
+        return st;
+    }
+    /* The caller's layout: elements struct_size bytes apart. */
+    unsigned char *list = malloc(n * struct_size);
+    if (!list) {
+        free(full);
+        return clg__fail(NULL, CLG_ERR_OUT_OF_HOST_MEMORY, "clg_devices_list: out of memory");
+    }
+    for (size_t i = 0; i < n; i++)
+        clg__sized_export(list + i * struct_size, struct_size, &full[i], sizeof full[i]);
+    free(full);
+    *out = (clg_device_info *)list;
     *count = n;
     return CLG_SUCCESS;
 }
@@ -320,13 +350,10 @@ static clg_status no_match(const clg_device_info *devices, size_t count, const c
                      origin, why, list);
 }
 
-clg_status clg_device_select(const clg_device_info *devices, size_t count, const char *selector,
-                             size_t *chosen)
+/* The selection proper, over the library's own layout. */
+static clg_status select_device(const clg_device_info *devices, size_t count,
+                                const char *selector, size_t *chosen)
 {
-    if (!chosen)
-        return clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT, "clg_device_select: chosen is NULL");
-    if (!devices || count == 0)
-        return clg__fail(NULL, CLG_ERR_NO_DEVICE, "clg_device_select: no OpenCL device");
 
     const char *origin = "";
     if (!selector || !*selector) {
@@ -388,4 +415,30 @@ clg_status clg_device_select(const clg_device_info *devices, size_t count, const
         }
     return no_match(devices, count, sel, origin, CLG_ERR_NO_DEVICE,
                     "matches no platform, vendor or device name");
+}
+
+clg_status clg_device_select(const clg_device_info *list, size_t count, const char *selector,
+                             size_t *chosen)
+{
+    if (!chosen)
+        return clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT, "clg_device_select: chosen is NULL");
+    if (!list || count == 0)
+        return clg__fail(NULL, CLG_ERR_NO_DEVICE, "clg_device_select: no OpenCL device");
+    clg_status st = clg__sized_check(NULL, list->struct_size, CLG__DEVICE_INFO_SIZE_MIN,
+                                     "clg_device_info", "clg_device_select");
+    if (st != CLG_SUCCESS)
+        return st;
+    /* The caller's array, in its own layout, as the full struct. */
+    clg_device_info *devices = malloc(count * sizeof *devices);
+    if (!devices)
+        return clg__fail(NULL, CLG_ERR_OUT_OF_HOST_MEMORY, "clg_device_select: out of memory");
+    for (size_t i = 0; i < count; i++) {
+        const unsigned char *e = (const unsigned char *)list + i * list->struct_size;
+        memset(&devices[i], 0, sizeof devices[i]);
+        memcpy(&devices[i], e,
+               list->struct_size < sizeof devices[i] ? list->struct_size : sizeof devices[i]);
+    }
+    st = select_device(devices, count, selector, chosen);
+    free(devices);
+    return st;
 }

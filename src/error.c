@@ -33,16 +33,25 @@ clg_status clg__fail(clg_context *ctx, clg_status status, const char *fmt, ...)
     return status;
 }
 
-clg_status clg__cl_fail(clg_context *ctx, cl_int err, const char *what, const char *call)
+static clg_status record_cl(clg_context *ctx, clg_status status, cl_int err, const char *what,
+                            const char *call)
 {
     const char *name = clg__cl_error_name(err);
-    clg_status status = (clg_status)err;
-    /* Drivers report a full device with any of these three. */
-    if (err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES ||
-        err == CL_INVALID_BUFFER_SIZE)
-        status = CLG_ERR_OUT_OF_DEVICE_MEMORY;
     return clg__fail(ctx, status, "%s: %s failed: %s (%d)", what ? what : "clgrad",
                      call ? call : "OpenCL call", name ? name : "unknown OpenCL error", (int)err);
+}
+
+clg_status clg__cl_fail(clg_context *ctx, cl_int err, const char *what, const char *call)
+{
+    return record_cl(ctx, (clg_status)err, err, what, call);
+}
+
+clg_status clg__cl_alloc_fail(clg_context *ctx, cl_int err, const char *what, const char *call)
+{
+    /* Drivers report a full device with any of these three. */
+    bool full = err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES ||
+                err == CL_INVALID_BUFFER_SIZE;
+    return record_cl(ctx, full ? CLG_ERR_OUT_OF_DEVICE_MEMORY : (clg_status)err, err, what, call);
 }
 
 const char *clg_last_error(const clg_context *ctx)

@@ -7,10 +7,10 @@
 
 /* Like clg__fault_arm, but the n-th operation raises SIGKILL instead of
  * failing (simulated crash; tests only). */
-CLG_API void clg__fault_arm_kill(clg_fault_kind kind, uint64_t n);
+void clg__fault_arm_kill(clg_fault_kind kind, uint64_t n);
 /* Operations of a kind counted since it was last armed (or since start). */
-CLG_API uint64_t clg__fault_count(clg_fault_kind kind);
+uint64_t clg__fault_count(clg_fault_kind kind);
 /* True once the armed operation has been reached and made to fail. */
-CLG_API bool clg__fault_fired(clg_fault_kind kind);
+bool clg__fault_fired(clg_fault_kind kind);
 
 #endif /* CLGRAD_FAULT_H */

@@ -46,12 +46,27 @@ struct clg_context {
  */
 clg_status clg__fail(clg_context *ctx, clg_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* For a failed OpenCL call: maps allocation failures to
- * CLG_ERR_OUT_OF_DEVICE_MEMORY, passes other codes through, and records
+/* For a failed OpenCL call: passes the code through and records
  * "<what>: <call> failed: CL_XXX (code)". */
 clg_status clg__cl_fail(clg_context *ctx, cl_int err, const char *what, const char *call);
+/* The same for a failed device allocation (clCreateBuffer and the zero fill
+ * of a new buffer): the codes drivers use for a full device become
+ * CLG_ERR_OUT_OF_DEVICE_MEMORY, the only translation clgrad makes. */
+clg_status clg__cl_alloc_fail(clg_context *ctx, cl_int err, const char *what, const char *call);
 /* The name of an OpenCL error code ("CL_INVALID_VALUE"), or NULL. */
 const char *clg__cl_error_name(cl_int err);
+
+/* ----------------------------------------------------------- events */
+
+/* Validates a call's clg_events (NULL is fine) before it changes anything,
+ * and sets *event to NULL. */
+clg_status clg__events_check(clg_context *ctx, const clg_events *ev, const char *who);
+/* Makes the call's commands wait for the caller's wait list. */
+clg_status clg__events_wait(clg_context *ctx, const clg_events *ev, const char *who);
+/* After the call's commands (st: how they went): the caller's event, a
+ * marker behind them. Returns st, or the marker's failure. */
+clg_status clg__events_finish(clg_context *ctx, const clg_events *ev, clg_status st,
+                              const char *who);
 
 /* ----------------------------------------------------------- programs */
 
@@ -103,15 +118,25 @@ uint32_t clg__crc32(uint32_t crc, const void *data, size_t n);
 
 /* Test hook: arms a failure of the n-th (1-based) operation of a kind from
  * now on; 0 disarms. Also armed by CLGRAD_FAULT="alloc:N" (or enqueue:N,
- * write:N) at the first check. Implemented in fault.c. */
+ * write:N) at the first check. Compiled only into the test build
+ * (CLG_FAULT_INJECTION, fault.c); in the installed library every check is a
+ * constant false that the compiler removes. */
 typedef enum clg_fault_kind {
     CLG_FAULT_ALLOC = 0,   /* clCreateBuffer in clg__buffer_create          */
     CLG_FAULT_ENQUEUE = 1, /* every clEnqueue* clgrad issues                */
     CLG_FAULT_WRITE = 2,   /* every write(2)/fsync of a checkpoint save     */
     CLG_FAULT_KINDS = 3
 } clg_fault_kind;
-CLG_API void clg__fault_arm(clg_fault_kind kind, uint64_t n);
+#ifdef CLG_FAULT_INJECTION
+void clg__fault_arm(clg_fault_kind kind, uint64_t n);
 /* True if this operation must fail (counts the operation). */
 bool clg__fault_hit(clg_fault_kind kind);
+#else
+static inline bool clg__fault_hit(clg_fault_kind kind)
+{
+    (void)kind;
+    return false;
+}
+#endif
 
 #endif /* CLGRAD_INTERNAL_H */

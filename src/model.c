@@ -4,6 +4,7 @@
 #include "config.h"
 #include "kernels.h"
 #include "model.h"
+#include "sized.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -22,14 +23,17 @@ clg_status clg_model_create(clg_context *ctx, const clg_config *config, clg_mode
 {
     if (ctx == NULL || config == NULL || out == NULL)
         return clg__fail(ctx, CLG_ERR_INVALID_ARGUMENT, "clg_model_create: NULL argument");
-    clg_status st = clg__config_check(ctx, config, "clg_model_create");
+    clg_config full;
+    clg_status st = clg__config_import(ctx, config, &full, "clg_model_create");
+    if (st == CLG_SUCCESS)
+        st = clg__config_check(ctx, &full, "clg_model_create");
     if (st != CLG_SUCCESS)
         return st;
     clg_model *m = calloc(1, sizeof *m);
     if (m == NULL)
         return clg__fail(ctx, CLG_ERR_OUT_OF_HOST_MEMORY, "clg_model_create: out of memory");
     m->ctx = ctx;
-    m->cfg = *config;
+    m->cfg = full;
     /* GradScaler always skips an update whose gradients overflowed. */
     if (m->cfg.loss_scale == CLG_LOSS_SCALE_DYNAMIC && m->cfg.nonfinite == CLG_NONFINITE_IGNORE)
         m->cfg.nonfinite = CLG_NONFINITE_SKIP_UPDATE;
@@ -168,8 +172,58 @@ clg_status clg_model_add_tensor(clg_model *m, const char *name, size_t count, in
     char *copy = dup_str(name);
     if (copy == NULL)
         return clg__fail(m->ctx, CLG_ERR_OUT_OF_HOST_MEMORY, "clg_model_add_tensor: out of memory");
-    ts[m->n_tensors] = (clg_tensor_slot){copy, count, group, 0, 0};
+    ts[m->n_tensors] = (clg_tensor_slot){.name = copy, .count = count, .ndim = 1,
+                                         .dims = {count}, .group = group};
     *tensor = (int)m->n_tensors++;
+    return CLG_SUCCESS;
+}
+
+clg_status clg_model_set_tensor_shape(clg_model *m, int t, size_t ndim, const size_t *dims)
+{
+    const char *who = "clg_model_set_tensor_shape";
+    if (m == NULL)
+        return clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT, "%s: NULL model", who);
+    if (m->finalized)
+        return clg__fail(m->ctx, CLG_ERR_STATE, "%s: model is finalized; set shapes before", who);
+    if (t < 0 || (size_t)t >= m->n_tensors)
+        return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT, "%s: no tensor %d (the model has %zu)",
+                         who, t, m->n_tensors);
+    clg_tensor_slot *ts = &m->tensors[t];
+    if (ndim < 1 || ndim > CLG_MAX_DIMS || dims == NULL)
+        return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT,
+                         "%s: tensor '%s': %s (ndim %zu, must be 1..%d)", who, ts->name,
+                         dims == NULL ? "NULL dims" : "bad ndim", ndim, CLG_MAX_DIMS);
+    size_t product = 1;
+    for (size_t d = 0; d < ndim; d++) {
+        if (dims[d] == 0 || product > SIZE_MAX / dims[d])
+            return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT,
+                             "%s: tensor '%s': dim %zu is %zu%s", who, ts->name, d, dims[d],
+                             dims[d] == 0 ? " (must be >= 1)" : " (the product overflows)");
+        product *= dims[d];
+    }
+    if (product != ts->count)
+        return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT,
+                         "%s: tensor '%s': the shape holds %zu elements, the tensor %zu", who,
+                         ts->name, product, ts->count);
+    ts->ndim = ndim;
+    memcpy(ts->dims, dims, ndim * sizeof *dims);
+    return CLG_SUCCESS;
+}
+
+clg_status clg_model_tensor_shape(const clg_model *m, int t, size_t *ndim, size_t *dims)
+{
+    const char *who = "clg_model_tensor_shape";
+    if (m == NULL)
+        return clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT, "%s: NULL model", who);
+    if (t < 0 || (size_t)t >= m->n_tensors)
+        return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT, "%s: no tensor %d (the model has %zu)",
+                         who, t, m->n_tensors);
+    if (ndim == NULL || dims == NULL)
+        return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT, "%s: NULL %s", who,
+                         ndim == NULL ? "ndim" : "dims");
+    const clg_tensor_slot *ts = &m->tensors[t];
+    *ndim = ts->ndim;
+    memcpy(dims, ts->dims, ts->ndim * sizeof *dims);
     return CLG_SUCCESS;
 }
 
@@ -380,22 +434,27 @@ clg_context *clg_model_context(const clg_model *m) { return m ? m->ctx : NULL; }
 const clg_config *clg_model_config(const clg_model *m) { return m ? &m->cfg : NULL; }
 size_t clg_model_state_count(const clg_model *m) { return m ? m->n_states : 0; }
 
-clg_status clg_model_memory(const clg_model *m, clg_memory_plan *plan)
+clg_status clg_model_memory(const clg_model *m, clg_memory_plan *user_plan)
 {
-    if (m == NULL || plan == NULL)
+    if (m == NULL || user_plan == NULL)
         return clg__fail(m ? m->ctx : NULL, CLG_ERR_INVALID_ARGUMENT,
-                         "clg_model_memory: NULL argument");
+                         "clg_model_memory: NULL %s", m == NULL ? "model" : "plan");
+    clg_status st = clg__sized_check(m->ctx, user_plan->struct_size, CLG__PLAN_SIZE_MIN,
+                                     "clg_memory_plan", "clg_model_memory");
+    if (st != CLG_SUCCESS)
+        return st;
     if (!m->finalized)
         return clg__fail(m->ctx, CLG_ERR_STATE, "clg_model_memory: model not finalized");
-    memset(plan, 0, sizeof *plan);
-    plan->params = clg__arena_bytes(m, 4);
-    plan->accumulators = clg__arena_bytes(m, m->acc.elem_size);
-    plan->states = clg__arena_bytes(m, 4) * m->n_states;
-    plan->param_copy = m->copy.chunks ? clg__arena_bytes(m, m->copy.elem_size) : 0;
-    plan->grad_buffers = m->grads_bytes;
-    plan->step_block = 4 * CLG_SB_WORDS + 4 * (uint64_t)m->n_partials;
-    plan->total = plan->params + plan->accumulators + plan->states + plan->param_copy +
-                  plan->grad_buffers + plan->step_block;
+    clg_memory_plan plan = {.struct_size = sizeof plan};
+    plan.params = clg__arena_bytes(m, 4);
+    plan.accumulators = clg__arena_bytes(m, m->acc.elem_size);
+    plan.states = clg__arena_bytes(m, 4) * m->n_states;
+    plan.param_copy = m->copy.chunks ? clg__arena_bytes(m, m->copy.elem_size) : 0;
+    plan.grad_buffers = m->grads_bytes;
+    plan.step_block = 4 * CLG_SB_WORDS + 4 * (uint64_t)m->n_partials;
+    plan.total = plan.params + plan.accumulators + plan.states + plan.param_copy +
+                 plan.grad_buffers + plan.step_block;
+    clg__sized_export(user_plan, user_plan->struct_size, &plan, sizeof plan);
     return CLG_SUCCESS;
 }
 
@@ -406,10 +465,27 @@ static clg_status check_tensor(const clg_model *m, int t, bool allow_all, const 
         return clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT, "%s: NULL model", who);
     if (!m->finalized)
         return clg__fail(m->ctx, CLG_ERR_STATE, "%s: model not finalized", who);
-    if ((t < 0 && !allow_all) || (t >= 0 && (size_t)t >= m->n_tensors))
+    if (t == CLG_ALL_TENSORS && allow_all)
+        return CLG_SUCCESS;
+    if (t < 0 || (size_t)t >= m->n_tensors)
         return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT,
-                         "%s: no tensor %d (the model has %zu)", who, t, m->n_tensors);
+                         "%s: no tensor %d (the model has %zu%s)", who, t, m->n_tensors,
+                         allow_all ? "; CLG_ALL_TENSORS is -1" : "");
     return CLG_SUCCESS;
+}
+
+clg_status clg__host_count_check(const clg_model *m, int t, size_t count, const char *who)
+{
+    size_t need = t == CLG_ALL_TENSORS ? (size_t)clg_model_param_count(m) : m->tensors[t].count;
+    if (count == need)
+        return CLG_SUCCESS;
+    if (t == CLG_ALL_TENSORS)
+        return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT,
+                         "%s: the host buffer holds %zu elements, the model (all %zu tensors) "
+                         "has %zu", who, count, m->n_tensors, need);
+    return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT,
+                     "%s: the host buffer holds %zu elements, tensor %d ('%s') has %zu", who,
+                     count, t, m->tensors[t].name, need);
 }
 
 static clg_status view_of(const clg_model *m, const clg_arena *a, int t, clg_view *view,
@@ -466,13 +542,14 @@ clg_arena *clg__model_arena(clg_model *m, int id)
     return NULL;
 }
 
-/* Copies tensor t (or all, t < 0, concatenated in tensor order) between
+/* Copies tensor t (or all, CLG_ALL_TENSORS, concatenated in tensor order) between
  * the host and arena a; writes are enqueued without blocking and waited
  * for once at the end. */
 static clg_status transfer(clg_model *m, clg_arena *a, int t, void *host, bool to_device,
                            const char *who)
 {
-    size_t first = t < 0 ? 0 : (size_t)t, last = t < 0 ? m->n_tensors : (size_t)t + 1;
+    bool all = t == CLG_ALL_TENSORS;
+    size_t first = all ? 0 : (size_t)t, last = all ? m->n_tensors : (size_t)t + 1;
     char *p = host;
     for (size_t i = first; i < last; i++) {
         const clg_tensor_slot *ts = &m->tensors[i];
@@ -499,7 +576,7 @@ static clg_status transfer(clg_model *m, clg_arena *a, int t, void *host, bool t
 
 static size_t host_elems(const clg_model *m, int t)
 {
-    return t < 0 ? (size_t)clg_model_param_count(m) : m->tensors[t].count;
+    return t == CLG_ALL_TENSORS ? (size_t)clg_model_param_count(m) : m->tensors[t].count;
 }
 
 /* Round to nearest even, the conversions the update kernel uses too. */
@@ -545,42 +622,50 @@ static clg_status write_param_copy(clg_model *m, int t, const float *host)
     return st;
 }
 
-clg_status clg_model_upload_params(clg_model *m, int t, const float *host)
+/* The checks every host copy makes before it touches anything. */
+static clg_status check_copy(clg_model *m, int t, const void *host, size_t count,
+                             const clg_events *ev, const char *who)
 {
-    clg_status st = check_tensor(m, t, true, "clg_model_upload_params");
+    clg_status st = check_tensor(m, t, true, who);
     if (st != CLG_SUCCESS)
         return st;
     if (host == NULL)
-        return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT, "clg_model_upload_params: NULL host");
-    st = transfer(m, &m->params, t, (void *)host, true, "clg_model_upload_params");
+        return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT, "%s: NULL host", who);
+    st = clg__host_count_check(m, t, count, who);
+    return st == CLG_SUCCESS ? clg__events_check(m->ctx, ev, who) : st;
+}
+
+/* Runs a copy between the caller's wait list and its event. */
+static clg_status with_events(clg_model *m, const clg_events *ev, clg_status (*copy)(clg_model *, int, void *, const char *), int t, void *host, const char *who)
+{
+    clg_status st = clg__events_wait(m->ctx, ev, who);
+    if (st == CLG_SUCCESS)
+        st = copy(m, t, host, who);
+    return clg__events_finish(m->ctx, ev, st, who);
+}
+
+static clg_status upload_params(clg_model *m, int t, void *host, const char *who)
+{
+    clg_status st = transfer(m, &m->params, t, host, true, who);
     return st == CLG_SUCCESS ? write_param_copy(m, t, host) : st;
 }
 
-clg_status clg_model_download_params(clg_model *m, int t, float *host)
+static clg_status download_params(clg_model *m, int t, void *host, const char *who)
 {
-    clg_status st = check_tensor(m, t, true, "clg_model_download_params");
-    if (st != CLG_SUCCESS)
-        return st;
-    if (host == NULL)
-        return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT, "clg_model_download_params: NULL host");
-    return transfer(m, &m->params, t, host, false, "clg_model_download_params");
+    return transfer(m, &m->params, t, host, false, who);
 }
 
-clg_status clg_model_download_acc(clg_model *m, int t, float *host)
+static clg_status download_acc(clg_model *m, int t, void *out, const char *who)
 {
-    clg_status st = check_tensor(m, t, true, "clg_model_download_acc");
-    if (st != CLG_SUCCESS)
-        return st;
-    if (host == NULL)
-        return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT, "clg_model_download_acc: NULL host");
     if (m->acc.dtype == CLG_FP32)
-        return transfer(m, &m->acc, t, host, false, "clg_model_download_acc");
+        return transfer(m, &m->acc, t, out, false, who);
     /* bf16 accumulator: widen on the host */
+    float *host = out;
     size_t n = host_elems(m, t);
     uint16_t *h = malloc((n ? n : 1) * sizeof *h);
     if (h == NULL)
-        return clg__fail(m->ctx, CLG_ERR_OUT_OF_HOST_MEMORY, "clg_model_download_acc: out of memory");
-    st = transfer(m, &m->acc, t, h, false, "clg_model_download_acc");
+        return clg__fail(m->ctx, CLG_ERR_OUT_OF_HOST_MEMORY, "%s: out of memory", who);
+    clg_status st = transfer(m, &m->acc, t, h, false, who);
     for (size_t i = 0; st == CLG_SUCCESS && i < n; i++) {
         uint32_t u = (uint32_t)h[i] << 16;
         memcpy(&host[i], &u, 4);
@@ -589,18 +674,47 @@ clg_status clg_model_download_acc(clg_model *m, int t, float *host)
     return st;
 }
 
-clg_status clg_model_download_state(clg_model *m, int s, int t, float *host)
+clg_status clg_model_upload_params(clg_model *m, int t, const float *host, size_t count,
+                                   const clg_events *ev)
 {
-    clg_status st = check_tensor(m, t, true, "clg_model_download_state");
+    const char *who = "clg_model_upload_params";
+    clg_status st = check_copy(m, t, host, count, ev, who);
+    return st == CLG_SUCCESS ? with_events(m, ev, upload_params, t, (void *)host, who) : st;
+}
+
+clg_status clg_model_download_params(clg_model *m, int t, float *host, size_t count,
+                                     const clg_events *ev)
+{
+    const char *who = "clg_model_download_params";
+    clg_status st = check_copy(m, t, host, count, ev, who);
+    return st == CLG_SUCCESS ? with_events(m, ev, download_params, t, host, who) : st;
+}
+
+clg_status clg_model_download_acc(clg_model *m, int t, float *host, size_t count,
+                                  const clg_events *ev)
+{
+    const char *who = "clg_model_download_acc";
+    clg_status st = check_copy(m, t, host, count, ev, who);
+    return st == CLG_SUCCESS ? with_events(m, ev, download_acc, t, host, who) : st;
+}
+
+clg_status clg_model_download_state(clg_model *m, int s, int t, float *host, size_t count,
+                                    const clg_events *ev)
+{
+    const char *who = "clg_model_download_state";
+    clg_status st = check_tensor(m, t, true, who);
     if (st != CLG_SUCCESS)
         return st;
     if (s < 0 || (size_t)s >= m->n_states)
         return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT,
-                         "clg_model_download_state: no state %d (the optimizer has %zu)", s,
-                         m->n_states);
-    if (host == NULL)
-        return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT, "clg_model_download_state: NULL host");
-    return transfer(m, &m->states[s], t, host, false, "clg_model_download_state");
+                         "%s: no state %d (the optimizer has %zu)", who, s, m->n_states);
+    st = check_copy(m, t, host, count, ev, who);
+    if (st != CLG_SUCCESS)
+        return st;
+    st = clg__events_wait(m->ctx, ev, who);
+    if (st == CLG_SUCCESS)
+        st = transfer(m, &m->states[s], t, host, false, who);
+    return clg__events_finish(m->ctx, ev, st, who);
 }
 
 clg_status clg__arena_read(clg_model *m, int id, int t, void *host)
@@ -654,6 +768,7 @@ clg_status clg__cycle_state_set(clg_model *m, const clg_cycle_state *s)
     if (st != CLG_SUCCESS)
         return st;
     memcpy(m->sb_host, s->step_block, sizeof m->sb_host);
+    m->sb_host_at = (clg_sb_moment){s->cycles, s->micro_total, s->weight_sum};
     m->micro = s->micro;
     m->weight_sum = s->weight_sum;
     m->cycles = s->cycles;

@@ -26,6 +26,8 @@ typedef struct clg_arena {
 typedef struct clg_tensor_slot {
     char *name;
     size_t count;
+    size_t ndim;                /* the caller's shape: 1-D [count] unless set */
+    size_t dims[CLG_MAX_DIMS];
     int group;
     size_t chunk;  /* the chunk it lives in */
     size_t offset; /* first element within the chunk */
@@ -46,6 +48,14 @@ typedef struct clg_segment {
 } clg_segment;
 
 enum { CLG_MAX_STATES = 3 };
+
+/* The host side of the cycle at the moment a step-block read was enqueued,
+ * so that a non-blocking clg_model_stats returns one moment, not two. */
+typedef struct clg_sb_moment {
+    uint64_t cycles;
+    uint64_t micro_total;
+    float weight_sum;
+} clg_sb_moment;
 
 /* Kernels, created at finalize (and rebuilt for grads of another dtype). */
 typedef struct clg_kernel_set clg_kernel_set;
@@ -95,7 +105,9 @@ struct clg_model {
     /* non-blocking read-back of the step block */
     uint32_t sb_host[CLG_SB_WORDS];    /* last completed read (initial block
                                           from finalize on) */
+    clg_sb_moment sb_host_at;          /* the host counters of that read */
     uint32_t sb_pending[CLG_SB_WORDS]; /* target of the read in flight */
+    clg_sb_moment sb_pending_at;       /* the host counters when it was enqueued */
     cl_event sb_event;                 /* that read, or NULL */
 
     clg_kernel_set *kernels;
@@ -135,6 +147,9 @@ typedef enum clg_arena_id {
 enum { CLG_REGION_MAIN = 0, CLG_REGION_SMALL = 1, CLG_REGION_CHECK = 2, CLG_REGIONS = 3 };
 
 clg_arena *clg__model_arena(clg_model *model, int arena_id);
+/* A host copy's count must equal the elements of tensor t (a valid index or
+ * CLG_ALL_TENSORS: the whole model); the message names both numbers. */
+clg_status clg__host_count_check(const clg_model *model, int t, size_t count, const char *who);
 /* Blocking copies of one tensor of an arena, raw bytes in the arena's dtype
  * (count * elem_size bytes). */
 clg_status clg__arena_read(clg_model *model, int arena_id, int tensor, void *host);

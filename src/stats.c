@@ -2,6 +2,7 @@
  * loss scale, noise scale; blocking, or non-blocking and one update stale;
  * per-tensor norms; the sync point of the error policy. */
 #include "model.h"
+#include "sized.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -23,41 +24,66 @@ static clg_status check_model(clg_model *m, const char *who)
     return CLG_SUCCESS;
 }
 
-/* Takes a completed non-blocking read into sb_host. */
-static void harvest(clg_model *m)
+static clg_sb_moment now(const clg_model *m)
+{
+    return (clg_sb_moment){m->cycles, m->micro_total, m->weight_sum};
+}
+
+/* Takes the read in flight into sb_host, waiting for it or only if it is
+ * complete already. */
+static void harvest(clg_model *m, bool wait)
 {
     if (m->sb_event == NULL)
         return;
     cl_int status = CL_QUEUED;
+    if (wait)
+        clWaitForEvents(1, &m->sb_event);
     clGetEventInfo(m->sb_event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
-    if (status == CL_COMPLETE)
+    if (status == CL_COMPLETE) {
         memcpy(m->sb_host, m->sb_pending, sizeof m->sb_host);
+        m->sb_host_at = m->sb_pending_at;
+    }
     if (status == CL_COMPLETE || status < 0) {
         clReleaseEvent(m->sb_event);
         m->sb_event = NULL;
     }
 }
 
-/* Brings sb_host up to date: blocking, or by starting a read that a later
- * call will harvest. */
+static clg_status read_now(clg_model *m, const char *who)
+{
+    harvest(m, true);
+    if (clg__fault_hit(CLG_FAULT_ENQUEUE))
+        return clg__cl_fail(m->ctx, CL_OUT_OF_RESOURCES, who, "clEnqueueReadBuffer");
+    cl_int err = clEnqueueReadBuffer(m->ctx->queue, m->step_block, CL_TRUE, 0,
+                                     sizeof m->sb_host, m->sb_host, 0, NULL, NULL);
+    if (err != CL_SUCCESS)
+        return clg__cl_fail(m->ctx, err, who, "clEnqueueReadBuffer");
+    m->sb_host_at = now(m);
+    return CLG_SUCCESS;
+}
+
+/* Brings sb_host up to date: blocking (the values of now), or to a
+ * snapshot at most one cycle behind the host, starting a read in the
+ * background that a later call takes. */
 static clg_status refresh(clg_model *m, int blocking, const char *who)
 {
-    if (blocking) {
-        if (m->sb_event != NULL) {
-            clWaitForEvents(1, &m->sb_event);
-            clReleaseEvent(m->sb_event);
-            m->sb_event = NULL;
+    if (blocking)
+        return read_now(m, who);
+    harvest(m, false);
+    if (m->sb_host_at.cycles + 1 < m->cycles) {
+        /* Too old. The read in flight, if it is recent enough, finishes
+         * behind at most the last update; else read what the queue holds. */
+        if (m->sb_event != NULL && m->sb_pending_at.cycles + 1 >= m->cycles)
+            harvest(m, true);
+        else {
+            clg_status st = read_now(m, who);
+            if (st != CLG_SUCCESS)
+                return st;
         }
-        if (clg__fault_hit(CLG_FAULT_ENQUEUE))
-            return clg__cl_fail(m->ctx, CL_OUT_OF_RESOURCES, who, "clEnqueueReadBuffer");
-        cl_int err = clEnqueueReadBuffer(m->ctx->queue, m->step_block, CL_TRUE, 0,
-                                         sizeof m->sb_host, m->sb_host, 0, NULL, NULL);
-        if (err != CL_SUCCESS)
-            return clg__cl_fail(m->ctx, err, who, "clEnqueueReadBuffer");
-        return CLG_SUCCESS;
     }
-    harvest(m);
-    if (m->sb_event == NULL) {
+    bool current = m->sb_host_at.cycles == m->cycles && m->sb_host_at.micro_total == m->micro_total;
+    if (m->sb_event == NULL && !current) {
+        m->sb_pending_at = now(m);
         cl_int err = clEnqueueReadBuffer(m->ctx->queue, m->step_block, CL_FALSE, 0,
                                          sizeof m->sb_pending, m->sb_pending, 0, NULL,
                                          &m->sb_event);
@@ -91,24 +117,31 @@ clg_status clg_model_stats(clg_model *m, int blocking, clg_stats *out)
         return st;
     if (out == NULL)
         return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT, "clg_model_stats: NULL stats");
-    st = refresh(m, blocking, "clg_model_stats");
+    st = clg__sized_check(m->ctx, out->struct_size, CLG__STATS_SIZE_MIN, "clg_stats",
+                          "clg_model_stats");
+    if (st == CLG_SUCCESS)
+        st = refresh(m, blocking, "clg_model_stats");
     if (st != CLG_SUCCESS)
         return st;
     const uint32_t *sb = m->sb_host;
-    memset(out, 0, sizeof *out);
-    out->updates = sb[CLG_SB_T];
-    out->micro_steps = m->micro_total;
-    out->skipped_updates = sb[CLG_SB_SKIPPED];
-    out->skipped_micro_steps = sb[CLG_SB_SKIPPED_MICRO];
-    out->lr = u2f(sb[CLG_SB_LR]);
-    out->grad_norm = u2f(sb[CLG_SB_GRAD_NORM]);
-    out->clip_coef = u2f(sb[CLG_SB_CLIP_COEF]);
-    out->loss_scale = u2f(sb[CLG_SB_LOSS_SCALE]);
-    out->weight_sum = m->weight_sum;
-    out->last_nonfinite = (int)sb[CLG_SB_NONFINITE];
-    out->noise_scale = u2f(sb[CLG_SB_NOISE_SCALE]);
-    out->noise_g2 = u2f(sb[CLG_SB_NOISE_G2]);
-    out->noise_trace = u2f(sb[CLG_SB_NOISE_TR]);
+    const clg_sb_moment *at = &m->sb_host_at;
+    clg_stats s = {.struct_size = sizeof s};
+    s.updates = sb[CLG_SB_T];
+    s.micro_steps = at->micro_total;
+    s.skipped_updates = sb[CLG_SB_SKIPPED];
+    s.skipped_micro_steps = sb[CLG_SB_SKIPPED_MICRO];
+    s.lr = u2f(sb[CLG_SB_LR]);
+    s.grad_norm = u2f(sb[CLG_SB_GRAD_NORM]);
+    s.clip_coef = u2f(sb[CLG_SB_CLIP_COEF]);
+    s.loss_scale = u2f(sb[CLG_SB_LOSS_SCALE]);
+    s.weight_sum = at->weight_sum;
+    s.last_nonfinite = (int)sb[CLG_SB_NONFINITE];
+    s.noise_scale = u2f(sb[CLG_SB_NOISE_SCALE]);
+    s.noise_g2 = u2f(sb[CLG_SB_NOISE_G2]);
+    s.noise_trace = u2f(sb[CLG_SB_NOISE_TR]);
+    s.cycles = at->cycles;
+    s.cycles_behind = (unsigned)(m->cycles - at->cycles);
+    clg__sized_export(out, out->struct_size, &s, sizeof s);
     return blocking ? take_sticky(m, "clg_model_stats") : CLG_SUCCESS;
 }
 
@@ -125,13 +158,18 @@ clg_status clg_model_loss_scale(clg_model *m, int blocking, float *scale)
     return st;
 }
 
-clg_status clg_model_tensor_norms(clg_model *m, float *norms)
+clg_status clg_model_tensor_norms(clg_model *m, float *norms, size_t count)
 {
     clg_status st = check_model(m, "clg_model_tensor_norms");
     if (st != CLG_SUCCESS)
         return st;
     if (norms == NULL)
         return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT, "clg_model_tensor_norms: NULL norms");
+    if (count != m->n_tensors)
+        return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT,
+                         "clg_model_tensor_norms: the host buffer holds %zu floats, the model "
+                         "has %zu tensors",
+                         count, m->n_tensors);
     if (!m->cfg.tensor_norms)
         return clg__fail(m->ctx, CLG_ERR_STATE,
                          "clg_model_tensor_norms: the model was created without tensor_norms");

@@ -198,7 +198,7 @@ static void run_scenario(const scenario *s)
     float *p = malloc(n * sizeof *p);
     for (size_t i = 0; i < n; i++)
         p[i] = frand();
-    check(clg_model_upload_params(m, -1, p), "upload_params");
+    check(clg_model_upload_params(m, CLG_ALL_TENSORS, p, (size_t)clg_model_param_count(m), NULL), "upload_params");
     clg_grads *g = NULL;
     if (s->grad_dtype != CLG_DTYPE_NONE)
         check(clg_grads_create(m, s->grad_dtype, &g), "clg_grads_create");
@@ -212,14 +212,14 @@ static void run_scenario(const scenario *s)
         micro++;
         if (g) {
             void *host = make_grads(s->grad_dtype, n, (int)micro == s->inf_at);
-            check(clg_grads_upload(g, -1, host), "clg_grads_upload");
+            check(clg_grads_upload(g, CLG_ALL_TENSORS, host, n, NULL), "clg_grads_upload");
             free(host);
         } else {
             path_b_write(m, nt, w);
         }
         mark_initialized(m, g);
-        check(clg_step(m, g, w, NULL), "clg_step");
-        clg_stats st;
+        check(clg_step(m, g, w, NULL, NULL), "clg_step");
+        clg_stats st = clg_stats_init();
         check(clg_model_stats(m, 0, &st), "clg_model_stats (non-blocking)");
         if (s->checkpoint && i == k) {
             char tmpl[] = "/tmp/clgrad-oclgrind-XXXXXX";
@@ -234,24 +234,24 @@ static void run_scenario(const scenario *s)
         }
     }
     if (s->flush)
-        check(clg_flush(m), "clg_flush");
+        check(clg_flush(m, NULL), "clg_flush");
     clg_status sync = clg_model_sync(m);
     if (sync != s->expect_sync) {
         fprintf(stderr, "FAILED: %s: clg_model_sync returned %s, expected %s\n", s->name,
                 clg_status_string(sync), clg_status_string(s->expect_sync));
         failures++;
     }
-    clg_stats st;
+    clg_stats st = clg_stats_init();
     check(clg_model_stats(m, 1, &st), "clg_model_stats (blocking)");
     float scale;
     check(clg_model_loss_scale(m, 1, &scale), "clg_model_loss_scale");
-    check(clg_model_download_params(m, -1, p), "download_params");
-    check(clg_model_download_acc(m, -1, p), "download_acc");
+    check(clg_model_download_params(m, CLG_ALL_TENSORS, p, (size_t)clg_model_param_count(m), NULL), "download_params");
+    check(clg_model_download_acc(m, CLG_ALL_TENSORS, p, (size_t)clg_model_param_count(m), NULL), "download_acc");
     for (size_t i = 0; i < clg_model_state_count(m); i++)
-        check(clg_model_download_state(m, (int)i, -1, p), "download_state");
+        check(clg_model_download_state(m, (int)i, CLG_ALL_TENSORS, p, (size_t)clg_model_param_count(m), NULL), "download_state");
     if (s->cfg.tensor_norms) {
         float norms[3];
-        check(clg_model_tensor_norms(m, norms), "clg_model_tensor_norms");
+        check(clg_model_tensor_norms(m, norms, clg_model_tensor_count(m)), "clg_model_tensor_norms");
     }
     if (s->cfg.param_copy_dtype != CLG_DTYPE_NONE) {
         clg_view v;

@@ -37,7 +37,7 @@ static void twin_zero(twin *tw, const clg_config *cfg)
 {
     twin_init(tw, tu_ctx, cfg, &small_layout, 5);
     memset(tw->host, 0, tw->n * sizeof(float));
-    OK(clg_model_upload_params(tw->model, -1, tw->host));
+    OK(clg_model_upload_params(tw->model, CLG_ALL_TENSORS, tw->host, (size_t)clg_model_param_count(tw->model), NULL));
     memset(tw->ref.p, 0, tw->n * sizeof(double));
 }
 
@@ -50,7 +50,7 @@ static void fill(float *g, size_t n, float v)
 /* Every param must equal want exactly. */
 static void assert_params_all(twin *tw, float want, const char *what)
 {
-    OK(clg_model_download_params(tw->model, -1, tw->host));
+    OK(clg_model_download_params(tw->model, CLG_ALL_TENSORS, tw->host, (size_t)clg_model_param_count(tw->model), NULL));
     for (size_t i = 0; i < tw->n; i++)
         if (memcmp(&tw->host[i], &want, sizeof want))
             fail_msg("%s: param %zu = %.9g, want exactly %.9g", what, i, (double)tw->host[i],
@@ -143,7 +143,7 @@ static void test_token_weighted(void **state)
     /* device: fp32 sums of 4 terms and one scale: a few ulps, well inside
      * PyTorch's fp32 tolerances */
     twin_check(&tw, REF_RTOL, REF_ATOL, "token weighted");
-    OK(clg_model_download_params(tw.model, -1, tw.host));
+    OK(clg_model_download_params(tw.model, CLG_ALL_TENSORS, tw.host, (size_t)clg_model_param_count(tw.model), NULL));
     assert_int_equal(ref_compare("token weighted tight", tw.host, want, tw.n, 1e-6, 0), 0);
     free(want);
     free(g);
@@ -160,19 +160,19 @@ static void test_partial_window(void **state)
         float *g = tu_xmalloc(tw.n * sizeof(float));
         float *before = twin_snapshot(&tw);
         /* an empty cycle cannot be flushed, and that changes nothing */
-        assert_int_equal(clg_flush(tw.model), CLG_ERR_STATE);
+        assert_int_equal(clg_flush(tw.model, NULL), CLG_ERR_STATE);
         twin_assert_unchanged(&tw, before, "flush of an empty cycle");
         free(before);
         for (unsigned m = 0; m < 3; m++) {
             fill(g, tw.n, (float)(m + 1));
             assert_int_equal(twin_micro(&tw, g, 1.0f), 0);
         }
-        OK(clg_flush(tw.model));
+        OK(clg_flush(tw.model, NULL));
         assert_int_equal(ref_flush(&tw.ref), 0);
         /* (1+2+3)/3 = 2: divides by what it holds, not by k = 4. The scale
          * 1/3 is not exact in fp32; 6 * fl(1/3) still rounds to 2, but
          * allow one ulp for an implementation that scales differently */
-        OK(clg_model_download_params(tw.model, -1, tw.host));
+        OK(clg_model_download_params(tw.model, CLG_ALL_TENSORS, tw.host, (size_t)clg_model_param_count(tw.model), NULL));
         for (size_t i = 0; i < tw.n; i++)
             if (fabs(tw.host[i] + 2.0) > 2.4e-7)
                 fail_msg("partial window (fuse %d): param %zu = %.9g, want -2", fuse, i,
@@ -308,7 +308,7 @@ static void test_accumulator_contents(void **state)
         for (unsigned m = 0; m < 3; m++) {
             twin_gradient(&tw, cycle, m, g);
             twin_micro(&tw, g, 0.5f + (float)m);
-            OK(clg_model_download_acc(tw.model, -1, acc));
+            OK(clg_model_download_acc(tw.model, CLG_ALL_TENSORS, acc, (size_t)clg_model_param_count(tw.model), NULL));
             /* fp32 sum of at most 3 products: within 2^-22 relative of
              * the magnitudes involved; since the terms share their sign
              * (twin_gradient's base dominates), relative to the sum */

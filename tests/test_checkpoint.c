@@ -111,10 +111,10 @@ static clg_status micro_step(clg_model *m, clg_grads *g, unsigned u, unsigned mi
     size_t n = clg_model_param_count(m);
     float *buf = tu_xmalloc(n * sizeof *buf);
     make_grad(u, mi, buf, n);
-    clg_status st = clg_grads_upload(g, -1, buf);
+    clg_status st = clg_grads_upload(g, CLG_ALL_TENSORS, buf, n, NULL);
     free(buf);
     if (st == CLG_SUCCESS)
-        st = clg_step(m, g, weight_of(u, mi), NULL);
+        st = clg_step(m, g, weight_of(u, mi), NULL, NULL);
     return st;
 }
 
@@ -157,13 +157,14 @@ static void take_snap(clg_model *m, snap *s)
     s->n = clg_model_param_count(m);
     s->params = tu_xmalloc(s->n * sizeof(float));
     s->acc = tu_xmalloc(s->n * sizeof(float));
-    OK(clg_model_download_params(m, -1, s->params));
-    OK(clg_model_download_acc(m, -1, s->acc));
+    OK(clg_model_download_params(m, CLG_ALL_TENSORS, s->params, (size_t)clg_model_param_count(m), NULL));
+    OK(clg_model_download_acc(m, CLG_ALL_TENSORS, s->acc, (size_t)clg_model_param_count(m), NULL));
     s->n_states = clg_model_state_count(m);
     for (size_t i = 0; i < s->n_states; i++) {
         s->states[i] = tu_xmalloc(s->n * sizeof(float));
-        OK(clg_model_download_state(m, (int)i, -1, s->states[i]));
+        OK(clg_model_download_state(m, (int)i, CLG_ALL_TENSORS, s->states[i], (size_t)clg_model_param_count(m), NULL));
     }
+    s->stats = clg_stats_init();
     OK(clg_model_stats(m, 1, &s->stats));
     s->micro = clg_micro_step_index(m);
 }
@@ -389,7 +390,7 @@ static void noise_mid_cycle(int fuse)
 
     clg_model *a = build_model(&cfg, NULL, 1);
     OK(train(a, 0, 0, NOISE_SAVE_AT));
-    clg_stats at_save;
+    clg_stats at_save = clg_stats_init();
     OK(clg_model_stats(a, 1, &at_save));
     clg_grads *g = NULL;
     OK(clg_grads_create(a, CLG_FP32, &g));
@@ -426,7 +427,7 @@ static void noise_mid_cycle(int fuse)
     cs.step_block[CLG_SB_SMALL_WEIGHT] = 0u;
     OK(clg__cycle_state_set(c, &cs));
     OK(train(c, NOISE_SAVE_AT, 1, NOISE_TOTAL));
-    clg_stats lost;
+    clg_stats lost = clg_stats_init();
     OK(clg_model_stats(c, 1, &lost));
     assert_true(memcmp(&lost.noise_g2, &want.stats.noise_g2, sizeof(float)) != 0);
 
@@ -472,7 +473,7 @@ static void test_safetensors_layout(void **state)
     cJSON *root = cJSON_Parse(text);
     assert_non_null(root);
     float *p = tu_xmalloc(clg_model_param_count(a) * sizeof(float));
-    OK(clg_model_download_params(a, -1, p));
+    OK(clg_model_download_params(a, CLG_ALL_TENSORS, p, (size_t)clg_model_param_count(a), NULL));
     /* params of head.w are F32 [33] at the place the header says */
     cJSON *e = cJSON_GetObjectItemCaseSensitive(root, "head.w");
     assert_string_equal(cJSON_GetObjectItemCaseSensitive(e, "dtype")->valuestring, "F32");
@@ -897,7 +898,7 @@ static int resume_child(const char *ckpt, const char *out)
     size_t n = clg_model_param_count(m);
     float *p = tu_xmalloc(n * sizeof *p);
     if (st == CLG_SUCCESS)
-        st = clg_model_download_params(m, -1, p);
+        st = clg_model_download_params(m, CLG_ALL_TENSORS, p, (size_t)clg_model_param_count(m), NULL);
     if (st != CLG_SUCCESS) {
         fprintf(stderr, "resume child: %s: %s\n", clg_status_string(st), clg_last_error(tu_ctx));
         return 2;
@@ -920,8 +921,8 @@ static void test_resume_bit_exact(void **state)
     OK(train(ref, 0, 0, RESUME_TOTAL));
     size_t n = clg_model_param_count(ref);
     float *want = tu_xmalloc(n * sizeof *want);
-    OK(clg_model_download_params(ref, -1, want));
-    clg_stats ref_stats;
+    OK(clg_model_download_params(ref, CLG_ALL_TENSORS, want, (size_t)clg_model_param_count(ref), NULL));
+    clg_stats ref_stats = clg_stats_init();
     OK(clg_model_stats(ref, 1, &ref_stats));
     assert_true(ref_stats.skipped_updates == 2); /* the two infs */
 

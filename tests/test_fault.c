@@ -76,9 +76,9 @@ static clg_status micro_step(clg_model *m, clg_grads *g, unsigned u, unsigned mi
     size_t n = clg_model_param_count(m);
     float *buf = tu_xmalloc(n * sizeof *buf);
     tu_fill_normal(buf, n, 100u * u + mi + 1, 1.0f);
-    clg_status st = clg_grads_upload(g, -1, buf);
+    clg_status st = clg_grads_upload(g, CLG_ALL_TENSORS, buf, n, NULL);
     free(buf);
-    return st == CLG_SUCCESS ? clg_step(m, g, 1.0f + 0.5f * (float)mi, NULL) : st;
+    return st == CLG_SUCCESS ? clg_step(m, g, 1.0f + 0.5f * (float)mi, NULL, NULL) : st;
 }
 
 static void disarm(void)
@@ -119,7 +119,7 @@ static void test_alloc_finalize(void **state)
             int t = -1;
             OK(clg_model_find_tensor(m, "w2", &t));
             float p[21];
-            OK(clg_model_download_params(m, t, p));
+            OK(clg_model_download_params(m, t, p, clg_model_tensor_size(m, t), NULL));
             clg_model_destroy(m);
             assert_true(clg_context_device_bytes(tu_ctx) == base);
         }
@@ -212,7 +212,7 @@ static void upload_at(clg_model *m, clg_grads *g, unsigned i)
     size_t n = clg_model_param_count(m);
     float *buf = tu_xmalloc(n * sizeof *buf);
     tu_fill_normal(buf, n, 1000u + i, 1.0f);
-    OK(clg_grads_upload(g, -1, buf));
+    OK(clg_grads_upload(g, CLG_ALL_TENSORS, buf, n, NULL));
     free(buf);
 }
 
@@ -221,7 +221,7 @@ static void run_steps(clg_model *m, clg_grads *g, unsigned from, unsigned to)
 {
     for (unsigned i = from; i < to; i++) {
         upload_at(m, g, i);
-        OK(clg_step(m, g, weight_at(i), NULL));
+        OK(clg_step(m, g, weight_at(i), NULL, NULL));
     }
 }
 
@@ -239,12 +239,12 @@ enum { RUN_END = 3 * K }; /* three cycles */
 static void expect_refused(clg_model *m, clg_grads *g, unsigned at, const char *what)
 {
     int updated = -1;
-    clg_status st = clg_step(m, g, weight_at(at), &updated);
+    clg_status st = clg_step(m, g, weight_at(at), &updated, NULL);
     if (st != CLG_ERR_STATE || !strstr(clg_last_error(tu_ctx), "load a checkpoint"))
         fail_msg("%s: clg_step on a model whose step failed half-way returned %s: %s", what,
                  clg_status_string(st), clg_last_error(tu_ctx));
     assert_int_equal(updated, 0);
-    assert_int_equal(clg_flush(m), CLG_ERR_STATE);
+    assert_int_equal(clg_flush(m, NULL), CLG_ERR_STATE);
     char *path = tu_tmp_path("refused.ckpt");
     assert_int_equal(clg_checkpoint_save(m, path, NULL, NULL, 0), CLG_ERR_STATE);
     assert_int_equal(access(path, F_OK), -1);
@@ -285,7 +285,7 @@ static unsigned enqueue_in_step(const step_case *c)
 
         clg__fault_arm(CLG_FAULT_ENQUEUE, n);
         int updated = -1;
-        clg_status st = clg_step(m, g, weight_at(c->at), &updated);
+        clg_status st = clg_step(m, g, weight_at(c->at), &updated, NULL);
         int fired = clg__fault_fired(CLG_FAULT_ENQUEUE);
         disarm();
         if (st == CLG_SUCCESS) {
@@ -416,7 +416,7 @@ static void test_failed_until_load(void **state)
     OK(clg_checkpoint_save(m, ckpt, NULL, NULL, 0));
     upload_at(m, g, at);
     clg__fault_arm(CLG_FAULT_ENQUEUE, 2);
-    clg_status st = clg_step(m, g, weight_at(at), NULL);
+    clg_status st = clg_step(m, g, weight_at(at), NULL, NULL);
     disarm();
     assert_int_not_equal(st, CLG_SUCCESS);
     expect_refused(m, g, at, "after a failed step");

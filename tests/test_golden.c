@@ -285,7 +285,7 @@ static void replay(const fixture *f, unsigned path)
     OK(clg_model_finalize(model));
     assert_int_equal(clg_model_param_count(model), f->n);
     assert_true(clg_model_state_count(model) >= f->h[H_N_STATES]);
-    OK(clg_model_upload_params(model, -1, f->params0));
+    OK(clg_model_upload_params(model, CLG_ALL_TENSORS, f->params0, (size_t)clg_model_param_count(model), NULL));
 
     clg_grads *grads = NULL;
     OK(clg_grads_create(model, CLG_FP32, &grads));
@@ -306,8 +306,8 @@ static void replay(const fixture *f, unsigned path)
 
         for (uint32_t j = 0; j < up->n_micro; j++) {
             int updated = -1;
-            OK(clg_grads_upload(grads, -1, up->micro[j].grad));
-            OK(clg_step(model, grads, up->micro[j].weight, &updated));
+            OK(clg_grads_upload(grads, CLG_ALL_TENSORS, up->micro[j].grad, (size_t)clg_model_param_count(model), NULL));
+            OK(clg_step(model, grads, up->micro[j].weight, &updated, NULL));
             int last = j + 1 == up->n_micro;
             /* Under SKIP_UPDATE the host cannot know the update will be
              * skipped (the device decides), so an expected skip may report
@@ -319,7 +319,7 @@ static void replay(const fixture *f, unsigned path)
                          f->name, path_name, u + 1, j + 1, updated, last);
         }
 
-        clg_stats stats;
+        clg_stats stats = clg_stats_init();
         OK(clg_model_stats(model, 1, &stats));
         if (stats.updates != up->applied || stats.skipped_updates != up->skipped ||
             stats.skipped_micro_steps != up->skipped_micro)
@@ -344,7 +344,7 @@ static void replay(const fixture *f, unsigned path)
 
         for (uint32_t t = 0; t < f->h[H_N_TENSORS]; t++) {
             size_t o = offset[t], c = f->tensor_count[t];
-            OK(clg_model_download_params(model, (int)t, got + o));
+            OK(clg_model_download_params(model, (int)t, got + o, clg_model_tensor_size(model, (int)t), NULL));
             check_close(f, path_name, u, "param", (int)t, got + o, up->params + o, c);
         }
         int skipped_now = up->skipped > (u ? f->updates[u - 1].skipped : 0);
@@ -368,7 +368,7 @@ static void replay(const fixture *f, unsigned path)
             snprintf(what, sizeof what, "state%u", s);
             for (uint32_t t = 0; t < f->h[H_N_TENSORS]; t++) {
                 size_t o = offset[t], c = f->tensor_count[t];
-                OK(clg_model_download_state(model, (int)s, (int)t, got + o));
+                OK(clg_model_download_state(model, (int)s, (int)t, got + o, clg_model_tensor_size(model, (int)t), NULL));
                 check_close(f, path_name, u, what, (int)t, got + o, up->states[s] + o, c);
             }
         }

@@ -114,10 +114,10 @@ static void test_null_handles(void **state)
     expect(clg_model_create(tu_ctx, &cfg, NULL), CLG_ERR_INVALID_ARGUMENT, tu_ctx, NULL,
            "create NULL out");
     int updated;
-    expect(clg_step(NULL, NULL, 1.0f, &updated), CLG_ERR_INVALID_ARGUMENT, NULL, NULL,
+    expect(clg_step(NULL, NULL, 1.0f, &updated, NULL), CLG_ERR_INVALID_ARGUMENT, NULL, NULL,
            "step NULL model");
-    expect(clg_flush(NULL), CLG_ERR_INVALID_ARGUMENT, NULL, NULL, "flush NULL");
-    clg_stats s;
+    expect(clg_flush(NULL, NULL), CLG_ERR_INVALID_ARGUMENT, NULL, NULL, "flush NULL");
+    clg_stats s = clg_stats_init();
     expect(clg_model_stats(NULL, 1, &s), CLG_ERR_INVALID_ARGUMENT, NULL, NULL, "stats NULL");
     int id;
     expect(clg_model_add_tensor(NULL, "x", 4, 0, &id), CLG_ERR_INVALID_ARGUMENT, NULL, NULL,
@@ -148,8 +148,8 @@ static void test_build_phase(void **state)
     int updated;
 
     /* nothing runs before finalize */
-    expect(clg_step(m, NULL, 1.0f, &updated), CLG_ERR_STATE, tu_ctx, NULL, "step before finalize");
-    expect(clg_model_upload_params(m, -1, host), CLG_ERR_STATE, tu_ctx, NULL,
+    expect(clg_step(m, NULL, 1.0f, &updated, NULL), CLG_ERR_STATE, tu_ctx, NULL, "step before finalize");
+    expect(clg_model_upload_params(m, CLG_ALL_TENSORS, host, (size_t)clg_model_param_count(m), NULL), CLG_ERR_STATE, tu_ctx, NULL,
            "upload before finalize");
 
     expect(clg_model_add_tensor(m, "w", 8, 7, &id), CLG_ERR_INVALID_ARGUMENT, tu_ctx, "7",
@@ -202,29 +202,29 @@ static void test_bad_indices_and_steps(void **state)
     expect(clg_model_acc_view(tw.model, -3, &v), CLG_ERR_INVALID_ARGUMENT, tu_ctx, "-3",
            "acc_view -3");
     expect(clg_grads_view(tw.grads, 6, &v), CLG_ERR_INVALID_ARGUMENT, tu_ctx, "6", "grads_view 6");
-    expect(clg_model_upload_params(tw.model, 6, g), CLG_ERR_INVALID_ARGUMENT, tu_ctx, "6",
+    expect(clg_model_upload_params(tw.model, 6, g, clg_model_tensor_size(tw.model, 6), NULL), CLG_ERR_INVALID_ARGUMENT, tu_ctx, "6",
            "upload tensor 6");
-    expect(clg_model_download_params(tw.model, 123, g), CLG_ERR_INVALID_ARGUMENT, tu_ctx, "123",
+    expect(clg_model_download_params(tw.model, 123, g, clg_model_tensor_size(tw.model, 123), NULL), CLG_ERR_INVALID_ARGUMENT, tu_ctx, "123",
            "download tensor 123");
-    expect(clg_model_download_state(tw.model, 2, 0, g), CLG_ERR_INVALID_ARGUMENT, tu_ctx, "2",
+    expect(clg_model_download_state(tw.model, 2, 0, g, clg_model_tensor_size(tw.model, 0), NULL), CLG_ERR_INVALID_ARGUMENT, tu_ctx, "2",
            "state 2 without amsgrad");
-    expect(clg_model_download_state(tw.model, 0, 77, g), CLG_ERR_INVALID_ARGUMENT, tu_ctx, "77",
+    expect(clg_model_download_state(tw.model, 0, 77, g, clg_model_tensor_size(tw.model, 77), NULL), CLG_ERR_INVALID_ARGUMENT, tu_ctx, "77",
            "state of tensor 77");
     expect(clg_model_find_tensor(tw.model, "no_such_tensor", &id), CLG_ERR_INVALID_ARGUMENT, tu_ctx,
            "no_such_tensor", "find unknown name");
-    expect(clg_model_upload_params(tw.model, 0, NULL), CLG_ERR_INVALID_ARGUMENT, tu_ctx, NULL,
+    expect(clg_model_upload_params(tw.model, 0, NULL, clg_model_tensor_size(tw.model, 0), NULL), CLG_ERR_INVALID_ARGUMENT, tu_ctx, NULL,
            "upload NULL host");
     assert_int_not_equal(clg_model_param_copy_view(tw.model, 0, &v), CLG_SUCCESS);
 
     /* bad weights */
     int updated = 5;
-    expect(clg_step(tw.model, tw.grads, 0.0f, &updated), CLG_ERR_INVALID_ARGUMENT, tu_ctx, "0",
+    expect(clg_step(tw.model, tw.grads, 0.0f, &updated, NULL), CLG_ERR_INVALID_ARGUMENT, tu_ctx, "0",
            "weight 0");
-    expect(clg_step(tw.model, tw.grads, -2.5f, &updated), CLG_ERR_INVALID_ARGUMENT, tu_ctx, "-2.5",
+    expect(clg_step(tw.model, tw.grads, -2.5f, &updated, NULL), CLG_ERR_INVALID_ARGUMENT, tu_ctx, "-2.5",
            "weight -2.5");
-    expect(clg_step(tw.model, tw.grads, NAN, &updated), CLG_ERR_INVALID_ARGUMENT, tu_ctx, "nan",
+    expect(clg_step(tw.model, tw.grads, NAN, &updated, NULL), CLG_ERR_INVALID_ARGUMENT, tu_ctx, "nan",
            "weight NaN");
-    expect(clg_step(tw.model, tw.grads, INFINITY, &updated), CLG_ERR_INVALID_ARGUMENT, tu_ctx,
+    expect(clg_step(tw.model, tw.grads, INFINITY, &updated, NULL), CLG_ERR_INVALID_ARGUMENT, tu_ctx,
            "inf", "weight inf");
 
     /* grads of another model (different layout): size mismatch */
@@ -235,7 +235,7 @@ static void test_bad_indices_and_steps(void **state)
     const twin_layout other_lay = {1, lr_mult, wd, 1, counts, groups};
     twin other;
     twin_init(&other, tu_ctx, &cfg, &other_lay, 9);
-    expect(clg_step(tw.model, other.grads, 1.0f, &updated), CLG_ERR_INVALID_ARGUMENT, tu_ctx, NULL,
+    expect(clg_step(tw.model, other.grads, 1.0f, &updated, NULL), CLG_ERR_INVALID_ARGUMENT, tu_ctx, NULL,
            "grads of another model");
     twin_free(&other);
 
@@ -281,7 +281,7 @@ static void test_k_schedule_zero(void **state)
     float *snap = twin_snapshot(&tw);
     clg_stats before = twin_stats(&tw);
     int updated = 3;
-    expect(clg_step(tw.model, tw.grads, 1.0f, &updated), CLG_ERR_INVALID_ARGUMENT, tu_ctx, "0",
+    expect(clg_step(tw.model, tw.grads, 1.0f, &updated, NULL), CLG_ERR_INVALID_ARGUMENT, tu_ctx, "0",
            "k schedule returned 0");
     assert_int_equal(clg_micro_step_index(tw.model), 0);
     twin_assert_unchanged(&tw, snap, "k schedule 0");

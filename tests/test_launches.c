@@ -1,7 +1,8 @@
 /* test_launches.c - kernel launches per update do not depend on the number
  * of tensors: 300 tensors vs 1 tensor of the same total size give the same
  * launch count per micro-step and per update, at most 3 plus one per param
- * group (DESIGN.md), and path B's intermediate micro-steps launch nothing. */
+ * group (docs/design.md, "Launches per update"), and path B's intermediate
+ * micro-steps launch nothing. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -57,7 +58,7 @@ static launch_counts count_launches(const clg_config *cfg, size_t n_groups, int 
                 /* path B: the accumulator content is the caller's business;
                  * launches are all that is counted here */
                 int updated = -1;
-                assert_int_equal(clg_step(tw.model, NULL, 1.0f, &updated), CLG_SUCCESS);
+                assert_int_equal(clg_step(tw.model, NULL, 1.0f, &updated, NULL), CLG_SUCCESS);
                 assert_int_equal(updated, m == 2);
             } else {
                 twin_micro(&tw, g, 1.0f);

@@ -67,15 +67,15 @@ static void test_views(void **state)
     float *mine = tu_xmalloc(37 * sizeof(float));
     for (size_t i = 0; i < 37; i++)
         mine[i] = (float)i * 0.25f - 3.0f;
-    OK(clg_model_upload_params(tw.model, 2, mine));
-    OK(clg_model_download_params(tw.model, -1, all));
+    OK(clg_model_upload_params(tw.model, 2, mine, clg_model_tensor_size(tw.model, 2), NULL));
+    OK(clg_model_download_params(tw.model, CLG_ALL_TENSORS, all, (size_t)clg_model_param_count(tw.model), NULL));
     off = 1009 + 1;
     for (size_t i = 0; i < tw.n; i++) {
         float want = (i >= off && i < off + 37) ? mine[i - off] : (float)tw.ref.p[i];
         assert_true(all[i] == want);
     }
     float back[37];
-    OK(clg_model_download_params(tw.model, 2, back));
+    OK(clg_model_download_params(tw.model, 2, back, clg_model_tensor_size(tw.model, 2), NULL));
     assert_memory_equal(back, mine, sizeof back);
     free(mine);
     free(all);
@@ -143,9 +143,9 @@ static void train_chunk_model(clg_context *c, float clip, float *out_params, flo
         twin_check(&tw, REF_RTOL, REF_ATOL, "chunking model");
     }
     if (out_params) {
-        assert_int_equal(clg_model_download_params(tw.model, -1, out_params), CLG_SUCCESS);
+        assert_int_equal(clg_model_download_params(tw.model, CLG_ALL_TENSORS, out_params, (size_t)clg_model_param_count(tw.model), NULL), CLG_SUCCESS);
         for (int s = 0; s < 3; s++)
-            assert_int_equal(clg_model_download_state(tw.model, s, -1, out_states[s]), CLG_SUCCESS);
+            assert_int_equal(clg_model_download_state(tw.model, s, CLG_ALL_TENSORS, out_states[s], (size_t)clg_model_param_count(tw.model), NULL), CLG_SUCCESS);
     }
     *n_out = tw.n;
     /* distinct buffers among the param views */
@@ -264,7 +264,7 @@ static void test_budget(void **state)
     /* lifting the budget lets the same model finalize */
     OK(clg_context_set_budget(tu_ctx, 0));
     OK(clg_model_finalize(m));
-    clg_memory_plan plan;
+    clg_memory_plan plan = clg_memory_plan_init();
     OK(clg_model_memory(m, &plan));
     /* AdamW path B/C: params, accumulators, m, v at least 4 B each */
     assert_true(plan.params >= 400000 && plan.accumulators >= 400000 && plan.states >= 800000);

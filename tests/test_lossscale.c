@@ -93,7 +93,7 @@ static void test_dynamic_sequence(void **state)
                      tw.ref.loss_scale, L);
         prev = L;
         /* non-blocking statistics: at most one update stale */
-        clg_stats snb;
+        clg_stats snb = clg_stats_init();
         OK(clg_model_stats(tw.model, 0, &snb));
         if (snb.updates + snb.skipped_updates + 1 < updates + skipped)
             fail_msg("cycle %zu: non-blocking stats %llu+%llu updates, more than one stale "

@@ -56,7 +56,7 @@ static void run_paths(clg_optimizer opt, float lr, int tight)
             char what[64];
             snprintf(what, sizeof what, "%s update %u", names[p], up + 1);
             twin_check(&tw[p], REF_RTOL, REF_ATOL, what);
-            OK(clg_model_download_params(tw[p].model, -1, got[p]));
+            OK(clg_model_download_params(tw[p].model, CLG_ALL_TENSORS, got[p], (size_t)clg_model_param_count(tw[p].model), NULL));
         }
         if (!tight)
             continue;
@@ -177,8 +177,8 @@ static void test_least_squares(void **state)
     float pm[D + 1], po[D + 1], gf[D + 1], acc[D + 1], norm_acc[D + 1];
     double g[D + 1], full[D + 1];
     for (int up = 0; up < 3; up++) {
-        OK(clg_model_download_params(many.model, -1, pm));
-        OK(clg_model_download_params(one.model, -1, po));
+        OK(clg_model_download_params(many.model, CLG_ALL_TENSORS, pm, (size_t)clg_model_param_count(many.model), NULL));
+        OK(clg_model_download_params(one.model, CLG_ALL_TENSORS, po, (size_t)clg_model_param_count(one.model), NULL));
         /* k micro-batches of b rows, each its mean gradient with weight b */
         for (int m = 0; m < K; m++) {
             lsq_grad(&ls, pm, m * B_ROWS, (m + 1) * B_ROWS, g);
@@ -196,14 +196,14 @@ static void test_least_squares(void **state)
          * same params, in double: fp32 inputs and 4 fp32 additions give a
          * few 1e-7 relative error; the issue's bound is 1e-6 */
         lsq_grad(&ls, pm, 0, K * B_ROWS, full);
-        OK(clg_model_download_acc(many.model, -1, acc));
+        OK(clg_model_download_acc(many.model, CLG_ALL_TENSORS, acc, (size_t)clg_model_param_count(many.model), NULL));
         for (int j = 0; j <= D; j++)
             norm_acc[j] = acc[j] / (float)(K * B_ROWS);
         double e = rel_l2(norm_acc, full, D + 1);
         if (!(e <= 1e-6))
             fail_msg("update %d: k micro-batches: relative L2 error %.3g > 1e-6", up + 1, e);
         lsq_grad(&ls, po, 0, K * B_ROWS, full);
-        OK(clg_model_download_acc(one.model, -1, acc));
+        OK(clg_model_download_acc(one.model, CLG_ALL_TENSORS, acc, (size_t)clg_model_param_count(one.model), NULL));
         for (int j = 0; j <= D; j++)
             norm_acc[j] = acc[j] / (float)(K * B_ROWS);
         e = rel_l2(norm_acc, full, D + 1);
@@ -213,8 +213,8 @@ static void test_least_squares(void **state)
         /* same params after the update (PyTorch fp32 tolerances) */
         twin_check(&many, REF_RTOL, REF_ATOL, "k micro-batches vs reference");
         twin_check(&one, REF_RTOL, REF_ATOL, "one batch vs reference");
-        OK(clg_model_download_params(many.model, -1, pm));
-        OK(clg_model_download_params(one.model, -1, po));
+        OK(clg_model_download_params(many.model, CLG_ALL_TENSORS, pm, (size_t)clg_model_param_count(many.model), NULL));
+        OK(clg_model_download_params(one.model, CLG_ALL_TENSORS, po, (size_t)clg_model_param_count(one.model), NULL));
         double pod[D + 1];
         for (int j = 0; j <= D; j++)
             pod[j] = po[j];

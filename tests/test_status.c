@@ -62,15 +62,22 @@ static void test_unknown_status(void **state)
 static void test_cl_fail_maps_allocation_failures(void **state)
 {
     (void)state;
-    assert_int_equal(clg__cl_fail(NULL, CL_MEM_OBJECT_ALLOCATION_FAILURE, "w", "clX"),
+    /* Only a failed allocation becomes CLG_ERR_OUT_OF_DEVICE_MEMORY... */
+    assert_int_equal(clg__cl_alloc_fail(NULL, CL_MEM_OBJECT_ALLOCATION_FAILURE, "w", "clX"),
                      CLG_ERR_OUT_OF_DEVICE_MEMORY);
     assert_string_equal(clg_last_error(NULL),
                         "w: clX failed: CL_MEM_OBJECT_ALLOCATION_FAILURE (-4)");
-    assert_int_equal(clg__cl_fail(NULL, CL_OUT_OF_RESOURCES, "a", "b"),
+    assert_int_equal(clg__cl_alloc_fail(NULL, CL_OUT_OF_RESOURCES, "a", "b"),
                      CLG_ERR_OUT_OF_DEVICE_MEMORY);
-    assert_int_equal(clg__cl_fail(NULL, CL_INVALID_BUFFER_SIZE, "a", "b"),
+    assert_int_equal(clg__cl_alloc_fail(NULL, CL_INVALID_BUFFER_SIZE, "a", "b"),
                      CLG_ERR_OUT_OF_DEVICE_MEMORY);
-    /* everything else passes through unchanged */
+    assert_int_equal(clg__cl_alloc_fail(NULL, CL_INVALID_CONTEXT, "a", "b"), CL_INVALID_CONTEXT);
+    /* ...the same codes from any other call pass through, as the header says */
+    assert_int_equal(clg__cl_fail(NULL, CL_OUT_OF_RESOURCES, "launch", "clEnqueueNDRangeKernel"),
+                     CL_OUT_OF_RESOURCES);
+    assert_int_equal(clg__cl_fail(NULL, CL_MEM_OBJECT_ALLOCATION_FAILURE, "a", "b"),
+                     CL_MEM_OBJECT_ALLOCATION_FAILURE);
+    assert_int_equal(clg__cl_fail(NULL, CL_INVALID_BUFFER_SIZE, "a", "b"), CL_INVALID_BUFFER_SIZE);
     assert_int_equal(
         clg__cl_fail(NULL, CL_INVALID_KERNEL_ARGS, "launch axpy", "clEnqueueNDRangeKernel"),
         CL_INVALID_KERNEL_ARGS);

@@ -134,7 +134,7 @@ void tu_upload_uniform_params(clg_model *m, uint64_t seed)
     size_t n = clg_model_param_count(m);
     float *p = tu_xmalloc(n * sizeof *p);
     tu_fill_uniform(p, n, seed, -1.0f, 1.0f);
-    OK(clg_model_upload_params(m, -1, p));
+    OK(clg_model_upload_params(m, CLG_ALL_TENSORS, p, (size_t)clg_model_param_count(m), NULL));
     free(p);
 }
 

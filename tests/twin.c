@@ -70,7 +70,7 @@ void twin_init(twin *tw, clg_context *ctx, const clg_config *cfg, const twin_lay
 
     tw->host = tu_xmalloc(n * sizeof(float));
     tu_fill_uniform(tw->host, n, seed, -1.0f, 1.0f);
-    CHECK_OK(clg_model_upload_params(tw->model, -1, tw->host));
+    CHECK_OK(clg_model_upload_params(tw->model, CLG_ALL_TENSORS, tw->host, (size_t)clg_model_param_count(tw->model), NULL));
 
     double lr_mult[8], wd[8];
     assert_true(lay->n_groups <= 8);
@@ -111,8 +111,8 @@ void twin_gradient(const twin *tw, uint64_t cycle, unsigned micro, float *g)
 int twin_micro(twin *tw, const float *g, float w)
 {
     int updated = -1;
-    CHECK_OK(clg_grads_upload(tw->grads, -1, g));
-    CHECK_OK(clg_step(tw->model, tw->grads, w, &updated));
+    CHECK_OK(clg_grads_upload(tw->grads, CLG_ALL_TENSORS, g, (size_t)clg_model_param_count(tw->model), NULL));
+    CHECK_OK(clg_step(tw->model, tw->grads, w, &updated, NULL));
     int ref_updated = ref_micro_f(&tw->ref, g, w);
     if (updated != ref_updated) {
         fprintf(stderr, "twin_micro: device updated=%d, reference %d (micro %u of %u)\n", updated,
@@ -146,7 +146,7 @@ int twin_micro_b(twin *tw, const float *g, float w)
     }
     assert_int_equal(off, tw->n);
     int updated = -1;
-    CHECK_OK(clg_step(tw->model, NULL, w, &updated));
+    CHECK_OK(clg_step(tw->model, NULL, w, &updated, NULL));
     int ref_updated = ref_micro_f(&tw->ref, g, w);
     if (updated != ref_updated) {
         fprintf(stderr, "twin_micro_b: device updated=%d, reference %d\n", updated, ref_updated);
@@ -159,11 +159,11 @@ void twin_check(twin *tw, double rtol, double atol, const char *what)
 {
     char label[160];
     size_t bad = 0;
-    CHECK_OK(clg_model_download_params(tw->model, -1, tw->host));
+    CHECK_OK(clg_model_download_params(tw->model, CLG_ALL_TENSORS, tw->host, (size_t)clg_model_param_count(tw->model), NULL));
     snprintf(label, sizeof label, "%s: params", what);
     bad += ref_compare(label, tw->host, tw->ref.p, tw->n, rtol, atol);
     for (size_t s = 0; s < tw->ref.n_states; s++) {
-        CHECK_OK(clg_model_download_state(tw->model, (int)s, -1, tw->host));
+        CHECK_OK(clg_model_download_state(tw->model, (int)s, CLG_ALL_TENSORS, tw->host, (size_t)clg_model_param_count(tw->model), NULL));
         snprintf(label, sizeof label, "%s: state %zu", what, s);
         bad += ref_compare(label, tw->host, tw->ref.st[s], tw->n, rtol, atol);
     }
@@ -175,9 +175,9 @@ float *twin_snapshot(twin *tw)
 {
     size_t parts = 1 + tw->ref.n_states;
     float *snap = tu_xmalloc(parts * tw->n * sizeof(float));
-    CHECK_OK(clg_model_download_params(tw->model, -1, snap));
+    CHECK_OK(clg_model_download_params(tw->model, CLG_ALL_TENSORS, snap, (size_t)clg_model_param_count(tw->model), NULL));
     for (size_t s = 0; s < tw->ref.n_states; s++)
-        CHECK_OK(clg_model_download_state(tw->model, (int)s, -1, snap + (s + 1) * tw->n));
+        CHECK_OK(clg_model_download_state(tw->model, (int)s, CLG_ALL_TENSORS, snap + (s + 1) * tw->n, (size_t)clg_model_param_count(tw->model), NULL));
     return snap;
 }
 
@@ -203,8 +203,7 @@ void twin_assert_unchanged(twin *tw, const float *snapshot, const char *what)
 
 clg_stats twin_stats(twin *tw)
 {
-    clg_stats s;
-    memset(&s, 0, sizeof s);
+    clg_stats s = clg_stats_init();
     CHECK_OK(clg_model_stats(tw->model, 1, &s));
     return s;
 }

@@ -65,7 +65,7 @@ static int finish_outputs(trainer *t, const train_io *io)
     float *host = malloc(n * sizeof *host);
     if (!host)
         return trainer_fail(t, "out of host memory");
-    clg_status st = clg_model_download_params(t->model, -1, host);
+    clg_status st = clg_model_download_params(t->model, CLG_ALL_TENSORS, host, (size_t)n, NULL);
     if (st != CLG_SUCCESS) {
         free(host);
         return trainer_fail_clg(t, "downloading the parameters", st);
@@ -188,7 +188,7 @@ int train_run(const train_options *opt, const train_io *io, train_result *res, c
             goto out;
         }
     }
-    clg_stats stats;
+    clg_stats stats = clg_stats_init();
     if ((st = clg_model_stats(t->model, 1, &stats)) != CLG_SUCCESS) {
         trainer_fail_clg(t, "clg_model_stats", st);
         goto out;

@@ -123,14 +123,14 @@ static int run_batch(trainer *t, size_t start, size_t len)
             return trainer_fail_cl(t, "micro-step", e);
         /* Weight = samples in the micro-batch. */
         clg_status st = clg_step(t->model, o->path == GRAD_PATH_B ? NULL : t->grads, (float)rows,
-                                 &updated);
+                                 &updated, NULL);
         if (st != CLG_SUCCESS)
             return trainer_fail_clg(t, "clg_step", st);
         t->micro_steps++;
         t->samples += rows;
     }
     if (!updated) {
-        clg_status st = clg_flush(t->model);
+        clg_status st = clg_flush(t->model, NULL);
         if (st != CLG_SUCCESS)
             return trainer_fail_clg(t, "clg_flush", st);
     }
@@ -148,7 +148,7 @@ static int write_metrics_row(trainer *t, size_t len)
                                    2 * sizeof z, sizeof z, 0, NULL, NULL);
     if (e != CL_SUCCESS)
         return trainer_fail_cl(t, "clearing sums", e);
-    clg_stats st;
+    clg_stats st = clg_stats_init();
     clg_status cs = clg_model_stats(t->model, 1, &st);
     if (cs != CLG_SUCCESS)
         return trainer_fail_clg(t, "clg_model_stats", cs);
@@ -250,7 +250,7 @@ int trainer_loop(trainer *t)
         t->res->test_accuracy = test_acc;
         char extra[128] = "";
         if (o->loss_scale != CLG_LOSS_SCALE_NONE) {
-            clg_stats st;
+            clg_stats st = clg_stats_init();
             if (clg_model_stats(t->model, 1, &st) == CLG_SUCCESS)
                 snprintf(extra, sizeof extra, "  loss scale %g  skipped %" PRIu64, st.loss_scale,
                          st.skipped_updates);

@@ -116,7 +116,7 @@ int trainer_build_model(trainer *t)
     if (!host)
         return trainer_fail(t, "out of host memory (%" PRIu64 " parameters)", n);
     mlp_init_params(t->dims, t->n_dims, o->seed, host);
-    st = clg_model_upload_params(t->model, -1, host);
+    st = clg_model_upload_params(t->model, CLG_ALL_TENSORS, host, (size_t)n, NULL);
     free(host);
     if (st != CLG_SUCCESS)
         return trainer_fail_clg(t, "uploading the initial parameters", st);
@@ -243,6 +243,7 @@ void trainer_print_plan(trainer *t)
     if (t->opt->quiet)
         return;
     memplan p = {0};
+    p.model = clg_memory_plan_init();
     clg_model_memory(t->model, &p.model); /* includes the gradient buffers of paths A/C */
     p.activations = mlp_activation_bytes(t->dims, t->n_dims, t->b);
     p.micro_batch = t->b;

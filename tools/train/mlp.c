@@ -64,6 +64,10 @@ clg_status mlp_add_tensors(mlp *m, clg_model *model, int no_decay_group)
         snprintf(name, sizeof name, "fc%d.weight", l + 1);
         clg_status st = clg_model_add_tensor(model, name, (size_t)m->dims[l + 1] * m->dims[l], 0,
                                              &m->w_tensor[l]);
+        /* [out, in], as torch.nn.Linear stores its weight */
+        const size_t shape[2] = {(size_t)m->dims[l + 1], (size_t)m->dims[l]};
+        if (st == CLG_SUCCESS)
+            st = clg_model_set_tensor_shape(model, m->w_tensor[l], 2, shape);
         if (st != CLG_SUCCESS)
             return st;
         snprintf(name, sizeof name, "fc%d.bias", l + 1);

@@ -149,9 +149,11 @@ CLG_API cl_device_id clg_context_device(const clg_context *ctx);
 CLG_API cl_command_queue clg_context_queue(const clg_context *ctx);
 CLG_API const clg_device_info *clg_context_device_info(const clg_context *ctx);
 
-/* Message of the last failure on ctx (or, for ctx == NULL, of the last failed
- * context-less call on this thread). The pointer stays valid until the next
- * call on this thread. Never NULL. */
+/* Message of this thread's last failure if that was on ctx; otherwise of
+ * the last failure on ctx in any thread. ctx == NULL: of this thread's
+ * last failed context-less call. Like errno, another thread failing on a
+ * shared context does not replace what this thread sees of its own failure.
+ * The pointer stays valid until the next call on this thread. Never NULL. */
 CLG_API const char *clg_last_error(const clg_context *ctx);
 
 /* Memory clgrad itself holds on the device, and its high-water mark. */

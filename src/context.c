@@ -217,6 +217,7 @@ void clg_context_destroy(clg_context *ctx)
 {
     if (!ctx)
         return;
+    clg__error_forget(ctx);
     /* Nothing of ours may still run when the programs go away. */
     if (ctx->queue)
         clFinish(ctx->queue);

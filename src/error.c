@@ -1,25 +1,40 @@
-/* error.c - last-error messages: one per context (guarded by its lock) and
- * one per thread for calls that have no context yet. */
+/* error.c - last-error messages, errno-like: each thread sees its own last
+ * failure. A thread's last failure on a context is kept per thread (so that
+ * another thread failing on the same shared context cannot replace it
+ * between a failing call and clg_last_error), and each context also keeps
+ * its last message from any thread, under its lock, for threads that have
+ * no failure of their own on it. Context-less calls use ctx == NULL. */
 #include "internal.h"
 
 #include <stdio.h>
 #include <string.h>
 
-/* Message of the last failed context-less call on this thread. */
-static _Thread_local char thread_error[CLG_ERROR_MAX];
-/* What clg_last_error hands out: a private copy per thread, so that another
- * thread failing on the same context cannot change it while it is read. */
+/* This thread's last context-less failure, and its last failure on a
+ * context (which one: ctx_error_of). */
+static _Thread_local char null_error[CLG_ERROR_MAX];
+static _Thread_local const clg_context *ctx_error_of;
+static _Thread_local char ctx_error[CLG_ERROR_MAX];
+/* What clg_last_error hands out: a private copy per thread. */
 static _Thread_local char thread_copy[CLG_ERROR_MAX];
 
 static void set_message(clg_context *ctx, const char *msg)
 {
     if (!ctx) {
-        snprintf(thread_error, sizeof thread_error, "%s", msg);
+        snprintf(null_error, sizeof null_error, "%s", msg);
         return;
     }
+    snprintf(ctx_error, sizeof ctx_error, "%s", msg);
+    ctx_error_of = ctx;
     mtx_lock(&ctx->lock);
     snprintf(ctx->error, sizeof ctx->error, "%s", msg);
     mtx_unlock(&ctx->lock);
+}
+
+void clg__error_forget(const clg_context *ctx)
+{
+    /* A destroyed context's address may be reused by a new one. */
+    if (ctx_error_of == ctx)
+        ctx_error_of = NULL;
 }
 
 clg_status clg__fail(clg_context *ctx, clg_status status, const char *fmt, ...)
@@ -57,7 +72,9 @@ clg_status clg__cl_alloc_fail(clg_context *ctx, cl_int err, const char *what, co
 const char *clg_last_error(const clg_context *ctx)
 {
     if (!ctx) {
-        snprintf(thread_copy, sizeof thread_copy, "%s", thread_error);
+        snprintf(thread_copy, sizeof thread_copy, "%s", null_error);
+    } else if (ctx_error_of == ctx) {
+        snprintf(thread_copy, sizeof thread_copy, "%s", ctx_error);
     } else {
         /* The lock is not part of the context's logical state. */
         clg_context *c = (clg_context *)ctx;

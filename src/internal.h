@@ -46,6 +46,8 @@ struct clg_context {
  */
 clg_status clg__fail(clg_context *ctx, clg_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Drops this thread's record of a failure on ctx (ctx is being destroyed). */
+void clg__error_forget(const clg_context *ctx);
 /* For a failed OpenCL call: passes the code through and records
  * "<what>: <call> failed: CL_XXX (code)". */
 clg_status clg__cl_fail(clg_context *ctx, cl_int err, const char *what, const char *call);

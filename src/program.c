@@ -89,7 +89,10 @@ static clg_status build_failed(clg_context *ctx, cl_program prog, cl_int err, co
     return st;
 }
 
-/* Tries the disk cache; returns the built program or NULL on any miss. */
+/* Tries the disk cache; returns the built program or NULL on any miss. The
+ * driver sees only a binary that passed clg__cache_load's integrity and key
+ * checks: a damaged one must never reach clCreateProgramWithBinary, where
+ * some drivers (Mesa's rusticl) abort instead of returning an error. */
 static cl_program load_cached(clg_context *ctx, const uint8_t key[CLG_CACHE_KEY_SIZE],
                               const char *options)
 {

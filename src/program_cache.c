@@ -3,11 +3,22 @@
  *
  * One file per program: <dir>/<64 hex digits of the key>.bin holding
  *     magic "CLGRADPC" | u32 format version | u32 0 | key[32] |
- *     u64 binary length | SHA-256 of the binary[32] | binary
- * (integers little-endian). An entry whose header, key, length or checksum
- * does not match is ignored; the program is rebuilt from source and the entry
- * replaced. Files are written to a temporary name in the same directory and
- * renamed, so readers never see half an entry. */
+ *     u64 binary length | digest[32] | binary
+ * (integers little-endian), where digest is the SHA-256 of the 56 header
+ * bytes before it followed by the binary. An entry whose magic, version, key,
+ * length, file size or digest does not match is ignored; the program is
+ * rebuilt from source and the entry replaced. Files are written to a
+ * temporary name in the same directory and renamed, so readers never see
+ * half an entry.
+ *
+ * Why the checks must all pass before a driver sees the bytes: drivers do not
+ * reliably reject a damaged binary. Some build it and fail later; Mesa's
+ * rusticl panics and aborts the whole process inside
+ * clCreateProgramWithBinary. So the only binaries clgrad hands to a driver
+ * are those this file wrote for the same key, bit for bit. The digest covers
+ * the header too, so that a payload with its own valid checksum (another
+ * entry's, or one made from its bytes alone) is not accepted under this
+ * key. */
 #define _GNU_SOURCE
 #include "program_cache.h"
 
@@ -20,9 +31,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define CACHE_MAGIC  "CLGRADPC"
-#define CACHE_FORMAT 1u
-#define HEADER_SIZE  (8 + 4 + 4 + CLG_CACHE_KEY_SIZE + 8 + 32)
+#define CACHE_MAGIC "CLGRADPC"
+/* 2: the digest covers the header as well as the binary (1: binary only). */
+#define CACHE_FORMAT  2u
+#define DIGEST_OFFSET (8 + 4 + 4 + CLG_CACHE_KEY_SIZE + 8)
+#define HEADER_SIZE   (DIGEST_OFFSET + 32)
 /* A program binary larger than this is not something we wrote. */
 #define CACHE_MAX_BINARY ((uint64_t)1 << 31)
 
@@ -153,6 +166,18 @@ static uint32_t get_u32(const uint8_t *p)
     return v;
 }
 
+/* The entry's digest: SHA-256 of the header up to the digest field, then
+ * the binary. */
+static void entry_digest(const uint8_t header[DIGEST_OFFSET], const unsigned char *binary,
+                         size_t size, uint8_t digest[32])
+{
+    clg_sha256 s;
+    clg__sha256_init(&s);
+    clg__sha256_update(&s, header, DIGEST_OFFSET);
+    clg__sha256_update(&s, binary, size);
+    clg__sha256_final(&s, digest);
+}
+
 static int read_all(int fd, void *buf, size_t n)
 {
     uint8_t *p = buf;
@@ -214,11 +239,8 @@ int clg__cache_load(const uint8_t key[CLG_CACHE_KEY_SIZE], unsigned char **binar
     if (!data || read_all(fd, data, (size_t)n) != 0)
         goto done;
     uint8_t digest[32];
-    clg_sha256 s;
-    clg__sha256_init(&s);
-    clg__sha256_update(&s, data, (size_t)n);
-    clg__sha256_final(&s, digest);
-    if (memcmp(digest, h + 56, 32) != 0)
+    entry_digest(h, data, (size_t)n, digest);
+    if (memcmp(digest, h + DIGEST_OFFSET, 32) != 0)
         goto done;
     *binary = data;
     *size = (size_t)n;
@@ -251,10 +273,7 @@ void clg__cache_store(const uint8_t key[CLG_CACHE_KEY_SIZE], const unsigned char
     put_u32(h + 12, 0);
     memcpy(h + 16, key, CLG_CACHE_KEY_SIZE);
     put_u64(h + 48, size);
-    clg_sha256 s;
-    clg__sha256_init(&s);
-    clg__sha256_update(&s, binary, size);
-    clg__sha256_final(&s, h + 56);
+    entry_digest(h, binary, size, h + DIGEST_OFFSET);
     int ok = write_all(fd, h, sizeof h) == 0 && write_all(fd, binary, size) == 0;
     /* entries are readable by others, like any cache */
     ok = ok && fchmod(fd, 0644) == 0;

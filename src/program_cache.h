@@ -18,7 +18,12 @@ void clg__cache_key(const clg_context *ctx, const char *const *parts, size_t npa
 char *clg__cache_dir(void);
 
 /* Loads the binary stored under key; 0 and *binary = NULL on a miss or on
- * any damaged, truncated or foreign entry. The caller frees *binary. */
+ * any damaged, truncated or foreign entry. A binary comes back only if the
+ * entry's magic, format version, key, length, file size and digest (SHA-256
+ * of its header and binary) all match, i.e. clg__cache_store wrote it for
+ * this key: only then may it be given to clCreateProgramWithBinary, since
+ * some drivers abort the process on a damaged binary. The caller frees
+ * *binary. */
 int clg__cache_load(const uint8_t key[CLG_CACHE_KEY_SIZE], unsigned char **binary, size_t *size);
 
 /* Stores binary under key atomically (temporary file, then rename). Errors

@@ -1,7 +1,16 @@
 /* test_program_cache.c - the on-disk program cache: a second load (new
  * context) comes from the cache, CLGRAD_CACHE_DIR=off never caches, default
- * locations, and damaged, truncated or foreign entries fall back to a source
- * build and are repaired. Build failures carry the build log. */
+ * locations, and damaged, truncated or foreign entries are rejected by
+ * clgrad's own checks before any driver sees them, fall back to a source
+ * build and are repaired. A binary the driver refuses falls back too. Build
+ * failures carry the build log.
+ *
+ * This program defines clCreateProgramWithBinary and clBuildProgram itself
+ * (forwarding to the ICD loader's): the library is linked statically into
+ * it, so its calls land here. That counts which bytes reach the driver, and
+ * lets a test play a driver that refuses a binary without handing a real
+ * one junk (Mesa's rusticl aborts the process on a damaged binary). */
+#define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,9 +18,11 @@
 #include <cmocka.h>
 
 #include "internal.h"
+#include "program_cache.h"
 #include "testutil.h"
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +30,89 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define HEADER_SIZE 88 /* magic 8, version 4, reserved 4, key 32, length 8, sha 32 */
+/* The documented layout (src/program_cache.c): magic 8, format version 4,
+ * reserved 4, key 32, binary length 8, digest 32, then the binary. The
+ * digest is the SHA-256 of the 56 header bytes before it and the binary. */
+#define HEADER_SIZE  88
+#define OFF_VERSION  8
+#define OFF_RESERVED 12
+#define OFF_KEY      16
+#define OFF_LENGTH   48
+#define OFF_DIGEST   56
+#define CACHE_FORMAT 2
+
+/* --- the driver's view: every binary clgrad hands to the ICD loader ------ */
+
+typedef cl_program (*create_with_binary_fn)(cl_context, cl_uint, const cl_device_id *,
+                                            const size_t *, const unsigned char **, cl_int *,
+                                            cl_int *);
+typedef cl_int (*build_program_fn)(cl_program, cl_uint, const cl_device_id *, const char *,
+                                   void(CL_CALLBACK *)(cl_program, void *), void *);
+
+typedef enum driver_mode {
+    DRIVER_REAL,          /* forward everything */
+    DRIVER_REJECT_CREATE, /* clCreateProgramWithBinary fails: CL_INVALID_BINARY */
+    DRIVER_REJECT_BUILD,  /* the binary loads, clBuildProgram on it fails */
+} driver_mode;
+
+static driver_mode mode = DRIVER_REAL;
+static int binary_loads;           /* calls of clCreateProgramWithBinary */
+static unsigned char *last_binary; /* a copy of the last binary passed */
+static size_t last_binary_size;
+static cl_program last_binary_program; /* what the driver returned for it */
+
+static void *real_symbol(const char *name)
+{
+    void *f = dlsym(RTLD_NEXT, name);
+    if (!f) {
+        fprintf(stderr, "test_program_cache: dlsym(RTLD_NEXT, \"%s\") failed: %s\n", name,
+                dlerror());
+        abort();
+    }
+    return f;
+}
+
+CL_API_ENTRY cl_program CL_API_CALL clCreateProgramWithBinary(
+    cl_context context, cl_uint num_devices, const cl_device_id *device_list, const size_t *lengths,
+    const unsigned char **binaries, cl_int *binary_status, cl_int *errcode_ret)
+{
+    static create_with_binary_fn real;
+    if (!real)
+        *(void **)&real = real_symbol("clCreateProgramWithBinary");
+    binary_loads++;
+    if (num_devices == 1 && lengths && binaries && binaries[0]) {
+        free(last_binary);
+        last_binary = tu_xmalloc(lengths[0]);
+        memcpy(last_binary, binaries[0], lengths[0]);
+        last_binary_size = lengths[0];
+    }
+    if (mode == DRIVER_REJECT_CREATE) {
+        if (binary_status)
+            binary_status[0] = CL_INVALID_BINARY;
+        if (errcode_ret)
+            *errcode_ret = CL_INVALID_BINARY;
+        return NULL;
+    }
+    last_binary_program =
+        real(context, num_devices, device_list, lengths, binaries, binary_status, errcode_ret);
+    return last_binary_program;
+}
+
+CL_API_ENTRY cl_int CL_API_CALL clBuildProgram(cl_program program, cl_uint num_devices,
+                                               const cl_device_id *device_list, const char *options,
+                                               void(CL_CALLBACK *notify)(cl_program, void *),
+                                               void *user_data)
+{
+    static build_program_fn real;
+    if (!real)
+        *(void **)&real = real_symbol("clBuildProgram");
+    if (mode == DRIVER_REJECT_BUILD && program && program == last_binary_program) {
+        /* once: the source build that follows may get the same handle */
+        last_binary_program = NULL;
+        return CL_BUILD_PROGRAM_FAILURE;
+    }
+    return real(program, num_devices, device_list, options, notify, user_data);
+}
 
 static char *tmp;        /* scratch directory of this test run */
 static char cache[4096]; /* CLGRAD_CACHE_DIR, nested to test mkdir -p */
@@ -73,13 +166,46 @@ static int entries(const char *dir, char *path, size_t cap, int *temps)
     return n;
 }
 
-/* Loads program "stream" with options in a fresh context; returns from_cache. */
+/* CL_PROGRAM_KERNEL_NAMES is a ';'-separated list in an order each
+ * implementation picks (PoCL and rusticl differ): sorts the names in place,
+ * so that two lists of the same kernels compare equal as strings. */
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static void sort_kernel_names(char *names, size_t cap)
+{
+    char *copy = strdup(names);
+    assert_non_null(copy);
+    char *tok[1024];
+    size_t n = 0;
+    for (char *save = NULL, *t = strtok_r(copy, ";", &save); t; t = strtok_r(NULL, ";", &save)) {
+        assert_true(n < sizeof tok / sizeof tok[0]);
+        tok[n++] = t;
+    }
+    qsort(tok, n, sizeof tok[0], cmp_str);
+    size_t len = 0;
+    names[0] = '\0';
+    for (size_t i = 0; i < n; i++)
+        len += (size_t)snprintf(names + len, cap - len, "%s%s", i ? ";" : "", tok[i]);
+    assert_true(len < cap);
+    free(copy);
+}
+
+/* Loads program "stream" with options in a fresh context; returns from_cache.
+ * kernel_names (if not NULL) gets the program's kernel names, sorted. */
 static int load(const char *options, char *kernel_names, size_t cap)
 {
     clg_context *ctx = tu_context_or_skip();
     cl_program p = NULL;
     int cached = -1;
+    int loads_before = binary_loads;
     clg_status st = clg_context_program(ctx, "stream", options, &p, &cached);
+    /* a hit is exactly one binary given to the driver; a miss is none,
+     * unless a test's driver refused the binary */
+    if (st == CLG_SUCCESS && mode == DRIVER_REAL)
+        assert_int_equal(binary_loads - loads_before, cached == 1);
     if (st != CLG_SUCCESS)
         fprintf(stderr, "clg_context_program: %s\n", clg_last_error(ctx));
     assert_int_equal(st, CLG_SUCCESS);
@@ -95,6 +221,7 @@ static int load(const char *options, char *kernel_names, size_t cap)
         /* a program without kernels may answer CL_INVALID_VALUE: then "" */
         if (clGetProgramInfo(p, CL_PROGRAM_KERNEL_NAMES, cap, kernel_names, &n) != CL_SUCCESS)
             kernel_names[0] = '\0';
+        sort_kernel_names(kernel_names, cap);
     }
     clg_context_destroy(ctx);
     assert_true(cached == 0 || cached == 1);
@@ -110,6 +237,7 @@ static void test_second_load_comes_from_cache(void **state)
     assert_int_equal(entries(cache, path, sizeof path, &temps), 1);
     assert_int_equal(temps, 0);
     assert_int_equal(load("-DCLG_TEST_CACHE=1", names2, sizeof names2), 1);
+    assert_non_null(strstr(names1, "stream_copy"));
     assert_string_equal(names1, names2); /* the same program came back */
     assert_int_equal(entries(cache, NULL, 0, NULL), 1);
 
@@ -179,106 +307,255 @@ static void test_default_locations(void **state)
     }
 }
 
+/* Every way an entry can go wrong. Each must fail one of clgrad's own checks
+ * (magic, format version, key, length, file size, digest), so that the
+ * driver never sees it. An entry that passes them all is one clgrad wrote
+ * for this key, bit for bit; junk forged to pass them would test only the
+ * driver (and abort the process on rusticl), so there is no such case. */
 typedef enum damage {
-    FLIP_BINARY_BYTE,
+    FLIP_FIRST_BINARY_BYTE,
+    FLIP_MIDDLE_BINARY_BYTE,
+    FLIP_LAST_BINARY_BYTE,
     FLIP_MAGIC,
     WRONG_FORMAT_VERSION,
-    WRONG_LENGTH_FIELD,
+    FORMAT_1_ENTRY,   /* the old layout: digest of the binary alone */
+    NONZERO_RESERVED, /* covered by the digest */
+    FLIP_KEY_BYTE,
+    FLIP_DIGEST_BYTE,
+    LENGTH_FIELD_PLUS_ONE,
+    LENGTH_FIELD_MINUS_ONE,
+    ZERO_LENGTH_FIELD,
+    HUGE_LENGTH_FIELD,
+    SHORTER_BY_ONE_CONSISTENT, /* last byte cut, length field to match */
+    TRUNCATE_ONE_BYTE,
     TRUNCATE_HALF,
+    HEADER_ONLY,
     TRUNCATE_HEADER,
     EMPTY_FILE,
-    FOREIGN_ENTRY,          /* a valid entry of another program under this name */
-    GARBAGE_WITH_VALID_SUM, /* header and checksum fine, binary not a program */
+    APPEND_BYTE,
+    FOREIGN_ENTRY,            /* a valid entry of another program under this name */
+    FOREIGN_PAYLOAD,          /* this header, another entry's binary and digest */
+    JUNK_WITH_PAYLOAD_DIGEST, /* this header, junk, a digest of the junk alone */
     DAMAGE_KINDS
 } damage;
 
 static const char *const damage_names[] = {
-    "flip binary byte",   "flip magic",    "wrong format version",
-    "wrong length field", "truncate half", "truncate header",
-    "empty file",         "foreign entry", "garbage with valid checksum",
+    "flip first binary byte",
+    "flip middle binary byte",
+    "flip last binary byte",
+    "flip magic",
+    "wrong format version",
+    "format 1 entry",
+    "nonzero reserved field",
+    "flip key byte",
+    "flip digest byte",
+    "length field + 1",
+    "length field - 1",
+    "zero length field",
+    "huge length field",
+    "shorter by one byte, length field to match",
+    "truncate one byte",
+    "truncate half",
+    "header only",
+    "truncate header",
+    "empty file",
+    "append a byte",
+    "foreign entry",
+    "foreign payload and digest",
+    "junk with a digest of the junk alone",
 };
 
-static void apply_damage(damage kind, const char *path, const char *foreign_path)
+static void put_len(unsigned char *h, uint64_t len)
 {
-    size_t n;
-    unsigned char *buf = tu_read_file(path, &n);
+    for (int i = 0; i < 8; i++)
+        h[OFF_LENGTH + i] = (unsigned char)(len >> (8 * i));
+}
+
+static void sha256_of(const void *data, size_t n, unsigned char out[32])
+{
+    clg_sha256 s;
+    clg__sha256_init(&s);
+    clg__sha256_update(&s, data, n);
+    clg__sha256_final(&s, out);
+}
+
+/* Writes the intact entry good[0..n) to path with damage kind applied;
+ * foreign[0..fn) is a valid entry of another program. */
+static void write_damaged(damage kind, const char *path, const unsigned char *good, size_t n,
+                          const unsigned char *foreign, size_t fn)
+{
+    size_t cap = n + fn + 64;
+    unsigned char *buf = tu_xmalloc(cap);
+    memcpy(buf, good, n);
+    size_t len = n;
     switch (kind) {
-    case FLIP_BINARY_BYTE:
-        buf[HEADER_SIZE + (n - HEADER_SIZE) / 2] ^= 0x40;
-        tu_write_file(path, buf, n);
+    case FLIP_FIRST_BINARY_BYTE: buf[HEADER_SIZE] ^= 0x01; break;
+    case FLIP_MIDDLE_BINARY_BYTE: buf[HEADER_SIZE + (n - HEADER_SIZE) / 2] ^= 0x40; break;
+    case FLIP_LAST_BINARY_BYTE: buf[n - 1] ^= 0x80; break;
+    case FLIP_MAGIC: buf[0] ^= 1; break;
+    case WRONG_FORMAT_VERSION: buf[OFF_VERSION] = CACHE_FORMAT + 1; break;
+    case FORMAT_1_ENTRY:
+        buf[OFF_VERSION] = 1;
+        sha256_of(buf + HEADER_SIZE, n - HEADER_SIZE, buf + OFF_DIGEST);
         break;
-    case FLIP_MAGIC:
-        buf[0] ^= 1;
-        tu_write_file(path, buf, n);
+    case NONZERO_RESERVED: buf[OFF_RESERVED] = 1; break;
+    case FLIP_KEY_BYTE: buf[OFF_KEY + 7] ^= 0x10; break;
+    case FLIP_DIGEST_BYTE: buf[OFF_DIGEST + 31] ^= 0x01; break;
+    case LENGTH_FIELD_PLUS_ONE: put_len(buf, n - HEADER_SIZE + 1); break;
+    case LENGTH_FIELD_MINUS_ONE: put_len(buf, n - HEADER_SIZE - 1); break;
+    case ZERO_LENGTH_FIELD: put_len(buf, 0); break;
+    case HUGE_LENGTH_FIELD: put_len(buf, UINT64_MAX); break;
+    case SHORTER_BY_ONE_CONSISTENT:
+        put_len(buf, n - HEADER_SIZE - 1);
+        len = n - 1;
         break;
-    case WRONG_FORMAT_VERSION:
-        buf[8] += 1;
-        tu_write_file(path, buf, n);
+    case TRUNCATE_ONE_BYTE: len = n - 1; break;
+    case TRUNCATE_HALF: len = n / 2; break;
+    case HEADER_ONLY: len = HEADER_SIZE; break;
+    case TRUNCATE_HEADER: len = 20; break;
+    case EMPTY_FILE: len = 0; break;
+    case APPEND_BYTE:
+        buf[n] = 0;
+        len = n + 1;
         break;
-    case WRONG_LENGTH_FIELD:
-        buf[48] += 1;
-        tu_write_file(path, buf, n);
+    case FOREIGN_ENTRY:
+        memcpy(buf, foreign, fn);
+        len = fn;
         break;
-    case TRUNCATE_HALF: tu_write_file(path, buf, n / 2); break;
-    case TRUNCATE_HEADER: tu_write_file(path, buf, 20); break;
-    case EMPTY_FILE: tu_write_file(path, buf, 0); break;
-    case FOREIGN_ENTRY: {
-        size_t fn;
-        unsigned char *other = tu_read_file(foreign_path, &fn);
-        tu_write_file(path, other, fn);
-        free(other);
+    case FOREIGN_PAYLOAD:
+        /* the foreign digest is valid for the foreign header only */
+        memcpy(buf + OFF_LENGTH, foreign + OFF_LENGTH, 8);
+        memcpy(buf + OFF_DIGEST, foreign + OFF_DIGEST, 32);
+        memcpy(buf + HEADER_SIZE, foreign + HEADER_SIZE, fn - HEADER_SIZE);
+        len = fn;
         break;
-    }
-    case GARBAGE_WITH_VALID_SUM: {
+    case JUNK_WITH_PAYLOAD_DIGEST: {
         static const char junk[] = "this is not a program binary";
-        unsigned char out[HEADER_SIZE + sizeof junk];
-        memcpy(out, buf, HEADER_SIZE);
-        uint64_t len = sizeof junk;
-        for (int i = 0; i < 8; i++)
-            out[48 + i] = (unsigned char)(len >> (8 * i));
-        clg_sha256 s;
-        clg__sha256_init(&s);
-        clg__sha256_update(&s, junk, sizeof junk);
-        clg__sha256_final(&s, out + 56);
-        memcpy(out + HEADER_SIZE, junk, sizeof junk);
-        tu_write_file(path, out, sizeof out);
+        put_len(buf, sizeof junk);
+        sha256_of(junk, sizeof junk, buf + OFF_DIGEST);
+        memcpy(buf + HEADER_SIZE, junk, sizeof junk);
+        len = HEADER_SIZE + sizeof junk;
         break;
     }
     default: fail();
     }
+    tu_write_file(path, buf, len);
     free(buf);
+}
+
+/* The digest an entry should carry, computed here from the documented
+ * layout, independently of src/program_cache.c. */
+static void check_documented_digest(const unsigned char *e, size_t n)
+{
+    clg_sha256 s;
+    unsigned char d[32];
+    clg__sha256_init(&s);
+    clg__sha256_update(&s, e, OFF_DIGEST);
+    clg__sha256_update(&s, e + HEADER_SIZE, n - HEADER_SIZE);
+    clg__sha256_final(&s, d);
+    assert_memory_equal(d, e + OFF_DIGEST, 32);
+    uint64_t len = 0;
+    for (int i = 0; i < 8; i++)
+        len |= (uint64_t)e[OFF_LENGTH + i] << (8 * i);
+    assert_true(len == n - HEADER_SIZE);
+    assert_int_equal(e[OFF_VERSION], CACHE_FORMAT);
+    for (int i = OFF_RESERVED; i < OFF_KEY; i++)
+        assert_int_equal(e[i], 0);
 }
 
 static void test_damaged_entries_fall_back_and_repair(void **state)
 {
     (void)state;
-    char dir[4200], path[4400], foreign[4400];
+    char dir[4200], path[4400], foreign_path[4400];
     snprintf(dir, sizeof dir, "%s/damage", tmp);
     setenv("CLGRAD_CACHE_DIR", dir, 1);
     /* an entry of another program to pass off as this one */
     assert_int_equal(load("-DCLG_TEST_FOREIGN=1", NULL, 0), 0);
-    assert_int_equal(entries(dir, foreign, sizeof foreign, NULL), 1);
-    char foreign_dir[4400];
-    snprintf(foreign_dir, sizeof foreign_dir, "%s/foreign.bin.keep", tmp);
-    assert_int_equal(rename(foreign, foreign_dir), 0);
+    assert_int_equal(entries(dir, foreign_path, sizeof foreign_path, NULL), 1);
+    size_t fn;
+    unsigned char *foreign = tu_read_file(foreign_path, &fn);
+    assert_int_equal(unlink(foreign_path), 0);
 
     char names_ok[4096];
     assert_int_equal(load("-DCLG_TEST_DAMAGE=1", names_ok, sizeof names_ok), 0);
+    assert_non_null(strstr(names_ok, "stream_copy"));
     assert_int_equal(entries(dir, path, sizeof path, NULL), 1);
+    size_t n;
+    unsigned char *good = tu_read_file(path, &n);
+    assert_true(n > HEADER_SIZE);
+    check_documented_digest(good, n);
+    check_documented_digest(foreign, fn);
+    uint8_t key[CLG_CACHE_KEY_SIZE];
+    memcpy(key, good + OFF_KEY, sizeof key);
+    /* the file is named after the key it holds */
+    char hex[2 * CLG_CACHE_KEY_SIZE + 1];
+    for (int i = 0; i < CLG_CACHE_KEY_SIZE; i++)
+        snprintf(hex + 2 * i, 3, "%02x", key[i]);
+    assert_non_null(strstr(path, hex));
 
     for (int k = 0; k < DAMAGE_KINDS; k++) {
         print_message("damage: %s\n", damage_names[k]);
-        assert_int_equal(load("-DCLG_TEST_DAMAGE=1", NULL, 0), 1); /* intact before */
-        apply_damage((damage)k, path, foreign_dir);
+        /* intact before: the driver gets exactly the stored binary */
+        assert_int_equal(load("-DCLG_TEST_DAMAGE=1", NULL, 0), 1);
+        assert_true(last_binary_size == n - HEADER_SIZE);
+        assert_memory_equal(last_binary, good + HEADER_SIZE, n - HEADER_SIZE);
+
+        write_damaged((damage)k, path, good, n, foreign, fn);
+        /* clgrad's own checks reject it... */
+        unsigned char *bin = (unsigned char *)"not touched";
+        size_t size = 12345;
+        if (clg__cache_load(key, &bin, &size) != 0)
+            fail_msg("damage \"%s\": clg__cache_load accepted the entry", damage_names[k]);
+        assert_null(bin);
+        assert_int_equal(size, 0);
+        /* ...so no binary reaches the driver (load() counts the calls): the
+         * program is rebuilt from source, the same kernels */
         char names[4096];
-        /* damaged: ignored, rebuilt from source, same program */
+        int loads = binary_loads;
         assert_int_equal(load("-DCLG_TEST_DAMAGE=1", names, sizeof names), 0);
+        assert_int_equal(binary_loads, loads);
         assert_string_equal(names, names_ok);
         /* and the entry was replaced by a good one */
         int temps;
         assert_int_equal(entries(dir, NULL, 0, &temps), 1);
         assert_int_equal(temps, 0);
+        size_t rn;
+        unsigned char *repaired = tu_read_file(path, &rn);
+        check_documented_digest(repaired, rn);
+        assert_memory_equal(repaired + OFF_KEY, key, sizeof key);
+        free(repaired);
         assert_int_equal(load("-DCLG_TEST_DAMAGE=1", NULL, 0), 1);
+    }
+    free(good);
+    free(foreign);
+}
+
+/* A binary that passes clgrad's checks but that the driver refuses (a
+ * driver update that kept its version string, say) is rebuilt from source
+ * and the entry rewritten; played by this program's clCreateProgramWithBinary
+ * and clBuildProgram, so no real driver is handed a bad binary. */
+static void test_driver_refusal_falls_back(void **state)
+{
+    (void)state;
+    char dir[4200], path[4400];
+    snprintf(dir, sizeof dir, "%s/refusal", tmp);
+    setenv("CLGRAD_CACHE_DIR", dir, 1);
+    char names_ok[4096], names[4096];
+    assert_int_equal(load("-DCLG_TEST_REFUSAL=1", names_ok, sizeof names_ok), 0);
+    assert_int_equal(entries(dir, path, sizeof path, NULL), 1);
+    const driver_mode modes[] = {DRIVER_REJECT_CREATE, DRIVER_REJECT_BUILD};
+    for (size_t i = 0; i < 2; i++) {
+        print_message("driver refuses the binary in %s\n", modes[i] == DRIVER_REJECT_CREATE
+                                                               ? "clCreateProgramWithBinary"
+                                                               : "clBuildProgram");
+        mode = modes[i];
+        int loads = binary_loads;
+        assert_int_equal(load("-DCLG_TEST_REFUSAL=1", names, sizeof names), 0);
+        mode = DRIVER_REAL;
+        assert_int_equal(binary_loads, loads + 1); /* it was offered once */
+        assert_string_equal(names, names_ok);
+        assert_int_equal(entries(dir, NULL, 0, NULL), 1);
+        assert_int_equal(load("-DCLG_TEST_REFUSAL=1", NULL, 0), 1);
     }
 }
 
@@ -329,6 +606,7 @@ int main(void)
         cmocka_unit_test_setup(test_cache_off, setup),
         cmocka_unit_test_setup(test_default_locations, setup),
         cmocka_unit_test_setup(test_damaged_entries_fall_back_and_repair, setup),
+        cmocka_unit_test_setup(test_driver_refusal_falls_back, setup),
         cmocka_unit_test_setup(test_unusable_cache_dir_never_fails_a_build, setup),
         cmocka_unit_test_setup(test_build_failure_carries_log, setup),
     };

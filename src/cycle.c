@@ -208,6 +208,7 @@ static clg_status step_plain(clg_model *m, const clg_grads *g, float w, unsigned
 clg_status clg_step(clg_model *m, const clg_grads *g, float w, int *updated,
                     const clg_events *ev)
 {
+    clg__events_clear(ev);
     int dummy;
     updated = updated ? updated : &dummy;
     *updated = 0;
@@ -252,6 +253,7 @@ static clg_status flush(clg_model *m)
 
 clg_status clg_flush(clg_model *m, const clg_events *ev)
 {
+    clg__events_clear(ev);
     clg_status st = check_usable(m, "clg_flush");
     if (st == CLG_SUCCESS)
         st = clg__events_check(m->ctx, ev, "clg_flush");

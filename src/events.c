@@ -17,8 +17,6 @@ clg_status clg__events_check(clg_context *ctx, const clg_events *ev, const char 
         if (ev->wait_list[i] == NULL)
             return clg__fail(ctx, CLG_ERR_INVALID_ARGUMENT, "%s: events: wait_list[%u] is NULL",
                              who, i);
-    if (ev->event != NULL)
-        *ev->event = NULL;
     return CLG_SUCCESS;
 }
 

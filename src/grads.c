@@ -101,6 +101,7 @@ static clg_status upload(clg_grads *g, int t, const void *host, const char *who)
 clg_status clg_grads_upload(clg_grads *g, int t, const void *host, size_t count,
                             const clg_events *ev)
 {
+    clg__events_clear(ev);
     const char *who = "clg_grads_upload";
     if (g == NULL)
         return clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT, "%s: NULL grads", who);

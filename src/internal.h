@@ -60,8 +60,14 @@ const char *clg__cl_error_name(cl_int err);
 
 /* ----------------------------------------------------------- events */
 
-/* Validates a call's clg_events (NULL is fine) before it changes anything,
- * and sets *event to NULL. */
+/* The first thing a call with clg_events does: its event is NULL until the
+ * call succeeds. */
+static inline void clg__events_clear(const clg_events *ev)
+{
+    if (ev != NULL && ev->event != NULL)
+        *ev->event = NULL;
+}
+/* Validates a call's clg_events (NULL is fine) before it changes anything. */
 clg_status clg__events_check(clg_context *ctx, const clg_events *ev, const char *who);
 /* Makes the call's commands wait for the caller's wait list. */
 clg_status clg__events_wait(clg_context *ctx, const clg_events *ev, const char *who);

@@ -677,6 +677,7 @@ static clg_status download_acc(clg_model *m, int t, void *out, const char *who)
 clg_status clg_model_upload_params(clg_model *m, int t, const float *host, size_t count,
                                    const clg_events *ev)
 {
+    clg__events_clear(ev);
     const char *who = "clg_model_upload_params";
     clg_status st = check_copy(m, t, host, count, ev, who);
     return st == CLG_SUCCESS ? with_events(m, ev, upload_params, t, (void *)host, who) : st;
@@ -685,6 +686,7 @@ clg_status clg_model_upload_params(clg_model *m, int t, const float *host, size_
 clg_status clg_model_download_params(clg_model *m, int t, float *host, size_t count,
                                      const clg_events *ev)
 {
+    clg__events_clear(ev);
     const char *who = "clg_model_download_params";
     clg_status st = check_copy(m, t, host, count, ev, who);
     return st == CLG_SUCCESS ? with_events(m, ev, download_params, t, host, who) : st;
@@ -693,6 +695,7 @@ clg_status clg_model_download_params(clg_model *m, int t, float *host, size_t co
 clg_status clg_model_download_acc(clg_model *m, int t, float *host, size_t count,
                                   const clg_events *ev)
 {
+    clg__events_clear(ev);
     const char *who = "clg_model_download_acc";
     clg_status st = check_copy(m, t, host, count, ev, who);
     return st == CLG_SUCCESS ? with_events(m, ev, download_acc, t, host, who) : st;
@@ -701,6 +704,7 @@ clg_status clg_model_download_acc(clg_model *m, int t, float *host, size_t count
 clg_status clg_model_download_state(clg_model *m, int s, int t, float *host, size_t count,
                                     const clg_events *ev)
 {
+    clg__events_clear(ev);
     const char *who = "clg_model_download_state";
     clg_status st = check_tensor(m, t, true, who);
     if (st != CLG_SUCCESS)

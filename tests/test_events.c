@@ -1,0 +1,269 @@
+/* test_events.c - the optional clg_events of clg_step, clg_flush and the
+ * host copies (work ordered across queues without clFinish), and what a
+ * non-blocking clg_model_stats returns (one consistent snapshot, at most
+ * one cycle behind). */
+#include "clgrad.h"
+#include "testutil.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <math.h>
+
+#include <cmocka.h>
+
+enum { N = 5000 };
+static const float LR = 0.125f;
+
+/* SGD without momentum: p' = p - lr * g exactly as the host computes it in
+ * fp32 (one multiply, one subtract: the device's result must be within one
+ * rounding of it). */
+static clg_model *sgd_model(unsigned k)
+{
+    clg_config cfg = clg_config_default(CLG_SGD);
+    cfg.lr = LR;
+    cfg.accum_steps = k;
+    clg_model *m = NULL;
+    OK(clg_model_create(tu_ctx, &cfg, &m));
+    int t;
+    OK(clg_model_add_tensor(m, "w", N, 0, &t));
+    OK(clg_model_finalize(m));
+    return m;
+}
+
+static void expect_sgd(const float *p0, const float *g, const float *got)
+{
+    for (size_t i = 0; i < N; i++) {
+        double want = (double)p0[i] - (double)LR * (double)g[i];
+        double tol = 1e-6 * (fabs(want) + 1.0);
+        if (fabs((double)got[i] - want) > tol)
+            fail_msg("element %zu: %.9g, expected %.9g", i, (double)got[i], want);
+    }
+}
+
+static cl_int event_status(cl_event e)
+{
+    cl_int s = CL_QUEUED;
+    assert_int_equal(clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof s, &s, NULL),
+                     CL_SUCCESS);
+    return s;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* The update does not start before the caller's event, and the returned
+ * event completes only after it. */
+static void test_step_waits_for_user_event(void **state)
+{
+    (void)state;
+    clg_model *m = sgd_model(1);
+    float *p0 = tu_xmalloc(N * sizeof *p0), *g = tu_xmalloc(N * sizeof *g);
+    float *got = tu_xmalloc(N * sizeof *got);
+    tu_fill_uniform(p0, N, 1, -1.0f, 1.0f);
+    tu_fill_uniform(g, N, 2, -1.0f, 1.0f);
+    OK(clg_model_upload_params(m, CLG_ALL_TENSORS, p0, N, NULL));
+    clg_grads *grads = NULL;
+    OK(clg_grads_create(m, CLG_FP32, &grads));
+    OK(clg_grads_upload(grads, CLG_ALL_TENSORS, g, N, NULL));
+
+    cl_int err;
+    cl_event gate = clCreateUserEvent(clg_context_cl(tu_ctx), &err);
+    assert_int_equal(err, CL_SUCCESS);
+    cl_event done = NULL;
+    int updated = 0;
+    clg_events ev = {1, &gate, &done};
+    OK(clg_step(m, grads, 1.0f, &updated, &ev));
+    assert_int_equal(updated, 1);
+    assert_non_null(done);
+    sleep_ms(100);
+    assert_int_not_equal(event_status(done), CL_COMPLETE);
+
+    assert_int_equal(clSetUserEventStatus(gate, CL_COMPLETE), CL_SUCCESS);
+    assert_int_equal(clWaitForEvents(1, &done), CL_SUCCESS);
+    assert_int_equal(event_status(done), CL_COMPLETE);
+    OK(clg_model_download_params(m, CLG_ALL_TENSORS, got, N, NULL));
+    expect_sgd(p0, g, got);
+
+    clReleaseEvent(done);
+    clReleaseEvent(gate);
+    clg_grads_destroy(grads);
+    clg_model_destroy(m);
+    free(p0);
+    free(g);
+    free(got);
+}
+
+/* A second queue writes the gradients and reads the params; clgrad's queue
+ * is ordered against it by events only. */
+static void test_two_queues(void **state)
+{
+    (void)state;
+    clg_model *m = sgd_model(1);
+    float *p0 = tu_xmalloc(N * sizeof *p0), *g = tu_xmalloc(N * sizeof *g);
+    float *got = tu_xmalloc(N * sizeof *got);
+    tu_fill_uniform(p0, N, 3, -1.0f, 1.0f);
+    tu_fill_uniform(g, N, 4, -1.0f, 1.0f);
+    clg_grads *grads = NULL;
+    OK(clg_grads_create(m, CLG_FP32, &grads));
+
+    cl_int err;
+    cl_command_queue q2 =
+        clCreateCommandQueue(clg_context_cl(tu_ctx), clg_context_device(tu_ctx), 0, &err);
+    assert_int_equal(err, CL_SUCCESS);
+
+    cl_event uploaded = NULL;
+    OK(clg_model_upload_params(m, CLG_ALL_TENSORS, p0, N, &(clg_events){0, NULL, &uploaded}));
+    assert_non_null(uploaded);
+    clg_view gv;
+    OK(clg_grads_view(grads, 0, &gv));
+    cl_event written = NULL;
+    assert_int_equal(clEnqueueWriteBuffer(q2, gv.mem, CL_FALSE, gv.offset * 4, N * 4, g, 1,
+                                          &uploaded, &written),
+                     CL_SUCCESS);
+    clFlush(q2);
+    cl_event stepped = NULL;
+    OK(clg_step(m, grads, 1.0f, NULL, &(clg_events){1, &written, &stepped}));
+    clg_view pv;
+    OK(clg_model_param_view(m, 0, &pv));
+    assert_int_equal(clEnqueueReadBuffer(q2, pv.mem, CL_TRUE, pv.offset * 4, N * 4, got, 1,
+                                         &stepped, NULL),
+                     CL_SUCCESS);
+    expect_sgd(p0, g, got);
+
+    clReleaseEvent(uploaded);
+    clReleaseEvent(written);
+    clReleaseEvent(stepped);
+    clReleaseCommandQueue(q2);
+    clg_grads_destroy(grads);
+    clg_model_destroy(m);
+    free(p0);
+    free(g);
+    free(got);
+}
+
+/* Path B's intermediate micro-step and a flush: an event even when the
+ * call launches nothing, complete once waited for. */
+static void test_event_without_work_and_flush(void **state)
+{
+    (void)state;
+    clg_model *m = sgd_model(3);
+    tu_upload_uniform_params(m, 5);
+    cl_event e = NULL;
+    int updated = -1;
+    OK(clg_step(m, NULL, 1.0f, &updated, &(clg_events){0, NULL, &e}));
+    assert_int_equal(updated, 0);
+    assert_non_null(e);
+    assert_int_equal(clWaitForEvents(1, &e), CL_SUCCESS);
+    clReleaseEvent(e);
+    e = NULL;
+    OK(clg_flush(m, &(clg_events){0, NULL, &e}));
+    assert_non_null(e);
+    assert_int_equal(clWaitForEvents(1, &e), CL_SUCCESS);
+    clReleaseEvent(e);
+    clg_stats s = clg_stats_init();
+    OK(clg_model_stats(m, 1, &s));
+    assert_true(s.updates == 1);
+    clg_model_destroy(m);
+}
+
+/* A malformed clg_events is refused before anything changes. */
+static void test_bad_events(void **state)
+{
+    (void)state;
+    clg_model *m = sgd_model(2);
+    tu_upload_uniform_params(m, 6);
+    cl_int err;
+    cl_event u = clCreateUserEvent(clg_context_cl(tu_ctx), &err);
+    assert_int_equal(err, CL_SUCCESS);
+    cl_event none[1] = {NULL};
+    cl_event out = u; /* must be set to NULL on refusal */
+    const clg_events bad[] = {
+        {1, NULL, &out}, /* a count without a list */
+        {0, &u, &out},   /* a list without a count */
+        {1, none, &out}, /* a NULL event in the list */
+    };
+    float host[N];
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        out = u;
+        assert_int_equal(clg_step(m, NULL, 1.0f, NULL, &bad[i]), CLG_ERR_INVALID_ARGUMENT);
+        assert_non_null(strstr(clg_last_error(tu_ctx), "clg_step: events"));
+        assert_int_equal(clg_micro_step_index(m), 0);
+        assert_null(out);
+        assert_int_equal(clg_model_download_params(m, CLG_ALL_TENSORS, host, N, &bad[i]),
+                         CLG_ERR_INVALID_ARGUMENT);
+        assert_non_null(strstr(clg_last_error(tu_ctx), "clg_model_download_params: events"));
+    }
+    /* clg_flush checks its events before the cycle's state */
+    assert_int_equal(clg_flush(m, &bad[0]), CLG_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clg_last_error(tu_ctx), "clg_flush: events"));
+    clSetUserEventStatus(u, CL_COMPLETE);
+    clReleaseEvent(u);
+    clg_model_destroy(m);
+}
+
+/* ------------------------------------------------------------ stats */
+
+/* A snapshot is of one moment: the device's update counter equals the
+ * host's cycle count of the same moment (no update is skipped here), and
+ * micro_steps = k * cycles at cycle ends. */
+static void check_snapshot(const clg_stats *s, unsigned k, uint64_t host_cycles)
+{
+    assert_true(s->cycles_behind <= 1);
+    assert_true(s->cycles + s->cycles_behind == host_cycles);
+    assert_true(s->updates == s->cycles);
+    assert_true(s->micro_steps == (uint64_t)k * s->cycles);
+}
+
+static void test_nonblocking_stats(void **state)
+{
+    (void)state;
+    const unsigned k = 2;
+    clg_model *m = sgd_model(k);
+    tu_upload_uniform_params(m, 8);
+    uint64_t cycles = 0;
+    unsigned behind_seen[2] = {0, 0};
+    for (int u = 0; u < 20; u++) {
+        for (unsigned i = 0; i < k; i++)
+            OK(clg_step(m, NULL, 1.0f, NULL, NULL));
+        cycles++;
+        clg_stats s = clg_stats_init();
+        OK(clg_model_stats(m, 0, &s));
+        check_snapshot(&s, k, cycles);
+        behind_seen[s.cycles_behind]++;
+    }
+    /* many cycles without a look: still at most one behind */
+    for (int u = 0; u < 6; u++) {
+        for (unsigned i = 0; i < k; i++)
+            OK(clg_step(m, NULL, 1.0f, NULL, NULL));
+        cycles++;
+    }
+    clg_stats s = clg_stats_init();
+    OK(clg_model_stats(m, 0, &s));
+    check_snapshot(&s, k, cycles);
+    /* blocking: now */
+    OK(clg_model_stats(m, 1, &s));
+    assert_int_equal(s.cycles_behind, 0);
+    assert_true(s.updates == cycles && s.cycles == cycles);
+    print_message("non-blocking snapshots: %u current, %u one cycle behind\n", behind_seen[0],
+                  behind_seen[1]);
+    clg_model_destroy(m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_step_waits_for_user_event),
+        cmocka_unit_test(test_two_queues),
+        cmocka_unit_test(test_event_without_work_and_flush),
+        cmocka_unit_test(test_bad_events),
+        cmocka_unit_test(test_nonblocking_stats),
+    };
+    return cmocka_run_group_tests(tests, tu_group_setup, tu_group_teardown);
+}

@@ -9,7 +9,8 @@
  *   WG, ITEMS  work-group size (power of two); float4s per work-item of a
  *              reduction pass
  * Elements are processed as float4: chunks are padded to whole work-groups.
- * The dtype helpers and the reduction live in common.cl. */
+ * The dtype helpers and the reduction live in common.cl; the parameter
+ * lists (ACCUMULATE_PARAMS, REDUCE_PARAMS) come from cl/layout.py. */
 
 inline float4 accumulate4(global void *acc, global const void *g, float w, uint first,
                           ulong i, uint seed)
@@ -24,9 +25,7 @@ inline float4 accumulate4(global void *acc, global const void *g, float w, uint 
 /* With statistics: each work-item takes ITEMS float4s (see common.cl) and
  * the group writes the sum of squares of the new accumulator values. */
 __attribute__((reqd_work_group_size(WG, 1, 1)))
-kernel void accumulate(global void *acc, global const void *g, float w, uint first,
-                       ulong n4, uint seed, global const uint *sb,
-                       global float *partials, ulong pbase)
+kernel void accumulate(ACCUMULATE_PARAMS)
 {
     (void)sb;
     float4 ss = (float4)(0.0f);
@@ -45,9 +44,7 @@ kernel void accumulate(global void *acc, global const void *g, float w, uint fir
 /* One float4 per work-item: no loop, so the compiler may vectorize across
  * work-items (PoCL) and every access is coalesced (GPUs). */
 __attribute__((reqd_work_group_size(WG, 1, 1)))
-kernel void accumulate(global void *acc, global const void *g, float w, uint first,
-                       ulong n4, uint seed, global const uint *sb,
-                       global float *partials, ulong pbase)
+kernel void accumulate(ACCUMULATE_PARAMS)
 {
 #if SKIP_MICRO
     uint verdict = sb[SB_MICRO_OK];
@@ -68,14 +65,14 @@ kernel void accumulate(global void *acc, global const void *g, float w, uint fir
 /* SKIP_MICRO: the sum of squares of one micro-step's gradient, whose
  * finiteness decides whether the micro-step is added. */
 __attribute__((reqd_work_group_size(WG, 1, 1)))
-kernel void check_finite(global const void *g, ulong n4, global float *partials, ulong pbase)
+kernel void check_finite(REDUCE_PARAMS)
 {
     float4 ss = (float4)(0.0f);
 #pragma unroll
     for (uint r = 0; r < ITEMS; r++) {
         ulong i = reduce_index(r);
         if (i < n4) {
-            float4 v = load_grad4(g, i);
+            float4 v = load_grad4(src, i); /* the gradient (G_DTYPE) */
             ss += v * v;
         }
     }

@@ -1,32 +1,9 @@
-/* common.cl - compiled in front of every clgrad program: step-block word
- * indices (mirror of src/step_block.h), dtype conversions and rounding, the
- * gradient/accumulator loads selected by G_DTYPE / ACC_DTYPE, and the
- * deterministic work-group reduction of (sum of squares, non-finite flag). */
-
-#define SB_GRAD_SCALE 0
-#define SB_SKIP 1
-#define SB_LR 2
-#define SB_BC1 3
-#define SB_BC2_SQRT 4
-#define SB_T 5
-#define SB_LOSS_SCALE 6
-#define SB_GROWTH 7
-#define SB_SKIPPED 8
-#define SB_SKIPPED_MICRO 9
-#define SB_SUMSQ 10
-#define SB_GRAD_NORM 11
-#define SB_CLIP_COEF 12
-#define SB_NONFINITE 13
-#define SB_STICKY 14
-#define SB_MICRO_OK 15
-#define SB_MICRO_COUNT 16
-#define SB_WEIGHT_SUM 17
-#define SB_SMALL_SUMSQ 18
-#define SB_SMALL_WEIGHT 19
-#define SB_NOISE_G2 20
-#define SB_NOISE_TR 21
-#define SB_NOISE_SCALE 22
-#define SB_NOISE_COUNT 23
+/* common.cl - compiled in front of every clgrad program: dtype conversions
+ * and rounding, the gradient/accumulator loads selected by G_DTYPE /
+ * ACC_DTYPE, and the deterministic work-group reduction of (sum of squares,
+ * non-finite flag). The step block's word indices (SB_*) and the kernels'
+ * parameter lists (<NAME>_PARAMS) come before it, from clg_layout.cl, which
+ * the build generates from cl/layout.py. */
 
 /* dtype codes, as clg_dtype */
 #define DT_FP32 0

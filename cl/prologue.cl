@@ -8,7 +8,8 @@
  *   fold_small      noise scale: the first micro-step's statistics.
  * Variants (-D): STATS, CLIP, POLICY (0 ignore, 1 skip update, 2 skip micro,
  * 3 error), LOSS_SCALE (0 none, 1 static, 2 dynamic), MEAN, SCHED (0
- * constant, 1 linear, 2 cosine), NOISE. */
+ * constant, 1 linear, 2 cosine), NOISE. Parameter lists (PROLOGUE_PARAMS,
+ * FOLD_PARAMS): cl/layout.py. */
 
 #ifndef STATS
 #define STATS 0
@@ -61,10 +62,7 @@ inline float bias_correction(float beta, uint s)
 }
 
 __attribute__((reqd_work_group_size(WG, 1, 1)))
-kernel void prologue(global uint *sb, global const float *partials, uint n_main,
-                     float weight_sum, float lr, ulong warmup, ulong total, float min_lr, float beta1,
-                     float beta2, float max_norm, float growth, float backoff,
-                     uint interval, float scale_min, float scale_max, float noise_ema)
+kernel void prologue(PROLOGUE_PARAMS)
 {
     local float scratch[WG];
 #if STATS
@@ -178,8 +176,7 @@ kernel void prologue(global uint *sb, global const float *partials, uint n_main,
 /* Skip-micro mode: decides whether the micro-step just checked is added
  * (1), added as the first of its cycle (2) or dropped (0). */
 __attribute__((reqd_work_group_size(WG, 1, 1)))
-kernel void micro_prologue(global uint *sb, global const float *partials, ulong base,
-                           uint n, float weight)
+kernel void micro_prologue(FOLD_PARAMS)
 {
     local float scratch[WG];
     float sumsq = sum_partials(partials, base, n, scratch);
@@ -200,8 +197,7 @@ kernel void micro_prologue(global uint *sb, global const float *partials, ulong 
  * step block until the end of the cycle (so a checkpoint taken mid-cycle
  * carries them). */
 __attribute__((reqd_work_group_size(WG, 1, 1)))
-kernel void fold_small(global uint *sb, global const float *partials, ulong base, uint n,
-                       float weight)
+kernel void fold_small(FOLD_PARAMS)
 {
     local float scratch[WG];
     float sumsq = sum_partials(partials, base, n, scratch);

@@ -1,16 +1,17 @@
 /* stats.cl - accumulator statistics when they cannot ride along with an
  * accumulate pass (path B, skip-micro mode, per-tensor norms): one read of
- * the accumulator. Same deterministic reduction as the fused pass. */
+ * the accumulator. Same deterministic reduction as the fused pass.
+ * Parameter lists (REDUCE_PARAMS, TENSOR_SUMSQ_PARAMS): cl/layout.py. */
 
 __attribute__((reqd_work_group_size(WG, 1, 1)))
-kernel void acc_sumsq(global const void *acc, ulong n4, global float *partials, ulong pbase)
+kernel void acc_sumsq(REDUCE_PARAMS)
 {
     float4 ss = (float4)(0.0f);
 #pragma unroll
     for (uint r = 0; r < ITEMS; r++) {
         ulong i = reduce_index(r);
         if (i < n4) {
-            float4 v = load_acc4(acc, i);
+            float4 v = load_acc4(src, i); /* the accumulator (ACC_DTYPE) */
             ss += v * v;
         }
     }
@@ -22,8 +23,7 @@ kernel void acc_sumsq(global const void *acc, ulong n4, global float *partials, 
  * (offsets and counts in float4 units). Only for per-tensor norms on
  * request; the loop makes it slower per byte than the streaming kernels. */
 __attribute__((reqd_work_group_size(WG, 1, 1)))
-kernel void tensor_sumsq(global const void *acc, global const ulong *offset4,
-                         global const ulong *count4, global float *out, ulong obase)
+kernel void tensor_sumsq(TENSOR_SUMSQ_PARAMS)
 {
     ulong t = get_group_id(0);
     ulong base = offset4[t];

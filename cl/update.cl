@@ -6,7 +6,8 @@
  * low-precision param copy once. Semantics: docs/semantics.md.
  * Variants (-D): OPT (0 SGD, 1 Adam, 2 AdamW, 3 Lion), MOMENTUM, NESTEROV,
  * AMSGRAD, MAXIMIZE, PATH_C, G_DTYPE, ACC_DTYPE, COPY_DTYPE (3 none),
- * CLIP_VALUE, SINGLE_GROUP. */
+ * CLIP_VALUE, SINGLE_GROUP. The parameter list (UPDATE_PARAMS) comes from
+ * cl/layout.py. */
 
 #define OPT_SGD 0
 #define OPT_ADAM 1
@@ -51,13 +52,7 @@
  * work-items (measured: 27% faster at N = 2^24). A skipped update stores
  * the old values back, bitwise unchanged. */
 __attribute__((reqd_work_group_size(WG, 1, 1)))
-kernel void update(global float *restrict p, global const void *restrict acc,
-                   global const void *restrict g, float w_last, uint acc_empty,
-                   global float *restrict s0, global float *restrict s1,
-                   global float *restrict s2, global void *restrict copy,
-                   global const float2 *restrict group_params, float lr_mult, float wd,
-                   float beta1, float beta2, float eps, float momentum, float dampening,
-                   float clip_value, global const uint *restrict sb)
+kernel void update(UPDATE_PARAMS)
 {
     const ulong i = get_global_id(0);
 #if !SINGLE_GROUP

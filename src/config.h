@@ -3,7 +3,7 @@
 #define CLGRAD_CONFIG_H
 
 #include "internal.h"
-#include "step_block.h"
+#include "clg_layout.h"
 
 /* Copies a caller's config (of its own struct_size) over the defaults of
  * its optimizer into *full; fails on a bad struct_size. */

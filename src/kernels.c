@@ -1,6 +1,12 @@
 /* kernels.c - variant options, the per-model kernel cache and the
- * launchers of accumulate.cl, stats.cl, prologue.cl and update.cl. */
+ * launchers of accumulate.cl, stats.cl, prologue.cl and update.cl. The
+ * launchers fill each kernel's argument struct by field name; the struct,
+ * its setter and the kernel's parameter list are all generated from
+ * cl/layout.py (clg_layout.h), so the two sides cannot disagree on order or
+ * types. */
 #include "kernels.h"
+
+#include "clg_layout.h"
 
 #include "config.h"
 
@@ -77,15 +83,34 @@ static clg_status get_kernel(clg_model *m, const char *program, const char *opti
     return CLG_SUCCESS;
 }
 
-/* Arguments are set one by one; a failure here is a clgrad bug or a lost
- * device, reported with the argument index. */
-#define SET_ARG(k, i, type, value)                                                         \
-    do {                                                                                   \
-        type v_ = (value);                                                                 \
-        cl_int e_ = clSetKernelArg((k), (i), sizeof(type), &v_);                           \
-        if (e_ != CL_SUCCESS)                                                              \
-            return clg__cl_fail(m->ctx, e_, "setting kernel argument " #i, "clSetKernelArg"); \
+/* A failed clSetKernelArg is a clgrad bug or a lost device, reported with
+ * the argument's index and name. */
+static clg_status args_failed(clg_model *m, cl_int err, const char *list, const char *arg)
+{
+    char what[96];
+    snprintf(what, sizeof what, "%s: setting kernel argument %s", list, arg ? arg : "?");
+    return clg__cl_fail(m->ctx, err, what, "clSetKernelArg");
+}
+
+/* Sets every argument of k from *args with the setter of argument list
+ * `list` (clg__set_args_<list>), returning from the launcher on failure. */
+#define SET_ARGS(list, k, args)                                                \
+    do {                                                                       \
+        const char *bad_ = NULL;                                               \
+        cl_int e_ = clg__set_args_##list((k), (args), &bad_);                  \
+        if (e_ != CL_SUCCESS)                                                  \
+            return args_failed(m, e_, #list, bad_);                            \
     } while (0)
+
+/* Each launcher below names every field of its struct. A new argument in
+ * cl/layout.py changes its count and stops the build here until the
+ * launcher sets it: a field left out would silently be zero. */
+_Static_assert(CLG_ARGS_ACCUMULATE_COUNT == 9, "accumulate: set the new argument, then count it");
+_Static_assert(CLG_ARGS_REDUCE_COUNT == 4, "reduce: set the new argument, then count it");
+_Static_assert(CLG_ARGS_TENSOR_SUMSQ_COUNT == 5, "tensor_sumsq: set the new argument, then count it");
+_Static_assert(CLG_ARGS_FOLD_COUNT == 5, "fold: set the new argument, then count it");
+_Static_assert(CLG_ARGS_PROLOGUE_COUNT == 17, "prologue: set the new argument, then count it");
+_Static_assert(CLG_ARGS_UPDATE_COUNT == 19, "update: set the new argument, then count it");
 
 static size_t n4_of(size_t elems) { return elems / 4; }
 
@@ -143,15 +168,18 @@ clg_status clg__launch_accumulate(clg_model *m, const clg_grads *g, float w, boo
                    (cl_uint)(m->micro_total * 0x85EBCA6Bu);
     for (size_t c = 0; c < m->n_chunks; c++) {
         size_t n4 = n4_of(m->chunk_elems[c]);
-        SET_ARG(k, 0, cl_mem, m->acc.chunks[c]);
-        SET_ARG(k, 1, cl_mem, g->arena.chunks[c]);
-        SET_ARG(k, 2, cl_float, w);
-        SET_ARG(k, 3, cl_uint, first ? 1u : 0u);
-        SET_ARG(k, 4, cl_ulong, n4);
-        SET_ARG(k, 5, cl_uint, seed);
-        SET_ARG(k, 6, cl_mem, m->step_block);
-        SET_ARG(k, 7, cl_mem, m->partials);
-        SET_ARG(k, 8, cl_ulong, region >= 0 ? region_base(m, region, c) : 0);
+        const clg_args_accumulate a = {
+            .acc = m->acc.chunks[c],
+            .g = g->arena.chunks[c],
+            .w = w,
+            .first = first ? 1u : 0u,
+            .n4 = n4,
+            .seed = seed,
+            .sb = m->step_block,
+            .partials = m->partials,
+            .pbase = region >= 0 ? region_base(m, region, c) : 0,
+        };
+        SET_ARGS(accumulate, k, &a);
         st = launch(m, k, region >= 0 ? clg__kernels_reduce_groups(m, n4) : groups_for(m, n4),
                     "accumulate");
         if (st != CLG_SUCCESS)
@@ -160,17 +188,20 @@ clg_status clg__launch_accumulate(clg_model *m, const clg_grads *g, float w, boo
     return CLG_SUCCESS;
 }
 
-/* A reduction pass (kernel signature: buffer, n4, partials, base) over
- * every chunk of arena `a`, into partials region `region`. */
-static clg_status reduce_arena(clg_model *m, cl_kernel k, const clg_arena *a, int region,
+/* A reduction pass (a kernel with argument list "reduce") over every
+ * chunk of arena `arena`, into partials region `region`. */
+static clg_status reduce_arena(clg_model *m, cl_kernel k, const clg_arena *arena, int region,
                                const char *what)
 {
     for (size_t c = 0; c < m->n_chunks; c++) {
         size_t n4 = n4_of(m->chunk_elems[c]);
-        SET_ARG(k, 0, cl_mem, a->chunks[c]);
-        SET_ARG(k, 1, cl_ulong, n4);
-        SET_ARG(k, 2, cl_mem, m->partials);
-        SET_ARG(k, 3, cl_ulong, region_base(m, region, c));
+        const clg_args_reduce a = {
+            .src = arena->chunks[c],
+            .n4 = n4,
+            .partials = m->partials,
+            .pbase = region_base(m, region, c),
+        };
+        SET_ARGS(reduce, k, &a);
         clg_status st = launch(m, k, clg__kernels_reduce_groups(m, n4), what);
         if (st != CLG_SUCCESS)
             return st;
@@ -179,7 +210,7 @@ static clg_status reduce_arena(clg_model *m, cl_kernel k, const clg_arena *a, in
 }
 
 /* A one-group kernel of prologue.cl that folds a partials region into the
- * step block (signature: sb, partials, base, n, weight). */
+ * step block (argument list "fold"). */
 static clg_status fold_region(clg_model *m, const char *name, int region, float weight)
 {
     char opt[32];
@@ -188,11 +219,14 @@ static clg_status fold_region(clg_model *m, const char *name, int region, float 
     clg_status st = get_kernel(m, "prologue", opt, name, &k);
     if (st != CLG_SUCCESS)
         return st;
-    SET_ARG(k, 0, cl_mem, m->step_block);
-    SET_ARG(k, 1, cl_mem, m->partials);
-    SET_ARG(k, 2, cl_ulong, region_base(m, region, 0));
-    SET_ARG(k, 3, cl_uint, (cl_uint)m->region_size);
-    SET_ARG(k, 4, cl_float, weight);
+    const clg_args_fold a = {
+        .sb = m->step_block,
+        .partials = m->partials,
+        .base = region_base(m, region, 0),
+        .n = (cl_uint)m->region_size,
+        .weight = weight,
+    };
+    SET_ARGS(fold, k, &a);
     return launch(m, k, 1, name);
 }
 
@@ -235,11 +269,14 @@ clg_status clg__launch_tensor_sumsq(clg_model *m)
     for (size_t c = 0; c < m->n_chunks; c++) {
         if (m->norm_n[c] == 0)
             continue;
-        SET_ARG(k, 0, cl_mem, m->acc.chunks[c]);
-        SET_ARG(k, 1, cl_mem, m->norm_offsets[c]);
-        SET_ARG(k, 2, cl_mem, m->norm_counts[c]);
-        SET_ARG(k, 3, cl_mem, m->tensor_sumsq);
-        SET_ARG(k, 4, cl_ulong, (cl_ulong)m->norm_first[c]);
+        const clg_args_tensor_sumsq a = {
+            .acc = m->acc.chunks[c],
+            .offset4 = m->norm_offsets[c],
+            .count4 = m->norm_counts[c],
+            .out = m->tensor_sumsq,
+            .obase = (cl_ulong)m->norm_first[c],
+        };
+        SET_ARGS(tensor_sumsq, k, &a);
         st = launch(m, k, m->norm_n[c], "tensor_sumsq");
         if (st != CLG_SUCCESS)
             return st;
@@ -262,23 +299,26 @@ clg_status clg__launch_prologue(clg_model *m, bool stats, float weight_sum)
     clg_status st = get_kernel(m, "prologue", opt, "prologue", &k);
     if (st != CLG_SUCCESS)
         return st;
-    SET_ARG(k, 0, cl_mem, m->step_block);
-    SET_ARG(k, 1, cl_mem, m->partials);
-    SET_ARG(k, 2, cl_uint, (cl_uint)m->region_size);
-    SET_ARG(k, 3, cl_float, weight_sum);
-    SET_ARG(k, 4, cl_float, c->lr);
-    SET_ARG(k, 5, cl_ulong, c->schedule.warmup);
-    SET_ARG(k, 6, cl_ulong, c->schedule.total);
-    SET_ARG(k, 7, cl_float, c->schedule.min_lr);
-    SET_ARG(k, 8, cl_float, c->beta1);
-    SET_ARG(k, 9, cl_float, c->beta2);
-    SET_ARG(k, 10, cl_float, c->clip_norm);
-    SET_ARG(k, 11, cl_float, c->loss_scale_growth);
-    SET_ARG(k, 12, cl_float, c->loss_scale_backoff);
-    SET_ARG(k, 13, cl_uint, c->loss_scale_interval);
-    SET_ARG(k, 14, cl_float, c->loss_scale_min);
-    SET_ARG(k, 15, cl_float, c->loss_scale_max);
-    SET_ARG(k, 16, cl_float, c->noise_scale_ema);
+    const clg_args_prologue a = {
+        .sb = m->step_block,
+        .partials = m->partials,
+        .n_main = (cl_uint)m->region_size,
+        .weight_sum = weight_sum,
+        .lr = c->lr,
+        .warmup = c->schedule.warmup,
+        .total = c->schedule.total,
+        .min_lr = c->schedule.min_lr,
+        .beta1 = c->beta1,
+        .beta2 = c->beta2,
+        .max_norm = c->clip_norm,
+        .growth = c->loss_scale_growth,
+        .backoff = c->loss_scale_backoff,
+        .interval = c->loss_scale_interval,
+        .scale_min = c->loss_scale_min,
+        .scale_max = c->loss_scale_max,
+        .noise_ema = c->noise_scale_ema,
+    };
+    SET_ARGS(prologue, k, &a);
     return launch(m, k, 1, "prologue");
 }
 
@@ -309,25 +349,28 @@ clg_status clg__launch_update(clg_model *m, const clg_grads *last, float w_last,
             return st;
         /* a single-group chunk: its group's values as arguments */
         const clg_group_slot *grp = &m->groups[m->segments[m->chunk_first_seg[ch]].group];
-        SET_ARG(k, 0, cl_mem, m->params.chunks[ch]);
-        SET_ARG(k, 1, cl_mem, m->acc.chunks[ch]);
-        SET_ARG(k, 2, cl_mem, last ? last->arena.chunks[ch] : NULL);
-        SET_ARG(k, 3, cl_float, w_last);
-        SET_ARG(k, 4, cl_uint, acc_empty ? 1u : 0u);
-        SET_ARG(k, 5, cl_mem, m->n_states > 0 ? m->states[0].chunks[ch] : NULL);
-        SET_ARG(k, 6, cl_mem, m->n_states > 1 ? m->states[1].chunks[ch] : NULL);
-        SET_ARG(k, 7, cl_mem, m->n_states > 2 ? m->states[2].chunks[ch] : NULL);
-        SET_ARG(k, 8, cl_mem, m->copy.chunks ? m->copy.chunks[ch] : NULL);
-        SET_ARG(k, 9, cl_mem, single ? NULL : m->group_params[ch]);
-        SET_ARG(k, 10, cl_float, grp->lr_mult);
-        SET_ARG(k, 11, cl_float, grp->weight_decay);
-        SET_ARG(k, 12, cl_float, c->beta1);
-        SET_ARG(k, 13, cl_float, c->beta2);
-        SET_ARG(k, 14, cl_float, c->eps);
-        SET_ARG(k, 15, cl_float, c->momentum);
-        SET_ARG(k, 16, cl_float, c->dampening);
-        SET_ARG(k, 17, cl_float, c->clip_value);
-        SET_ARG(k, 18, cl_mem, m->step_block);
+        const clg_args_update a = {
+            .p = m->params.chunks[ch],
+            .acc = m->acc.chunks[ch],
+            .g = last ? last->arena.chunks[ch] : NULL,
+            .w_last = w_last,
+            .acc_empty = acc_empty ? 1u : 0u,
+            .s0 = m->n_states > 0 ? m->states[0].chunks[ch] : NULL,
+            .s1 = m->n_states > 1 ? m->states[1].chunks[ch] : NULL,
+            .s2 = m->n_states > 2 ? m->states[2].chunks[ch] : NULL,
+            .copy = m->copy.chunks ? m->copy.chunks[ch] : NULL,
+            .group_params = single ? NULL : m->group_params[ch],
+            .lr_mult = grp->lr_mult,
+            .wd = grp->weight_decay,
+            .beta1 = c->beta1,
+            .beta2 = c->beta2,
+            .eps = c->eps,
+            .momentum = c->momentum,
+            .dampening = c->dampening,
+            .clip_value = c->clip_value,
+            .sb = m->step_block,
+        };
+        SET_ARGS(update, k, &a);
         st = launch(m, k, groups_for(m, n4_of(m->chunk_elems[ch])), "update");
         if (st != CLG_SUCCESS)
             return st;

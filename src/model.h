@@ -4,7 +4,7 @@
 #define CLGRAD_MODEL_H
 
 #include "internal.h"
-#include "step_block.h"
+#include "clg_layout.h"
 
 /* Every tensor starts at a multiple of this many elements, so that kernels
  * may use aligned vector loads; the padding stays zero forever. */

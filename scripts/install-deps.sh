@@ -4,6 +4,9 @@
 # only when something is missing. Needs root, or sudo.
 set -eu
 
+# Two OpenCL implementations, both on the CPU: PoCL (pocl-opencl-icd), which
+# `make test` uses, and Mesa's rusticl over llvmpipe (mesa-opencl-icd, with
+# libclc-15 for its OpenCL C built-ins), which `make test-rusticl` uses.
 PACKAGES="
 build-essential
 pkg-config
@@ -13,6 +16,8 @@ ninja-build
 ocl-icd-opencl-dev
 opencl-c-headers
 pocl-opencl-icd
+mesa-opencl-icd
+libclc-15
 clinfo
 libclblast-dev
 libcmocka-dev

@@ -23,14 +23,31 @@ int tu_have_platform(void)
     return err == CL_SUCCESS && n > 0;
 }
 
+int tu_device_required(void)
+{
+    const char *v = getenv("CLGRAD_REQUIRE_DEVICE");
+    return v && *v && strcmp(v, "0") != 0;
+}
+
 void tu_require_platform(void)
 {
-    if (!tu_have_platform()) {
+    if (tu_have_platform())
+        return;
+    /* CI and `make test` set CLGRAD_REQUIRE_DEVICE=1: there a missing driver
+     * is a broken setup, and a SKIP would let every device test pass
+     * unseen. */
+    if (tu_device_required()) {
         fprintf(stderr,
-                "\n*** SKIP: no OpenCL platform found (clGetPlatformIDs returned none).\n"
-                "*** Install an OpenCL driver, e.g. pocl-opencl-icd, to run device tests.\n\n");
-        exit(TU_SKIP);
+                "\n*** FAIL: no OpenCL platform found (clGetPlatformIDs returned none),\n"
+                "*** and CLGRAD_REQUIRE_DEVICE=%s forbids skipping device tests.\n"
+                "*** Install an OpenCL driver, e.g. pocl-opencl-icd, or check OCL_ICD_VENDORS.\n\n",
+                getenv("CLGRAD_REQUIRE_DEVICE"));
+        exit(TU_NO_DEVICE_FAILURE);
     }
+    fprintf(stderr, "\n*** SKIP: no OpenCL platform found (clGetPlatformIDs returned none).\n"
+                    "*** Install an OpenCL driver, e.g. pocl-opencl-icd, to run device tests\n"
+                    "*** (CLGRAD_REQUIRE_DEVICE=1 turns this skip into a failure).\n\n");
+    exit(TU_SKIP);
 }
 
 clg_context *tu_context_or_skip(void)

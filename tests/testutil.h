@@ -1,5 +1,6 @@
 /* testutil.h - helpers shared by clgrad's tests: a device context that skips
- * (exit 77) only when no OpenCL platform exists at all, the CMocka group
+ * (exit 77) only when no OpenCL platform exists at all and
+ * CLGRAD_REQUIRE_DEVICE is not set, the CMocka group
  * fixtures that hold one for a whole test program, seeded random data,
  * scratch directories and whole-file reads and writes. */
 #ifndef CLGRAD_TESTUTIL_H
@@ -12,17 +13,25 @@
 
 /* Exit code that makes `meson test` report SKIP. */
 #define TU_SKIP 77
+/* Exit code of a device test that finds no OpenCL platform while
+ * CLGRAD_REQUIRE_DEVICE is set: any failure but 77. */
+#define TU_NO_DEVICE_FAILURE 1
 
 /* True if at least one OpenCL platform exists. */
 int tu_have_platform(void);
 
+/* True if CLGRAD_REQUIRE_DEVICE is set to anything but "" or "0" (CI and
+ * `make test` set it to 1): then no device test may skip. */
+int tu_device_required(void);
+
 /* A context on the default device (CLGRAD_DEVICE or the first GPU, else the
  * first device). No OpenCL platform at all: prints a loud reason to stderr
- * and exits 77. Any other failure: prints clg_last_error and aborts, because
- * with a platform present every device test must run. */
+ * and exits 77, or 1 under CLGRAD_REQUIRE_DEVICE. Any other failure: prints
+ * clg_last_error and aborts, because with a platform present every device
+ * test must run. */
 clg_context *tu_context_or_skip(void);
 
-/* Exits 77 with a loud message if there is no OpenCL platform; for tests
+/* Exits as tu_context_or_skip does if there is no OpenCL platform; for tests
  * that create their own contexts. */
 void tu_require_platform(void);
 

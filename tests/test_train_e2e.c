@@ -3,7 +3,12 @@
  * effective batch through different micro-batches, a B that b does not
  * divide, gradient paths A/B/C (and fp16/bf16 gradients), loss scaling,
  * auto micro-batching under a memory budget, the metrics/dump outputs, and
- * checkpoint resume. All runs share one context (one kernel build). */
+ * checkpoint resume. All runs share one context (one kernel build).
+ * The test_cli_* tests run the clgrad-train program itself (CLGRAD_TRAIN_EXE,
+ * overridable by the environment variable of that name) on IDX files of
+ * 96 + 32 images of 28 x 28: outputs that would destroy a file, output
+ * paths checked before the run, settings compared on resume, a full disk
+ * (a file size limit on the child), and what the summary says. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,11 +21,17 @@
 #include "trainer.h"
 #include "testutil.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 enum { N_TRAIN = 300, N_TEST = 100, DIM = 16 };
 
@@ -73,6 +84,7 @@ static void base_options(train_options *o)
     o->steps = 7; /* 300 = 4 x 64 + 44: crosses an epoch end and a short batch */
     o->warmup = 2;
     o->lr = 3e-3f;
+    o->given |= TRAIN_GIVEN_LR;
     o->quiet = 1;
 }
 
@@ -392,6 +404,15 @@ static void test_outputs(void **state)
     assert_int_equal(rows, 7);
     assert_int_equal(prev, r.samples);
     assert_true(r.test_accuracy > 0.0 && r.test_accuracy <= 1.0);
+    /* Written through temporary files, none of which is left. */
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    struct dirent *e;
+    int entries = 0;
+    while ((e = readdir(d)))
+        entries += e->d_name[0] != '.';
+    closedir(d);
+    assert_int_equal(entries, 2);
     free(b);
     free(w);
     tu_rmdir_tree(dir);
@@ -450,20 +471,402 @@ static void test_resume(void **state)
     o.stop_after = 0;
     o.resume = ck;
     o.micro_batch = 32;
-    float *b = run(&o, NULL);
-    assert_weights_close(b, full, TOL_ADAM, "resume with another micro-batch");
-    free(b);
-    /* A checkpoint of another seed is refused. */
-    o.seed = 43;
+    /* Another micro-batch is another setting: refused unless overridden. */
     char err[1024] = "";
     float *w = tu_xmalloc(n_params * sizeof *w);
     train_io io = {tu_ctx, &train_ds, &test_ds, w, n_params};
+    assert_int_not_equal(train_run(&o, &io, &r, err, sizeof err), 0);
+    if (!strstr(err, "--micro-batch") || !strstr(err, "saved 16, now 32") ||
+        !strstr(err, "--override micro-batch"))
+        fail_msg("unexpected message: %s", err);
+    snprintf(o.overrides, sizeof o.overrides, "micro-batch");
+    float *b = run(&o, &r);
+    assert_non_null(strstr(r.overridden, "--micro-batch"));
+    assert_weights_close(b, full, TOL_ADAM, "resume with another micro-batch");
+    free(b);
+    o.overrides[0] = 0;
+    o.micro_batch = 16;
+    /* A checkpoint of another seed is refused. */
+    o.seed = 43;
     assert_int_not_equal(train_run(&o, &io, &r, err, sizeof err), 0);
     assert_non_null(strstr(err, "--seed"));
     free(w);
     free(full);
     tu_rmdir_tree(dir);
     free(dir);
+}
+
+
+/* ------------------------------------------------------------ the program */
+
+#ifndef CLGRAD_TRAIN_EXE
+#define CLGRAD_TRAIN_EXE "clgrad-train"
+#endif
+
+enum { CLI_TRAIN = 96, CLI_TEST = 32 };
+static char *cli_dir;       /* scratch: data/ and the outputs */
+static char cli_data[1024]; /* IDX files of 28 x 28 images */
+
+static const char *train_exe(void)
+{
+    const char *e = getenv("CLGRAD_TRAIN_EXE");
+    return e && *e ? e : CLGRAD_TRAIN_EXE;
+}
+
+static void write_idx(const char *path, const uint32_t *dims, int ndims, const uint8_t *data,
+                      size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    uint8_t h[4] = {0, 0, 8, (uint8_t)ndims};
+    assert_int_equal(fwrite(h, 1, 4, f), 4);
+    for (int d = 0; d < ndims; d++) {
+        uint8_t b[4] = {(uint8_t)(dims[d] >> 24), (uint8_t)(dims[d] >> 16),
+                        (uint8_t)(dims[d] >> 8), (uint8_t)dims[d]};
+        assert_int_equal(fwrite(b, 1, 4, f), 4);
+    }
+    assert_int_equal(fwrite(data, 1, n, f), n);
+    assert_int_equal(fclose(f), 0);
+}
+
+static void write_cli_set(const char *prefix, uint32_t n, uint64_t seed)
+{
+    uint8_t *img = tu_xmalloc((size_t)n * 784), *lab = tu_xmalloc(n);
+    tu_rng r = tu_rng_seed(seed);
+    for (uint32_t i = 0; i < n; i++) {
+        lab[i] = (uint8_t)(tu_rng_u64(&r) % 10);
+        for (int j = 0; j < 784; j++)
+            img[(size_t)i * 784 + j] = (uint8_t)(lab[i] * 25 + tu_rng_u64(&r) % 40);
+    }
+    char path[1200];
+    uint32_t idims[3] = {n, 28, 28}, ldims[1] = {n};
+    snprintf(path, sizeof path, "%s/%s-images-idx3-ubyte", cli_data, prefix);
+    write_idx(path, idims, 3, img, (size_t)n * 784);
+    snprintf(path, sizeof path, "%s/%s-labels-idx1-ubyte", cli_data, prefix);
+    write_idx(path, ldims, 1, lab, n);
+    free(img);
+    free(lab);
+}
+
+static int cli_setup(void **state)
+{
+    (void)state;
+    cli_dir = tu_mkdtemp("clgrad-train-cli");
+    snprintf(cli_data, sizeof cli_data, "%s/data", cli_dir);
+    assert_int_equal(mkdir(cli_data, 0755), 0);
+    write_cli_set("train", CLI_TRAIN, 5);
+    write_cli_set("t10k", CLI_TEST, 6);
+    return 0;
+}
+
+static int cli_teardown(void **state)
+{
+    (void)state;
+    tu_rmdir_tree(cli_dir);
+    free(cli_dir);
+    cli_dir = NULL;
+    return 0;
+}
+
+/* A path in the scratch directory (static storage, 4 slots). */
+static const char *scratch(const char *name)
+{
+    static char slot[4][1200];
+    static int next;
+    char *p = slot[next++ % 4];
+    snprintf(p, sizeof slot[0], "%s/%s", cli_dir, name);
+    return p;
+}
+
+static char cli_out[32768]; /* stdout and stderr of the last run */
+
+/* Runs clgrad-train with tiny defaults (--data, --hidden 8, --batch 32,
+ * --epochs 1, --quiet; later flags win) and then args (NULL-terminated),
+ * with a file size limit of fsize bytes when non-zero (SIGXFSZ ignored,
+ * so that writes fail with EFBIG). Returns the exit status, -1 if killed;
+ * the output is in cli_out. */
+static int run_cli_limited(rlim_t fsize, int quiet, ...)
+{
+    const char *argv[64] = {train_exe(), "--data", cli_data, "--hidden", "8", "--batch", "32",
+                            "--epochs", "1"};
+    int argc = 9;
+    if (quiet)
+        argv[argc++] = "--quiet";
+    va_list ap;
+    va_start(ap, quiet);
+    const char *a;
+    while ((a = va_arg(ap, const char *)) != NULL && argc < 63)
+        argv[argc++] = a;
+    va_end(ap);
+    argv[argc] = NULL;
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(fds[0]);
+        dup2(fds[1], 1);
+        dup2(fds[1], 2);
+        close(fds[1]);
+        if (fsize) {
+            signal(SIGXFSZ, SIG_IGN);
+            struct rlimit rl = {fsize, fsize};
+            if (setrlimit(RLIMIT_FSIZE, &rl) != 0)
+                _exit(125);
+        }
+        execv(argv[0], (char *const *)argv);
+        fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
+        _exit(126);
+    }
+    close(fds[1]);
+    size_t got = 0;
+    ssize_t r;
+    while ((r = read(fds[0], cli_out + got, sizeof cli_out - 1 - got)) > 0)
+        got += (size_t)r;
+    cli_out[got] = 0;
+    close(fds[0]);
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    if (getenv("TRAIN_VERBOSE"))
+        fprintf(stderr, "[%s ... %s] -> %d\n%s", argv[0], argc > 10 ? argv[10] : "",
+                WIFEXITED(status) ? WEXITSTATUS(status) : -1, cli_out);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 126)
+        fail_msg("%s", cli_out);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+#define run_cli(...) run_cli_limited(0, 1, __VA_ARGS__, (const char *)NULL)
+
+static void expect_output(const char *needle)
+{
+    if (!strstr(cli_out, needle))
+        fail_msg("output does not contain '%s':\n%s", needle, cli_out);
+}
+
+static void expect_fails(int status, const char *a, const char *b, const char *c)
+{
+    if (status == 0)
+        fail_msg("the run succeeded:\n%s", cli_out);
+    if (a)
+        expect_output(a);
+    if (b)
+        expect_output(b);
+    if (c)
+        expect_output(c);
+}
+
+static uint8_t *slurp(const char *path, size_t *n)
+{
+    return tu_read_file(path, n);
+}
+
+static void assert_unchanged(const char *path, const uint8_t *old, size_t n_old)
+{
+    size_t n;
+    uint8_t *now = slurp(path, &n);
+    if (n != n_old || memcmp(now, old, n) != 0)
+        fail_msg("%s was changed (%zu bytes, was %zu)", path, n, n_old);
+    free(now);
+}
+
+static int exists(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0;
+}
+
+/* No "*.tmp.*" file is left in the scratch directory. */
+static void assert_no_temporaries(void)
+{
+    DIR *d = opendir(cli_dir);
+    assert_non_null(d);
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strstr(e->d_name, ".tmp"))
+            fail_msg("temporary file left: %s", e->d_name);
+    closedir(d);
+}
+
+/* Issue 14, 1: an output that names an input or another output is refused
+ * before anything is written, naming both flags and the path. */
+static void test_cli_same_file(void **state)
+{
+    (void)state;
+    const char *ck = scratch("c.st");
+    assert_int_equal(run_cli("--steps", "2", "--checkpoint", ck), 0);
+    size_t n_ck;
+    uint8_t *orig = slurp(ck, &n_ck);
+
+    expect_fails(run_cli("--resume", ck, "--metrics", ck), "--metrics", "--resume", ck);
+    expect_output("same file");
+    assert_unchanged(ck, orig, n_ck);
+    /* The same file under another name: by inode. */
+    char alias[1200];
+    snprintf(alias, sizeof alias, "%s/data/../c.st", cli_dir);
+    expect_fails(run_cli("--resume", ck, "--dump-weights", alias), "--dump-weights", "--resume",
+                 alias);
+    assert_unchanged(ck, orig, n_ck);
+    const char *hard = scratch("hard.st");
+    assert_int_equal(link(ck, hard), 0);
+    expect_fails(run_cli("--resume", hard, "--dump-weights", ck), "--dump-weights", "--resume",
+                 NULL);
+    assert_unchanged(ck, orig, n_ck);
+    expect_fails(run_cli("--checkpoint", ck, "--dump-weights", ck), "--checkpoint",
+                 "--dump-weights", ck);
+    assert_unchanged(ck, orig, n_ck);
+    /* Files that do not exist yet: by resolved directory and name. */
+    const char *fresh = scratch("fresh.st");
+    snprintf(alias, sizeof alias, "%s/data/../fresh.st", cli_dir);
+    expect_fails(run_cli("--checkpoint", fresh, "--metrics", alias), "--checkpoint", "--metrics",
+                 NULL);
+    assert_false(exists(fresh));
+    /* An output over a data file. */
+    char lab[1200];
+    snprintf(lab, sizeof lab, "%s/train-labels-idx1-ubyte", cli_data);
+    size_t n_lab;
+    uint8_t *lab_orig = slurp(lab, &n_lab);
+    expect_fails(run_cli("--metrics", lab), "--metrics", "--data", lab);
+    assert_unchanged(lab, lab_orig, n_lab);
+    /* A run may continue its own checkpoint. */
+    assert_int_equal(run_cli("--steps", "2", "--resume", ck, "--checkpoint", ck), 0);
+    expect_output("after 2 updates");
+    free(orig);
+    free(lab_orig);
+    remove(hard);
+    remove(ck);
+}
+
+/* Issue 14, 2: output paths that cannot be written fail at once, not after
+ * the whole run; so does a directory where a file belongs. */
+static void test_cli_output_dirs(void **state)
+{
+    (void)state;
+    const char *m = scratch("m.csv");
+    static const char *const outputs[] = {"--checkpoint", "--dump-weights", "--metrics"};
+    for (int i = 0; i < 3; i++) {
+        char bad[256];
+        snprintf(bad, sizeof bad, "/nonexistent-clgrad/%s.out", outputs[i] + 2);
+        int st = run_cli_limited(0, 0, outputs[i], bad, i == 2 ? "--dump-weights" : "--metrics",
+                                 m, (const char *)NULL);
+        expect_fails(st, outputs[i], "/nonexistent-clgrad", "does not exist");
+        if (strstr(cli_out, "epoch 1/"))
+            fail_msg("%s %s: refused only after training:\n%s", outputs[i], bad, cli_out);
+        assert_false(exists(m));
+    }
+    expect_fails(run_cli("--dump-weights", cli_dir), "--dump-weights", "is a directory", NULL);
+    char under_file[1200];
+    snprintf(under_file, sizeof under_file, "%s/train-labels-idx1-ubyte/ck.st", cli_data);
+    expect_fails(run_cli("--checkpoint", under_file), "--checkpoint", "not a directory", NULL);
+    /* --resume of a directory: said plainly, with no stale errno after it. */
+    expect_fails(run_cli("--resume", cli_data), "--resume", "is not a regular file", NULL);
+    if (strstr(cli_out, "File exists") || strstr(cli_out, "regular file:"))
+        fail_msg("stale errno in:\n%s", cli_out);
+}
+
+/* Issue 14, 4: a resume trains as the saved run did, or names what
+ * differs; --override accepts a change and the summary says so. */
+static void test_cli_resume_settings(void **state)
+{
+    (void)state;
+    const char *ck = scratch("r.st");
+    assert_int_equal(run_cli("--steps", "5", "--stop-after", "2", "--lr", "0.003", "--warmup",
+                             "1", "--micro-batch", "16", "--checkpoint", ck),
+                     0);
+    static const char *const changes[][3] = {
+        {"--lr", "0.002", "saved 0.003, now 0.002"},
+        {"--warmup", "2", "saved 1, now 2"},
+        {"--schedule", "linear", "saved cosine, now linear"},
+        {"--weight-decay", "0.05", "saved 0.01, now 0.05"},
+        {"--clip", "1", "saved 0, now 1"},
+        {"--steps", "6", "saved 5, now 6"},
+        {"--micro-batch", "8", "saved 16, now 8"},
+        {"--loss-scale", "dynamic", "saved none, now dynamic"},
+        {"--grad-path", "A", "saved B, now A"},
+        {"--grad-dtype", "bf16", "saved fp32, now bf16"},
+        {"--lr-scale", "sqrt", "saved none, now sqrt"},
+        {"--optimizer", "lion", "saved adamw, now lion"},
+        {"--hidden", "9", "saved 8, now 9"},
+        {"--seed", "7", "saved 42, now 7"},
+    };
+    for (size_t i = 0; i < sizeof changes / sizeof *changes; i++) {
+        int st = run_cli("--steps", "5", "--lr", "0.003", "--warmup", "1", "--micro-batch", "16",
+                         "--resume", ck, changes[i][0], changes[i][1]);
+        expect_fails(st, changes[i][0], changes[i][2], NULL);
+    }
+    /* Accepted by name, and said in the summary. */
+    assert_int_equal(run_cli("--steps", "5", "--lr", "0.002", "--warmup", "1", "--micro-batch",
+                             "16", "--resume", ck, "--override", "lr"),
+                     0);
+    expect_output("after 5 updates");
+    expect_output("overridden: --lr: 0.003 -> 0.002");
+    /* The same settings resume without a word. */
+    assert_int_equal(run_cli("--steps", "5", "--lr", "0.003", "--warmup", "1", "--micro-batch",
+                             "16", "--resume", ck, "--json"),
+                     0);
+    expect_output("\"overridden\":\"\"");
+    /* Settings the position depends on cannot be overridden. */
+    expect_fails(run_cli("--resume", ck, "--override", "seed"), "--override",
+                 "cannot be overridden", NULL);
+    remove(ck);
+}
+
+/* Issue 14, 6: a full disk (a file size limit on the run) fails the write
+ * with its reason and leaves the previous file intact, no temporary. PoCL
+ * writes about 1 MB of preprocessed CLBlast source on every run, so the
+ * limit is 4 MiB and the weights are 6.5 MB (--hidden 2048). The --metrics
+ * CSV of a tiny run cannot outgrow PoCL's files: test_train_units writes it
+ * through the same code under a limit (test_metrics_full_disk). */
+static void test_cli_full_disk(void **state)
+{
+    (void)state;
+    const char *w = scratch("w.bin");
+    static const char old_w[] = "OLD WEIGHTS\n";
+    tu_write_file(w, old_w, sizeof old_w - 1);
+    /* Warm the kernel caches first, so that the limited run compiles
+     * nothing. */
+    assert_int_equal(run_cli("--hidden", "2048", "--steps", "1"), 0);
+    int st = run_cli_limited(4u << 20, 1, "--hidden", "2048", "--steps", "1", "--dump-weights", w,
+                             (const char *)NULL);
+    expect_fails(st, "--dump-weights", w, strerror(EFBIG));
+    assert_unchanged(w, (const uint8_t *)old_w, sizeof old_w - 1);
+    assert_no_temporaries();
+    /* Without the limit it is replaced whole. */
+    const char *m = scratch("m.csv");
+    assert_int_equal(run_cli("--steps", "6", "--metrics", m, "--dump-weights", w), 0);
+    size_t n;
+    free(slurp(w, &n));
+    assert_int_equal(n, 6370 * 4);
+    uint8_t *csv = slurp(m, &n);
+    int lines = 0;
+    for (size_t i = 0; i < n; i++)
+        lines += csv[i] == '\n';
+    assert_int_equal(lines, 7);
+    free(csv);
+    assert_no_temporaries();
+    remove(w);
+    remove(m);
+}
+
+/* Issue 14, 7: a number that would become a default is refused. */
+static void test_cli_numbers(void **state)
+{
+    (void)state;
+    expect_fails(run_cli("--lr", "1e-46"), "--lr", "1e-46", "underflows");
+    expect_fails(run_cli("--weight-decay", "1e-46"), "--weight-decay", NULL, NULL);
+    expect_fails(run_cli("--clip", "1e-46"), "--clip", NULL, NULL);
+}
+
+/* Issue 14, 9: the summary says how a batch really splits, and how many
+ * samples an update has when the data set holds fewer than --batch. */
+static void test_cli_summary(void **state)
+{
+    (void)state;
+    assert_int_equal(run_cli("--batch", "64", "--micro-batch", "48", "--steps", "1"), 0);
+    expect_output("updates of 64 samples (48 + 16)");
+    assert_int_equal(run_cli("--batch", "128", "--steps", "1"), 0);
+    expect_output("updates of 96 samples (3 x 32), the whole training set");
+    if (strstr(cli_out, "128 samples"))
+        fail_msg("summary claims 128 samples:\n%s", cli_out);
 }
 
 int main(void)
@@ -477,6 +880,12 @@ int main(void)
         cmocka_unit_test(test_outputs),
         cmocka_unit_test(test_learns),
         cmocka_unit_test(test_resume),
+        cmocka_unit_test_setup_teardown(test_cli_same_file, cli_setup, cli_teardown),
+        cmocka_unit_test_setup_teardown(test_cli_output_dirs, cli_setup, cli_teardown),
+        cmocka_unit_test_setup_teardown(test_cli_resume_settings, cli_setup, cli_teardown),
+        cmocka_unit_test_setup_teardown(test_cli_full_disk, cli_setup, cli_teardown),
+        cmocka_unit_test_setup_teardown(test_cli_numbers, cli_setup, cli_teardown),
+        cmocka_unit_test_setup_teardown(test_cli_summary, cli_setup, cli_teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, tu_group_teardown);
 }

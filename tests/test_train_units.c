@@ -1,22 +1,37 @@
 /* test_train_units.c - clgrad-train's host-side parts: the IDX parser and
  * gzip loader (good files, truncated, wrong magic, wrong count, bad labels,
- * missing files), command-line validation, and the data order (the samples
- * of each effective batch do not depend on the micro-batch). No device. */
+ * missing files, a shape other than the model's), command-line validation
+ * (numbers that must survive the conversion to float, flags given or not),
+ * the data order (the samples of each effective batch do not depend on the
+ * micro-batch), the checks of output paths, all-or-nothing output files,
+ * and the run settings compared on resume. No device. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "atomic_file.h"
 #include "dataset.h"
 #include "idx.h"
+#include "metrics.h"
 #include "options.h"
 #include "order.h"
+#include "outpaths.h"
+#include "runconfig.h"
 #include "testutil.h"
 
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <zlib.h>
 
 /* ------------------------------------------------------------ helpers */
@@ -190,13 +205,13 @@ static void test_load_good(void **state)
     write_pair(s->dir, "t10k", 7, 0); /* plain files are read too */
     dataset d;
     char err[1024] = "";
-    assert_int_equal(dataset_load(s->dir, "train", &d, err, sizeof err), 0);
+    assert_int_equal(dataset_load_shape(s->dir, "train", 4, 3, &d, err, sizeof err), 0);
     assert_int_equal(d.count, 20);
     assert_int_equal(d.dim, 12);
     assert_int_equal(d.labels[13], 3);
     assert_int_equal(d.images[12 * 2 + 1], (uint8_t)(25 * 7 + 3));
     dataset_free(&d);
-    assert_int_equal(dataset_load(s->dir, "t10k", &d, err, sizeof err), 0);
+    assert_int_equal(dataset_load_shape(s->dir, "t10k", 4, 3, &d, err, sizeof err), 0);
     assert_int_equal(d.count, 7);
     dataset_free(&d);
 }
@@ -206,7 +221,7 @@ static void test_load_missing(void **state)
     files_state *s = *state;
     dataset d;
     char err[1024] = "";
-    assert_int_equal(dataset_load(s->dir, "train", &d, err, sizeof err), -1);
+    assert_int_equal(dataset_load_shape(s->dir, "train", 4, 3, &d, err, sizeof err), -1);
     assert_contains(err, "train-images-idx3-ubyte");
     assert_contains(err, "No such file");
 }
@@ -226,7 +241,7 @@ static void test_load_truncated_gz(void **state)
         tu_write_file(path, b, cuts[i]);
         dataset d;
         char err[1024] = "";
-        assert_int_equal(dataset_load(s->dir, "train", &d, err, sizeof err), -1);
+        assert_int_equal(dataset_load_shape(s->dir, "train", 4, 3, &d, err, sizeof err), -1);
         assert_contains(err, path);
     }
     free(b);
@@ -243,7 +258,7 @@ static void test_load_mismatch_and_labels(void **state)
     assert_int_equal(rename(from, to), 0);
     dataset d;
     char err[1024] = "";
-    assert_int_equal(dataset_load(s->dir, "train", &d, err, sizeof err), -1);
+    assert_int_equal(dataset_load_shape(s->dir, "train", 4, 3, &d, err, sizeof err), -1);
     assert_contains(err, "label/image count mismatch");
     assert_contains(err, "30 images");
     assert_contains(err, "29 labels");
@@ -257,7 +272,7 @@ static void test_load_mismatch_and_labels(void **state)
     lab[8 + 17] = 10;
     write_gz(to, lab, llen);
     free(lab);
-    assert_int_equal(dataset_load(s->dir, "train", &d, err, sizeof err), -1);
+    assert_int_equal(dataset_load_shape(s->dir, "train", 4, 3, &d, err, sizeof err), -1);
     assert_contains(err, "label 10 of item 17");
     assert_contains(err, "train-labels-idx1-ubyte.gz");
 
@@ -267,7 +282,7 @@ static void test_load_mismatch_and_labels(void **state)
     uint8_t *img = tu_read_file(from, &ilen);
     tu_write_file(to, img, ilen);
     free(img);
-    assert_int_equal(dataset_load(s->dir, "train", &d, err, sizeof err), -1);
+    assert_int_equal(dataset_load_shape(s->dir, "train", 4, 3, &d, err, sizeof err), -1);
     assert_contains(err, "expected labels");
 }
 
@@ -281,9 +296,71 @@ static void test_load_wrong_magic_file(void **state)
     write_gz(path, (const uint8_t *)text, sizeof text - 1);
     dataset d;
     char err[1024] = "";
-    assert_int_equal(dataset_load(s->dir, "train", &d, err, sizeof err), -1);
+    assert_int_equal(dataset_load_shape(s->dir, "train", 4, 3, &d, err, sizeof err), -1);
     assert_contains(err, path);
     assert_contains(err, "wrong magic");
+}
+
+/* An IDX header of 14 x 56 images holds as many pixels as 28 x 28: it is
+ * still not the model's input. */
+static void test_load_wrong_shape(void **state)
+{
+    files_state *s = *state;
+    uint32_t idims[3] = {6, 14, 56}, ldims[1] = {6};
+    size_t ilen, llen;
+    uint8_t *img = make_idx(idims, 3, &ilen);
+    uint8_t *lab = make_idx(ldims, 1, &llen);
+    for (int i = 0; i < 6; i++)
+        lab[8 + i] = (uint8_t)i;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/train-images-idx3-ubyte", s->dir);
+    tu_write_file(path, img, ilen);
+    snprintf(path, sizeof path, "%s/train-labels-idx1-ubyte", s->dir);
+    tu_write_file(path, lab, llen);
+    dataset d;
+    char err[1024] = "";
+    assert_int_equal(dataset_load(s->dir, "train", &d, err, sizeof err), -1);
+    assert_contains(err, "train-images-idx3-ubyte");
+    assert_contains(err, "28 x 28");
+    assert_contains(err, "14 x 56");
+    /* The right shape loads. */
+    idims[1] = 28;
+    idims[2] = 28;
+    free(img);
+    img = make_idx(idims, 3, &ilen);
+    snprintf(path, sizeof path, "%s/train-images-idx3-ubyte", s->dir);
+    tu_write_file(path, img, ilen);
+    assert_int_equal(dataset_load(s->dir, "train", &d, err, sizeof err), 0);
+    assert_int_equal(d.dim, 784);
+    dataset_free(&d);
+    /* Images as a 2-d file (count x 784) are refused too. */
+    uint32_t flat[2] = {6, 784};
+    free(img);
+    img = make_idx(flat, 2, &ilen);
+    tu_write_file(path, img, ilen);
+    assert_int_equal(dataset_load(s->dir, "train", &d, err, sizeof err), -1);
+    assert_contains(err, "3 dimensions");
+    free(img);
+    free(lab);
+}
+
+/* A directory where an IDX file belongs: said so, without an errno that
+ * no failing call set. */
+static void test_load_not_regular(void **state)
+{
+    files_state *s = *state;
+    write_pair(s->dir, "train", 10, 0);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/train-images-idx3-ubyte.gz", s->dir);
+    assert_int_equal(mkdir(path, 0755), 0);
+    dataset d;
+    char err[1024] = "";
+    errno = EEXIST; /* a stale errno must not show */
+    assert_int_equal(dataset_load_shape(s->dir, "train", 4, 3, &d, err, sizeof err), -1);
+    const char *at = strstr(err, path);
+    assert_non_null(at);
+    if (strcmp(at + strlen(path), ": not a regular file") != 0)
+        fail_msg("expected '%s: not a regular file' alone, got '%s'", path, err);
 }
 
 /* ------------------------------------------------------------ options */
@@ -396,6 +473,473 @@ static void test_options_bad(void **state)
     assert_contains(err, "--checkpoint");
 }
 
+/* Values that do not survive the conversion to float, garbage, empty
+ * values: refused for every numeric flag, never turned into a default. */
+static void test_options_numbers(void **state)
+{
+    (void)state;
+    /* 1e-46 is in (0, 10] as a double but 0 as a float (and 0 was "the
+     * default"); 1e-40 is a float subnormal. */
+    expect_bad("--lr", "1e-46", "underflows");
+    expect_bad("--lr", "1e-40", "underflows");
+    expect_bad("--lr", "1e-400", NULL);
+    expect_bad("--weight-decay", "1e-46", "underflows");
+    expect_bad("--clip", "1e-50", "underflows");
+    expect_bad("--lr", "", NULL);
+    expect_bad("--lr", " 0.1", NULL);
+    expect_bad("--lr", "0.1 ", "trailing");
+    expect_bad("--lr", "0.1x", "trailing");
+    expect_bad("--lr", "1e", NULL);
+    expect_bad("--lr", "-nan", NULL);
+    expect_bad("--clip", "1e39", NULL); /* overflows a float */
+    expect_bad("--clip", "", NULL);
+    expect_bad("--weight-decay", "", NULL);
+    expect_bad("--loss-scale", "2x", NULL);
+    expect_bad("--loss-scale", "", NULL);
+    expect_bad("--warmup", "", NULL);
+    expect_bad("--warmup", "5 ", NULL);
+    expect_bad("--warmup", "-1", NULL);
+    expect_bad("--seed", "18446744073709551616", NULL);
+    expect_bad("--seed", "-1", NULL);
+    expect_bad("--seed", "", NULL);
+    expect_bad("--steps", "1e3", NULL);
+    expect_bad("--epochs", "", NULL);
+    expect_bad("--micro-batch", "", NULL);
+    expect_bad("--base-batch", "1.5", NULL);
+    expect_bad("--save-every", " 2", NULL);
+    expect_bad("--stop-after", "", NULL);
+    expect_bad("--train-limit", "0x10", NULL);
+    expect_bad("--test-limit", "", NULL);
+    expect_bad("--vram", "", NULL);
+    expect_bad("--vram", "1e400M", NULL);
+    expect_bad("--vram", "0x400M", NULL);
+    expect_bad("--vram", "512M ", NULL);
+    expect_bad("--hidden", "", NULL);
+    /* The smallest normal float is fine, and so is a hex float. */
+    train_options o;
+    char err[512];
+    assert_int_equal(parse(&o, err, sizeof err, "--lr", "1.5e-38", "--clip", "0x1p-3", NULL), 0);
+    assert_true(o.lr == 1.5e-38f);
+    assert_true(o.clip == 0.125f);
+    float f;
+    assert_int_equal(train_parse_float("--x", "3e-3", 0.0f, 1.0f, 1, &f, err, sizeof err), 0);
+    assert_true(f == 3e-3f);
+    assert_int_equal(train_parse_float("--x", "-0", 0.0f, 1.0f, 0, &f, err, sizeof err), 0);
+    assert_false(signbit(f));
+}
+
+/* Whether a flag was given is tracked, not read from its value. */
+static void test_options_given(void **state)
+{
+    (void)state;
+    train_options o;
+    char err[512];
+    assert_int_equal(parse(&o, err, sizeof err, NULL), 0);
+    assert_false(o.given & TRAIN_GIVEN_LR);
+    assert_true(train_options_lr(&o) == 1e-3f);                 /* adamw */
+    assert_true(train_options_weight_decay(&o) == 1e-2f);       /* adamw */
+    assert_int_equal(parse(&o, err, sizeof err, "--optimizer", "sgd", NULL), 0);
+    assert_true(train_options_lr(&o) == 0.05f);
+    assert_true(train_options_weight_decay(&o) == 0.0f);
+    /* 0 is a weight decay, not "the default" (AdamW's 1e-2). */
+    assert_int_equal(parse(&o, err, sizeof err, "--weight-decay", "0", NULL), 0);
+    assert_true(o.given & TRAIN_GIVEN_WEIGHT_DECAY);
+    assert_true(train_options_weight_decay(&o) == 0.0f);
+    assert_int_equal(parse(&o, err, sizeof err, "--lr", "0.002", NULL), 0);
+    assert_true(train_options_lr(&o) == 0.002f);
+    /* A program that sets lr without saying so is refused, not ignored. */
+    train_options_default(&o);
+    o.lr = 0.5f;
+    assert_int_equal(train_options_check(&o, err, sizeof err), -1);
+    assert_contains(err, "TRAIN_GIVEN_LR");
+    o.given |= TRAIN_GIVEN_LR;
+    assert_int_equal(train_options_check(&o, err, sizeof err), 0);
+    o.lr = 0.0f;
+    assert_int_equal(train_options_check(&o, err, sizeof err), -1);
+    /* --override: known names only, some locked, and only with --resume. */
+    assert_int_equal(parse(&o, err, sizeof err, "--override", "lr", NULL), -1);
+    assert_contains(err, "--resume");
+    assert_int_equal(parse(&o, err, sizeof err, "--resume", "x", "--override", "lr,--warmup",
+                           "--override", "micro-batch", NULL), 0);
+    assert_string_equal(o.overrides, "lr,warmup,micro-batch");
+    assert_int_equal(parse(&o, err, sizeof err, "--resume", "x", "--override", "frob", NULL), -1);
+    assert_contains(err, "unknown setting 'frob'");
+    assert_int_equal(parse(&o, err, sizeof err, "--resume", "x", "--override", "seed", NULL), -1);
+    assert_contains(err, "cannot be overridden");
+    assert_int_equal(parse(&o, err, sizeof err, "--resume", "x", "--override", "lr,", NULL), -1);
+}
+
+/* How a batch splits into micro-batches, said truthfully. */
+static void test_split_text(void **state)
+{
+    (void)state;
+    char b[64];
+    train_split_text(b, sizeof b, 128, 32);
+    assert_string_equal(b, "4 x 32");
+    train_split_text(b, sizeof b, 64, 48);
+    assert_string_equal(b, "48 + 16");
+    train_split_text(b, sizeof b, 50, 16);
+    assert_string_equal(b, "3 x 16 + 2");
+    train_split_text(b, sizeof b, 64, 64);
+    assert_string_equal(b, "1 x 64");
+    train_split_text(b, sizeof b, 20, 32);
+    assert_string_equal(b, "1 x 20");
+}
+
+/* ------------------------------------------------------------ output paths */
+
+static void write_text(const char *path, const char *text)
+{
+    tu_write_file(path, text, strlen(text));
+}
+
+static void test_outpaths(void **state)
+{
+    files_state *s = *state;
+    char a[1024], b[1024], sub[1024], alias[1024], hard[1024];
+    snprintf(a, sizeof a, "%s/a.st", s->dir);
+    snprintf(b, sizeof b, "%s/b.st", s->dir);
+    snprintf(sub, sizeof sub, "%s/sub", s->dir);
+    assert_int_equal(mkdir(sub, 0755), 0);
+    snprintf(alias, sizeof alias, "%s/sub/../a.st", s->dir);
+    char err[1024];
+    /* Not yet existing: compared by resolved directory and name. */
+    assert_int_equal(outpaths_same_file(a, alias), 1);
+    assert_int_equal(outpaths_same_file(a, b), 0);
+    write_text(a, "A");
+    assert_int_equal(outpaths_same_file(a, alias), 1);
+    /* Existing: by device and inode (a hard link is the same file). */
+    snprintf(hard, sizeof hard, "%s/hard.st", s->dir);
+    assert_int_equal(link(a, hard), 0);
+    assert_int_equal(outpaths_same_file(a, hard), 1);
+
+    train_options o;
+    train_options_default(&o);
+    o.resume = hard;
+    o.metrics = a;
+    assert_int_equal(outpaths_check(&o, 0, err, sizeof err), -1);
+    assert_contains(err, "--metrics");
+    assert_contains(err, "--resume");
+    assert_contains(err, a);
+    o.metrics = NULL;
+    o.dump_weights = alias;
+    assert_int_equal(outpaths_check(&o, 0, err, sizeof err), -1);
+    assert_contains(err, "--dump-weights");
+    /* Two outputs, neither existing. */
+    train_options_default(&o);
+    o.checkpoint = b;
+    snprintf(alias, sizeof alias, "%s/sub/../b.st", s->dir);
+    o.dump_weights = alias;
+    assert_int_equal(outpaths_check(&o, 0, err, sizeof err), -1);
+    assert_contains(err, "--checkpoint");
+    assert_contains(err, "--dump-weights");
+    /* --checkpoint may continue the --resume file. */
+    train_options_default(&o);
+    o.checkpoint = a;
+    o.resume = hard;
+    assert_int_equal(outpaths_check(&o, 0, err, sizeof err), 0);
+    /* An output over a data file. */
+    write_pair(s->dir, "train", 10, 0);
+    write_pair(s->dir, "t10k", 10, 0);
+    train_options_default(&o);
+    o.data_dir = s->dir;
+    char lab[1024];
+    snprintf(lab, sizeof lab, "%s/t10k-labels-idx1-ubyte", s->dir);
+    o.metrics = lab;
+    assert_int_equal(outpaths_check(&o, 1, err, sizeof err), -1);
+    assert_contains(err, "--data");
+    assert_int_equal(outpaths_check(&o, 0, err, sizeof err), 0); /* data given by the caller */
+    /* Directories: missing, a file, the output itself. */
+    train_options_default(&o);
+    o.checkpoint = "/nonexistent-clgrad-dir/ck.st";
+    assert_int_equal(outpaths_check(&o, 0, err, sizeof err), -1);
+    assert_contains(err, "--checkpoint");
+    assert_contains(err, "/nonexistent-clgrad-dir");
+    assert_contains(err, "does not exist");
+    train_options_default(&o);
+    snprintf(b, sizeof b, "%s/a.st/w.bin", s->dir);
+    o.dump_weights = b;
+    assert_int_equal(outpaths_check(&o, 0, err, sizeof err), -1);
+    assert_contains(err, "not a directory");
+    o.dump_weights = sub;
+    assert_int_equal(outpaths_check(&o, 0, err, sizeof err), -1);
+    assert_contains(err, "is a directory");
+    o.dump_weights = NULL;
+    o.metrics = "/dev/null";
+    assert_int_equal(outpaths_check(&o, 0, err, sizeof err), -1);
+    assert_contains(err, "not a regular file");
+    /* --resume: must be a regular file, said without a stale errno. */
+    train_options_default(&o);
+    o.resume = sub;
+    errno = EEXIST;
+    assert_int_equal(outpaths_check(&o, 0, err, sizeof err), -1);
+    assert_contains(err, "is not a regular file");
+    assert_null(strstr(err, "File exists"));
+    /* A directory without write permission (meaningless for root). */
+    if (geteuid() != 0) {
+        assert_int_equal(chmod(sub, 0555), 0);
+        snprintf(b, sizeof b, "%s/sub/m.csv", s->dir);
+        train_options_default(&o);
+        o.metrics = b;
+        assert_int_equal(outpaths_check(&o, 0, err, sizeof err), -1);
+        assert_contains(err, "Permission denied");
+        chmod(sub, 0755);
+    }
+}
+
+/* ------------------------------------------------------------ atomic files */
+
+static int count_entries(const char *dir, const char *prefix)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+    closedir(d);
+    return n;
+}
+
+/* Writes 100 kB through atomic_file in a child whose file size limit is
+ * limit bytes (0: none); returns the child's exit status, its message in
+ * msg. */
+static int write_limited(const char *path, rlim_t limit, char *msg, size_t len)
+{
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(fds[0]);
+        signal(SIGXFSZ, SIG_IGN); /* write returns EFBIG instead */
+        if (limit) {
+            struct rlimit rl = {limit, limit};
+            if (setrlimit(RLIMIT_FSIZE, &rl) != 0)
+                _exit(3);
+        }
+        static atomic_file f;
+        char err[1024] = "";
+        int rc = atomic_file_open(&f, path, err, sizeof err);
+        for (int i = 0; rc == 0 && i < 10000; i++)
+            atomic_file_printf(&f, "line %05d\n", i); /* 11 bytes */
+        if (rc == 0)
+            rc = atomic_file_commit(&f, err, sizeof err);
+        if (write(fds[1], err, strlen(err)) < 0)
+            _exit(4);
+        _exit(rc == 0 ? 0 : 1);
+    }
+    close(fds[1]);
+    size_t got = 0;
+    ssize_t r;
+    while (got + 1 < len && (r = read(fds[0], msg + got, len - 1 - got)) > 0)
+        got += (size_t)r;
+    msg[got] = 0;
+    close(fds[0]);
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    return WEXITSTATUS(status);
+}
+
+static void test_atomic_file(void **state)
+{
+    files_state *s = *state;
+    char path[1024], msg[1024];
+    snprintf(path, sizeof path, "%s/out.csv", s->dir);
+    write_text(path, "OLD\n");
+    /* A full disk (a file size limit, unprivileged): the message says why,
+     * the old file is intact and no temporary file is left. */
+    assert_int_equal(write_limited(path, 4096, msg, sizeof msg), 1);
+    assert_contains(msg, path);
+    assert_contains(msg, strerror(EFBIG));
+    size_t n;
+    char *text = (char *)tu_read_file(path, &n);
+    assert_int_equal(n, 4);
+    assert_memory_equal(text, "OLD\n", 4);
+    free(text);
+    assert_int_equal(count_entries(s->dir, "out.csv"), 1);
+    /* Without a limit: the new file in full. */
+    assert_int_equal(write_limited(path, 0, msg, sizeof msg), 0);
+    text = (char *)tu_read_file(path, &n);
+    assert_int_equal(n, 110000);
+    assert_memory_equal(text + 109989, "line 09999\n", 11);
+    free(text);
+    assert_int_equal(count_entries(s->dir, "out.csv"), 1);
+    /* An abort leaves the target alone. */
+    static atomic_file f;
+    char err[256];
+    assert_int_equal(atomic_file_open(&f, path, err, sizeof err), 0);
+    atomic_file_printf(&f, "partial");
+    atomic_file_abort(&f);
+    text = (char *)tu_read_file(path, &n);
+    assert_int_equal(n, 110000);
+    free(text);
+    assert_int_equal(count_entries(s->dir, "out.csv"), 1);
+}
+
+/* The --metrics CSV on a full disk: a child writes 2000 rows through the
+ * trainer's metrics code under a file size limit. */
+static void test_metrics_full_disk(void **state)
+{
+    files_state *s = *state;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/m.csv", s->dir);
+    write_text(path, "OLD\n");
+    for (int limited = 1; limited >= 0; limited--) {
+        int fds[2];
+        assert_int_equal(pipe(fds), 0);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            close(fds[0]);
+            signal(SIGXFSZ, SIG_IGN);
+            struct rlimit rl = {8192, 8192};
+            if (limited && setrlimit(RLIMIT_FSIZE, &rl) != 0)
+                _exit(3);
+            static atomic_file f;
+            char err[1024] = "";
+            int rc = metrics_open(&f, path, err, sizeof err);
+            for (uint64_t i = 1; rc == 0 && i <= 2000; i++) {
+                metrics_row r = {i, 4 * i, 128 * i, 1, 2.3, 1e-3, 0.5, 1.0, 0, 1000.0};
+                if (metrics_write(&f, &r) != 0)
+                    break;
+            }
+            if (rc == 0)
+                rc = metrics_close(&f, err, sizeof err);
+            if (write(fds[1], err, strlen(err)) < 0)
+                _exit(4);
+            _exit(rc == 0 ? 0 : 1);
+        }
+        close(fds[1]);
+        char msg[1024];
+        ssize_t got = read(fds[0], msg, sizeof msg - 1);
+        msg[got > 0 ? got : 0] = 0;
+        close(fds[0]);
+        int status;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status));
+        size_t n;
+        char *text = (char *)tu_read_file(path, &n);
+        if (limited) {
+            assert_int_equal(WEXITSTATUS(status), 1);
+            assert_contains(msg, strerror(EFBIG));
+            assert_int_equal(n, 4);
+            assert_memory_equal(text, "OLD\n", 4);
+        } else {
+            assert_int_equal(WEXITSTATUS(status), 0);
+            assert_true(n > 8192);
+            assert_memory_equal(text, "update,", 7);
+        }
+        free(text);
+        assert_int_equal(count_entries(s->dir, "m.csv"), 1);
+    }
+}
+
+/* ------------------------------------------------------------ run settings */
+
+static void build_config(run_config *c, const train_options *o)
+{
+    clg_config cfg;
+    char err[256];
+    assert_int_equal(train_options_clg_config(o, &cfg, err, sizeof err), 0);
+    runconfig_build(c, o, &cfg, o->micro_batch, 300, 0x1234abcdu);
+}
+
+static void test_runconfig(void **state)
+{
+    (void)state;
+    char b[32];
+    runconfig_format_float(b, sizeof b, 3e-3f);
+    assert_string_equal(b, "0.003");
+    runconfig_format_float(b, sizeof b, 0.1f + 0.2f);
+    assert_true(strtof(b, NULL) == 0.1f + 0.2f);
+    runconfig_format_float(b, sizeof b, 1.17549435e-38f);
+    assert_true(strtof(b, NULL) == 1.17549435e-38f);
+
+    train_options o;
+    char err[2048], over[512];
+    assert_int_equal(parse(&o, err, sizeof err, "--lr", "0.003", "--warmup", "2", NULL), 0);
+    static run_config saved, now;
+    build_config(&saved, &o);
+    /* Every key is the caller's own, outside clgrad's namespace. */
+    runconfig_meta(&saved);
+    for (int i = 0; i < saved.n; i++) {
+        assert_true(strncmp(saved.key_ptr[i], "train.config.", 13) == 0);
+        assert_true(strncmp(saved.key_ptr[i], "clgrad.", 7) != 0);
+    }
+    /* Same settings: no difference. */
+    build_config(&now, &o);
+    assert_int_equal(runconfig_compare(&saved, &now, "", "ck", over, sizeof over, err,
+                                       sizeof err), 0);
+    assert_string_equal(over, "");
+    /* Another lr and warmup: one error naming both, saved and new values. */
+    assert_int_equal(parse(&o, err, sizeof err, "--lr", "0.001", "--warmup", "5", NULL), 0);
+    build_config(&now, &o);
+    assert_int_equal(runconfig_compare(&saved, &now, "", "ck", over, sizeof over, err,
+                                       sizeof err), -1);
+    assert_contains(err, "--lr: saved 0.003, now 0.001");
+    assert_contains(err, "--warmup: saved 2, now 5");
+    assert_contains(err, "--override lr,warmup");
+    /* Overridden by name: accepted, and said. */
+    assert_int_equal(runconfig_compare(&saved, &now, "warmup,lr", "ck", over, sizeof over, err,
+                                       sizeof err), 0);
+    assert_contains(over, "--lr: 0.003 -> 0.001");
+    assert_contains(over, "--warmup: 2 -> 5");
+    assert_int_equal(runconfig_compare(&saved, &now, "lr", "ck", over, sizeof over, err,
+                                       sizeof err), -1);
+    assert_contains(err, "--warmup");
+    /* Each setting that changes training is compared. */
+    static const char *const changes[][2] = {
+        {"--hidden", "64"},        {"--micro-batch", "16"}, {"--epochs", "4"},
+        {"--steps", "9"},          {"--optimizer", "sgd"},  {"--lr-scale", "sqrt"},
+        {"--weight-decay", "0.5"}, {"--schedule", "linear"}, {"--clip", "1"},
+        {"--grad-dtype", "bf16"},  {"--grad-path", "A"},    {"--loss-scale", "dynamic"},
+        {"--seed", "7"},           {"--metrics", "m.csv"}, /* nonfinite policy */
+        {"--batch", "100"},
+    };
+    for (size_t i = 0; i < sizeof changes / sizeof *changes; i++) {
+        assert_int_equal(parse(&o, err, sizeof err, "--lr", "0.003", "--warmup", "2",
+                               changes[i][0], changes[i][1], NULL), 0);
+        build_config(&now, &o);
+        if (runconfig_compare(&saved, &now, "", "ck", over, sizeof over, err, sizeof err) != -1)
+            fail_msg("%s %s was not told apart", changes[i][0], changes[i][1]);
+        if (strcmp(changes[i][0], "--metrics") != 0)
+            assert_contains(err, changes[i][0]);
+        else
+            assert_contains(err, "nonfinite");
+    }
+    /* Settings that do not change the training are not. */
+    assert_int_equal(parse(&o, err, sizeof err, "--lr", "0.003", "--warmup", "2", "--test-limit",
+                           "5", "--quiet", "--json", "--device", "1", "--vram", "64M",
+                           "--checkpoint", "x", "--save-every", "3", "--stop-after", "2",
+                           "--dump-weights", "w", NULL), 0);
+    build_config(&now, &o);
+    assert_int_equal(runconfig_compare(&saved, &now, "", "ck", over, sizeof over, err,
+                                       sizeof err), 0);
+    /* A seed cannot be overridden (the data order depends on it). */
+    assert_int_equal(parse(&o, err, sizeof err, "--lr", "0.003", "--warmup", "2", "--seed", "9",
+                           NULL), 0);
+    build_config(&now, &o);
+    assert_int_equal(runconfig_compare(&saved, &now, "seed", "ck", over, sizeof over, err,
+                                       sizeof err), -1);
+    assert_contains(err, "cannot change");
+    /* A checkpoint without settings (an older trainer): every one differs. */
+    static run_config empty;
+    memset(&empty, 0, sizeof empty);
+    assert_int_equal(runconfig_compare(&empty, &now, "", "ck", over, sizeof over, err,
+                                       sizeof err), -1);
+    assert_contains(err, "not recorded");
+    /* Saved values come back through runconfig_add_saved; others are ignored. */
+    memset(&empty, 0, sizeof empty);
+    runconfig_meta(&saved);
+    for (int i = 0; i < saved.n; i++)
+        runconfig_add_saved(&empty, saved.key_ptr[i], saved.value_ptr[i]);
+    runconfig_add_saved(&empty, "train.seed", "1");
+    runconfig_add_saved(&empty, "train.config.unknown", "1");
+    assert_int_equal(empty.n, saved.n);
+}
+
 /* ------------------------------------------------------------ order */
 
 static void test_order_permutation(void **state)
@@ -474,8 +1018,17 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_load_mismatch_and_labels, files_setup,
                                         files_teardown),
         cmocka_unit_test_setup_teardown(test_load_wrong_magic_file, files_setup, files_teardown),
+        cmocka_unit_test_setup_teardown(test_load_wrong_shape, files_setup, files_teardown),
+        cmocka_unit_test_setup_teardown(test_load_not_regular, files_setup, files_teardown),
         cmocka_unit_test(test_options_defaults),
         cmocka_unit_test(test_options_bad),
+        cmocka_unit_test(test_options_numbers),
+        cmocka_unit_test(test_options_given),
+        cmocka_unit_test(test_split_text),
+        cmocka_unit_test_setup_teardown(test_outpaths, files_setup, files_teardown),
+        cmocka_unit_test_setup_teardown(test_atomic_file, files_setup, files_teardown),
+        cmocka_unit_test_setup_teardown(test_metrics_full_disk, files_setup, files_teardown),
+        cmocka_unit_test(test_runconfig),
         cmocka_unit_test(test_order_permutation),
         cmocka_unit_test(test_order_batches),
     };

@@ -30,12 +30,19 @@ static int check_labels(const uint8_t *labels, size_t count, const char *name, c
 }
 
 int dataset_from_idx(idx_file *images, idx_file *labels, const char *image_name,
-                     const char *label_name, dataset *out, char *err, size_t errlen)
+                     const char *label_name, size_t rows, size_t cols, dataset *out, char *err,
+                     size_t errlen)
 {
     memset(out, 0, sizeof *out);
-    if (images->ndims < 2) {
+    if (images->ndims != 3) {
         set_err(err, errlen, "%s: expected images (3 dimensions: count, rows, columns), got %d "
                 "dimension(s)", image_name, images->ndims);
+        return -1;
+    }
+    if (images->dims[1] != rows || images->dims[2] != cols) {
+        set_err(err, errlen, "%s: expected images of %zu x %zu pixels (the model's input), the "
+                "header declares %u x %u", image_name, rows, cols, images->dims[1],
+                images->dims[2]);
         return -1;
     }
     if (labels->ndims != 1) {
@@ -65,7 +72,8 @@ int dataset_from_idx(idx_file *images, idx_file *labels, const char *image_name,
     return 0;
 }
 
-/* dir/name.gz if it exists, else dir/name. */
+/* dir/name.gz if it exists, else dir/name (if that does not exist either,
+ * the .gz name: the one a message should name). */
 static void pick_path(char *path, size_t len, const char *dir, const char *name)
 {
     snprintf(path, len, "%s/%s.gz", dir, name);
@@ -77,14 +85,27 @@ static void pick_path(char *path, size_t len, const char *dir, const char *name)
         snprintf(path, len, "%s", plain);
 }
 
-int dataset_load(const char *dir, const char *prefix, dataset *out, char *err, size_t errlen)
+void dataset_paths(const char *dir, const char *prefix, char *image_path, char *label_path,
+                   size_t len)
 {
-    memset(out, 0, sizeof *out);
-    char image_name[64], label_name[64], image_path[4096], label_path[4096];
+    char image_name[64], label_name[64];
     snprintf(image_name, sizeof image_name, "%s-images-idx3-ubyte", prefix);
     snprintf(label_name, sizeof label_name, "%s-labels-idx1-ubyte", prefix);
-    pick_path(image_path, sizeof image_path, dir, image_name);
-    pick_path(label_path, sizeof label_path, dir, label_name);
+    pick_path(image_path, len, dir, image_name);
+    pick_path(label_path, len, dir, label_name);
+}
+
+int dataset_load(const char *dir, const char *prefix, dataset *out, char *err, size_t errlen)
+{
+    return dataset_load_shape(dir, prefix, DATASET_ROWS, DATASET_COLS, out, err, errlen);
+}
+
+int dataset_load_shape(const char *dir, const char *prefix, size_t rows, size_t cols,
+                       dataset *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    char image_path[4096], label_path[4096];
+    dataset_paths(dir, prefix, image_path, label_path, sizeof image_path);
 
     idx_file images, labels;
     if (idx_load(image_path, &images, err, errlen) != 0)
@@ -93,7 +114,8 @@ int dataset_load(const char *dir, const char *prefix, dataset *out, char *err, s
         idx_free(&images);
         return -1;
     }
-    if (dataset_from_idx(&images, &labels, image_path, label_path, out, err, errlen) != 0) {
+    if (dataset_from_idx(&images, &labels, image_path, label_path, rows, cols, out, err,
+                         errlen) != 0) {
         idx_free(&images);
         idx_free(&labels);
         return -1;

@@ -10,6 +10,9 @@
 
 #define DATASET_CLASSES 10
 #define DATASET_DEFAULT_DIR "/usr/share/datasets/fashion-mnist"
+/* The image shape of Fashion-MNIST, the trainer's model input. */
+#define DATASET_ROWS 28
+#define DATASET_COLS 28
 
 typedef struct dataset {
     size_t count;          /* samples */
@@ -20,14 +23,25 @@ typedef struct dataset {
 } dataset;
 
 /* Checks a pair of parsed IDX files and fills *out (which then owns them;
- * free with dataset_free). names are used in messages. */
+ * free with dataset_free). The images must have 3 dimensions (count, rows,
+ * columns) of rows x cols pixels each. names are used in messages. */
 int dataset_from_idx(idx_file *images, idx_file *labels, const char *image_name,
-                     const char *label_name, dataset *out, char *err, size_t errlen);
+                     const char *label_name, size_t rows, size_t cols, dataset *out, char *err,
+                     size_t errlen);
 
-/* Loads "<prefix>-images-idx3-ubyte[.gz]" and "<prefix>-labels-idx1-ubyte[.gz]"
- * from dir, prefix "train" or "t10k". The .gz name is preferred; the plain
- * name is tried when it does not exist. */
+/* The files dataset_load reads: "<prefix>-images-idx3-ubyte[.gz]" and
+ * "<prefix>-labels-idx1-ubyte[.gz]" in dir. The .gz name is preferred; the
+ * plain name is used when only it exists. */
+void dataset_paths(const char *dir, const char *prefix, char *image_path, char *label_path,
+                   size_t len);
+
+/* Loads the files of dataset_paths, prefix "train" or "t10k": images of
+ * DATASET_ROWS x DATASET_COLS pixels, what the trainer's model takes (a
+ * header that declares another shape, even of as many pixels, is an error). */
 int dataset_load(const char *dir, const char *prefix, dataset *out, char *err, size_t errlen);
+/* The same with images of rows x cols pixels. */
+int dataset_load_shape(const char *dir, const char *prefix, size_t rows, size_t cols,
+                       dataset *out, char *err, size_t errlen);
 
 /* Wraps caller-owned arrays (tests); nothing is copied or freed. */
 int dataset_wrap(const uint8_t *images, const uint8_t *labels, size_t count, size_t dim,

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <zlib.h>
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
@@ -117,10 +118,25 @@ int idx_load(const char *path, idx_file *out, char *err, size_t errlen)
         set_err(err, errlen, "%s: %s", path, strerror(errno));
         return -1;
     }
+    /* A directory opens for reading too; say what it is (errno would be
+     * stale here: fstat succeeded). */
+    struct stat sb;
+    if (fstat(fileno(probe), &sb) != 0) {
+        int e = errno;
+        fclose(probe);
+        set_err(err, errlen, "%s: %s", path, strerror(e));
+        return -1;
+    }
     fclose(probe);
+    if (!S_ISREG(sb.st_mode)) {
+        set_err(err, errlen, "%s: not a regular file", path);
+        return -1;
+    }
+    errno = 0;
     gzFile gz = gzopen(path, "rb");
     if (!gz) {
-        set_err(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        int e = errno;
+        set_err(err, errlen, "%s: cannot open%s%s", path, e ? ": " : "", e ? strerror(e) : "");
         return -1;
     }
     size_t cap = 1 << 20, len = 0;

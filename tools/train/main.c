@@ -2,6 +2,7 @@
  * clgrad's gradient accumulation; prints a summary (and with --json a JSON
  * object as the last line) on stdout, progress on stderr. */
 #include "options.h"
+#include "outpaths.h"
 #include "trainer.h"
 
 #include <cjson/cJSON.h>
@@ -21,6 +22,7 @@ static void print_json(const train_options *o, const train_result *r)
     cJSON_AddNumberToObject(j, "samples", (double)r->samples);
     cJSON_AddNumberToObject(j, "epochs", r->epochs);
     cJSON_AddNumberToObject(j, "batch", r->batch);
+    cJSON_AddNumberToObject(j, "update_samples", r->update_samples);
     cJSON_AddNumberToObject(j, "micro_batch", r->micro_batch);
     cJSON_AddNumberToObject(j, "accum_steps", r->accum_steps);
     cJSON_AddNumberToObject(j, "auto_halvings", r->halvings);
@@ -37,6 +39,7 @@ static void print_json(const train_options *o, const train_result *r)
     cJSON_AddNumberToObject(j, "data_bytes", (double)r->data_bytes);
     cJSON_AddNumberToObject(j, "activation_bytes", (double)r->activation_bytes);
     cJSON_AddStringToObject(j, "device", r->device);
+    cJSON_AddStringToObject(j, "overridden", r->overridden);
     char *s = cJSON_PrintUnformatted(j);
     if (s)
         printf("%s\n", s);
@@ -47,13 +50,16 @@ static void print_json(const train_options *o, const train_result *r)
 int main(int argc, char **argv)
 {
     train_options opt;
-    char err[1024] = "";
+    char err[4096] = "";
     train_options_default(&opt);
     int rc = train_options_parse(argc, argv, &opt, err, sizeof err);
     if (rc == 1) {
         fputs(train_usage(), stdout);
         return 0;
     }
+    /* The files before anything else (train_run checks them again). */
+    if (rc == 0)
+        rc = outpaths_check(&opt, 1, err, sizeof err);
     if (rc != 0) {
         fprintf(stderr, "clgrad-train: %s\n", err);
         return 2;
@@ -63,11 +69,16 @@ int main(int argc, char **argv)
         fprintf(stderr, "clgrad-train: %s\n", err);
         return 1;
     }
-    printf("test accuracy %.4f (loss %.4f) after %llu updates of %u samples (%u x %u) in %u "
+    char split[64];
+    train_split_text(split, sizeof split, res.update_samples, res.micro_batch);
+    printf("test accuracy %.4f (loss %.4f) after %llu updates of %u samples (%s)%s in %u "
            "epoch(s): %.1f s training, %.0f samples/s, peak device bytes %llu\n",
-           res.test_accuracy, res.test_loss, (unsigned long long)res.updates, res.batch,
-           res.accum_steps, res.micro_batch, res.epochs, res.train_seconds, res.samples_per_s,
-           (unsigned long long)res.peak_device_bytes);
+           res.test_accuracy, res.test_loss, (unsigned long long)res.updates,
+           res.update_samples, split,
+           res.update_samples < res.batch ? ", the whole training set" : "", res.epochs,
+           res.train_seconds, res.samples_per_s, (unsigned long long)res.peak_device_bytes);
+    if (res.overridden[0])
+        printf("resumed from %s with settings overridden: %s\n", opt.resume, res.overridden);
     if (opt.json)
         print_json(&opt, &res);
     return fflush(stdout) == 0 ? 0 : 1;

@@ -1,9 +1,12 @@
 /* options.c - command-line parsing and validation (see options.h). */
 #include "options.h"
 #include "dataset.h"
+#include "runconfig.h"
 
 #include <ctype.h>
 #include <errno.h>
+#include <float.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -35,8 +38,8 @@ void train_options_default(train_options *o)
     o->micro_batch = 0;
     o->epochs = 3;
     o->optimizer = CLG_ADAMW;
-    o->lr = -1.0f;
-    o->weight_decay = -1.0f;
+    o->lr = NAN;           /* not given: the optimizer's default */
+    o->weight_decay = NAN; /* not given: the optimizer's default */
     o->warmup = 50;
     o->schedule = CLG_SCHED_COSINE;
     o->grad_dtype = CLG_FP32;
@@ -74,21 +77,31 @@ const char *train_usage(void)
            "  --device SEL           device index, P:D, or name substring (CLGRAD_DEVICE)\n"
            "  --vram BYTES           memory budget, e.g. 512M, 8G (suffixes K, M, G, T: 1024^n)\n"
            "  --auto-micro-batch     halve the micro-batch while activations do not fit\n"
-           "  --metrics FILE.csv     one row per update\n"
+           "  --metrics FILE.csv     one row per update (written to FILE.tmp.* and renamed at\n"
+           "                         the end: the file is complete or the old one is kept)\n"
            "  --dump-weights FILE    all parameters at the end, little-endian fp32, in model\n"
            "                         order: fc1.weight [h1 x 784], fc1.bias [h1], fc2.weight,\n"
            "                         fc2.bias, ..., weights row-major [out x in]\n"
+           "                         (written and renamed as --metrics)\n"
            "  --checkpoint PATH      save the training state to PATH (with --save-every N,\n"
            "                         every N updates; always at the end)\n"
            "  --save-every N         1..1e9 updates\n"
-           "  --resume PATH          continue from a checkpoint (same flags as the saved run)\n"
+           "  --resume PATH          continue from a checkpoint; every setting that changes the\n"
+           "                         training must be the saved run's (the checkpoint stores\n"
+           "                         them; a difference is an error naming it)\n"
+           "  --override LIST        with --resume: accept these settings' new values, e.g.\n"
+           "                         lr,warmup (names as the error gives them)\n"
            "  --stop-after N         stop after N updates of this run without changing the\n"
            "                         schedule (split a run across --checkpoint/--resume)\n"
            "  --train-limit N        use only the first N training samples\n"
            "  --test-limit N         use only the first N test samples\n"
            "  --json                 print a JSON summary as the last line of stdout\n"
            "  --quiet                no progress on stderr\n"
-           "  --help                 this text\n";
+           "  --help                 this text\n"
+           "A number is the whole argument, in range, and one a float holds (--lr 1e-46 is\n"
+           "refused: as a float it is 0). Output paths are checked before the run: their\n"
+           "directories must exist and be writable, and no output may name another output\n"
+           "or an input (--checkpoint may name the --resume file).\n";
 }
 
 const char *train_optimizer_name(clg_optimizer o)
@@ -151,22 +164,120 @@ static int parse_unsigned(const char *flag, const char *s, unsigned lo, unsigned
 }
 
 /* A finite float in [lo, hi] (lo excluded when open_lo). */
+int train_parse_float(const char *flag, const char *s, float lo, float hi, int open_lo,
+                      float *out, char *err, size_t errlen)
+{
+    char *end = NULL;
+    const char *why = NULL;
+    if (!s || !*s || isspace((unsigned char)*s)) {
+        why = "empty or starts with a space";
+        goto bad;
+    }
+    errno = 0;
+    double v = strtod(s, &end);
+    int e = errno;
+    if (end == s || *end) {
+        why = end == s ? "not a number" : "trailing characters";
+        goto bad;
+    }
+    if (!isfinite(v) || (e == ERANGE && fabs(v) > 1.0)) {
+        why = "not finite";
+        goto bad;
+    }
+    float f = (float)v;
+    if (!isfinite(f)) {
+        why = "overflows a float";
+        goto bad;
+    }
+    if ((e == ERANGE && fabs(v) < 1.0) || (v != 0.0 && fabsf(f) < FLT_MIN)) {
+        why = "underflows a float (it would be 0 or lose its precision)";
+        goto bad;
+    }
+    if (f == 0.0f)
+        f = 0.0f; /* -0 */
+    if (f > hi || f < lo || (open_lo && f == lo)) {
+        why = NULL;
+        goto bad;
+    }
+    *out = f;
+    return 0;
+bad:
+    set_err(err, errlen, "%s: expected a number in %s%g, %g], got '%s'%s%s", flag,
+            open_lo ? "(" : "[", lo, hi, s ? s : "", why ? ": " : "", why ? why : "");
+    return -1;
+}
+
 static int parse_float(const char *flag, const char *s, float lo, float hi, int open_lo,
                        float *out, char *err, size_t errlen)
 {
-    char *end = NULL;
-    errno = 0;
-    if (!s || !*s || isspace((unsigned char)*s))
-        goto bad;
-    double v = strtod(s, &end);
-    if (errno || *end || !isfinite(v) || v > hi || v < lo || (open_lo && v == lo))
-        goto bad;
-    *out = (float)v;
+    return train_parse_float(flag, s, lo, hi, open_lo, out, err, errlen);
+}
+
+float train_options_lr(const train_options *o)
+{
+    if (o->given & TRAIN_GIVEN_LR)
+        return o->lr;
+    switch (o->optimizer) {
+    case CLG_SGD: return 0.05f;
+    case CLG_LION: return 1e-4f;
+    default: return 1e-3f;
+    }
+}
+
+float train_options_weight_decay(const train_options *o)
+{
+    if (o->given & TRAIN_GIVEN_WEIGHT_DECAY)
+        return o->weight_decay;
+    return clg_config_default(o->optimizer).weight_decay;
+}
+
+int train_options_clg_config(const train_options *o, clg_config *cfg, char *err,
+                             size_t errlen)
+{
+    *cfg = clg_config_default(o->optimizer);
+    float lr = train_options_lr(o);
+    if (o->lr_scale != CLG_LR_RULE_NONE) {
+        float scaled;
+        clg_status st = clg_lr_scale(o->lr_scale, lr, o->base_batch, o->batch, &scaled);
+        if (st != CLG_SUCCESS) {
+            set_err(err, errlen, "--lr-scale: %s", clg_last_error(NULL));
+            return -1;
+        }
+        lr = scaled;
+    }
+    cfg->lr = lr;
+    cfg->weight_decay = train_options_weight_decay(o);
+    if (o->optimizer == CLG_SGD)
+        cfg->momentum = 0.9f;
+    cfg->schedule.kind = o->schedule;
+    cfg->schedule.min_lr = 0.0f;
+    cfg->clip_norm = o->clip;
+    cfg->loss_scale = o->loss_scale;
+    if (o->loss_scale == CLG_LOSS_SCALE_STATIC)
+        cfg->loss_scale_init = o->loss_scale_value;
+    /* Loss scaling skips overflowing updates (GradScaler); --metrics wants
+     * the gradient norm, which the skip check computes on the way. */
+    if (o->loss_scale != CLG_LOSS_SCALE_NONE || o->metrics)
+        cfg->nonfinite = CLG_NONFINITE_SKIP_UPDATE;
+    cfg->seed = o->seed;
     return 0;
-bad:
-    set_err(err, errlen, "%s: expected a number in %s%g, %g], got '%s'", flag, open_lo ? "(" : "[",
-            lo, hi, s ? s : "");
-    return -1;
+}
+
+void train_split_text(char *buf, size_t len, uint64_t n, unsigned b)
+{
+    if (b == 0 || n == 0) {
+        snprintf(buf, len, "%" PRIu64, n);
+        return;
+    }
+    uint64_t q = n / b, r = n % b;
+    if (r == 0)
+        snprintf(buf, len, "%" PRIu64 " x %u", q, b);
+    else if (q == 0)
+        snprintf(buf, len, "1 x %" PRIu64, r);
+    else if (q == 1)
+        snprintf(buf, len, "%u + %" PRIu64, b, r);
+    else
+        snprintf(buf, len, "%" PRIu64 " x %u + %" PRIu64, q, b, r);
 }
 
 /* Bytes with an optional binary suffix K, M, G, T (optionally followed by
@@ -175,10 +286,10 @@ static int parse_bytes(const char *flag, const char *s, uint64_t *out, char *err
 {
     char *end = NULL;
     errno = 0;
-    if (!s || !*s || !isdigit((unsigned char)*s))
-        goto bad;
+    if (!s || !*s || !isdigit((unsigned char)*s) || strpbrk(s, "xX"))
+        goto bad; /* no sign, space, hex or inf/nan */
     double v = strtod(s, &end);
-    if (errno || v <= 0)
+    if (errno || !isfinite(v) || v <= 0)
         goto bad;
     double mult = 1;
     switch (toupper((unsigned char)*end)) {
@@ -257,8 +368,28 @@ static int parse_choice(const char *flag, const char *s, const char *const *name
 
 int train_options_check(train_options *o, char *err, size_t errlen)
 {
-    if (o->micro_batch == 0)
+    /* A program that sets lr or weight_decay without its bit would get the
+     * default silently; refuse that (and a bit without a usable value). */
+    if (!(o->given & TRAIN_GIVEN_LR) != !!isnan(o->lr) ||
+        ((o->given & TRAIN_GIVEN_LR) && !(o->lr > 0.0f && o->lr <= 10.0f))) {
+        set_err(err, errlen, "--lr: %g %s TRAIN_GIVEN_LR", o->lr,
+                (o->given & TRAIN_GIVEN_LR) ? "is not in (0, 10] but marked" : "set without");
+        return -1;
+    }
+    if (!(o->given & TRAIN_GIVEN_WEIGHT_DECAY) != !!isnan(o->weight_decay) ||
+        ((o->given & TRAIN_GIVEN_WEIGHT_DECAY) &&
+         !(o->weight_decay >= 0.0f && o->weight_decay <= 1.0f))) {
+        set_err(err, errlen, "--weight-decay: %g %s TRAIN_GIVEN_WEIGHT_DECAY", o->weight_decay,
+                (o->given & TRAIN_GIVEN_WEIGHT_DECAY) ? "is not in [0, 1] but marked"
+                                                      : "set without");
+        return -1;
+    }
+    if (o->micro_batch == 0 && !(o->given & TRAIN_GIVEN_MICRO_BATCH))
         o->micro_batch = o->batch < 32 ? o->batch : 32;
+    if (o->micro_batch == 0) {
+        set_err(err, errlen, "--micro-batch: expected an integer in [1, %u], got 0", o->batch);
+        return -1;
+    }
     if (o->micro_batch > o->batch) {
         set_err(err, errlen, "--micro-batch: expected an integer in [1, %u] (the --batch), got %u",
                 o->batch, o->micro_batch);
@@ -276,6 +407,59 @@ int train_options_check(train_options *o, char *err, size_t errlen)
     if (o->save_every && !o->checkpoint) {
         set_err(err, errlen, "--save-every: needs --checkpoint PATH");
         return -1;
+    }
+    if (o->overrides[0] && !o->resume) {
+        set_err(err, errlen, "--override: needs --resume PATH (it accepts settings that differ "
+                "from the checkpoint's)");
+        return -1;
+    }
+    return 0;
+}
+
+/* Appends the names of list to o->overrides after checking each. */
+static int parse_overrides(const char *list, train_options *o, char *err, size_t errlen)
+{
+    const char *p = list;
+    if (!*p) {
+        set_err(err, errlen, "--override: expected NAME[,NAME...], got ''");
+        return -1;
+    }
+    while (*p) {
+        size_t n = strcspn(p, ",");
+        char name[64];
+        if (n == 0 || n >= sizeof name) {
+            set_err(err, errlen, "--override: expected NAME[,NAME...], got '%s'", list);
+            return -1;
+        }
+        memcpy(name, p, n);
+        name[n] = 0;
+        if (name[0] == '-' && name[1] == '-')
+            memmove(name, name + 2, n - 1); /* --lr is lr */
+        const char *why = NULL;
+        if (!runconfig_overridable(name, &why)) {
+            if (why)
+                set_err(err, errlen, "--override: %s cannot be overridden: %s", name, why);
+            else
+                set_err(err, errlen, "--override: unknown setting '%s' (one of: %s)", name,
+                        runconfig_names());
+            return -1;
+        }
+        size_t used = strlen(o->overrides);
+        if (used + strlen(name) + 2 > sizeof o->overrides) {
+            set_err(err, errlen, "--override: list too long");
+            return -1;
+        }
+        if (used)
+            strcat(o->overrides, ",");
+        strcat(o->overrides, name);
+        p += n;
+        if (*p == ',') {
+            p++;
+            if (!*p) {
+                set_err(err, errlen, "--override: expected NAME[,NAME...], got '%s'", list);
+                return -1;
+            }
+        }
     }
     return 0;
 }
@@ -327,7 +511,7 @@ int train_options_parse(int argc, char **argv, train_options *o, char *err, size
             "--grad-dtype", "--grad-path", "--loss-scale", "--seed", "--lr-scale",
             "--base-batch", "--device", "--vram", "--metrics", "--dump-weights",
             "--checkpoint", "--save-every", "--resume", "--stop-after", "--train-limit",
-            "--test-limit"};
+            "--test-limit", "--override"};
         int known = 0;
         for (size_t k = 0; k < sizeof valued / sizeof *valued; k++)
             known |= !strcmp(flag, valued[k]);
@@ -357,10 +541,12 @@ int train_options_parse(int argc, char **argv, train_options *o, char *err, size
             rc = parse_unsigned(flag, val, 1, MAX_BATCH, &o->batch, err, errlen);
         } else if (!strcmp(flag, "--micro-batch")) {
             rc = parse_unsigned(flag, val, 1, MAX_BATCH, &o->micro_batch, err, errlen);
+            o->given |= TRAIN_GIVEN_MICRO_BATCH;
         } else if (!strcmp(flag, "--epochs")) {
             rc = parse_unsigned(flag, val, 1, 1000, &o->epochs, err, errlen);
         } else if (!strcmp(flag, "--steps")) {
             rc = parse_u64(flag, val, 1, 1000000000ull, &o->steps, err, errlen);
+            o->given |= TRAIN_GIVEN_STEPS;
         } else if (!strcmp(flag, "--optimizer")) {
             static const char *const n[] = {"adamw", "adam", "sgd", "lion"};
             static const int v[] = {CLG_ADAMW, CLG_ADAM, CLG_SGD, CLG_LION};
@@ -368,8 +554,10 @@ int train_options_parse(int argc, char **argv, train_options *o, char *err, size
             o->optimizer = (clg_optimizer)choice;
         } else if (!strcmp(flag, "--lr")) {
             rc = parse_float(flag, val, 0.0f, 10.0f, 1, &o->lr, err, errlen);
+            o->given |= TRAIN_GIVEN_LR;
         } else if (!strcmp(flag, "--weight-decay")) {
             rc = parse_float(flag, val, 0.0f, 1.0f, 0, &o->weight_decay, err, errlen);
+            o->given |= TRAIN_GIVEN_WEIGHT_DECAY;
         } else if (!strcmp(flag, "--warmup")) {
             rc = parse_u64(flag, val, 0, 1000000000ull, &o->warmup, err, errlen);
         } else if (!strcmp(flag, "--schedule")) {
@@ -418,6 +606,7 @@ int train_options_parse(int argc, char **argv, train_options *o, char *err, size
             o->device = val;
         } else if (!strcmp(flag, "--vram")) {
             rc = parse_bytes(flag, val, &o->vram, err, errlen);
+            o->given |= TRAIN_GIVEN_VRAM;
         } else if (!strcmp(flag, "--metrics")) {
             o->metrics = val;
         } else if (!strcmp(flag, "--dump-weights")) {
@@ -426,16 +615,22 @@ int train_options_parse(int argc, char **argv, train_options *o, char *err, size
             o->checkpoint = val;
         } else if (!strcmp(flag, "--save-every")) {
             rc = parse_u64(flag, val, 1, 1000000000ull, &o->save_every, err, errlen);
+            o->given |= TRAIN_GIVEN_SAVE_EVERY;
         } else if (!strcmp(flag, "--resume")) {
             o->resume = val;
         } else if (!strcmp(flag, "--stop-after")) {
             rc = parse_u64(flag, val, 1, 1000000000ull, &o->stop_after, err, errlen);
+            o->given |= TRAIN_GIVEN_STOP_AFTER;
         } else if (!strcmp(flag, "--train-limit")) {
             rc = parse_u64(flag, val, 1, 1000000000ull, &u64, err, errlen);
             o->limit_train = u64;
+            o->given |= TRAIN_GIVEN_TRAIN_LIMIT;
         } else if (!strcmp(flag, "--test-limit")) {
             rc = parse_u64(flag, val, 1, 1000000000ull, &u64, err, errlen);
             o->limit_test = u64;
+            o->given |= TRAIN_GIVEN_TEST_LIMIT;
+        } else if (!strcmp(flag, "--override")) {
+            rc = parse_overrides(val, o, err, errlen);
         }
         if (rc != 0)
             return -1;

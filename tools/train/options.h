@@ -9,20 +9,40 @@
 #include <stdint.h>
 
 #define TRAIN_MAX_HIDDEN 8
+#define TRAIN_OVERRIDES_MAX 512
 
 typedef enum grad_path { GRAD_PATH_A = 0, GRAD_PATH_B = 1, GRAD_PATH_C = 2 } grad_path;
+
+/* Which flags were on the command line (train_options.given): a value is
+ * never taken for "not given" (0 or any other), so that a given value that
+ * is legal cannot turn into a default. */
+enum {
+    TRAIN_GIVEN_LR = 1u << 0,
+    TRAIN_GIVEN_WEIGHT_DECAY = 1u << 1,
+    TRAIN_GIVEN_MICRO_BATCH = 1u << 2,
+    TRAIN_GIVEN_STEPS = 1u << 3,
+    TRAIN_GIVEN_VRAM = 1u << 4,
+    TRAIN_GIVEN_SAVE_EVERY = 1u << 5,
+    TRAIN_GIVEN_STOP_AFTER = 1u << 6,
+    TRAIN_GIVEN_TRAIN_LIMIT = 1u << 7,
+    TRAIN_GIVEN_TEST_LIMIT = 1u << 8,
+};
 
 typedef struct train_options {
     const char *data_dir;
     unsigned hidden[TRAIN_MAX_HIDDEN];
     int n_hidden;
+    unsigned given;       /* TRAIN_GIVEN_* of the flags parsed (programs that fill
+                             the struct themselves set the bits of lr and
+                             weight_decay, which train_options_check enforces) */
     unsigned batch;       /* effective batch B */
-    unsigned micro_batch; /* b (0: min(default, B)) */
+    unsigned micro_batch; /* b; a program may leave it 0 for min(32, B), which
+                             train_options_check fills in (the flag cannot be 0) */
     unsigned epochs;
-    uint64_t steps;       /* 0: run all epochs */
+    uint64_t steps;       /* updates; 0 (the flag cannot be 0): run all epochs */
     clg_optimizer optimizer;
-    float lr;             /* < 0: the optimizer's default */
-    float weight_decay;   /* < 0: the optimizer's default */
+    float lr;             /* with TRAIN_GIVEN_LR, else NaN: the optimizer's default */
+    float weight_decay;   /* with TRAIN_GIVEN_WEIGHT_DECAY, else NaN: the default */
     uint64_t warmup;
     clg_schedule_kind schedule;
     float clip;           /* 0: off */
@@ -47,6 +67,9 @@ typedef struct train_options {
     uint64_t stop_after;  /* stop after N updates of this run, schedule unchanged */
     uint64_t limit_train; /* use only the first N training samples (0: all) */
     uint64_t limit_test;
+    /* --override NAME[,NAME...]: settings of the run (runconfig.h) a resume
+     * may change, as a comma-separated list of names. */
+    char overrides[TRAIN_OVERRIDES_MAX];
 } train_options;
 
 /* Defaults of a bare run. */
@@ -60,6 +83,30 @@ int train_options_parse(int argc, char **argv, train_options *o, char *err, size
 /* Checks cross-flag constraints (micro-batch <= batch, path B needs fp32
  * gradients, ...); parse calls it. */
 int train_options_check(train_options *o, char *err, size_t errlen);
+
+/* The learning rate and weight decay the run uses: the given value, else
+ * the optimizer's default (lr: adamw/adam 1e-3, sgd 0.05, lion 1e-4; weight
+ * decay: clgrad's default for the optimizer). */
+float train_options_lr(const train_options *o);
+float train_options_weight_decay(const train_options *o);
+
+/* The clgrad configuration o asks for, except what depends on the run
+ * (schedule length and warmup, k): optimizer, lr (after --lr-scale), weight
+ * decay, SGD momentum 0.9, clipping, loss scaling, the inf/NaN policy (skip
+ * the update with loss scaling or --metrics, which reads the gradient norm
+ * that check computes) and the seed. Returns 0, or -1 with a message. */
+int train_options_clg_config(const train_options *o, clg_config *cfg, char *err,
+                             size_t errlen);
+
+/* Parses a number for flag: the whole of s, finite, in [lo, hi] (lo
+ * excluded when open_lo), and one that survives the conversion to float
+ * (a non-zero value that would become 0 or a subnormal is refused). */
+int train_parse_float(const char *flag, const char *s, float lo, float hi, int open_lo,
+                      float *out, char *err, size_t errlen);
+
+/* "4 x 32", "48 + 16", "3 x 16 + 2": how a batch of n samples splits into
+ * micro-batches of b. */
+void train_split_text(char *buf, size_t len, uint64_t n, unsigned b);
 
 const char *train_usage(void);
 const char *train_optimizer_name(clg_optimizer o);

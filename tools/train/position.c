@@ -21,22 +21,42 @@ static uint64_t *field(train_position *p, int i)
     return f[i];
 }
 
-clg_status position_save(clg_model *model, const char *path, const train_position *p)
+clg_status position_save(clg_model *model, const char *path, const train_position *p,
+                         const char *const *extra_keys, const char *const *extra_values,
+                         size_t n_extra)
 {
     char v[N_FIELDS][24];
-    const char *vals[N_FIELDS + 1];
+    size_t n = N_FIELDS + 1 + n_extra;
+    const char **all_keys = malloc(n * sizeof *all_keys);
+    const char **vals = malloc(n * sizeof *vals);
+    if (!all_keys || !vals) {
+        free(all_keys);
+        free(vals);
+        return CLG_ERR_OUT_OF_HOST_MEMORY;
+    }
     train_position copy = *p;
     for (int i = 0; i < N_FIELDS; i++) {
         snprintf(v[i], sizeof v[i], "%" PRIu64, *field(&copy, i));
+        all_keys[i] = keys[i];
         vals[i] = v[i];
     }
+    all_keys[N_FIELDS] = keys[N_FIELDS];
     vals[N_FIELDS] = order_kind;
-    return clg_checkpoint_save(model, path, keys, vals, N_FIELDS + 1);
+    for (size_t i = 0; i < n_extra; i++) {
+        all_keys[N_FIELDS + 1 + i] = extra_keys[i];
+        vals[N_FIELDS + 1 + i] = extra_values[i];
+    }
+    clg_status st = clg_checkpoint_save(model, path, all_keys, vals, n);
+    free(all_keys);
+    free(vals);
+    return st;
 }
 
 typedef struct reader {
     train_position p;
     int have[N_FIELDS];
+    clg_meta_fn other;
+    void *other_user;
 } reader;
 
 static void on_meta(const char *key, const char *value, void *user)
@@ -52,14 +72,19 @@ static void on_meta(const char *key, const char *value, void *user)
             *field(&r->p, i) = x;
             r->have[i] = 1;
         }
+        return;
     }
+    if (r->other)
+        r->other(key, value, r->other_user);
 }
 
-int position_load(clg_model *model, const char *path, train_position *p, char *err,
-                  size_t errlen)
+int position_load(clg_model *model, const char *path, train_position *p, clg_meta_fn other,
+                  void *other_user, char *err, size_t errlen)
 {
     reader r;
     memset(&r, 0, sizeof r);
+    r.other = other;
+    r.other_user = other_user;
     clg_status st = clg_checkpoint_load(model, path, on_meta, &r);
     if (st != CLG_SUCCESS) {
         snprintf(err, errlen, "%s (%s)", clg_last_error(clg_model_context(model)),

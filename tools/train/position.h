@@ -17,12 +17,16 @@ typedef struct train_position {
     uint64_t updates, micro_steps, samples;
 } train_position;
 
-/* clg_checkpoint_save with the position as metadata. */
-clg_status position_save(clg_model *model, const char *path, const train_position *p);
-/* clg_checkpoint_load, then reads the position back. Returns 0, or -1 with
+/* clg_checkpoint_save with the position as metadata, and n_extra more
+ * key/value pairs (the run's settings, runconfig.h). */
+clg_status position_save(clg_model *model, const char *path, const train_position *p,
+                         const char *const *extra_keys, const char *const *extra_values,
+                         size_t n_extra);
+/* clg_checkpoint_load, then reads the position back; every other key/value
+ * pair of the metadata goes to other (may be NULL). Returns 0, or -1 with
  * a message naming path in err (the model is unchanged when the load
  * itself fails). */
-int position_load(clg_model *model, const char *path, train_position *p, char *err,
-                  size_t errlen);
+int position_load(clg_model *model, const char *path, train_position *p, clg_meta_fn other,
+                  void *other_user, char *err, size_t errlen);
 
 #endif /* TRAIN_POSITION_H */

@@ -3,7 +3,9 @@
  * micro-batches of b through CLBlast and cl/mlp.cl, each handed to
  * clg_step), and writes the requested outputs. */
 #include "trainer_internal.h"
+#include "atomic_file.h"
 #include "metrics.h"
+#include "outpaths.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -39,21 +41,26 @@ int trainer_fail_cl(trainer *t, const char *what, cl_int e)
 static int dump_weights(trainer *t, const float *host, uint64_t n)
 {
     const char *path = t->opt->dump_weights;
-    FILE *f = fopen(path, "wb");
+    char why[1024];
+    atomic_file *f = malloc(sizeof *f);
     if (!f)
-        return trainer_fail(t, "--dump-weights: %s: %s", path, strerror(errno));
-    int bad = 0;
-    for (uint64_t i = 0; i < n && !bad; i++) {
+        return trainer_fail(t, "--dump-weights: %s: out of host memory", path);
+    if (atomic_file_open(f, path, why, sizeof why) != 0) {
+        free(f);
+        return trainer_fail(t, "--dump-weights: %s", why);
+    }
+    for (uint64_t i = 0; i < n; i++) {
         uint32_t u;
         memcpy(&u, &host[i], 4);
         unsigned char b[4] = {(unsigned char)u, (unsigned char)(u >> 8),
                               (unsigned char)(u >> 16), (unsigned char)(u >> 24)};
-        bad = fwrite(b, 1, 4, f) != 4;
+        if (atomic_file_write(f, b, 4) != 0)
+            break; /* the commit says why */
     }
-    if (fclose(f) != 0)
-        bad = 1;
-    if (bad)
-        return trainer_fail(t, "--dump-weights: %s: write failed: %s", path, strerror(errno));
+    int rc = atomic_file_commit(f, why, sizeof why);
+    free(f);
+    if (rc != 0)
+        return trainer_fail(t, "--dump-weights: %s", why);
     return 0;
 }
 
@@ -95,6 +102,10 @@ int train_run(const train_options *opt, const train_io *io, train_result *res, c
     progress_init(&t->prog, opt->quiet, 1);
     int rc = -1;
 
+    /* Before any work: outputs that cannot be written, or that would
+     * destroy an input or each other. */
+    if (outpaths_check(opt, !(io && io->train && io->test), err, errlen) != 0)
+        goto out;
     if (trainer_load_data(t, io) != 0)
         goto out;
     size_t n_train = t->train->count, n_test = t->test->count;
@@ -153,15 +164,21 @@ int train_run(const train_options *opt, const train_io *io, train_result *res, c
     }
     if (trainer_fit_activations(t) != 0)
         goto out;
+    trainer_build_config(t);
     res->micro_batch = t->b;
     res->accum_steps = t->k;
     res->batch = opt->batch;
+    res->update_samples = n_train < opt->batch ? (unsigned)n_train : opt->batch;
     trainer_print_plan(t);
+    char split[64];
+    train_split_text(split, sizeof split, res->update_samples, t->b);
     if (!opt->quiet)
         progress_log(&t->prog,
-                     "training %s: batch %u = %u micro-batch(es) of %u, %" PRIu64
+                     "training %s: updates of %u samples (%s)%s, %" PRIu64
                      " updates, %s lr %g (%s, warmup %" PRIu64 "), grad path %c, grads %s\n",
-                     res->device, opt->batch, t->k, t->b, t->total_updates,
+                     res->device, res->update_samples, split,
+                     res->update_samples < opt->batch ? " (the whole training set)" : "",
+                     t->total_updates,
                      train_optimizer_name(opt->optimizer), res->lr,
                      train_schedule_name(opt->schedule),
                      trainer_warmup(t),
@@ -170,9 +187,15 @@ int train_run(const train_options *opt, const train_io *io, train_result *res, c
     if (opt->resume && trainer_resume(t) != 0)
         goto out;
     if (opt->metrics) {
-        t->metrics = metrics_open(opt->metrics);
-        if (!t->metrics) {
-            trainer_fail(t, "--metrics: %s: %s", opt->metrics, strerror(errno));
+        char why[1024];
+        t->metrics = malloc(sizeof *t->metrics);
+        if (!t->metrics || metrics_open(t->metrics, opt->metrics, why, sizeof why) != 0) {
+            if (t->metrics)
+                trainer_fail(t, "--metrics: %s", why);
+            else
+                trainer_fail(t, "--metrics: out of host memory");
+            free(t->metrics);
+            t->metrics = NULL;
             goto out;
         }
     }
@@ -181,10 +204,12 @@ int train_run(const train_options *opt, const train_io *io, train_result *res, c
     if (opt->checkpoint && trainer_save(t) != 0)
         goto out;
     if (t->metrics) {
-        int bad = metrics_close(t->metrics);
+        char why[1024];
+        int bad = metrics_close(t->metrics, why, sizeof why);
+        free(t->metrics);
         t->metrics = NULL;
         if (bad) {
-            trainer_fail(t, "--metrics: %s: write failed", opt->metrics);
+            trainer_fail(t, "--metrics: %s", why);
             goto out;
         }
     }

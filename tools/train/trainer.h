@@ -26,7 +26,9 @@ typedef struct train_result {
     uint64_t micro_steps, samples;
     unsigned epochs;                   /* epochs started */
     unsigned micro_batch, accum_steps; /* final b and k (after auto halving) */
-    unsigned batch;
+    unsigned batch;                    /* --batch */
+    unsigned update_samples;           /* samples of a full update: --batch, or the
+                                          training set when it holds fewer */
     unsigned halvings;                 /* --auto-micro-batch halvings */
     uint64_t params;
     float lr;                          /* base lr after --lr-scale */
@@ -35,11 +37,13 @@ typedef struct train_result {
     uint64_t data_bytes;               /* of which the data set on the device */
     uint64_t activation_bytes;         /* of which activations (final b) */
     char device[128];
+    char overridden[512];              /* settings --override changed on resume, "" if none */
 } train_result;
 
-/* Runs the whole job described by opt. Returns 0 on success, otherwise a
- * non-zero value with a message in err (no output written then, except
- * what --metrics already holds). */
+/* Runs the whole job described by opt. Its files are checked first
+ * (outpaths.h). Returns 0 on success, otherwise a non-zero value with a
+ * message in err; a failed run leaves --metrics and --dump-weights as they
+ * were (a --checkpoint saved by --save-every stays). */
 int train_run(const train_options *opt, const train_io *io, train_result *res, char *err,
               size_t errlen);
 

@@ -6,10 +6,12 @@
 #ifndef TRAIN_TRAINER_INTERNAL_H
 #define TRAIN_TRAINER_INTERNAL_H
 
+#include "atomic_file.h"
 #include "devdata.h"
 #include "mlp.h"
 #include "order.h"
 #include "progress.h"
+#include "runconfig.h"
 #include "trainer.h"
 
 #include <stdio.h>
@@ -30,6 +32,8 @@ typedef struct trainer {
     unsigned dims[MLP_MAX_LAYERS + 1];
     int n_dims;
     mlp *net;
+    clg_config cfg;            /* the model's configuration */
+    run_config config;         /* the settings stored in checkpoints (runconfig.h) */
     clg_model *model;
     clg_grads *grads;
     cl_mem scratch;            /* fp32 gradients before fp16/bf16 stores */
@@ -51,7 +55,7 @@ typedef struct trainer {
     uint64_t samples_at_start; /* samples of a resumed run before it */
     uint64_t updates_at_start;
     double train_seconds;
-    FILE *metrics;
+    atomic_file *metrics;      /* --metrics while it is open */
     progress prog;
 } trainer;
 
@@ -71,6 +75,8 @@ void trainer_print_plan(trainer *t);
 void trainer_teardown(trainer *t);
 
 /* trainer_loop.c */
+/* The run's settings (after the activations fit: the micro-batch is final). */
+void trainer_build_config(trainer *t);
 int trainer_resume(trainer *t);
 int trainer_save(trainer *t);
 int trainer_loop(trainer *t);

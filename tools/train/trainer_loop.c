@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ------------------------------------------------------------ checkpoints */
@@ -21,21 +22,60 @@ static train_position current_position(const trainer *t)
     return p;
 }
 
+void trainer_build_config(trainer *t)
+{
+    size_t n = t->order.n;
+    uint32_t crc = runconfig_crc32(0, t->train->images, n * t->train->dim);
+    crc = runconfig_crc32(crc, t->train->labels, n);
+    runconfig_build(&t->config, t->opt, &t->cfg, t->b, n, crc);
+    runconfig_meta(&t->config);
+}
+
 int trainer_save(trainer *t)
 {
     train_position p = current_position(t);
-    clg_status st = position_save(t->model, t->opt->checkpoint, &p);
+    clg_status st = position_save(t->model, t->opt->checkpoint, &p, t->config.key_ptr,
+                                  t->config.value_ptr, (size_t)t->config.n);
     if (st != CLG_SUCCESS)
         return trainer_fail_clg(t, "--checkpoint", st);
     return 0;
 }
 
+static void on_saved_config(const char *key, const char *value, void *user)
+{
+    runconfig_add_saved(user, key, value);
+}
+
 int trainer_resume(trainer *t)
 {
     train_position p;
-    char why[512];
-    if (position_load(t->model, t->opt->resume, &p, why, sizeof why) != 0)
+    char why[1024];
+    /* The saved settings first, from the file's header: a run that differs
+     * is refused before the model is touched (and before a load that would
+     * fail on, e.g., another optimizer's state). A header this cannot read
+     * is left to clg_checkpoint_load, which says what is wrong with it. */
+    run_config *saved = malloc(sizeof *saved);
+    if (!saved)
+        return trainer_fail(t, "out of host memory");
+    int have_saved = runconfig_read_file(t->opt->resume, saved, why, sizeof why) == 0;
+    if (have_saved && runconfig_compare(saved, &t->config, t->opt->overrides, t->opt->resume,
+                                        t->res->overridden, sizeof t->res->overridden, t->err,
+                                        t->errlen) != 0) {
+        free(saved);
+        return -1;
+    }
+    memset(saved, 0, sizeof *saved);
+    if (position_load(t->model, t->opt->resume, &p, on_saved_config, saved, why, sizeof why) !=
+        0) {
+        free(saved);
         return trainer_fail(t, "--resume: %s", why);
+    }
+    /* What the library read is what counts. */
+    int rc = runconfig_compare(saved, &t->config, t->opt->overrides, t->opt->resume,
+                               t->res->overridden, sizeof t->res->overridden, t->err, t->errlen);
+    free(saved);
+    if (rc != 0)
+        return -1;
     if (p.seed != t->opt->seed || p.batch != t->opt->batch || p.n_train != t->order.n)
         return trainer_fail(t,
                     "--resume: %s was saved with --seed %" PRIu64 " --batch %" PRIu64
@@ -166,8 +206,13 @@ static int write_metrics_row(trainer *t, size_t len)
                              ? (double)(t->samples - t->samples_at_start) / t->train_seconds
                              : 0,
     };
-    if (metrics_write(t->metrics, &r) != 0)
-        return trainer_fail(t, "--metrics: %s: %s", t->opt->metrics, strerror(errno));
+    if (metrics_write(t->metrics, &r) != 0) {
+        char why[1024];
+        metrics_close(t->metrics, why, sizeof why); /* fails: says why, drops the temporary */
+        free(t->metrics);
+        t->metrics = NULL;
+        return trainer_fail(t, "--metrics: %s", why);
+    }
     return 0;
 }
 

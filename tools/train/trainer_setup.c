@@ -18,15 +18,6 @@ static unsigned k_of_cycle(uint64_t update_index, void *user)
 }
 /* ------------------------------------------------------------ setup */
 
-static float default_lr(clg_optimizer o)
-{
-    switch (o) {
-    case CLG_SGD: return 0.05f;
-    case CLG_LION: return 1e-4f;
-    default: return 1e-3f;
-    }
-}
-
 int trainer_load_data(trainer *t, const train_io *io)
 {
     if (io && io->train) {
@@ -60,21 +51,10 @@ uint64_t trainer_warmup(const trainer *t)
 int trainer_build_model(trainer *t)
 {
     const train_options *o = t->opt;
-    clg_config cfg = clg_config_default(o->optimizer);
-    float lr = o->lr > 0 ? o->lr : default_lr(o->optimizer);
-    if (o->lr_scale != CLG_LR_RULE_NONE) {
-        float scaled;
-        clg_status st = clg_lr_scale(o->lr_scale, lr, o->base_batch, o->batch, &scaled);
-        if (st != CLG_SUCCESS)
-            return trainer_fail(t, "--lr-scale: %s", clg_last_error(NULL));
-        lr = scaled;
-    }
-    t->res->lr = lr;
-    cfg.lr = lr;
-    if (o->weight_decay >= 0)
-        cfg.weight_decay = o->weight_decay;
-    if (o->optimizer == CLG_SGD)
-        cfg.momentum = 0.9f;
+    clg_config cfg;
+    if (train_options_clg_config(o, &cfg, t->err, t->errlen) != 0)
+        return -1;
+    t->res->lr = cfg.lr;
     cfg.schedule.kind = o->schedule;
     cfg.schedule.total = t->total_updates;
     cfg.schedule.warmup = trainer_warmup(t);
@@ -83,15 +63,7 @@ int trainer_build_model(trainer *t)
     cfg.k_schedule = k_of_cycle;
     cfg.k_schedule_user = t;
     cfg.fuse_last_micro_step = o->path == GRAD_PATH_C;
-    cfg.clip_norm = o->clip;
-    cfg.loss_scale = o->loss_scale;
-    if (o->loss_scale == CLG_LOSS_SCALE_STATIC)
-        cfg.loss_scale_init = o->loss_scale_value;
-    /* Loss scaling skips overflowing updates (GradScaler); --metrics wants
-     * the gradient norm, which the skip check computes on the way. */
-    if (o->loss_scale != CLG_LOSS_SCALE_NONE || o->metrics)
-        cfg.nonfinite = CLG_NONFINITE_SKIP_UPDATE;
-    cfg.seed = o->seed;
+    t->cfg = cfg;
 
     clg_status st = clg_model_create(t->ctx, &cfg, &t->model);
     if (st != CLG_SUCCESS)
@@ -259,8 +231,11 @@ void trainer_print_plan(trainer *t)
 
 void trainer_teardown(trainer *t)
 {
-    if (t->metrics)
-        metrics_close(t->metrics);
+    if (t->metrics) { /* a failed run: the previous file stays */
+        atomic_file_abort(t->metrics);
+        free(t->metrics);
+        t->metrics = NULL;
+    }
     if (t->net)
         mlp_free_activations(t->net);
     if (t->scratch)

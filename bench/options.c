@@ -2,9 +2,12 @@
 #include "bench_main.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static void usage(FILE *f)
 {
@@ -33,7 +36,9 @@ static void usage(FILE *f)
             "  --quick           small N, few repetitions: under a minute, every field\n"
             "  --no-cases        only STREAM, memory and launch sections\n"
             "  --e2e             end to end with clgrad-train's code (if built with it)\n"
-            "  --json FILE       --csv FILE       --plot FILE.png\n");
+            "  --json FILE       --csv FILE       --plot FILE.png\n"
+            "                    (checked before the run: their directories must exist and be\n"
+            "                    writable)\n");
 }
 
 uint64_t bench_parse_size(const char *s)
@@ -128,6 +133,90 @@ static void set_defaults(bench_options *o, int quick)
     }
 }
 
+/* The directory of path ("." for a bare name); returns its base name. */
+static const char *split_dir(const char *path, char *dir, size_t len)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        snprintf(dir, len, ".");
+    else if (slash == path)
+        snprintf(dir, len, "/");
+    else
+        snprintf(dir, len, "%.*s", (int)(slash - path), path);
+    return slash ? slash + 1 : path;
+}
+
+/* An output file of the run (--json, --csv, --plot): checked before the
+ * measurements, which take minutes, rather than when they are written. Its
+ * directory must exist and be writable, and it must not be a directory or
+ * another non-regular file. */
+static int check_output(const char *flag, const char *path)
+{
+    char dir[PATH_MAX];
+    const char *base = split_dir(path, dir, sizeof dir);
+    struct stat sb;
+    if (!*base || (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))) {
+        fprintf(stderr, "clgrad-bench: %s %s: is a directory; expected a file name\n", flag,
+                path);
+        return -1;
+    }
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+        fprintf(stderr, "clgrad-bench: %s %s: exists and is not a regular file\n", flag, path);
+        return -1;
+    }
+    if (stat(dir, &sb) != 0) {
+        int e = errno;
+        fprintf(stderr, "clgrad-bench: %s %s: the directory %s %s\n", flag, path, dir,
+                e == ENOENT ? "does not exist" : strerror(e));
+        return -1;
+    }
+    if (!S_ISDIR(sb.st_mode)) {
+        fprintf(stderr, "clgrad-bench: %s %s: %s is not a directory\n", flag, path, dir);
+        return -1;
+    }
+    if (access(dir, W_OK | X_OK) != 0) {
+        int e = errno;
+        fprintf(stderr, "clgrad-bench: %s %s: cannot create files in %s: %s\n", flag, path, dir,
+                strerror(e));
+        return -1;
+    }
+    return 0;
+}
+
+/* Whether two output paths name one file: the same device and inode, or,
+ * for files not there yet, the same resolved directory and name. */
+static int same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    int ea = stat(a, &sa) == 0, eb = stat(b, &sb) == 0;
+    if (ea || eb)
+        return ea && eb && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    char ra[PATH_MAX], rb[PATH_MAX], da[PATH_MAX], db[PATH_MAX];
+    const char *ba = split_dir(a, da, sizeof da), *bb = split_dir(b, db, sizeof db);
+    if (!realpath(da, ra) || !realpath(db, rb))
+        return 0;
+    return strcmp(ra, rb) == 0 && strcmp(ba, bb) == 0;
+}
+
+static int check_outputs(const bench_options *o)
+{
+    const char *flags[3] = {"--json", "--csv", "--plot"};
+    const char *paths[3] = {o->json_path, o->csv_path, o->plot_path};
+    for (int i = 0; i < 3; i++)
+        if (paths[i] && check_output(flags[i], paths[i]) != 0)
+            return -1;
+    for (int i = 0; i < 3; i++) {
+        for (int j = i + 1; j < 3; j++) {
+            if (paths[i] && paths[j] && same_file(paths[i], paths[j])) {
+                fprintf(stderr, "clgrad-bench: %s %s and %s %s name the same file\n", flags[i],
+                        paths[i], flags[j], paths[j]);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
 int bench_parse_options(bench_options *o, int argc, char **argv)
 {
     int quick = 0;
@@ -217,7 +306,7 @@ int bench_parse_options(bench_options *o, int argc, char **argv)
         }
         i += used;
     }
-    return 0;
+    return check_outputs(o);
 }
 
 int bench_options_wants(const bench_options *o, const bench_config *bc)

@@ -1,13 +1,17 @@
 /* plot.c - the --plot output: a PNG drawn by gnuplot with one panel per
  * parameter count (whole-cycle GB/s of each case against the same run's
  * STREAM triad and copy) and one panel of device bytes per parameter per
- * configuration. Data and script go to a temporary directory. */
+ * configuration. Data and script go to a temporary directory, removed
+ * whatever happens; the PNG's directory is checked before gnuplot runs, so
+ * that a bad path is not blamed on gnuplot. */
 #define _POSIX_C_SOURCE 200809L
 #include "report.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -105,7 +109,14 @@ static int write_script(const bench_report *r, const char *dir, const uint64_t *
     size_t panels = n_sizes + 1;
     fprintf(f, "set terminal %s size 1500,%zu font 'sans,10'\n", terminal, 480 * panels);
     fprintf(f, "set termoption noenhanced\n");
-    fprintf(f, "set output '%s'\n", png);
+    /* in gnuplot's single quotes, '' is a quote */
+    fputs("set output '", f);
+    for (const char *p = png; *p; p++) {
+        if (*p == '\'')
+            fputc('\'', f);
+        fputc(*p, f);
+    }
+    fputs("'\n", f);
     fprintf(f, "set multiplot layout %zu,1\n", panels);
     fprintf(f, "set style data histograms\nset style histogram clustered gap 1\n");
     fprintf(f, "set style fill solid 0.8 border -1\nset boxwidth 0.9\n");
@@ -144,33 +155,81 @@ static int write_script(const bench_report *r, const char *dir, const uint64_t *
     return fclose(f);
 }
 
-static int run_gnuplot(const char *script)
+/* Runs gnuplot on script; 0 on success, else -1 with why saying how it
+ * failed. */
+static int run_gnuplot(const char *script, char *why, size_t len)
 {
     pid_t pid = fork();
-    if (pid < 0)
+    if (pid < 0) {
+        snprintf(why, len, "fork: %s", strerror(errno));
         return -1;
+    }
     if (pid == 0) {
         execlp("gnuplot", "gnuplot", script, (char *)NULL);
         _exit(127);
     }
     int status;
-    if (waitpid(pid, &status, 0) < 0)
+    if (waitpid(pid, &status, 0) < 0) {
+        snprintf(why, len, "waitpid: %s", strerror(errno));
         return -1;
-    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+    }
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        return 0;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+        snprintf(why, len, "gnuplot could not be run (is it installed?)");
+    else if (WIFEXITED(status))
+        snprintf(why, len, "gnuplot exited with status %d", WEXITSTATUS(status));
+    else
+        snprintf(why, len, "gnuplot was killed by signal %d", WTERMSIG(status));
+    return -1;
+}
+
+/* The PNG's directory exists and is writable; says why not. */
+static int check_png_path(const char *png)
+{
+    char dir[512];
+    const char *slash = strrchr(png, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == png)
+        snprintf(dir, sizeof dir, "/");
+    else
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - png), png);
+    struct stat sb;
+    if (!*(slash ? slash + 1 : png) || (stat(png, &sb) == 0 && S_ISDIR(sb.st_mode))) {
+        fprintf(stderr, "clgrad-bench: --plot %s: is a directory; expected a file name\n", png);
+        return -1;
+    }
+    const char *bad = NULL;
+    if (stat(dir, &sb) != 0)
+        bad = errno == ENOENT ? "it does not exist" : strerror(errno);
+    else if (!S_ISDIR(sb.st_mode))
+        bad = "not a directory";
+    else if (access(dir, W_OK | X_OK) != 0)
+        bad = strerror(errno);
+    if (bad) {
+        fprintf(stderr, "clgrad-bench: --plot %s: cannot create files in the directory %s: %s\n",
+                png, dir, bad);
+        return -1;
+    }
+    return 0;
 }
 
 int bench_write_plot(const bench_report *r, const char *png_path)
 {
+    if (check_png_path(png_path) != 0)
+        return -1;
     const char *tmp = getenv("TMPDIR");
     char dir[512];
     snprintf(dir, sizeof dir, "%s/clgrad-bench-plot-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!mkdtemp(dir)) {
-        fprintf(stderr, "clgrad-bench: --plot: cannot create a temporary directory\n");
+        fprintf(stderr, "clgrad-bench: --plot: cannot create a temporary directory %s: %s\n", dir,
+                strerror(errno));
         return -1;
     }
     uint64_t sizes[16];
     size_t n_sizes = sizes_of(r, sizes, 16);
-    char path[600], script[600];
+    char path[600], script[600], why[700] = "";
     int rc = 0;
     for (size_t s = 0; s < n_sizes && !rc; s++) {
         snprintf(path, sizeof path, "%s/cases%zu.dat", dir, s);
@@ -180,28 +239,29 @@ int bench_write_plot(const bench_report *r, const char *png_path)
     if (!rc)
         rc = write_memory_data(r, path);
     snprintf(script, sizeof script, "%s/plot.gp", dir);
+    if (rc)
+        snprintf(why, sizeof why, "writing gnuplot's data in %s failed", dir);
     /* pngcairo draws better; libgd's png is the fallback */
     if (!rc) {
         rc = write_script(r, dir, sizes, n_sizes, png_path, "pngcairo", script);
-        if (!rc && run_gnuplot(script) != 0) {
+        if (!rc && run_gnuplot(script, why, sizeof why) != 0) {
             rc = write_script(r, dir, sizes, n_sizes, png_path, "png", script);
             if (!rc)
-                rc = run_gnuplot(script);
+                rc = run_gnuplot(script, why, sizeof why);
         }
+        if (rc && !why[0])
+            snprintf(why, sizeof why, "writing the gnuplot script %s failed", script);
     }
     if (rc)
-        fprintf(stderr, "clgrad-bench: --plot: gnuplot failed (is gnuplot installed?); "
-                        "data and script kept in %s\n",
-                dir);
-    else {
-        for (size_t s = 0; s < n_sizes; s++) {
-            snprintf(path, sizeof path, "%s/cases%zu.dat", dir, s);
-            remove(path);
-        }
-        snprintf(path, sizeof path, "%s/memory.dat", dir);
+        fprintf(stderr, "clgrad-bench: --plot %s: %s\n", png_path, why);
+    /* the temporary files go in every case */
+    for (size_t s = 0; s < n_sizes; s++) {
+        snprintf(path, sizeof path, "%s/cases%zu.dat", dir, s);
         remove(path);
-        remove(script);
-        rmdir(dir);
     }
+    snprintf(path, sizeof path, "%s/memory.dat", dir);
+    remove(path);
+    remove(script);
+    rmdir(dir);
     return rc;
 }

@@ -497,6 +497,60 @@ static void test_json_schema(void **state)
     bench_report_free(&r);
 }
 
+/* Output paths are checked when the options are parsed, before minutes of
+ * measurements: a missing directory, a directory, two outputs in one file
+ * (issue 14). */
+static int parse_bench(const char *a, const char *b, const char *c, const char *d)
+{
+    char *argv[6] = {"clgrad-bench", (char *)a, (char *)b, (char *)c, (char *)d, NULL};
+    int argc = 1;
+    while (argc < 5 && argv[argc])
+        argc++;
+    bench_options o;
+    return bench_parse_options(&o, argc, argv);
+}
+
+static void test_output_paths(void **state)
+{
+    (void)state;
+    make_tmpdir();
+    char json[600], csv[600], alias[700];
+    snprintf(json, sizeof json, "%s/b.json", tmpdir);
+    snprintf(csv, sizeof csv, "%s/b.csv", tmpdir);
+    assert_int_equal(parse_bench("--json", json, "--csv", csv), 0);
+    assert_int_equal(parse_bench("--json", "/nonexistent-clgrad/b.json", NULL, NULL), -1);
+    assert_int_equal(parse_bench("--csv", "/nonexistent-clgrad/b.csv", NULL, NULL), -1);
+    assert_int_equal(parse_bench("--plot", "/nonexistent-clgrad/b.png", NULL, NULL), -1);
+    assert_int_equal(parse_bench("--json", tmpdir, NULL, NULL), -1);
+    assert_int_equal(parse_bench("--json", json, "--csv", json), -1);
+    snprintf(alias, sizeof alias, "%s/../%s/b.json", tmpdir, strrchr(tmpdir, '/') + 1);
+    assert_int_equal(parse_bench("--json", json, "--plot", alias), -1);
+    rmdir(tmpdir);
+}
+
+/* A --plot that cannot be written is said so, not blamed on gnuplot, and
+ * leaves no temporary files behind (issue 14). */
+static void test_plot_bad_path(void **state)
+{
+    (void)state;
+    bench_report r;
+    fill_report(&r);
+    make_tmpdir();
+    const char *old = getenv("TMPDIR");
+    char *saved = old ? strdup(old) : NULL;
+    setenv("TMPDIR", tmpdir, 1);
+    assert_int_equal(bench_write_plot(&r, "/nonexistent-clgrad/plot.png"), -1);
+    if (saved) {
+        setenv("TMPDIR", saved, 1);
+        free(saved);
+    } else {
+        unsetenv("TMPDIR");
+    }
+    /* tmpdir is empty: rmdir succeeds only then */
+    assert_int_equal(rmdir(tmpdir), 0);
+    bench_report_free(&r);
+}
+
 /* ------------------------------------------------------- --quick smoke run */
 
 static const char *bench_exe;
@@ -621,6 +675,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_budget_arithmetic),  cmocka_unit_test(test_summaries),
         cmocka_unit_test(test_parse_size),         cmocka_unit_test(test_json_schema),
         cmocka_unit_test(test_paired_fracs),
+        cmocka_unit_test(test_output_paths),       cmocka_unit_test(test_plot_bad_path),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -230,6 +230,10 @@ int main(int argc, char **argv)
             usage(stdout);
             return 0;
         } else {
+            if (strcmp(argv[i], "--device") == 0)
+                fprintf(stderr, "clgrad-info: option '--device' needs a value\n");
+            else
+                fprintf(stderr, "clgrad-info: unknown option '%s'\n", argv[i]);
             usage(stderr);
             return 2;
         }

@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """make_seeds.py - writes the small seed corpora of the fuzz harnesses:
-corpus/checkpoint (valid clgrad checkpoints for fuzz_checkpoint.c's layout,
-and a few near misses) and corpus/idx (valid IDX files and near misses).
-Run from any directory; the corpora are committed, so this only documents
-how they were made."""
+corpus/checkpoint (valid clgrad checkpoints, format version 2, for
+fuzz_checkpoint.c's layout and configuration, and a few near misses) and
+corpus/idx (valid IDX files and near misses). Run from any directory; the
+corpora are committed, so this only documents how they were made. The
+checkpoint writer here follows src/checkpoint.h: the header begins with the
+clgrad.header_crc32 field, whose CRC-32 covers the 8 length bytes and the
+header with its 8 digits taken as '0'."""
 import json
 import os
 import struct
@@ -11,33 +14,80 @@ import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-# key, safetensors dtype, element count, element size (fuzz_checkpoint.c)
+# key, safetensors dtype, shape, element size (fuzz_checkpoint.c)
 LAYOUT = [
-    ("clgrad.step_block", "U32", 32, 4),
-    ("w", "F32", 5, 4),
-    ("b", "F32", 3, 4),
-    ("empty", "F32", 0, 4),
-    ("w.state0", "F32", 5, 4),
-    ("w.acc", "BF16", 5, 2),
-    ("b.acc", "BF16", 3, 2),
+    ("clgrad.step_block", "I32", [32], 4),
+    ("w", "F32", [5, 1], 4),
+    ("b", "F32", [3], 4),
+    ("empty", "F32", [0], 4),
+    ("w.state0", "F32", [5, 1], 4),
+    ("w.acc", "BF16", [5, 1], 2),
+    ("b.acc", "BF16", [3], 2),
 ]
+
+# fuzz_checkpoint.c's configuration, as the writer records it
+CONFIG = {
+    "clgrad.amsgrad": "0",
+    "clgrad.acc_dtype": "bf16",
+    "clgrad.param_copy_dtype": "none",
+    "clgrad.normalize": "mean",
+    "clgrad.nonfinite": "skip_update",
+    "clgrad.loss_scale": "dynamic",
+    "clgrad.loss_scale_growth": "2",
+    "clgrad.loss_scale_backoff": "0.5",
+    "clgrad.loss_scale_interval": "100",
+    "clgrad.loss_scale_min": "1",
+    "clgrad.loss_scale_max": "16777216",
+}
+
+# step block words (cl/layout.py) that the counters are cross-checked with
+SB_T, SB_SKIPPED, SB_SKIPPED_MICRO, SB_MICRO_COUNT = 5, 8, 9, 16
+PREFIX = b'{"__metadata__":{"clgrad.header_crc32":"0x'
+
+
+def step_block(updates, skipped, skipped_micro, micro_count):
+    words = [(0x01020304 * w + 0x3f800000) & 0xFFFFFFFF for w in range(32)]
+    words[SB_T], words[SB_SKIPPED] = updates, skipped
+    words[SB_SKIPPED_MICRO], words[SB_MICRO_COUNT] = skipped_micro, micro_count
+    return struct.pack("<32I", *words)
+
+
+def seal(text):
+    """Fills in the header CRC of a header text (bytes, padded)."""
+    assert text.startswith(PREFIX)
+    p = len(PREFIX)
+    zeroed = text[:p] + b"00000000" + text[p + 8:]
+    crc = zlib.crc32(struct.pack("<Q", len(text)) + zeroed)
+    return text[:p] + b"%08x" % crc + text[p + 8:]
 
 
 def checkpoint(order=None, user=None, micro=1, data_fill=1):
+    updates, skipped, skipped_micro = 5, 2, 0
     blobs, header, meta = [], {}, {
+        "clgrad.header_crc32": "0x00000000",
         "clgrad.format": "clgrad-checkpoint",
-        "clgrad.version": "1",
+        "clgrad.version": "2",
         "clgrad.optimizer": "adamw",
+        **CONFIG,
         "clgrad.micro": str(micro),
         "clgrad.weight_sum": "0x3f800000",
-        "clgrad.cycles": "7",
+        "clgrad.cycles": str(updates + skipped),
         "clgrad.micro_total": "22",
+        "clgrad.updates": str(updates),
+        "clgrad.skipped_updates": str(skipped),
+        "clgrad.skipped_micro_steps": str(skipped_micro),
     }
     entries = LAYOUT if order is None else [LAYOUT[i] for i in order]
     offset = 0
-    for i, (key, dtype, count, size) in enumerate(entries):
-        data = bytes((data_fill * (i + 1) * 31 + j) & 0xFF for j in range(count * size))
-        header[key] = {"dtype": dtype, "shape": [count],
+    for i, (key, dtype, shape, size) in enumerate(entries):
+        count = 1
+        for d in shape:
+            count *= d
+        if key == "clgrad.step_block":
+            data = step_block(updates, skipped, skipped_micro, 0)
+        else:
+            data = bytes((data_fill * (i + 1) * 31 + j) & 0xFF for j in range(count * size))
+        header[key] = {"dtype": dtype, "shape": shape,
                        "data_offsets": [offset, offset + len(data)]}
         meta["clgrad.crc32." + key] = "%08x" % zlib.crc32(data)
         blobs.append(data)
@@ -46,6 +96,7 @@ def checkpoint(order=None, user=None, micro=1, data_fill=1):
     header = {"__metadata__": meta, **header}
     text = json.dumps(header, separators=(",", ":")).encode()
     text += b" " * (-len(text) % 8)
+    text = seal(text)
     return struct.pack("<Q", len(text)) + text + b"".join(blobs)
 
 
@@ -72,6 +123,8 @@ def main():
     good = checkpoint()
     write("checkpoint", "truncated", good[:-5])
     write("checkpoint", "bad_crc", good[:-1] + bytes([good[-1] ^ 1]))
+    at = 8 + len(PREFIX) + 30  # a metadata byte after the CRC field
+    write("checkpoint", "bad_header_crc", good[:at] + bytes([good[at] ^ 4]) + good[at + 1:])
     write("checkpoint", "json_only", struct.pack("<Q", 16) + b'{"a":[1,2]}     ')
 
     write("idx", "labels", idx(0x08, [10]))

@@ -3,17 +3,25 @@
  * temporary file in the same directory, fsync, rename over the target,
  * fsync of the directory. A crash at any point leaves the old or the new
  * file, never a broken one. Every write, fsync and the rename pass through
- * clg__fault_hit(CLG_FAULT_WRITE), so tests can fail or kill at each. */
+ * clg__fault_hit(CLG_FAULT_WRITE), so tests can fail or kill at each.
+ *
+ * A process killed during a save leaves its temporary file behind
+ * ("<path>.tmp.<pid>.<n>"); the next save to the same path removes those
+ * of processes that no longer exist (remove_stale_temps). */
 #include "checkpoint.h"
 
 #include <cjson/cJSON.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 /* Writes at most this much per write(2): bounds the time of one call and
@@ -106,10 +114,18 @@ clg_status clg__ckpt_header(clg_ckpt_layout *layout, const uint8_t *data,
     if (ok) {
         uint32_t wbits;
         memcpy(&wbits, &state->weight_sum, sizeof wbits);
-        ok = add_str(meta, "clgrad.format", CLG_CKPT_FORMAT);
+        /* First, so that the header begins with CLG_CKPT_HEADER_PREFIX (cJSON
+         * prints members in insertion order); the digits are filled in
+         * once the header's bytes are final. */
+        ok = add_str(meta, "clgrad.header_crc32", "0x00000000");
+        ok = ok && add_str(meta, "clgrad.format", CLG_CKPT_FORMAT);
         snprintf(buf, sizeof buf, "%d", CLG_CKPT_VERSION);
         ok = ok && add_str(meta, "clgrad.version", buf);
         ok = ok && add_str(meta, "clgrad.optimizer", layout->optimizer);
+        for (size_t i = 0; ok && i < layout->n_config; i++) {
+            snprintf(buf, sizeof buf, "clgrad.%s", layout->config[i].field);
+            ok = add_str(meta, buf, layout->config[i].value);
+        }
         snprintf(buf, sizeof buf, "%u", state->micro);
         ok = ok && add_str(meta, "clgrad.micro", buf);
         snprintf(buf, sizeof buf, "0x%08" PRIx32, wbits); /* exact float bits */
@@ -118,6 +134,13 @@ clg_status clg__ckpt_header(clg_ckpt_layout *layout, const uint8_t *data,
         ok = ok && add_str(meta, "clgrad.cycles", buf);
         snprintf(buf, sizeof buf, "%" PRIu64, state->micro_total);
         ok = ok && add_str(meta, "clgrad.micro_total", buf);
+        /* the step block's counters again, readable and cross-checked */
+        snprintf(buf, sizeof buf, "%" PRIu32, state->step_block[CLG_SB_T]);
+        ok = ok && add_str(meta, "clgrad.updates", buf);
+        snprintf(buf, sizeof buf, "%" PRIu32, state->step_block[CLG_SB_SKIPPED]);
+        ok = ok && add_str(meta, "clgrad.skipped_updates", buf);
+        snprintf(buf, sizeof buf, "%" PRIu32, state->step_block[CLG_SB_SKIPPED_MICRO]);
+        ok = ok && add_str(meta, "clgrad.skipped_micro_steps", buf);
     }
     for (size_t i = 0; ok && i < layout->n; i++) {
         clg_ckpt_entry *e = &layout->entries[i];
@@ -139,9 +162,10 @@ clg_status clg__ckpt_header(clg_ckpt_layout *layout, const uint8_t *data,
         cJSON *entry = cJSON_AddObjectToObject(root, e->key);
         cJSON *shape = NULL, *offs = NULL;
         ok = entry && add_str(entry, "dtype", clg__ckpt_dtype_name(e->dtype)) &&
-             (shape = cJSON_AddArrayToObject(entry, "shape")) != NULL &&
-             cJSON_AddItemToArray(shape, raw_u64(e->count)) &&
-             (offs = cJSON_AddArrayToObject(entry, "data_offsets")) != NULL &&
+             (shape = cJSON_AddArrayToObject(entry, "shape")) != NULL;
+        for (size_t d = 0; ok && d < e->ndim; d++)
+            ok = cJSON_AddItemToArray(shape, raw_u64(e->dims[d]));
+        ok = ok && (offs = cJSON_AddArrayToObject(entry, "data_offsets")) != NULL &&
              cJSON_AddItemToArray(offs, raw_u64(e->begin)) &&
              cJSON_AddItemToArray(offs, raw_u64(e->end));
     }
@@ -168,6 +192,19 @@ clg_status clg__ckpt_header(clg_ckpt_layout *layout, const uint8_t *data,
                  padded, (unsigned long long)CLG_CKPT_HEADER_MAX);
         return CLG_ERR_INVALID_ARGUMENT;
     }
+    /* The header CRC covers the length bytes the file will start with. */
+    if (padded < CLG_CKPT_HEADER_PREFIX_LEN + 9 ||
+        memcmp(out, CLG_CKPT_HEADER_PREFIX, CLG_CKPT_HEADER_PREFIX_LEN) != 0) {
+        free(out);
+        snprintf(err, errlen, "internal error: the header does not begin with its CRC field");
+        return CLG_ERR_STATE;
+    }
+    uint8_t len_bytes[8];
+    for (int i = 0; i < 8; i++)
+        len_bytes[i] = (uint8_t)((uint64_t)padded >> (8 * i));
+    uint32_t crc = clg__ckpt_header_crc(len_bytes, (const uint8_t *)out, padded);
+    snprintf(buf, sizeof buf, "%08" PRIx32, crc);
+    memcpy(out + CLG_CKPT_HEADER_PREFIX_LEN, buf, 8);
     *header = out;
     *header_len = padded;
     return CLG_SUCCESS;
@@ -252,6 +289,81 @@ static int write_all(int fd, const void *buf, size_t n)
 
 static atomic_uint temp_counter;
 
+/* The temporary file of a save: "<path>.tmp.<pid>.<n>", pid and n in
+ * decimal as write_durably prints them. */
+static void temp_name(char *out, size_t len, const char *path, long pid, unsigned n)
+{
+    snprintf(out, len, "%s.tmp.%ld.%u", path, pid, n);
+}
+
+/* A decimal number as printf's %ld / %u writes it: digits only, no sign,
+ * no leading zero (but "0"), at most 19 digits. Advances *s past it. */
+static bool take_decimal(const char **s, uint64_t *out)
+{
+    const char *p = *s;
+    if (*p < '0' || *p > '9' || (p[0] == '0' && p[1] >= '0' && p[1] <= '9'))
+        return false;
+    uint64_t v = 0;
+    int n = 0;
+    for (; *p >= '0' && *p <= '9'; p++, n++) {
+        if (n == 19)
+            return false;
+        v = v * 10 + (uint64_t)(*p - '0');
+    }
+    *s = p;
+    *out = v;
+    return true;
+}
+
+/* If name (a directory entry) is exactly "<base>.tmp.<pid>.<n>", the name
+ * temp_name gives a save of <dir>/<base>, sets *pid. */
+static bool is_temp_of(const char *name, const char *base, pid_t *pid)
+{
+    size_t bl = strlen(base);
+    if (strncmp(name, base, bl) != 0 || strncmp(name + bl, ".tmp.", 5) != 0)
+        return false;
+    const char *p = name + bl + 5;
+    uint64_t v, n;
+    if (!take_decimal(&p, &v) || *p++ != '.' || !take_decimal(&p, &n) || *p != '\0')
+        return false;
+    if (v == 0 || v > (uint64_t)INT32_MAX || n > UINT32_MAX)
+        return false;
+    *pid = (pid_t)v;
+    return true;
+}
+
+/* Removes the temporary files that saves to <dir>/<base> of processes that
+ * no longer exist left behind (a run killed during a save), before this
+ * save adds its own. Only names temp_name gives for this very target are
+ * touched, only regular files, never this process's own (another thread
+ * may be saving), never one whose process exists or whose existence cannot
+ * be told (kill(pid, 0) failing with EPERM: another user's live process).
+ * A pid of another PID namespace sharing the directory cannot be told from
+ * a dead one: its save would then fail at its rename with a message, and
+ * no complete checkpoint is ever lost. Best effort: a failure here does not
+ * fail the save. */
+static void remove_stale_temps(const char *dir, const char *base)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    int dfd = dirfd(d);
+    pid_t self = getpid();
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        pid_t pid;
+        if (!is_temp_of(e->d_name, base, &pid) || pid == self)
+            continue;
+        if (kill(pid, 0) == 0 || errno != ESRCH)
+            continue;
+        struct stat st;
+        if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        unlinkat(dfd, e->d_name, 0);
+    }
+    closedir(d);
+}
+
 /* Writes header and data to a fresh temporary file next to path, makes it
  * durable and renames it over path. On failure the temp file is removed
  * and path is untouched. */
@@ -270,17 +382,19 @@ static clg_status write_durably(clg_context *ctx, const char *path, const char *
         return clg__fail(ctx, CLG_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", what);
     }
     char *slash = strrchr(dir, '/');
+    const char *base = slash ? path + (slash - dir) + 1 : path;
     if (!slash)
         strcpy(dir, ".");
     else if (slash == dir)
         dir[1] = '\0';
     else
         *slash = '\0';
+    if (*base)
+        remove_stale_temps(dir, base);
 
     int fd = -1;
     for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
-        snprintf(tmp, tlen, "%s.tmp.%ld.%u", path, (long)getpid(),
-                 atomic_fetch_add(&temp_counter, 1));
+        temp_name(tmp, tlen, path, (long)getpid(), atomic_fetch_add(&temp_counter, 1));
         fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (fd < 0 && errno != EEXIST)
             break;

@@ -1,12 +1,15 @@
 /* checkpoint_parse.c - the host-only half of checkpoint reading: the
- * checkpoint layout of a model (which tensors, dtypes and offsets) and the
- * strict parser, which validates a whole file image in memory against an
- * expected layout (header length, JSON, metadata, entries, offsets, CRCs).
- * Nothing here touches a device, so fuzz/ can drive it alone. */
+ * checkpoint layout of a model (which tensors, dtypes, shapes and offsets,
+ * and which configuration values) and the strict parser, which validates a
+ * whole file image in memory against an expected layout (header length,
+ * header CRC, JSON, metadata, configuration, entries, offsets, CRCs, the
+ * counters stored twice). Nothing here touches a device, so fuzz/ can drive
+ * it alone. */
 #include "checkpoint.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +26,7 @@ const char *clg__ckpt_dtype_name(clg_ckpt_dtype dtype)
     case CLG_CKPT_F32: return "F32";
     case CLG_CKPT_F16: return "F16";
     case CLG_CKPT_BF16: return "BF16";
-    case CLG_CKPT_U32: return "U32";
+    case CLG_CKPT_I32: return "I32";
     }
     return "?";
 }
@@ -61,9 +64,183 @@ clg_status clg__ckpt_layout_add(clg_ckpt_layout *layout, const char *key, clg_ck
     e->key = copy;
     e->dtype = dtype;
     e->count = count;
+    e->ndim = 1;
+    e->dims[0] = count;
     e->source = source;
     e->tensor = tensor;
     return CLG_SUCCESS;
+}
+
+clg_status clg__ckpt_layout_shape(clg_ckpt_layout *layout, size_t ndim, const uint64_t *dims)
+{
+    if (layout->n == 0 || ndim < 1 || ndim > CLG_MAX_DIMS)
+        return CLG_ERR_INVALID_ARGUMENT;
+    clg_ckpt_entry *e = &layout->entries[layout->n - 1];
+    uint64_t product = 1;
+    for (size_t d = 0; d < ndim; d++) {
+        if (dims[d] != 0 && product > UINT64_MAX / dims[d])
+            return CLG_ERR_INVALID_ARGUMENT;
+        product *= dims[d];
+    }
+    if (product != e->count)
+        return CLG_ERR_INVALID_ARGUMENT;
+    e->ndim = ndim;
+    memcpy(e->dims, dims, ndim * sizeof *dims);
+    return CLG_SUCCESS;
+}
+
+/* ------------------------------------------------------------ configuration */
+
+/* The configuration a checkpoint records, in the order a load compares it:
+ * the settings that change what the saved state means, so that loading it
+ * under other values would silently train differently from the saved run.
+ *   amsgrad           (Adam, AdamW) whether state2 is the running max
+ *   acc_dtype         the accumulator's dtype (fp32, or bf16 with
+ *                     stochastic rounding)
+ *   param_copy_dtype  the low-precision parameter copy
+ *   normalize         mean or sum: what the accumulated sum is divided by
+ *   nonfinite         the policy; a load compares only whether it is
+ *                     skip_micro, the one mode whose step block holds the
+ *                     cycle's micro-step count and weights (switching
+ *                     between the others is the caller's choice)
+ *   loss_scale        none, static or dynamic (the scale itself is state,
+ *                     in the step block)
+ *   loss_scale_init   static only: the scale, which the step block holds
+ *   loss_scale_growth, _backoff, _interval, _min, _max   dynamic only
+ * Hyperparameters (lr, betas, eps, weight decay, momentum, schedule,
+ * clipping, k) are the caller's business, as is the seed: a run may change
+ * them between resumes on purpose. */
+static const char *const config_fields[] = {
+    "amsgrad",          "acc_dtype",         "param_copy_dtype",    "normalize",
+    "nonfinite",        "loss_scale",        "loss_scale_init",     "loss_scale_growth",
+    "loss_scale_backoff", "loss_scale_interval", "loss_scale_min", "loss_scale_max",
+};
+enum { N_CONFIG_FIELDS = sizeof config_fields / sizeof config_fields[0] };
+
+static const char *dtype_text(clg_dtype d)
+{
+    switch (d) {
+    case CLG_FP32: return "fp32";
+    case CLG_FP16: return "fp16";
+    case CLG_BF16: return "bf16";
+    default: return "none";
+    }
+}
+
+static const char *nonfinite_text(clg_nonfinite_policy p)
+{
+    switch (p) {
+    case CLG_NONFINITE_IGNORE: return "ignore";
+    case CLG_NONFINITE_SKIP_UPDATE: return "skip_update";
+    case CLG_NONFINITE_SKIP_MICRO: return "skip_micro";
+    case CLG_NONFINITE_ERROR: return "error";
+    }
+    return "unknown";
+}
+
+static bool known_policy(const char *name)
+{
+    for (int p = CLG_NONFINITE_IGNORE; p <= CLG_NONFINITE_ERROR; p++)
+        if (strcmp(name, nonfinite_text((clg_nonfinite_policy)p)) == 0)
+            return true;
+    return false;
+}
+
+static void setting(clg_ckpt_layout *layout, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void setting(clg_ckpt_layout *layout, const char *field, const char *fmt, ...)
+{
+    if (layout->n_config >= CLG_CKPT_MAX_CONFIG)
+        return; /* cannot happen: config_fields has fewer */
+    clg_ckpt_setting *s = &layout->config[layout->n_config++];
+    s->field = field;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->value, sizeof s->value, fmt, ap);
+    va_end(ap);
+}
+
+void clg__ckpt_layout_config(clg_ckpt_layout *layout, const clg_config *cfg)
+{
+    snprintf(layout->optimizer, sizeof layout->optimizer, "%s",
+             clg__ckpt_optimizer_name(cfg->optimizer));
+    layout->n_config = 0;
+    /* %.9g prints every float so that it reads back exactly: equal text,
+     * equal value. */
+    if (cfg->optimizer == CLG_ADAM || cfg->optimizer == CLG_ADAMW)
+        setting(layout, "amsgrad", "%d", cfg->amsgrad ? 1 : 0);
+    setting(layout, "acc_dtype", "%s", dtype_text(cfg->acc_dtype));
+    setting(layout, "param_copy_dtype", "%s", dtype_text(cfg->param_copy_dtype));
+    setting(layout, "normalize", "%s", cfg->normalize == CLG_NORM_SUM ? "sum" : "mean");
+    setting(layout, "nonfinite", "%s", nonfinite_text(cfg->nonfinite));
+    switch (cfg->loss_scale) {
+    case CLG_LOSS_SCALE_NONE:
+        setting(layout, "loss_scale", "none");
+        break;
+    case CLG_LOSS_SCALE_STATIC:
+        setting(layout, "loss_scale", "static");
+        setting(layout, "loss_scale_init", "%.9g", (double)cfg->loss_scale_init);
+        break;
+    case CLG_LOSS_SCALE_DYNAMIC:
+        setting(layout, "loss_scale", "dynamic");
+        setting(layout, "loss_scale_growth", "%.9g", (double)cfg->loss_scale_growth);
+        setting(layout, "loss_scale_backoff", "%.9g", (double)cfg->loss_scale_backoff);
+        setting(layout, "loss_scale_interval", "%u", cfg->loss_scale_interval);
+        setting(layout, "loss_scale_min", "%.9g", (double)cfg->loss_scale_min);
+        setting(layout, "loss_scale_max", "%.9g", (double)cfg->loss_scale_max);
+        break;
+    }
+}
+
+static const char *layout_setting(const clg_ckpt_layout *layout, const char *field)
+{
+    for (size_t i = 0; i < layout->n_config; i++)
+        if (strcmp(layout->config[i].field, field) == 0)
+            return layout->config[i].value;
+    return NULL;
+}
+
+/* ------------------------------------------------------------ header CRC */
+
+uint32_t clg__ckpt_header_crc(const uint8_t len_bytes[8], const uint8_t *header, size_t hlen)
+{
+    static const char zeros[8] = "00000000";
+    const size_t p = CLG_CKPT_HEADER_PREFIX_LEN;
+    uint32_t crc = clg__crc32(0, len_bytes, 8);
+    crc = clg__crc32(crc, header, p);
+    crc = clg__crc32(crc, zeros, 8);
+    return clg__crc32(crc, header + p + 8, hlen - p - 8);
+}
+
+/* True if the header of hlen bytes begins with the prefix, 8 characters
+ * and a closing quote. */
+static bool has_crc_field(const uint8_t *header, uint64_t hlen)
+{
+    const size_t p = CLG_CKPT_HEADER_PREFIX_LEN;
+    return hlen >= p + 9 && memcmp(header, CLG_CKPT_HEADER_PREFIX, p) == 0 &&
+           header[p + 8] == '"';
+}
+
+static void put_hex32(uint8_t *dst, uint32_t v)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (int i = 7; i >= 0; i--, v >>= 4)
+        dst[i] = (uint8_t)digits[v & 15];
+}
+
+bool clg__ckpt_header_seal(uint8_t *file, size_t size)
+{
+    if (size < 8)
+        return false;
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--)
+        hlen = (hlen << 8) | file[i];
+    if (hlen > size - 8 || !has_crc_field(file + 8, hlen))
+        return false;
+    uint32_t crc = clg__ckpt_header_crc(file, file + 8, (size_t)hlen);
+    put_hex32(file + 8 + CLG_CKPT_HEADER_PREFIX_LEN, crc);
+    return true;
 }
 
 /* qsort has no context argument: sort (key, index) pairs instead of indices,
@@ -226,12 +403,20 @@ static clg_status layout_add_arena(clg_model *model, clg_ckpt_layout *layout, co
             return CLG_ERR_OUT_OF_HOST_MEMORY;
         }
         snprintf(key, len, "%s%s", name, suffix);
-        clg_status st = clg__ckpt_layout_add(layout, key, dtype, model->tensors[t].count, source,
-                                             (int)t);
+        const clg_tensor_slot *ts = &model->tensors[t];
+        clg_status st = clg__ckpt_layout_add(layout, key, dtype, ts->count, source, (int)t);
         free(key);
         if (st != CLG_SUCCESS) {
             snprintf(err, errlen, "out of host memory");
             return st;
+        }
+        uint64_t dims[CLG_MAX_DIMS];
+        for (size_t d = 0; d < ts->ndim && d < CLG_MAX_DIMS; d++)
+            dims[d] = ts->dims[d];
+        if (clg__ckpt_layout_shape(layout, ts->ndim, dims) != CLG_SUCCESS) {
+            snprintf(err, errlen, "tensor '%s' has a shape of %zu dims that is not its %zu "
+                     "elements", ts->name, ts->ndim, ts->count);
+            return CLG_ERR_INVALID_ARGUMENT;
         }
     }
     return CLG_SUCCESS;
@@ -241,11 +426,10 @@ clg_status clg__ckpt_layout_model(clg_model *model, clg_ckpt_layout *layout, cha
                                   size_t errlen)
 {
     memset(layout, 0, sizeof *layout);
-    snprintf(layout->optimizer, sizeof layout->optimizer, "%s",
-             clg__ckpt_optimizer_name(model->cfg.optimizer));
+    clg__ckpt_layout_config(layout, &model->cfg);
     /* 4-byte entries first, 2-byte ones (copy, bf16 acc) last, so that every
-     * F32/U32 entry starts at a multiple of 4 in the file. */
-    clg_status st = clg__ckpt_layout_add(layout, CLG_CKPT_STEP_BLOCK_KEY, CLG_CKPT_U32,
+     * F32/I32 entry starts at a multiple of 4 in the file. */
+    clg_status st = clg__ckpt_layout_add(layout, CLG_CKPT_STEP_BLOCK_KEY, CLG_CKPT_I32,
                                          CLG_SB_WORDS, CLG_CKPT_SRC_STEP_BLOCK, -1);
     if (st != CLG_SUCCESS) {
         snprintf(err, errlen, "out of host memory");
@@ -362,6 +546,18 @@ static int span_cmp(const void *a, const void *b)
     return 0;
 }
 
+/* "[512, 784]"; at most CLG_MAX_DIMS dims are known, more print as "...". */
+static void shape_text(char *out, size_t len, const uint64_t *dims, size_t rank)
+{
+    snprintf(out, len, "[");
+    for (size_t i = 0; i < rank && i < CLG_MAX_DIMS; i++) {
+        size_t l = strlen(out);
+        snprintf(out + l, len - l, "%s%llu", i ? ", " : "", (unsigned long long)dims[i]);
+    }
+    size_t l = strlen(out);
+    snprintf(out + l, len - l, "%s]", rank > CLG_MAX_DIMS ? ", ..." : "");
+}
+
 /* Validates one tensor entry {"dtype", "shape", "data_offsets"}. */
 static clg_status parse_entry(clg_ckpt_entry *e, const cJSON *item, char *err, size_t errlen)
 {
@@ -390,14 +586,14 @@ static clg_status parse_entry(clg_ckpt_entry *e, const cJSON *item, char *err, s
              e->key);
 
     /* Shape: well-formed first (else the file is damaged), then equal. */
-    uint64_t dims[8];
-    int rank = 0;
+    uint64_t dims[CLG_MAX_DIMS];
+    size_t rank = 0;
     for (const cJSON *d = shape->child; d; d = d->next) {
         uint64_t v;
         if (!json_u64(d, &v))
             FAIL(CLG_ERR_CORRUPT_FILE, "entry '%s': shape holds something other than a size",
                  e->key);
-        if (rank < 8)
+        if (rank < CLG_MAX_DIMS)
             dims[rank] = v;
         rank++;
     }
@@ -419,17 +615,15 @@ static clg_status parse_entry(clg_ckpt_entry *e, const cJSON *item, char *err, s
         FAIL(CLG_ERR_MISMATCH, "tensor '%s' is %.16s in the file but %s in the model", e->key,
              dtype->valuestring, want);
     uint64_t bytes = e->count * clg__ckpt_dtype_size(e->dtype);
-    if (rank != 1 || dims[0] != e->count) {
-        char got[96] = "[";
-        for (int i = 0; i < rank && i < 4; i++) {
-            size_t l = strlen(got);
-            snprintf(got + l, sizeof got - l, "%s%llu", i ? ", " : "",
-                     (unsigned long long)dims[i]);
-        }
-        size_t l = strlen(got);
-        snprintf(got + l, sizeof got - l, "%s]", rank > 4 ? ", ..." : "");
-        FAIL(CLG_ERR_MISMATCH, "tensor '%s' has shape %s in the file but [%llu] in the model",
-             e->key, got, (unsigned long long)e->count);
+    bool same = rank == e->ndim;
+    for (size_t i = 0; same && i < rank; i++)
+        same = dims[i] == e->dims[i];
+    if (!same) {
+        char got[128], want_shape[128];
+        shape_text(got, sizeof got, dims, rank);
+        shape_text(want_shape, sizeof want_shape, e->dims, e->ndim);
+        FAIL(CLG_ERR_MISMATCH, "tensor '%s' has shape %s in the file but %s in the model",
+             e->key, got, want_shape);
     }
     if (off[1] - off[0] != bytes)
         FAIL(CLG_ERR_CORRUPT_FILE,
@@ -477,10 +671,41 @@ clg_status clg__ckpt_parse(const uint8_t *file, size_t size, clg_ckpt_layout *la
     if (hlen > size - 8)
         FAIL(CLG_ERR_CORRUPT_FILE, "truncated: header length %llu but only %zu bytes follow",
              (unsigned long long)hlen, size - 8);
-    if (hlen < 2)
-        FAIL(CLG_ERR_CORRUPT_FILE, "header length %llu is too short for a JSON object",
-             (unsigned long long)hlen);
     const uint8_t *header = file + 8;
+
+    /* 2. The header CRC, on the raw bytes, before anything reads the JSON
+     * (checkpoint.h): a damaged header, or one whose caller metadata was
+     * changed, is refused here whatever else it says. */
+    if (!has_crc_field(header, hlen)) {
+        static const char v1[] = "{\"__metadata__\":{\"clgrad.format\":\"clgrad-checkpoint\","
+                                 "\"clgrad.version\":\"1\"";
+        if (hlen >= sizeof v1 - 1 && memcmp(header, v1, sizeof v1 - 1) == 0)
+            FAIL(CLG_ERR_CORRUPT_FILE,
+                 "checkpoint format version 1 is not supported (this clgrad reads version %d): "
+                 "version 1 headers carry no CRC, so they cannot be verified; load it with the "
+                 "clgrad that wrote it, or start the run anew",
+                 CLG_CKPT_VERSION);
+        if (hlen < CLG_CKPT_HEADER_PREFIX_LEN + 9)
+            FAIL(CLG_ERR_CORRUPT_FILE, "header length %llu is too short for a clgrad header",
+                 (unsigned long long)hlen);
+        FAIL(CLG_ERR_CORRUPT_FILE,
+             "not a clgrad checkpoint: the header does not begin with its CRC field "
+             "(%s<8 hex digits>\")", CLG_CKPT_HEADER_PREFIX);
+    }
+    uint32_t header_crc;
+    char crc_text[9];
+    memcpy(crc_text, header + CLG_CKPT_HEADER_PREFIX_LEN, 8);
+    crc_text[8] = '\0';
+    if (!parse_hex32(crc_text, "", &header_crc))
+        FAIL(CLG_ERR_CORRUPT_FILE, "the header's CRC field is not 8 hex digits: damaged header");
+    uint32_t header_actual = clg__ckpt_header_crc(file, header, (size_t)hlen);
+    if (header_crc != header_actual)
+        FAIL(CLG_ERR_CORRUPT_FILE,
+             "header CRC-32 mismatch: the header says %08x, its %llu bytes give %08x (the "
+             "header, its metadata or its length is damaged)",
+             (unsigned)header_crc, (unsigned long long)hlen, (unsigned)header_actual);
+
+    /* 3. The JSON. */
     if (memchr(header, 0, hlen))
         FAIL(CLG_ERR_CORRUPT_FILE, "header contains a NUL byte");
     if (!utf8_valid(header, hlen))
@@ -500,7 +725,7 @@ clg_status clg__ckpt_parse(const uint8_t *file, size_t size, clg_ckpt_layout *la
         FAIL(CLG_ERR_CORRUPT_FILE, "header is not a JSON object");
     const uint64_t data_size = size - 8 - hlen;
 
-    /* 2. __metadata__: exactly one, a map of strings, with our format. */
+    /* 4. __metadata__: exactly one, a map of strings, with our format. */
     const cJSON *meta = NULL;
     for (const cJSON *c = root->child; c; c = c->next) {
         if (strcmp(c->string, "__metadata__") != 0)
@@ -532,7 +757,9 @@ clg_status clg__ckpt_parse(const uint8_t *file, size_t size, clg_ckpt_layout *la
             FAIL(CLG_ERR_CORRUPT_FILE, "__metadata__ has key '%.200s' twice", meta_sorted[i]);
 
     const char *format = NULL, *version = NULL, *optimizer = NULL, *micro = NULL,
-               *weight_sum = NULL, *cycles = NULL, *micro_total = NULL;
+               *weight_sum = NULL, *cycles = NULL, *micro_total = NULL, *updates = NULL,
+               *skipped = NULL, *skipped_micro = NULL;
+    const char *saved_config[N_CONFIG_FIELDS] = {NULL};
     struct {
         const char *key;
         const char **value;
@@ -540,11 +767,14 @@ clg_status clg__ckpt_parse(const uint8_t *file, size_t size, clg_ckpt_layout *la
         {"clgrad.format", &format},           {"clgrad.version", &version},
         {"clgrad.optimizer", &optimizer},     {"clgrad.micro", &micro},
         {"clgrad.weight_sum", &weight_sum},   {"clgrad.cycles", &cycles},
-        {"clgrad.micro_total", &micro_total},
+        {"clgrad.micro_total", &micro_total}, {"clgrad.updates", &updates},
+        {"clgrad.skipped_updates", &skipped}, {"clgrad.skipped_micro_steps", &skipped_micro},
+        {"clgrad.header_crc32", NULL}, /* checked first, on the raw bytes */
     };
     const size_t n_known = sizeof known / sizeof known[0];
+    const size_t prefix_len = strlen(CLG_CKPT_META_PREFIX);
     for (const cJSON *m = meta->child; m; m = m->next) {
-        if (strncmp(m->string, CLG_CKPT_META_PREFIX, strlen(CLG_CKPT_META_PREFIX)) != 0) {
+        if (strncmp(m->string, CLG_CKPT_META_PREFIX, prefix_len) != 0) {
             n_user++;
             continue;
         }
@@ -553,10 +783,18 @@ clg_status clg__ckpt_parse(const uint8_t *file, size_t size, clg_ckpt_layout *la
         size_t k = 0;
         while (k < n_known && strcmp(m->string, known[k].key) != 0)
             k++;
-        if (k == n_known)
+        if (k < n_known) {
+            if (known[k].value)
+                *known[k].value = m->valuestring;
+            continue;
+        }
+        size_t c = 0;
+        while (c < N_CONFIG_FIELDS && strcmp(m->string + prefix_len, config_fields[c]) != 0)
+            c++;
+        if (c == N_CONFIG_FIELDS)
             FAIL(CLG_ERR_CORRUPT_FILE, "__metadata__ has an unknown clgrad key '%.200s'",
                  m->string);
-        *known[k].value = m->valuestring;
+        saved_config[c] = m->valuestring;
     }
     if (!format || strcmp(format, CLG_CKPT_FORMAT) != 0)
         FAIL(CLG_ERR_CORRUPT_FILE,
@@ -570,23 +808,47 @@ clg_status clg__ckpt_parse(const uint8_t *file, size_t size, clg_ckpt_layout *la
         FAIL(CLG_ERR_CORRUPT_FILE,
              "checkpoint format version %llu is not supported (this clgrad reads version %d)",
              (unsigned long long)ver, CLG_CKPT_VERSION);
-    uint64_t v_micro, v_cycles, v_total;
+    uint64_t v_micro, v_cycles, v_total, v_updates, v_skipped, v_skipped_micro;
     uint32_t v_wsum;
-    if (!optimizer || !micro || !weight_sum || !cycles || !micro_total)
+    if (!optimizer || !micro || !weight_sum || !cycles || !micro_total || !updates ||
+        !skipped || !skipped_micro)
         FAIL(CLG_ERR_CORRUPT_FILE, "__metadata__ lacks one of clgrad.optimizer, clgrad.micro, "
-             "clgrad.weight_sum, clgrad.cycles, clgrad.micro_total");
+             "clgrad.weight_sum, clgrad.cycles, clgrad.micro_total, clgrad.updates, "
+             "clgrad.skipped_updates, clgrad.skipped_micro_steps");
     if (!parse_u64(micro, &v_micro) || v_micro > UINT32_MAX)
         FAIL(CLG_ERR_CORRUPT_FILE, "clgrad.micro '%.32s' is not a micro-step count", micro);
     if (!parse_u64(cycles, &v_cycles) || !parse_u64(micro_total, &v_total))
         FAIL(CLG_ERR_CORRUPT_FILE, "clgrad.cycles or clgrad.micro_total is not a count");
+    if (!parse_u64(updates, &v_updates) || v_updates > UINT32_MAX ||
+        !parse_u64(skipped, &v_skipped) || v_skipped > UINT32_MAX ||
+        !parse_u64(skipped_micro, &v_skipped_micro) || v_skipped_micro > UINT32_MAX)
+        FAIL(CLG_ERR_CORRUPT_FILE, "clgrad.updates, clgrad.skipped_updates or "
+             "clgrad.skipped_micro_steps is not a 32-bit count (the step block's width)");
     if (!parse_hex32(weight_sum, "0x", &v_wsum))
         FAIL(CLG_ERR_CORRUPT_FILE, "clgrad.weight_sum '%.32s' is not 0x + 8 hex digits",
              weight_sum);
     if (strcmp(optimizer, layout->optimizer) != 0)
         FAIL(CLG_ERR_MISMATCH, "checkpoint is for optimizer '%.32s', the model uses '%s'",
              optimizer, layout->optimizer);
+    /* The configuration the saved state depends on, field by field, in
+     * config_fields' order (the loss-scale mode before its parameters). */
+    for (size_t c = 0; c < N_CONFIG_FIELDS; c++) {
+        const char *saved = saved_config[c], *live = layout_setting(layout, config_fields[c]);
+        if (!saved && !live)
+            continue;
+        bool same = saved && live && strcmp(saved, live) == 0;
+        if (saved && live && strcmp(config_fields[c], "nonfinite") == 0)
+            same = known_policy(saved) &&
+                   (strcmp(saved, "skip_micro") == 0) == (strcmp(live, "skip_micro") == 0);
+        if (!same)
+            FAIL(CLG_ERR_MISMATCH,
+                 "configuration mismatch: %s was %s%.32s%s when the checkpoint was saved, the "
+                 "model has %s%s%s",
+                 config_fields[c], saved ? "'" : "", saved ? saved : "not set", saved ? "'" : "",
+                 live ? "'" : "", live ? live : "none (not used)", live ? "'" : "");
+    }
 
-    /* 3. Tensor entries: all known to the model, well-formed, matching. */
+    /* 5. Tensor entries: all known to the model, well-formed, matching. */
     for (const cJSON *c = root->child; c; c = c->next) {
         if (c == meta)
             continue;
@@ -606,7 +868,7 @@ clg_status clg__ckpt_parse(const uint8_t *file, size_t size, clg_ckpt_layout *la
             FAIL(CLG_ERR_MISMATCH, "model tensor '%s' is not in the file",
                  layout->entries[i].key);
 
-    /* 4. Offsets: inside the data, contiguous from 0 to its end. */
+    /* 6. Offsets: inside the data, contiguous from 0 to its end. */
     for (size_t i = 0; i < layout->n; i++) {
         const clg_ckpt_entry *e = &layout->entries[i];
         if (e->file_end > data_size)
@@ -639,7 +901,7 @@ clg_status clg__ckpt_parse(const uint8_t *file, size_t size, clg_ckpt_layout *la
              (unsigned long long)(data_size - pos));
     const uint8_t *data = header + hlen;
 
-    /* 5. A CRC-32 for every tensor, and only for those; then verify. */
+    /* 7. A CRC-32 for every tensor, and only for those; then verify. */
     crc_seen = calloc(layout->n ? layout->n : 1, 1);
     if (!crc_seen)
         FAIL(CLG_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
@@ -668,16 +930,66 @@ clg_status clg__ckpt_parse(const uint8_t *file, size_t size, clg_ckpt_layout *la
                  e->key, (unsigned)e->crc, (unsigned)crc);
     }
 
-    /* 6. Everything checked out: fill the result. */
+    /* 8. The counters stored twice agree. Each CRC above holds for its own
+     * bytes; these catch a writer or an editor that changed one copy and
+     * not the other (and make a forged file harder to get right). */
+    uint32_t words[CLG_SB_WORDS] = {0};
+    long sb = clg__ckpt_layout_find(layout, CLG_CKPT_STEP_BLOCK_KEY);
+    bool have_sb = sb >= 0 && layout->entries[sb].count == CLG_SB_WORDS &&
+                   layout->entries[sb].dtype == CLG_CKPT_I32;
+    if (have_sb)
+        for (int w = 0; w < CLG_SB_WORDS; w++)
+            words[w] = le32(data + layout->entries[sb].file_begin + 4 * w);
+    if (have_sb) {
+        const struct {
+            const char *key;
+            uint64_t meta;
+            uint32_t block;
+            const char *word;
+        } twice[] = {
+            {"clgrad.updates", v_updates, words[CLG_SB_T], "T (updates applied)"},
+            {"clgrad.skipped_updates", v_skipped, words[CLG_SB_SKIPPED], "SKIPPED"},
+            {"clgrad.skipped_micro_steps", v_skipped_micro, words[CLG_SB_SKIPPED_MICRO],
+             "SKIPPED_MICRO"},
+        };
+        for (size_t i = 0; i < sizeof twice / sizeof twice[0]; i++)
+            if (twice[i].meta != twice[i].block)
+                FAIL(CLG_ERR_CORRUPT_FILE,
+                     "counters disagree: %s is %llu in the metadata but the step block's %s "
+                     "is %u",
+                     twice[i].key, (unsigned long long)twice[i].meta, twice[i].word,
+                     (unsigned)twice[i].block);
+        /* Every completed cycle either applied or skipped its update; the
+         * step block counts both in 32 bits. */
+        if ((uint32_t)v_cycles != (uint32_t)(v_updates + v_skipped))
+            FAIL(CLG_ERR_CORRUPT_FILE,
+                 "counters disagree: clgrad.cycles is %llu but clgrad.updates %llu + "
+                 "clgrad.skipped_updates %llu is %llu",
+                 (unsigned long long)v_cycles, (unsigned long long)v_updates,
+                 (unsigned long long)v_skipped, (unsigned long long)(v_updates + v_skipped));
+        /* Skip-micro mode counts the cycle's finite micro-steps on the
+         * device: never more than the host's count of the cycle. */
+        if (words[CLG_SB_MICRO_COUNT] > v_micro)
+            FAIL(CLG_ERR_CORRUPT_FILE,
+                 "counters disagree: the step block counts %u finite micro-steps in the "
+                 "current cycle but clgrad.micro is %llu",
+                 (unsigned)words[CLG_SB_MICRO_COUNT], (unsigned long long)v_micro);
+    }
+    /* Every cycle took at least one micro-step, and so did every skipped
+     * micro-step and every one of the current cycle. */
+    if (v_cycles > v_total || v_micro > v_total - v_cycles || v_skipped_micro > v_total)
+        FAIL(CLG_ERR_CORRUPT_FILE,
+             "counters disagree: clgrad.micro_total is %llu, less than clgrad.cycles %llu + "
+             "clgrad.micro %llu, or than clgrad.skipped_micro_steps %llu",
+             (unsigned long long)v_total, (unsigned long long)v_cycles,
+             (unsigned long long)v_micro, (unsigned long long)v_skipped_micro);
+
+    /* 9. Everything checked out: fill the result. */
     out->state.micro = (unsigned)v_micro;
     memcpy(&out->state.weight_sum, &v_wsum, sizeof v_wsum);
     out->state.cycles = v_cycles;
     out->state.micro_total = v_total;
-    long sb = clg__ckpt_layout_find(layout, CLG_CKPT_STEP_BLOCK_KEY);
-    if (sb >= 0 && layout->entries[sb].count == CLG_SB_WORDS &&
-        layout->entries[sb].dtype == CLG_CKPT_U32)
-        for (int w = 0; w < CLG_SB_WORDS; w++)
-            out->state.step_block[w] = le32(data + layout->entries[sb].file_begin + 4 * w);
+    memcpy(out->state.step_block, words, sizeof words);
     out->data = data;
     out->meta_keys = malloc((n_user ? n_user : 1) * sizeof *out->meta_keys);
     out->meta_values = malloc((n_user ? n_user : 1) * sizeof *out->meta_values);

@@ -3,7 +3,14 @@
  *    fp16 param copy, counters, step block, the caller's metadata), and the
  *    loaded model then trains exactly like the original;
  *  - strict loading: each kind of damage or mismatch fails with its own
- *    error and leaves the live model byte for byte as it was;
+ *    error and leaves the live model byte for byte as it was: a flipped
+ *    bit in the header (the caller's metadata too) fails its CRC, counters
+ *    stored twice must agree, and the configuration the state depends on
+ *    (loss scaling, dtypes, shapes, ...) must match;
+ *  - the file is safetensors with real shapes and only dtypes that torch
+ *    1.13 loads (scripts/check-torch-interop.sh loads one in Python);
+ *  - a save removes the temporary files that killed saves to the same path
+ *    left behind, and only those;
  *  - a crash during a save (a child killed at its n-th write, for every n
  *    until a save completes) leaves the old or the new file, never another;
  *  - the noise-scale estimate of a cycle saved after its first micro-step
@@ -72,6 +79,7 @@ typedef struct variant {
     size_t bias_count;     /* default 7 */
     int extra_tensor;      /* adds "extra" */
     int drop_head;         /* no "head.w" */
+    int head_transposed;   /* head.w is [11, 3] instead of [3, 11] */
 } variant;
 
 static clg_model *build_model(const clg_config *cfg, const variant *v, uint64_t seed)
@@ -85,8 +93,11 @@ static clg_model *build_model(const clg_config *cfg, const variant *v, uint64_t 
     OK(clg_model_add_group(m, "no_decay", 1.0f, 0.0f, &nodecay));
     OK(clg_model_add_tensor(m, "enc.w", 50, 0, &t));
     OK(clg_model_add_tensor(m, "enc.b", v->bias_count ? v->bias_count : 7, nodecay, &t));
-    if (!v->drop_head)
+    if (!v->drop_head) {
         OK(clg_model_add_tensor(m, v->head_name ? v->head_name : "head.w", 33, 0, &t));
+        const size_t shape[2] = {v->head_transposed ? 11 : 3, v->head_transposed ? 3 : 11};
+        OK(clg_model_set_tensor_shape(m, t, 2, shape));
+    }
     if (v->extra_tensor)
         OK(clg_model_add_tensor(m, "extra", 4, nodecay, &t));
     OK(clg_model_finalize(m));
@@ -452,8 +463,8 @@ static void test_noise_mid_cycle_path_c(void **state)
     noise_mid_cycle(1);
 }
 
-/* The file opens as plain safetensors: checked once by hand with
- * Python's safetensors package; here, the layout it relies on. */
+/* The file opens as plain safetensors (scripts/check-torch-interop.sh opens
+ * one with Python's safetensors and torch); here, the layout it relies on. */
 static void test_safetensors_layout(void **state)
 {
     (void)state;
@@ -474,9 +485,40 @@ static void test_safetensors_layout(void **state)
     assert_non_null(root);
     float *p = tu_xmalloc(clg_model_param_count(a) * sizeof(float));
     OK(clg_model_download_params(a, CLG_ALL_TENSORS, p, (size_t)clg_model_param_count(a), NULL));
-    /* params of head.w are F32 [33] at the place the header says */
+    /* params of head.w are F32 [3, 11] (its shape) at the place the header
+     * says */
     cJSON *e = cJSON_GetObjectItemCaseSensitive(root, "head.w");
     assert_string_equal(cJSON_GetObjectItemCaseSensitive(e, "dtype")->valuestring, "F32");
+    char *shape = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(e, "shape"));
+    assert_string_equal(shape, "[3,11]");
+    free(shape);
+    /* so are its states, accumulator and copy; 1-D tensors stay [count] */
+    const char *shaped[] = {"head.w.state0", "head.w.state1", "head.w.state2", "head.w.acc",
+                            "head.w.copy"};
+    for (size_t i = 0; i < sizeof shaped / sizeof shaped[0]; i++) {
+        shape = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(root, shaped[i]), "shape"));
+        if (!shape || strcmp(shape, "[3,11]") != 0)
+            fail_msg("%s has shape %s, not [3,11]", shaped[i], shape ? shape : "(none)");
+        free(shape);
+    }
+    shape = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(root, "enc.w"), "shape"));
+    assert_string_equal(shape, "[50]");
+    free(shape);
+    /* only dtypes torch 1.13's safetensors loads: no U32/U16/U64; the step
+     * block's uint32 words are stored as I32 */
+    for (cJSON *c = root->child; c; c = c->next) {
+        if (strcmp(c->string, "__metadata__") == 0)
+            continue;
+        const char *dt = cJSON_GetObjectItemCaseSensitive(c, "dtype")->valuestring;
+        if (strcmp(dt, "F32") && strcmp(dt, "F16") && strcmp(dt, "BF16") && strcmp(dt, "I32"))
+            fail_msg("tensor '%s' has dtype %s, which torch 1.13 cannot load", c->string, dt);
+    }
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(
+                            cJSON_GetObjectItemCaseSensitive(root, "clgrad.step_block"), "dtype")
+                            ->valuestring,
+                        "I32");
     cJSON *off = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
     size_t b = (size_t)cJSON_GetArrayItem(off, 0)->valuedouble;
     assert_int_equal((size_t)cJSON_GetArrayItem(off, 1)->valuedouble - b, 33 * 4);
@@ -515,7 +557,27 @@ static void patch(uint8_t *f, size_t n, const char *from, const char *to)
     fail_msg("'%s' not found in the file", from);
 }
 
-/* Rewrites the header with fn (same data), returning a new file. */
+/* Writes the header CRC into f as checkpoint.h defines it, computed here on
+ * its own: the header begins with the field below; the CRC-32 of the 8
+ * length bytes and the header, with the field's 8 digits taken as '0'. */
+static void seal(uint8_t *f, size_t n)
+{
+    static const char prefix[] = "{\"__metadata__\":{\"clgrad.header_crc32\":\"0x";
+    const size_t p = sizeof prefix - 1;
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--)
+        hlen = hlen << 8 | f[i];
+    if (n < 8 || hlen > n - 8 || hlen < p + 9 || memcmp(f + 8, prefix, p) != 0 ||
+        f[8 + p + 8] != '"')
+        fail_msg("the header does not begin with its CRC field");
+    memset(f + 8 + p, '0', 8);
+    char hex[9];
+    snprintf(hex, sizeof hex, "%08x", (unsigned)clg__crc32(0, f, 8 + (size_t)hlen));
+    memcpy(f + 8 + p, hex, 8);
+}
+
+/* Rewrites the header with fn (same data), returning a new file with its
+ * header CRC sealed. */
 static uint8_t *rewrite(const uint8_t *f, size_t n, void (*fn)(cJSON *), size_t *out_n)
 {
     uint64_t hlen = 0;
@@ -540,6 +602,7 @@ static uint8_t *rewrite(const uint8_t *f, size_t n, void (*fn)(cJSON *), size_t 
     memcpy(out + 8 + padded, f + 8 + hlen, data_n);
     free(js);
     *out_n = 8 + padded + data_n;
+    seal(out, *out_n);
     return out;
 }
 
@@ -624,13 +687,22 @@ static void test_strict_damage(void **state)
                     "header too large");
     memcpy(f, good, n);
     f[8] = '[';
+    expect_rejected(m, &before, f, n, CLG_ERR_CORRUPT_FILE, "does not begin with its CRC field",
+                    "no CRC field");
+    memcpy(f, good, n);
+    patch(f, n, "\"clgrad.format\":\"", "\"clgrad.format\"[\"");
+    seal(f, n);
     expect_rejected(m, &before, f, n, CLG_ERR_CORRUPT_FILE, "not valid JSON", "bad JSON");
     memcpy(f, good, n);
     patch(f, n, "\"clgrad-checkpoint\"", "\"clgrad-checkpoinX\"");
+    expect_rejected(m, &before, f, n, CLG_ERR_CORRUPT_FILE, "header CRC-32 mismatch",
+                    "wrong format, CRC not updated");
+    seal(f, n);
     expect_rejected(m, &before, f, n, CLG_ERR_CORRUPT_FILE, "not a clgrad checkpoint",
                     "wrong format");
     memcpy(f, good, n);
-    patch(f, n, "\"clgrad.version\":\"1\"", "\"clgrad.version\":\"7\"");
+    patch(f, n, "\"clgrad.version\":\"2\"", "\"clgrad.version\":\"7\"");
+    seal(f, n);
     expect_rejected(m, &before, f, n, CLG_ERR_CORRUPT_FILE, "version 7 is not supported",
                     "wrong version");
     memcpy(f, good, n);
@@ -661,6 +733,77 @@ static void test_strict_damage(void **state)
     free_snap(&after);
 
     free(missing);
+    free(f);
+    free(good);
+    free_snap(&before);
+    clg_model_destroy(a);
+    clg_model_destroy(m);
+    unlink(path);
+    free(path);
+}
+
+/* Issue 14, point 3: one flipped bit in the JSON header turned the caller's
+ * train.updates from 10 into 18, and the load succeeded. The header CRC
+ * refuses it (and any other flip of the header); the counters stored twice
+ * must agree even where the CRC was recomputed. */
+static void set_cycles_meta(cJSON *root)
+{
+    cJSON *m = cJSON_GetObjectItemCaseSensitive(root, "__metadata__");
+    cJSON_ReplaceItemInObjectCaseSensitive(m, "clgrad.cycles", cJSON_CreateString("5"));
+}
+
+static void set_updates_meta(cJSON *root)
+{
+    cJSON *m = cJSON_GetObjectItemCaseSensitive(root, "__metadata__");
+    cJSON_ReplaceItemInObjectCaseSensitive(m, "clgrad.updates", cJSON_CreateString("1"));
+}
+
+static void test_header_protected(void **state)
+{
+    (void)state;
+    clg_config cfg = rich_config();
+    char *path = tu_tmp_path("header.ckpt");
+    clg_model *a = build_model(&cfg, NULL, 1);
+    OK(train(a, 0, 0, 3));
+    const char *keys[] = {"train.updates"}, *values[] = {"10"};
+    OK(clg_checkpoint_save(a, path, keys, values, 1));
+    size_t n;
+    uint8_t *good = tu_read_file(path, &n);
+
+    clg_model *m = build_model(&cfg, NULL, 7);
+    OK(train(m, 0, 0, 1));
+    snap before;
+    take_snap(m, &before);
+
+    uint8_t *f = tu_xmalloc(n);
+    memcpy(f, good, n);
+    patch(f, n, "\"train.updates\":\"10\"", "\"train.updates\":\"18\""); /* 0x30 ^ 0x08 */
+    expect_rejected(m, &before, f, n, CLG_ERR_CORRUPT_FILE, "header CRC-32 mismatch",
+                    "train.updates 10 -> 18");
+    /* clgrad's own counters and a shape, likewise */
+    memcpy(f, good, n);
+    patch(f, n, "\"clgrad.micro_total\":\"9\"", "\"clgrad.micro_total\":\"8\"");
+    expect_rejected(m, &before, f, n, CLG_ERR_CORRUPT_FILE, "header CRC-32 mismatch",
+                    "micro_total");
+    memcpy(f, good, n);
+    patch(f, n, "[3,11]", "[3,13]");
+    expect_rejected(m, &before, f, n, CLG_ERR_CORRUPT_FILE, "header CRC-32 mismatch", "shape");
+
+    /* counters that disagree, header CRC recomputed */
+    size_t rn;
+    uint8_t *r = rewrite(good, n, set_cycles_meta, &rn);
+    expect_rejected(m, &before, r, rn, CLG_ERR_CORRUPT_FILE,
+                    "counters disagree: clgrad.cycles is 5 but clgrad.updates 3 + "
+                    "clgrad.skipped_updates 0 is 3",
+                    "cycles");
+    free(r);
+    r = rewrite(good, n, set_updates_meta, &rn);
+    expect_rejected(m, &before, r, rn, CLG_ERR_CORRUPT_FILE,
+                    "counters disagree: clgrad.updates is 1 in the metadata but the step "
+                    "block's T (updates applied) is 3",
+                    "updates");
+    free(r);
+
     free(f);
     free(good);
     free_snap(&before);
@@ -701,7 +844,56 @@ static void test_strict_mismatch(void **state)
 
     clg_config fp32_acc = cfg;
     fp32_acc.acc_dtype = CLG_FP32;
-    expect_mismatch(path, &fp32_acc, NULL, "is BF16 in the file but F32 in the model");
+    expect_mismatch(path, &fp32_acc, NULL,
+                    "acc_dtype was 'bf16' when the checkpoint was saved, the model has 'fp32'");
+    clg_config c = cfg;
+    c.param_copy_dtype = CLG_BF16;
+    expect_mismatch(path, &c, NULL, "param_copy_dtype was 'fp16' when the checkpoint was "
+                                    "saved, the model has 'bf16'");
+    c = cfg;
+    c.param_copy_dtype = CLG_DTYPE_NONE;
+    expect_mismatch(path, &c, NULL, "param_copy_dtype was 'fp16'");
+    /* the loss-scale settings (issue 14, point 4) */
+    c = cfg;
+    c.loss_scale = CLG_LOSS_SCALE_NONE;
+    expect_mismatch(path, &c, NULL,
+                    "loss_scale was 'dynamic' when the checkpoint was saved, the model has "
+                    "'none'");
+    c.loss_scale = CLG_LOSS_SCALE_STATIC;
+    expect_mismatch(path, &c, NULL, "loss_scale was 'dynamic' when the checkpoint was saved, "
+                                    "the model has 'static'");
+    c = cfg;
+    c.loss_scale_growth = 4.0f;
+    expect_mismatch(path, &c, NULL, "loss_scale_growth was '2' when the checkpoint was saved, "
+                                    "the model has '4'");
+    c = cfg;
+    c.loss_scale_backoff = 0.25f;
+    expect_mismatch(path, &c, NULL, "loss_scale_backoff was '0.5' when the checkpoint was "
+                                    "saved, the model has '0.25'");
+    c = cfg;
+    c.loss_scale_interval = 3;
+    expect_mismatch(path, &c, NULL, "loss_scale_interval was '2' when the checkpoint was "
+                                    "saved, the model has '3'");
+    c = cfg;
+    c.loss_scale_min = 2.0f;
+    expect_mismatch(path, &c, NULL, "loss_scale_min was '1' when the checkpoint was saved, "
+                                    "the model has '2'");
+    c = cfg;
+    c.loss_scale_max = 65536.0f;
+    expect_mismatch(path, &c, NULL, "loss_scale_max was '16777216' when the checkpoint was "
+                                    "saved, the model has '65536'");
+    c = cfg;
+    c.normalize = CLG_NORM_SUM;
+    expect_mismatch(path, &c, NULL, "normalize was 'mean' when the checkpoint was saved, the "
+                                    "model has 'sum'");
+    c = cfg;
+    c.nonfinite = CLG_NONFINITE_SKIP_MICRO;
+    c.noise_scale = 0; /* not available in skip-micro mode */
+    expect_mismatch(path, &c, NULL, "nonfinite was 'skip_update' when the checkpoint was "
+                                    "saved, the model has 'skip_micro'");
+    variant transposed = {.head_transposed = 1};
+    expect_mismatch(path, &cfg, &transposed,
+                    "tensor 'head.w' has shape [3, 11] in the file but [11, 3] in the model");
     variant resized = {.bias_count = 8};
     expect_mismatch(path, &cfg, &resized, "shape [7] in the file but [8]");
     variant renamed = {.head_name = "head.weight"};
@@ -715,7 +907,8 @@ static void test_strict_mismatch(void **state)
     expect_mismatch(path, &adam, NULL, "optimizer 'adamw', the model uses 'adam'");
     clg_config no_amsgrad = cfg;
     no_amsgrad.amsgrad = 0;
-    expect_mismatch(path, &no_amsgrad, NULL, "state2");
+    expect_mismatch(path, &no_amsgrad, NULL, "amsgrad was '1' when the checkpoint was saved, "
+                                             "the model has '0'");
     unlink(path);
 
     /* mid-cycle (2 of 3 micro-steps taken) into a model whose cycle is 2 */
@@ -758,6 +951,77 @@ static void test_save_rejects(void **state)
     assert_int_equal(clg_checkpoint_load(unfinished, path, NULL, NULL), CLG_ERR_STATE);
     clg_model_destroy(unfinished);
     clg_model_destroy(a);
+    free(path);
+}
+
+/* ------------------------------------------------------------ stale temps */
+
+/* Issue 14, point 5: temporary files of killed saves pile up. A save
+ * removes those of its own target whose process is gone, and nothing else:
+ * not a live process's, not another target's, not a name that only looks
+ * like one. */
+static void make_file(const char *dir, const char *name)
+{
+    char *p = tu_xmalloc(strlen(dir) + strlen(name) + 2);
+    sprintf(p, "%s/%s", dir, name);
+    tu_write_file(p, (const uint8_t *)"stale", 5);
+    free(p);
+}
+
+static int file_exists(const char *dir, const char *name)
+{
+    char *p = tu_xmalloc(strlen(dir) + strlen(name) + 2);
+    sprintf(p, "%s/%s", dir, name);
+    int ok = access(p, F_OK) == 0;
+    free(p);
+    return ok;
+}
+
+static void test_stale_temps(void **state)
+{
+    (void)state;
+    /* a pid that no longer exists: a child that has exited and been reaped */
+    pid_t dead = fork();
+    assert_true(dead >= 0);
+    if (dead == 0)
+        _exit(0);
+    assert_int_equal(waitpid(dead, NULL, 0), dead);
+    assert_true(kill(dead, 0) == -1 && errno == ESRCH);
+    long live = (long)getpid();
+
+    char stale[64], stale2[64], mine[64], other_target[64], odd1[64], odd2[64], odd3[64];
+    snprintf(stale, sizeof stale, "temps.ckpt.tmp.%ld.0", (long)dead);
+    snprintf(stale2, sizeof stale2, "temps.ckpt.tmp.%ld.41", (long)dead);
+    snprintf(mine, sizeof mine, "temps.ckpt.tmp.%ld.7", live);
+    snprintf(other_target, sizeof other_target, "other.ckpt.tmp.%ld.0", (long)dead);
+    snprintf(odd1, sizeof odd1, "temps.ckpt.tmp.%ld.0.bak", (long)dead);
+    snprintf(odd2, sizeof odd2, "temps.ckpt.tmp.%ld", (long)dead);
+    snprintf(odd3, sizeof odd3, "xtemps.ckpt.tmp.%ld.0", (long)dead);
+    const char *kept[] = {mine, other_target, odd1, odd2, odd3};
+    make_file(tu_tmpdir, stale);
+    make_file(tu_tmpdir, stale2);
+    for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++)
+        make_file(tu_tmpdir, kept[i]);
+
+    clg_config cfg = rich_config();
+    clg_model *a = build_model(&cfg, NULL, 1);
+    char *path = tu_tmp_path("temps.ckpt");
+    OK(clg_checkpoint_save(a, path, NULL, NULL, 0));
+    if (file_exists(tu_tmpdir, stale) || file_exists(tu_tmpdir, stale2))
+        fail_msg("the temporary file of dead process %ld is still there", (long)dead);
+    for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++)
+        if (!file_exists(tu_tmpdir, kept[i]))
+            fail_msg("'%s' was removed, but it is not a dead save's temporary file of this "
+                     "target", kept[i]);
+    /* the save itself left no temporary file, and loads */
+    assert_int_equal(count_prefixed(tu_tmpdir, "temps.ckpt.tmp.", 0), 3); /* mine, odd1, odd2 */
+    OK(clg_checkpoint_load(a, path, NULL, NULL));
+
+    count_prefixed(tu_tmpdir, "temps.ckpt.tmp.", 1);
+    count_prefixed(tu_tmpdir, "other.ckpt.tmp.", 1);
+    count_prefixed(tu_tmpdir, "xtemps.ckpt.tmp.", 1);
+    clg_model_destroy(a);
+    unlink(path);
     free(path);
 }
 
@@ -983,8 +1247,10 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_noise_mid_cycle_path_c),
         cmocka_unit_test(test_safetensors_layout),
         cmocka_unit_test(test_strict_damage),
+        cmocka_unit_test(test_header_protected),
         cmocka_unit_test(test_strict_mismatch),
         cmocka_unit_test(test_save_rejects),
+        cmocka_unit_test(test_stale_temps),
         cmocka_unit_test(test_crash_during_save),
         cmocka_unit_test(test_resume_bit_exact),
     };

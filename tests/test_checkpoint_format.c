@@ -1,6 +1,10 @@
 /* test_checkpoint_format.c - the checkpoint header writer and the strict
  * parser, on bytes in memory (no device): a round trip, and for every kind
- * of damage or mismatch the specific error the loader must report. */
+ * of damage or mismatch the specific error the loader must report: the
+ * header CRC (checked before any JSON), the configuration values, the
+ * shapes, and the counters stored twice. Tests that edit a header on
+ * purpose re-seal its CRC (clg__ckpt_header_seal) so that the edit reaches
+ * the check it is meant for. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -29,12 +33,34 @@ typedef struct fixture {
 static const char *const user_keys[] = {"loader.epoch", "rng", "note"};
 static const char *const user_values[] = {"3", "0123456789abcdef", "caf\xc3\xa9 \"quoted\"\n"};
 
-static void build_layout(clg_ckpt_layout *l)
+/* The configuration of the fixture: AdamW, bf16 accumulator, dynamic loss
+ * scaling with non-default parameters (every field is recorded). */
+static clg_config fixture_config(void)
+{
+    clg_config c;
+    memset(&c, 0, sizeof c);
+    c.optimizer = CLG_ADAMW;
+    c.acc_dtype = CLG_BF16;
+    c.param_copy_dtype = CLG_DTYPE_NONE;
+    c.normalize = CLG_NORM_MEAN;
+    c.nonfinite = CLG_NONFINITE_SKIP_UPDATE;
+    c.loss_scale = CLG_LOSS_SCALE_DYNAMIC;
+    c.loss_scale_init = 1024.0f;
+    c.loss_scale_growth = 2.0f;
+    c.loss_scale_backoff = 0.5f;
+    c.loss_scale_interval = 100;
+    c.loss_scale_min = 1.0f;
+    c.loss_scale_max = 16777216.0f;
+    return c;
+}
+
+static void build_layout_with(clg_ckpt_layout *l, const clg_config *cfg)
 {
     char err[256];
     memset(l, 0, sizeof *l);
-    snprintf(l->optimizer, sizeof l->optimizer, "adamw");
-    assert_int_equal(clg__ckpt_layout_add(l, CLG_CKPT_STEP_BLOCK_KEY, CLG_CKPT_U32, 32,
+    clg__ckpt_layout_config(l, cfg);
+    const uint64_t m_shape[2] = {2, 3};
+    assert_int_equal(clg__ckpt_layout_add(l, CLG_CKPT_STEP_BLOCK_KEY, CLG_CKPT_I32, 32,
                                           CLG_CKPT_SRC_STEP_BLOCK, -1), 0);
     assert_int_equal(clg__ckpt_layout_add(l, "w", CLG_CKPT_F32, 5, CLG_ARENA_PARAMS, 0), 0);
     assert_int_equal(clg__ckpt_layout_add(l, "b", CLG_CKPT_F32, 3, CLG_ARENA_PARAMS, 1), 0);
@@ -42,7 +68,16 @@ static void build_layout(clg_ckpt_layout *l)
     assert_int_equal(clg__ckpt_layout_add(l, "w.state0", CLG_CKPT_F32, 5, CLG_ARENA_STATE0, 0), 0);
     assert_int_equal(clg__ckpt_layout_add(l, "w.acc", CLG_CKPT_BF16, 5, CLG_ARENA_ACC, 0), 0);
     assert_int_equal(clg__ckpt_layout_add(l, "b.acc", CLG_CKPT_BF16, 3, CLG_ARENA_ACC, 1), 0);
+    /* a 2-D tensor, last so that the offsets of the others stay put */
+    assert_int_equal(clg__ckpt_layout_add(l, "m", CLG_CKPT_F32, 6, CLG_ARENA_PARAMS, 3), 0);
+    assert_int_equal(clg__ckpt_layout_shape(l, 2, m_shape), 0);
     assert_int_equal(clg__ckpt_layout_finish(l, err, sizeof err), 0);
+}
+
+static void build_layout(clg_ckpt_layout *l)
+{
+    clg_config c = fixture_config();
+    build_layout_with(l, &c);
 }
 
 static uint8_t *assemble(const char *header, size_t hlen, const uint8_t *data, size_t dsize,
@@ -71,13 +106,19 @@ static int setup(void **state)
     f->state.weight_sum = 0.1f + 0.2f; /* a value decimal printing could round */
     f->state.cycles = 12345678901ull;
     f->state.micro_total = 37037036705ull;
-    /* collect would put the step block words in the data; do the same */
+    /* collect would put the step block words in the data; do the same. The
+     * counters agree with the host's: cycles = T + SKIPPED in 32 bits, one
+     * finite micro-step of the two taken in this cycle. */
     const clg_ckpt_entry *sb = &f->layout.entries[0];
-    for (int w = 0; w < 32; w++) {
+    for (int w = 0; w < 32; w++)
         f->state.step_block[w] = 0x01020304u * (uint32_t)w + 0xdeadbeefu;
+    f->state.step_block[CLG_SB_SKIPPED] = 3;
+    f->state.step_block[CLG_SB_T] = (uint32_t)f->state.cycles - 3u;
+    f->state.step_block[CLG_SB_SKIPPED_MICRO] = 4;
+    f->state.step_block[CLG_SB_MICRO_COUNT] = 1;
+    for (int w = 0; w < 32; w++)
         for (int b = 0; b < 4; b++)
             f->data[sb->begin + 4 * w + b] = (uint8_t)(f->state.step_block[w] >> (8 * b));
-    }
     char err[256];
     assert_int_equal(clg__ckpt_header(&f->layout, f->data, &f->state, user_keys, user_values, 3,
                                       &f->header, &f->header_len, err, sizeof err),
@@ -112,7 +153,8 @@ static void expect_error(fixture *f, const uint8_t *file, size_t size, clg_statu
     assert_int_equal(p.n_meta, 0);
 }
 
-/* Re-serializes the fixture's header after fn edited it, same data. */
+/* Re-serializes the fixture's header after fn edited it, same data, and
+ * re-seals its CRC. */
 static uint8_t *mutated(fixture *f, void (*fn)(cJSON *root), size_t *size)
 {
     cJSON *root = cJSON_Parse(f->header);
@@ -126,6 +168,21 @@ static uint8_t *mutated(fixture *f, void (*fn)(cJSON *root), size_t *size)
     memset(text + len, ' ', padded - len);
     uint8_t *file = assemble(text, padded, f->data, f->layout.data_size, size);
     free(text);
+    /* re-sealed, unless the edit moved the CRC field from the front */
+    clg__ckpt_header_seal(file, *size);
+    return file;
+}
+
+/* A copy of the fixture's file with one byte changed, CRC re-sealed when
+ * seal != 0. */
+static uint8_t *edited(fixture *f, size_t at, uint8_t value, int seal)
+{
+    uint8_t *file = malloc(f->size);
+    assert_non_null(file);
+    memcpy(file, f->file, f->size);
+    file[at] = value;
+    if (seal)
+        assert_true(clg__ckpt_header_seal(file, f->size));
     return file;
 }
 
@@ -194,6 +251,29 @@ static void test_round_trip(void **state)
     assert_non_null(strstr(f->header, "\"w\":{\"dtype\":\"F32\",\"shape\":[5],"
                                       "\"data_offsets\":[128,148]}"));
     assert_non_null(strstr(f->header, "\"clgrad.weight_sum\":\"0x3e99999a\""));
+    /* a 2-D tensor keeps its shape; the step block is I32 (torch 1.13 has
+     * no uint32) */
+    assert_non_null(strstr(f->header, "\"m\":{\"dtype\":\"F32\",\"shape\":[2,3],"
+                                      "\"data_offsets\":[196,220]}"));
+    assert_non_null(strstr(f->header, "\"clgrad.step_block\":{\"dtype\":\"I32\",\"shape\":[32],"));
+    /* the header begins with its CRC field, which is right */
+    assert_memory_equal(f->header, CLG_CKPT_HEADER_PREFIX, CLG_CKPT_HEADER_PREFIX_LEN);
+    uint8_t *copy = malloc(f->size);
+    memcpy(copy, f->file, f->size);
+    memset(copy + 8 + CLG_CKPT_HEADER_PREFIX_LEN, 'x', 8);
+    assert_true(clg__ckpt_header_seal(copy, f->size));
+    assert_memory_equal(copy, f->file, f->size);
+    free(copy);
+    /* the configuration and the counters stored twice, readable */
+    assert_non_null(strstr(f->header, "\"clgrad.version\":\"2\""));
+    assert_non_null(strstr(f->header, "\"clgrad.loss_scale\":\"dynamic\""));
+    assert_non_null(strstr(f->header, "\"clgrad.loss_scale_max\":\"16777216\""));
+    assert_non_null(strstr(f->header, "\"clgrad.loss_scale_interval\":\"100\""));
+    assert_non_null(strstr(f->header, "\"clgrad.acc_dtype\":\"bf16\""));
+    assert_non_null(strstr(f->header, "\"clgrad.amsgrad\":\"0\""));
+    assert_non_null(strstr(f->header, "\"clgrad.updates\":\"3755744306\""));
+    assert_non_null(strstr(f->header, "\"clgrad.skipped_updates\":\"3\""));
+    assert_null(strstr(f->header, "loss_scale_init")); /* dynamic: the scale is state */
 }
 
 /* Entries in another order (as another safetensors writer may produce,
@@ -256,9 +336,12 @@ static void test_header_length(void **state)
         file[b] = 0;
     file[0] = 1;
     expect_error(f, file, f->size, CLG_ERR_CORRUPT_FILE, "too short");
-    /* a header length that ends inside the JSON */
+    /* a header length that ends inside the JSON: the CRC covers the length
+     * bytes, and once re-sealed the JSON parser sees the cut */
     for (int b = 0; b < 8; b++)
         file[b] = (uint8_t)((f->header_len - 16) >> (8 * b));
+    expect_error(f, file, f->size, CLG_ERR_CORRUPT_FILE, "header CRC-32 mismatch");
+    assert_true(clg__ckpt_header_seal(file, f->size));
     expect_error(f, file, f->size, CLG_ERR_CORRUPT_FILE, "not valid JSON");
     free(file);
 }
@@ -266,32 +349,91 @@ static void test_header_length(void **state)
 static void test_bad_json(void **state)
 {
     fixture *f = *state;
-    uint8_t *file = malloc(f->size);
-    memcpy(file, f->file, f->size);
-    file[8 + 1] = 'x';
+    /* damage after the CRC field, re-sealed: the JSON checks see it */
+    const size_t after = 8 + CLG_CKPT_HEADER_PREFIX_LEN + 9; /* the ',' after the field */
+    uint8_t *file = edited(f, after, 'x', 1);
     expect_error(f, file, f->size, CLG_ERR_CORRUPT_FILE, "not valid JSON");
-    memcpy(file, f->file, f->size);
-    file[8 + 20] = '\0';
+    free(file);
+    file = edited(f, after + 20, '\0', 1);
     expect_error(f, file, f->size, CLG_ERR_CORRUPT_FILE, "NUL");
-    memcpy(file, f->file, f->size);
-    file[8 + f->header_len - 1] = 0xff;
+    free(file);
+    file = edited(f, 8 + f->header_len - 1, 0xff, 1);
     expect_error(f, file, f->size, CLG_ERR_CORRUPT_FILE, "UTF-8");
     free(file);
 
-    const char *arr = "[1, 2, 3]                       ";
+    /* JSON that does not begin with the CRC field is not a checkpoint */
+    const char *arr = "[1, 2, 3]                                                       ";
     size_t size;
     file = assemble(arr, strlen(arr), f->data, f->layout.data_size, &size);
-    expect_error(f, file, size, CLG_ERR_CORRUPT_FILE, "not a JSON object");
+    expect_error(f, file, size, CLG_ERR_CORRUPT_FILE, "does not begin with its CRC field");
     free(file);
-    const char *deep = "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[";
+    /* nesting deeper than cJSON's limit, behind a valid CRC field */
     char *deeper = malloc(8 * 1024 + 1);
-    for (int i = 0; i < 8; i++)
-        memcpy(deeper + 1024 * i, deep, 64), memset(deeper + 1024 * i + 64, '[', 960);
+    memset(deeper, '[', 8192);
+    memcpy(deeper, CLG_CKPT_HEADER_PREFIX "00000000\",\"x\":", CLG_CKPT_HEADER_PREFIX_LEN + 14);
     deeper[8192] = '\0';
     file = assemble(deeper, 8192, f->data, f->layout.data_size, &size);
+    expect_error(f, file, size, CLG_ERR_CORRUPT_FILE, "header CRC-32 mismatch");
+    assert_true(clg__ckpt_header_seal(file, size));
     expect_error(f, file, size, CLG_ERR_CORRUPT_FILE, "not valid JSON");
     free(file);
     free(deeper);
+}
+
+/* The header is protected like the data: one flipped bit anywhere in it
+ * (the caller's metadata, clgrad's counters, a shape, the padding, the CRC
+ * field itself) or in its length is refused before the JSON is read. */
+static void test_header_crc(void **state)
+{
+    fixture *f = *state;
+    uint8_t *file = malloc(f->size);
+    for (size_t i = 0; i < 8 + f->header_len; i++) {
+        memcpy(file, f->file, f->size);
+        file[i] ^= (uint8_t)(1u << (i % 8));
+        char err[512] = "";
+        clg_ckpt_parsed p;
+        clg_status st = clg__ckpt_parse(file, f->size, &f->layout, &p, err, sizeof err);
+        if (st != CLG_ERR_CORRUPT_FILE)
+            fail_msg("bit %zu of byte %zu flipped: %s (%s)", i % 8, i, clg_status_string(st),
+                     err);
+        /* past the length bytes and the field, it is the CRC that says so */
+        if (i >= 8 + CLG_CKPT_HEADER_PREFIX_LEN + 9 && !strstr(err, "header CRC-32 mismatch"))
+            fail_msg("byte %zu flipped: '%s'", i, err);
+    }
+    free(file);
+
+    /* the issue's case: the caller's "train.updates" 10 read back as 18 */
+    clg_ckpt_layout l;
+    build_layout(&l);
+    const char *keys[] = {"train.updates"}, *values[] = {"10"};
+    char *header = NULL, err[512];
+    size_t hlen = 0, size = 0;
+    assert_int_equal(clg__ckpt_header(&l, f->data, &f->state, keys, values, 1, &header, &hlen,
+                                      err, sizeof err),
+                     0);
+    file = assemble(header, hlen, f->data, l.data_size, &size);
+    char *at = strstr((char *)file + 8, "\"train.updates\":\"10\"");
+    assert_non_null(at);
+    at[strlen("\"train.updates\":\"1")] ^= 0x08; /* '0' -> '8' */
+    assert_non_null(strstr((char *)file + 8, "\"train.updates\":\"18\""));
+    clg_ckpt_parsed p;
+    assert_int_equal(clg__ckpt_parse(file, size, &l, &p, err, sizeof err), CLG_ERR_CORRUPT_FILE);
+    assert_non_null(strstr(err, "header CRC-32 mismatch"));
+    free(file);
+    free(header);
+    clg__ckpt_layout_free(&l);
+}
+
+/* Version 1 (no header CRC) is refused with a message that says why. */
+static void test_version1(void **state)
+{
+    fixture *f = *state;
+    const char *v1 = "{\"__metadata__\":{\"clgrad.format\":\"clgrad-checkpoint\","
+                     "\"clgrad.version\":\"1\",\"clgrad.optimizer\":\"adamw\"}}   ";
+    size_t size;
+    uint8_t *file = assemble(v1, strlen(v1), f->data, f->layout.data_size, &size);
+    expect_error(f, file, size, CLG_ERR_CORRUPT_FILE, "format version 1 is not supported");
+    free(file);
 }
 
 static void drop_meta(cJSON *root) { cJSON_DeleteItemFromObjectCaseSensitive(root, "__metadata__"); }
@@ -302,7 +444,7 @@ static void meta_not_object(cJSON *root)
 static void meta_number(cJSON *root) { cJSON_AddNumberToObject(meta_of(root), "epoch", 3); }
 static void wrong_format(cJSON *root) { set_meta(root, "clgrad.format", "pt"); }
 static void no_format(cJSON *root) { set_meta(root, "clgrad.format", NULL); }
-static void wrong_version(cJSON *root) { set_meta(root, "clgrad.version", "2"); }
+static void wrong_version(cJSON *root) { set_meta(root, "clgrad.version", "3"); }
 static void bad_version(cJSON *root) { set_meta(root, "clgrad.version", "1.0"); }
 static void unknown_clgrad_key(cJSON *root) { set_meta(root, "clgrad.future", "1"); }
 static void bad_wsum(cJSON *root) { set_meta(root, "clgrad.weight_sum", "0.3"); }
@@ -312,6 +454,8 @@ static void old_small_weight(cJSON *root) { set_meta(root, "clgrad.small_weight"
 static void bad_micro(cJSON *root) { set_meta(root, "clgrad.micro", "-1"); }
 static void huge_cycles(cJSON *root) { set_meta(root, "clgrad.cycles", "18446744073709551616"); }
 static void no_counters(cJSON *root) { set_meta(root, "clgrad.micro_total", NULL); }
+static void no_updates(cJSON *root) { set_meta(root, "clgrad.updates", NULL); }
+static void wide_updates(cJSON *root) { set_meta(root, "clgrad.updates", "4294967296"); }
 static void no_crc(cJSON *root) { set_meta(root, "clgrad.crc32.w.acc", NULL); }
 static void bad_crc(cJSON *root) { set_meta(root, "clgrad.crc32.b", "12345"); }
 static void stray_crc(cJSON *root) { set_meta(root, "clgrad.crc32.nope", "00000000"); }
@@ -327,12 +471,13 @@ static void dup_metadata_object(cJSON *root)
 static void test_metadata(void **state)
 {
     fixture *f = *state;
-    expect_mutation(f, drop_meta, CLG_ERR_CORRUPT_FILE, "no __metadata__");
-    expect_mutation(f, meta_not_object, CLG_ERR_CORRUPT_FILE, "__metadata__ is not");
+    /* without __metadata__ first, the header cannot begin with its CRC */
+    expect_mutation(f, drop_meta, CLG_ERR_CORRUPT_FILE, "does not begin with its CRC field");
+    expect_mutation(f, meta_not_object, CLG_ERR_CORRUPT_FILE, "does not begin with its CRC");
     expect_mutation(f, meta_number, CLG_ERR_CORRUPT_FILE, "not a string");
     expect_mutation(f, wrong_format, CLG_ERR_CORRUPT_FILE, "not a clgrad checkpoint");
     expect_mutation(f, no_format, CLG_ERR_CORRUPT_FILE, "not a clgrad checkpoint");
-    expect_mutation(f, wrong_version, CLG_ERR_CORRUPT_FILE, "version 2 is not supported");
+    expect_mutation(f, wrong_version, CLG_ERR_CORRUPT_FILE, "version 3 is not supported");
     expect_mutation(f, bad_version, CLG_ERR_CORRUPT_FILE, "clgrad.version");
     expect_mutation(f, unknown_clgrad_key, CLG_ERR_CORRUPT_FILE, "unknown clgrad key");
     expect_mutation(f, bad_wsum, CLG_ERR_CORRUPT_FILE, "weight_sum");
@@ -342,6 +487,8 @@ static void test_metadata(void **state)
     expect_mutation(f, bad_micro, CLG_ERR_CORRUPT_FILE, "clgrad.micro");
     expect_mutation(f, huge_cycles, CLG_ERR_CORRUPT_FILE, "clgrad.cycles");
     expect_mutation(f, no_counters, CLG_ERR_CORRUPT_FILE, "lacks");
+    expect_mutation(f, no_updates, CLG_ERR_CORRUPT_FILE, "lacks");
+    expect_mutation(f, wide_updates, CLG_ERR_CORRUPT_FILE, "not a 32-bit count");
     expect_mutation(f, no_crc, CLG_ERR_CORRUPT_FILE, "no clgrad.crc32.w.acc");
     expect_mutation(f, bad_crc, CLG_ERR_CORRUPT_FILE, "not 8 hex digits");
     expect_mutation(f, stray_crc, CLG_ERR_CORRUPT_FILE, "CRC for 'nope'");
@@ -374,6 +521,19 @@ static void other_count(cJSON *root)
     cJSON_ReplaceItemInObjectCaseSensitive(e, "shape", cJSON_CreateIntArray(dims, 1));
 }
 
+static void m_flat(cJSON *root)
+{
+    cJSON *e = cJSON_GetObjectItemCaseSensitive(root, "m");
+    int dims[1] = {6};
+    cJSON_ReplaceItemInObjectCaseSensitive(e, "shape", cJSON_CreateIntArray(dims, 1));
+}
+static void m_transposed(cJSON *root)
+{
+    cJSON *e = cJSON_GetObjectItemCaseSensitive(root, "m");
+    int dims[2] = {3, 2};
+    cJSON_ReplaceItemInObjectCaseSensitive(e, "shape", cJSON_CreateIntArray(dims, 2));
+}
+
 static void test_mismatch(void **state)
 {
     fixture *f = *state;
@@ -383,6 +543,233 @@ static void test_mismatch(void **state)
     expect_mutation(f, other_dtype, CLG_ERR_MISMATCH, "F16 in the file but BF16");
     expect_mutation(f, other_shape, CLG_ERR_MISMATCH, "shape [1, 5] in the file but [5]");
     expect_mutation(f, other_count, CLG_ERR_MISMATCH, "shape [4] in the file but [3]");
+    expect_mutation(f, m_flat, CLG_ERR_MISMATCH, "'m' has shape [6] in the file but [2, 3]");
+    expect_mutation(f, m_transposed, CLG_ERR_MISMATCH, "shape [3, 2] in the file but [2, 3]");
+}
+
+/* ------------------------------------------------------------ configuration */
+
+/* Parses the fixture's file against a layout of config cfg. */
+static void expect_config(fixture *f, const clg_config *cfg, clg_status status, const char *msg)
+{
+    clg_ckpt_layout live;
+    build_layout_with(&live, cfg);
+    char err[512] = "";
+    clg_ckpt_parsed p;
+    clg_status st = clg__ckpt_parse(f->file, f->size, &live, &p, err, sizeof err);
+    if (st != status || (msg && !strstr(err, msg)))
+        fail_msg("expected %s with '%s', got %s: '%s'", clg_status_string(status),
+                 msg ? msg : "", clg_status_string(st), err);
+    if (st == CLG_SUCCESS)
+        clg__ckpt_parsed_free(&p);
+    clg__ckpt_layout_free(&live);
+}
+
+static void test_config_mismatch(void **state)
+{
+    fixture *f = *state;
+    const clg_config base = fixture_config();
+    clg_config c = base;
+    expect_config(f, &c, CLG_SUCCESS, NULL);
+    c.loss_scale = CLG_LOSS_SCALE_STATIC;
+    expect_config(f, &c, CLG_ERR_MISMATCH,
+                  "loss_scale was 'dynamic' when the checkpoint was saved, the model has "
+                  "'static'");
+    c.loss_scale = CLG_LOSS_SCALE_NONE;
+    expect_config(f, &c, CLG_ERR_MISMATCH, "loss_scale was 'dynamic'");
+    c = base;
+    c.loss_scale_growth = 4.0f;
+    expect_config(f, &c, CLG_ERR_MISMATCH, "loss_scale_growth was '2' when the checkpoint was "
+                                           "saved, the model has '4'");
+    c = base;
+    c.loss_scale_backoff = 0.25f;
+    expect_config(f, &c, CLG_ERR_MISMATCH, "loss_scale_backoff was '0.5'");
+    c = base;
+    c.loss_scale_interval = 2000;
+    expect_config(f, &c, CLG_ERR_MISMATCH, "loss_scale_interval was '100'");
+    c = base;
+    c.loss_scale_min = 0.5f;
+    expect_config(f, &c, CLG_ERR_MISMATCH, "loss_scale_min was '1'");
+    c = base;
+    c.loss_scale_max = 65536.0f;
+    expect_config(f, &c, CLG_ERR_MISMATCH, "loss_scale_max was '16777216' when");
+    c = base;
+    c.loss_scale_init = 2.0f; /* dynamic: the current scale is state, init is not used */
+    expect_config(f, &c, CLG_SUCCESS, NULL);
+    c = base;
+    c.acc_dtype = CLG_FP32; /* named as a field, before the tensors' dtypes */
+    expect_config(f, &c, CLG_ERR_MISMATCH, "acc_dtype was 'bf16' when the checkpoint was "
+                                           "saved, the model has 'fp32'");
+    c = base;
+    c.param_copy_dtype = CLG_FP16;
+    expect_config(f, &c, CLG_ERR_MISMATCH, "param_copy_dtype was 'none'");
+    c = base;
+    c.amsgrad = 1;
+    expect_config(f, &c, CLG_ERR_MISMATCH, "amsgrad was '0'");
+    c = base;
+    c.normalize = CLG_NORM_SUM;
+    expect_config(f, &c, CLG_ERR_MISMATCH, "normalize was 'mean'");
+    /* the non-finite policy: only skip-micro mode changes the saved state */
+    c = base;
+    c.nonfinite = CLG_NONFINITE_ERROR;
+    expect_config(f, &c, CLG_SUCCESS, NULL);
+    c.nonfinite = CLG_NONFINITE_SKIP_MICRO;
+    expect_config(f, &c, CLG_ERR_MISMATCH, "nonfinite was 'skip_update' when the checkpoint "
+                                           "was saved, the model has 'skip_micro'");
+    /* hyperparameters are the caller's business */
+    c = base;
+    c.lr = 0.5f;
+    c.beta1 = 0.8f;
+    c.weight_decay = 0.1f;
+    c.clip_norm = 1.0f;
+    c.seed = 99;
+    expect_config(f, &c, CLG_SUCCESS, NULL);
+    c.optimizer = CLG_SGD;
+    expect_config(f, &c, CLG_ERR_MISMATCH, "optimizer 'adamw', the model uses 'sgd'");
+}
+
+/* A static loss scale lives in the step block, so the scale is compared. */
+static void test_config_static_scale(void **state)
+{
+    fixture *f = *state;
+    clg_config c = fixture_config();
+    c.loss_scale = CLG_LOSS_SCALE_STATIC;
+    c.loss_scale_init = 128.0f;
+    clg_ckpt_layout l;
+    build_layout_with(&l, &c);
+    char *header = NULL, err[512];
+    size_t hlen = 0, size = 0;
+    assert_int_equal(clg__ckpt_header(&l, f->data, &f->state, NULL, NULL, 0, &header, &hlen, err,
+                                      sizeof err),
+                     0);
+    assert_non_null(strstr(header, "\"clgrad.loss_scale_init\":\"128\""));
+    assert_null(strstr(header, "loss_scale_growth"));
+    uint8_t *file = assemble(header, hlen, f->data, l.data_size, &size);
+    clg_ckpt_parsed p;
+    assert_int_equal(clg__ckpt_parse(file, size, &l, &p, err, sizeof err), 0);
+    clg__ckpt_parsed_free(&p);
+    clg__ckpt_layout_free(&l);
+    c.loss_scale_init = 256.0f;
+    build_layout_with(&l, &c);
+    assert_int_equal(clg__ckpt_parse(file, size, &l, &p, err, sizeof err), CLG_ERR_MISMATCH);
+    assert_non_null(strstr(err, "loss_scale_init was '128' when the checkpoint was saved, the "
+                                "model has '256'"));
+    clg__ckpt_layout_free(&l);
+    free(file);
+    free(header);
+}
+
+static void no_growth(cJSON *root) { set_meta(root, "clgrad.loss_scale_growth", NULL); }
+static void odd_policy(cJSON *root) { set_meta(root, "clgrad.nonfinite", "sometimes"); }
+
+static void test_config_missing(void **state)
+{
+    fixture *f = *state;
+    expect_mutation(f, no_growth, CLG_ERR_MISMATCH,
+                    "loss_scale_growth was not set when the checkpoint was saved, the model has "
+                    "'2'");
+    /* an unknown policy name is neither skip_micro nor the others' */
+    expect_mutation(f, odd_policy, CLG_ERR_MISMATCH, "nonfinite was 'sometimes'");
+}
+
+/* ------------------------------------------------------------ counters */
+
+/* The fixture's file with step block word w set to v (its CRC fixed). */
+static uint8_t *with_word(fixture *f, int w, uint32_t v, size_t *size)
+{
+    uint8_t *data = malloc(f->layout.data_size);
+    memcpy(data, f->data, f->layout.data_size);
+    const clg_ckpt_entry *sb = &f->layout.entries[0];
+    for (int b = 0; b < 4; b++)
+        data[sb->begin + 4 * w + b] = (uint8_t)(v >> (8 * b));
+    clg_cycle_state st = f->state;
+    st.step_block[w] = v;
+    char *header = NULL, err[512];
+    size_t hlen;
+    /* the writer's header of that data, then the metadata's copy of the
+     * counter put back as it was: only the step block changed */
+    assert_int_equal(clg__ckpt_header(&f->layout, data, &st, user_keys, user_values, 3, &header,
+                                      &hlen, err, sizeof err),
+                     0);
+    uint8_t *file = assemble(header, hlen, data, f->layout.data_size, size);
+    free(header);
+    free(data);
+    return file;
+}
+
+static void set_updates(cJSON *root) { set_meta(root, "clgrad.updates", "3755744307"); }
+static void old_updates(cJSON *root) { set_meta(root, "clgrad.updates", "3755744306"); }
+
+/* file (a whole image) with its header edited by fn, same data, re-sealed */
+static uint8_t *rewrite_header(const uint8_t *file, size_t size, void (*fn)(cJSON *),
+                               size_t *out_size)
+{
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--)
+        hlen = hlen << 8 | file[i];
+    char *text = malloc(hlen + 1);
+    memcpy(text, file + 8, hlen);
+    text[hlen] = '\0';
+    cJSON *root = cJSON_Parse(text);
+    free(text);
+    assert_non_null(root);
+    fn(root);
+    char *js = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    size_t len = strlen(js), padded = (len + 7) / 8 * 8;
+    js = realloc(js, padded + 1);
+    memset(js + len, ' ', padded - len);
+    uint8_t *out = assemble(js, padded, file + 8 + hlen, size - 8 - hlen, out_size);
+    free(js);
+    assert_true(clg__ckpt_header_seal(out, *out_size));
+    return out;
+}
+static void set_skipped(cJSON *root) { set_meta(root, "clgrad.skipped_updates", "2"); }
+static void set_skipped_micro(cJSON *root) { set_meta(root, "clgrad.skipped_micro_steps", "5"); }
+static void set_cycles(cJSON *root) { set_meta(root, "clgrad.cycles", "12345678902"); }
+static void small_total(cJSON *root) { set_meta(root, "clgrad.micro_total", "12345678902"); }
+static void no_micro(cJSON *root) { set_meta(root, "clgrad.micro", "0"); }
+/* cycles + 2^32: the same in the step block's 32 bits, and fine */
+static void wrapped_cycles(cJSON *root) { set_meta(root, "clgrad.cycles", "16640646197"); }
+
+static void test_counters(void **state)
+{
+    fixture *f = *state;
+    /* the metadata's copy changed, CRC re-sealed */
+    expect_mutation(f, set_updates, CLG_ERR_CORRUPT_FILE,
+                    "counters disagree: clgrad.updates is 3755744307 in the metadata but the "
+                    "step block's T (updates applied) is 3755744306");
+    expect_mutation(f, set_skipped, CLG_ERR_CORRUPT_FILE,
+                    "clgrad.skipped_updates is 2 in the metadata but the step block's SKIPPED "
+                    "is 3");
+    expect_mutation(f, set_skipped_micro, CLG_ERR_CORRUPT_FILE,
+                    "clgrad.skipped_micro_steps is 5 in the metadata but the step block's "
+                    "SKIPPED_MICRO is 4");
+    expect_mutation(f, set_cycles, CLG_ERR_CORRUPT_FILE,
+                    "clgrad.cycles is 12345678902 but clgrad.updates 3755744306 + "
+                    "clgrad.skipped_updates 3 is 3755744309");
+    expect_mutation(f, small_total, CLG_ERR_CORRUPT_FILE, "clgrad.micro_total is 12345678902");
+    expect_mutation(f, no_micro, CLG_ERR_CORRUPT_FILE,
+                    "the step block counts 1 finite micro-steps in the current cycle but "
+                    "clgrad.micro is 0");
+    size_t size;
+    uint8_t *file = mutated(f, wrapped_cycles, &size);
+    char err[512] = "";
+    clg_ckpt_parsed p;
+    if (clg__ckpt_parse(file, size, &f->layout, &p, err, sizeof err) != 0)
+        fail_msg("cycles past 2^32: %s", err);
+    clg__ckpt_parsed_free(&p);
+    free(file);
+
+    /* the step block's copy changed, every CRC right: the writer's file of
+     * that block, with the metadata's copy put back as it was */
+    uint8_t *block = with_word(f, CLG_SB_T, 7, &size);
+    file = rewrite_header(block, size, old_updates, &size);
+    free(block);
+    expect_error(f, file, size, CLG_ERR_CORRUPT_FILE,
+                 "clgrad.updates is 3755744306 in the metadata but the step block's T (updates "
+                 "applied) is 7");
+    free(file);
 }
 
 static void oob(cJSON *root) { set_offsets(root, "b.acc", 236, 242); }
@@ -420,8 +807,8 @@ static void test_offsets(void **state)
 {
     fixture *f = *state;
     /* the data: sb [0,128) w [128,148) b [148,160) empty [160,160)
-     * w.state0 [160,180) w.acc [180,190) b.acc [190,196) */
-    assert_int_equal(f->layout.data_size, 196);
+     * w.state0 [160,180) w.acc [180,190) b.acc [190,196) m [196,220) */
+    assert_int_equal(f->layout.data_size, 220);
     expect_mutation(f, oob, CLG_ERR_CORRUPT_FILE, "beyond the end of the data");
     expect_mutation(f, overlap, CLG_ERR_CORRUPT_FILE, "overlaps");
     expect_mutation(f, hole, CLG_ERR_CORRUPT_FILE, "hole");
@@ -532,8 +919,14 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_truncated, setup, teardown),
         cmocka_unit_test_setup_teardown(test_header_length, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_json, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_header_crc, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_version1, setup, teardown),
         cmocka_unit_test_setup_teardown(test_metadata, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mismatch, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_config_mismatch, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_config_static_scale, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_config_missing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_counters, setup, teardown),
         cmocka_unit_test_setup_teardown(test_offsets, setup, teardown),
         cmocka_unit_test_setup_teardown(test_crc, setup, teardown),
         cmocka_unit_test_setup_teardown(test_writer_rejects, setup, teardown),

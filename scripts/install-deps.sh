@@ -28,6 +28,8 @@ gnuplot-nox
 oclgrind
 clang
 libclang-rt-14-dev
+python3-venv
+python3-torch
 "
 
 missing=""

@@ -128,23 +128,82 @@ static void test_context_less_errors_are_per_thread(void **state)
     assert_string_equal(clg_last_error(NULL), "main thread message");
 }
 
+static clg_context *make_fake_context(clg_context *ctx)
+{
+    /* A context's own slot, without a device: only the fields error.c uses. */
+    memset(ctx, 0, sizeof *ctx);
+    assert_int_equal(mtx_init(&ctx->lock, mtx_plain | mtx_recursive), thrd_success);
+    return ctx;
+}
+
+typedef struct slot_thread_arg {
+    clg_context *ctx;
+    char seen_before[64]; /* clg_last_error(ctx) before failing on it */
+    char seen_after[64];  /* and after */
+} slot_thread_arg;
+
+static int fail_on_shared_context(void *p)
+{
+    slot_thread_arg *a = p;
+    snprintf(a->seen_before, sizeof a->seen_before, "%s", clg_last_error(a->ctx));
+    clg__fail(a->ctx, CLG_ERR_IO, "other thread on ctx");
+    snprintf(a->seen_after, sizeof a->seen_after, "%s", clg_last_error(a->ctx));
+    return 0;
+}
+
 static void test_context_error_slot(void **state)
 {
     (void)state;
-    /* A context's own slot, without a device: only the fields error.c uses. */
-    clg_context ctx;
-    memset(&ctx, 0, sizeof ctx);
-    assert_int_equal(mtx_init(&ctx.lock, mtx_plain | mtx_recursive), thrd_success);
+    clg_context ctx, other;
+    make_fake_context(&ctx);
+    make_fake_context(&other);
     clg__fail(NULL, CLG_ERR_IO, "thread slot");
     assert_int_equal(clg__fail(&ctx, CLG_ERR_MISMATCH, "ctx slot %d", 7), CLG_ERR_MISMATCH);
     assert_string_equal(clg_last_error(&ctx), "ctx slot 7");
     assert_string_equal(clg_last_error(NULL), "thread slot");
-    /* the getter returns a copy: a later failure does not change it */
+    assert_string_equal(clg_last_error(&other), "no error recorded");
+
+    /* The getter returns a copy, and later failures elsewhere do not change
+     * what this thread sees of ctx: a context-less failure... */
     const char *before = clg_last_error(&ctx);
     char saved[64];
     snprintf(saved, sizeof saved, "%s", before);
+    assert_int_equal(clg__fail(NULL, CLG_ERR_STATE, "later, no context"), CLG_ERR_STATE);
     assert_string_equal(saved, "ctx slot 7");
+    assert_string_equal(clg_last_error(&ctx), "ctx slot 7");
+    assert_string_equal(clg_last_error(NULL), "later, no context");
+
+    /* ...a failure on another context, which keeps its own message... */
+    assert_int_equal(clg__fail(&other, CLG_ERR_UNSUPPORTED, "other slot"), CLG_ERR_UNSUPPORTED);
+    assert_string_equal(clg_last_error(&other), "other slot");
+    assert_string_equal(clg_last_error(&ctx), "ctx slot 7");
+    assert_string_equal(clg_last_error(NULL), "later, no context");
+
+    /* ...and, once this thread's last failure is on ctx again, another
+     * thread failing on the same shared ctx (errno-like, clgrad.h) */
+    clg__fail(&ctx, CLG_ERR_MISMATCH, "ctx slot %d", 8);
+    before = clg_last_error(&ctx);
+    slot_thread_arg arg = {.ctx = &ctx};
+    thrd_t t;
+    assert_int_equal(thrd_create(&t, fail_on_shared_context, &arg), thrd_success);
+    assert_int_equal(thrd_join(t, NULL), thrd_success);
+    /* the other thread had no failure of its own: it saw ctx's last one,
+     * then its own */
+    assert_string_equal(arg.seen_before, "ctx slot 8");
+    assert_string_equal(arg.seen_after, "other thread on ctx");
+    /* the copy handed out before is untouched, and this thread still sees
+     * its own failure */
+    assert_string_equal(before, "ctx slot 8");
+    assert_string_equal(clg_last_error(&ctx), "ctx slot 8");
+    /* a thread whose own last failure is elsewhere sees ctx's last one from
+     * any thread */
+    clg__fail(&other, CLG_ERR_UNSUPPORTED, "other slot again");
+    assert_string_equal(clg_last_error(&ctx), "other thread on ctx");
+    assert_string_equal(clg_last_error(&other), "other slot again");
+    clg__error_forget(&ctx);
+    clg__error_forget(&other);
     mtx_destroy(&ctx.lock);
+    mtx_destroy(&other.lock);
 }
 
 static void hex(const uint8_t *d, size_t n, char *out)

@@ -11,8 +11,10 @@
  *    failed loads too, and then matches a fault-free run bit for bit;
  *  - the n-th enqueue of clg_checkpoint_load fails: the live state is
  *    restored byte for byte;
- *  - the n-th write of clg_checkpoint_save fails: an error, the old file
- *    intact, no temporary file left.
+ *  - the n-th write of clg_checkpoint_save fails: an error, no temporary
+ *    file left, the old file intact (byte for byte, and it loads into a
+ *    fresh model as the state it was saved from), until a save succeeds
+ *    and its file loads into a fresh model bit-identically.
  * Each loop ends at the first n the call completes without reaching. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -529,6 +531,44 @@ static void test_enqueue_load(void **state)
     free(path);
 }
 
+/* Loads path into a fresh model (other initial params) and checks that it
+ * holds exactly raw/cs, the state of the model that saved it. */
+static void expect_file_holds(const char *path, const clg_config *cfg, const uint8_t *raw,
+                              size_t n, const clg_cycle_state *cs, const char *what)
+{
+    clg_model *fresh = ready_model(cfg, 99);
+    uint8_t *got;
+    size_t got_n;
+    clg_cycle_state gcs;
+    snapshot(fresh, &got, &got_n, &gcs);
+    assert_true(got_n == n);
+    if (memcmp(got, raw, n) == 0)
+        fail_msg("%s: a fresh model already holds the saved state: the check proves nothing",
+                 what);
+    free(got);
+    clg_status st = clg_checkpoint_load(fresh, path, NULL, NULL);
+    if (st != CLG_SUCCESS)
+        fail_msg("%s: the file on disk does not load: %s: %s", what, clg_status_string(st),
+                 clg_last_error(tu_ctx));
+    snapshot(fresh, &got, &got_n, &gcs);
+    if (got_n != n || memcmp(got, raw, n) != 0)
+        fail_msg("%s: the file loads, but its tensors differ from what was saved", what);
+    if (memcmp(gcs.step_block, cs->step_block, sizeof gcs.step_block) != 0 ||
+        gcs.micro != cs->micro || gcs.cycles != cs->cycles || gcs.micro_total != cs->micro_total ||
+        memcmp(&gcs.weight_sum, &cs->weight_sum, sizeof(float)) != 0)
+        fail_msg("%s: the file loads, but its step block or counters differ from what was saved",
+                 what);
+    free(got);
+    clg_model_destroy(fresh);
+}
+
+/* The n-th write of a save fails, for n = 1, 2, ... until a save succeeds
+ * (it must, within MAX_N). After each failure: CLG_ERR_IO, no temporary
+ * file left, and the file on disk is the previous one byte for byte and
+ * loads into a fresh model as the state saved before - or, when only the
+ * directory fsync after the rename failed, the complete new file, which
+ * loads as the new state. After the successful save the file loads into a
+ * fresh model bit-identically to the live model. */
 static void test_write_save(void **state)
 {
     (void)state;
@@ -538,13 +578,25 @@ static void test_write_save(void **state)
     OK(clg_checkpoint_save(m, path, NULL, NULL, 0));
     size_t old_n;
     uint8_t *old = tu_read_file(path, &old_n);
+    uint8_t *old_raw, *new_raw;
+    size_t old_raw_n, new_raw_n;
+    clg_cycle_state old_cs, new_cs;
+    snapshot(m, &old_raw, &old_raw_n, &old_cs);
+    expect_file_holds(path, &cfg, old_raw, old_raw_n, &old_cs, "the first save");
+
+    /* one update and one more micro-step: every entry and counter moves */
     clg_grads *g = NULL;
     OK(clg_grads_create(m, CLG_FP32, &g));
-    for (unsigned mi = 0; mi < K; mi++)
-        OK(micro_step(m, g, 0, mi));
+    for (unsigned mi = 0; mi < K + 1; mi++)
+        OK(micro_step(m, g, 0, mi % K));
     clg_grads_destroy(g);
+    snapshot(m, &new_raw, &new_raw_n, &new_cs);
+    assert_true(new_raw_n == old_raw_n);
+    assert_memory_not_equal(new_raw, old_raw, old_raw_n);
+
     int entries = dir_entries();
-    unsigned n;
+    unsigned n, renamed = 0;
+    int saved = 0;
     for (n = 1; n <= MAX_N; n++) {
         clg__fault_arm(CLG_FAULT_WRITE, n);
         clg_status st = clg_checkpoint_save(m, path, NULL, NULL, 0);
@@ -552,30 +604,56 @@ static void test_write_save(void **state)
         disarm();
         if (st == CLG_SUCCESS) {
             assert_false(fired);
+            saved = 1;
             break;
         }
         assert_true(fired);
         assert_int_equal(st, CLG_ERR_IO);
         assert_non_null(strstr(clg_last_error(tu_ctx), "injected fault"));
         assert_int_equal(dir_entries(), entries); /* no temporary file left */
+        char what[96];
+        snprintf(what, sizeof what, "after a save whose write %u failed", n);
         size_t got_n;
         uint8_t *got = tu_read_file(path, &got_n);
-        /* before the rename: the old file; a failed directory fsync comes
-         * after the rename, when the new file is complete */
-        if (!(got_n == old_n && memcmp(got, old, old_n) == 0)) {
-            assert_non_null(strstr(clg_last_error(tu_ctx), "fsync of its directory"));
-            OK(clg_checkpoint_load(m, path, NULL, NULL));
+        if (got_n == old_n && memcmp(got, old, old_n) == 0) {
+            /* the previous file, intact */
+            free(got);
+            expect_file_holds(path, &cfg, renamed ? new_raw : old_raw, old_raw_n,
+                              renamed ? &new_cs : &old_cs, what);
+        } else {
+            /* only a failed directory fsync comes after the rename, when
+             * the new file is complete */
+            if (!strstr(clg_last_error(tu_ctx), "fsync of its directory"))
+                fail_msg("%s: the file on disk changed, and the failure was not the directory "
+                         "fsync: %s",
+                         what, clg_last_error(tu_ctx));
+            expect_file_holds(path, &cfg, new_raw, new_raw_n, &new_cs, what);
             free(old);
             old = got;
             old_n = got_n;
-        } else {
-            free(got);
+            renamed++;
         }
+        /* a failed save changes nothing of the live model */
+        uint8_t *live;
+        size_t live_n;
+        clg_cycle_state live_cs;
+        snapshot(m, &live, &live_n, &live_cs);
+        assert_true(live_n == new_raw_n);
+        assert_memory_equal(live, new_raw, new_raw_n);
+        assert_memory_equal(live_cs.step_block, new_cs.step_block, sizeof new_cs.step_block);
+        free(live);
     }
+    if (!saved)
+        fail_msg("clg_checkpoint_save never succeeded in %d tries with one failing write", MAX_N);
     /* prefix + header, each tensor, fsync, rename, directory fsync */
     assert_true(n > 8);
-    print_message("clg_checkpoint_save failed cleanly at each of its %u writes\n", n - 1);
+    expect_file_holds(path, &cfg, new_raw, new_raw_n, &new_cs, "after the successful save");
+    print_message("clg_checkpoint_save failed cleanly at each of its %u writes (%u after the "
+                  "rename), then saved\n",
+                  n - 1, renamed);
     free(old);
+    free(old_raw);
+    free(new_raw);
     clg_model_destroy(m);
     unlink(path);
     free(path);

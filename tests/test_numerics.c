@@ -71,59 +71,112 @@ static void test_clip_norm(void **state)
     }
 }
 
-/* clip_coef = min(1, max_norm / (norm + 1e-6)): at max_norm == norm it is
- * 1 - 1e-6/norm, i.e. 1 within fp32 rounding for a large norm and about
- * 1 - 1e-6 (17 ulps below 1) for a norm near 1. The device's own norm
- * (deterministic, from an identical first model) is used as max_norm. */
-static void clip_boundary(float grad_value)
-{
-    static const float lr_mult[] = {1.0f};
-    static const float wd[] = {-1.0f};
-    static const size_t counts[] = {100};
-    static const int groups[] = {0};
-    const twin_layout lay = {1, lr_mult, wd, 1, counts, groups};
-    float g[100];
-    for (int i = 0; i < 100; i++)
-        g[i] = grad_value * (1.0f + 0.01f * (float)(i % 7));
+/* clip_coef = min(1, max_norm / (norm + 1e-6)) around max_norm == norm,
+ * with the norm taken from the double reference: max_norm slightly below
+ * it (clips: the coefficient and the params as the reference's), equal to
+ * it rounded to fp32 (1 - 1e-6/norm: visibly below 1 for a norm near 1,
+ * 1 within fp32 rounding for a large one), and slightly above it (no
+ * clipping: the coefficient exactly 1, the params those of the unclipped
+ * reference and bit-identical to an unclipped device run).
+ *
+ * The gradients have 4 significant bits (multiples of grad_value / 8 up to
+ * 15 / 8), so their squares and the sum of 100 of them are exact in fp32 in
+ * any order: the device's norm is the reference's within its sqrt (3 ulps
+ * by the OpenCL spec, 4 allowed), and its coefficient within 4 ulps of 1
+ * (2^-22). SGD with lr 1 and no momentum makes p = p0 - coef * g, exact to
+ * 1.5 ulps of max(|p|, |g|) (up to 7.5 here): rtol 3e-7 and atol 4e-7 see a
+ * coefficient off by 1e-5 (a change of 1e-5 |g| >= 1.25e-6). */
+#define BOUNDARY_COEF_TOL 0x1p-22
+#define BOUNDARY_NORM_RTOL 0x1p-21
+#define BOUNDARY_RTOL 3e-7
+#define BOUNDARY_ATOL 4e-7
 
+static const float boundary_lr_mult[] = {1.0f};
+static const float boundary_wd[] = {-1.0f};
+static const size_t boundary_counts[] = {100};
+static const int boundary_groups[] = {0};
+static const twin_layout boundary_layout = {1, boundary_lr_mult, boundary_wd, 1,
+                                            boundary_counts, boundary_groups};
+
+/* One update with max_norm; returns the device's clip coefficient after
+ * checking it and the params against the reference. */
+static float boundary_case(const float *g, float max_norm, const char *what, float **params,
+                           double *ref_norm)
+{
     clg_config cfg = clg_config_default(CLG_SGD);
     cfg.lr = 1.0f;
-    cfg.clip_norm = 1e30f; /* statistics on, never clips */
-    twin probe;
-    twin_init(&probe, tu_ctx, &cfg, &lay, 61);
-    twin_micro(&probe, g, 1.0f);
-    clg_stats ps = twin_stats(&probe);
-    assert_true(ps.clip_coef == 1.0f);
-    twin_free(&probe);
-    double norm = ps.grad_norm;
-
-    cfg.clip_norm = ps.grad_norm;
+    cfg.clip_norm = max_norm;
     twin tw;
-    twin_init(&tw, tu_ctx, &cfg, &lay, 61);
+    twin_init(&tw, tu_ctx, &cfg, &boundary_layout, 61);
     twin_micro(&tw, g, 1.0f);
     clg_stats s = twin_stats(&tw);
-    /* bit-identical norm for identical inputs */
-    assert_memory_equal(&s.grad_norm, &ps.grad_norm, sizeof(float));
-    double want = norm / (norm + 1e-6);
-    /* the quotient of two fp32 values rounded once or twice: 2^-23 */
-    if (!(fabs(s.clip_coef - want) <= ldexp(1.0, -23)) || s.clip_coef > 1.0f)
-        fail_msg("boundary: norm %.9g, clip_coef %.9g, want %.9g within 2^-23", norm,
-                 (double)s.clip_coef, want);
-    if (norm > 16)
-        assert_true(s.clip_coef >= 1.0f - 0x1p-23f); /* 1 within fp32 rounding */
-    else
-        assert_true(s.clip_coef < 1.0f); /* visibly 1 - 1e-6/norm */
-    twin_check(&tw, REF_RTOL, REF_ATOL, "clip boundary");
-
-    /* slightly above the norm: 1 - (1e-6 - δ)/norm, never above 1 */
+    if (!(fabs(s.grad_norm - tw.ref.grad_norm) <= BOUNDARY_NORM_RTOL * tw.ref.grad_norm))
+        fail_msg("%s: grad_norm %.9g, reference %.12g (rtol 2^-21)", what, (double)s.grad_norm,
+                 tw.ref.grad_norm);
+    if (!(fabs(s.clip_coef - tw.ref.clip_coef) <= BOUNDARY_COEF_TOL) || s.clip_coef > 1.0f)
+        fail_msg("%s: max_norm %.9g, norm %.12g: clip_coef %.9g, reference %.12g (tol 2^-22, "
+                 "never above 1)",
+                 what, (double)max_norm, tw.ref.grad_norm, (double)s.clip_coef,
+                 tw.ref.clip_coef);
+    twin_check(&tw, BOUNDARY_RTOL, BOUNDARY_ATOL, what);
+    *params = tu_xmalloc(tw.n * sizeof(float));
+    memcpy(*params, tw.host, tw.n * sizeof(float)); /* twin_check downloaded them */
+    if (ref_norm)
+        *ref_norm = tw.ref.grad_norm;
     twin_free(&tw);
+    return s.clip_coef;
+}
+
+static void clip_boundary(float grad_value)
+{
+    float g[100];
+    for (int i = 0; i < 100; i++)
+        g[i] = grad_value * (1.0f + (float)(i % 8) / 8.0f) * (i % 3 ? 1.0f : -1.0f);
+
+    /* the norm, from the reference of an unclipped run (statistics on,
+     * max_norm never reached) */
+    float *unclipped;
+    double norm = 0;
+    float c = boundary_case(g, 1e30f, "boundary: unclipped", &unclipped, &norm);
+    assert_true(c == 1.0f);
+    assert_true(isfinite(norm) && norm > 0.5);
+
+    /* slightly below: clips by 1 - 1e-4 */
+    float *p;
+    c = boundary_case(g, (float)(norm * (1.0 - 1e-4)), "boundary: max_norm below the norm", &p,
+                      NULL);
+    assert_true(c < 1.0f - 5e-5f);
+    free(p);
+
+    /* equal (rounded to fp32): 1 - 1e-6/norm */
+    c = boundary_case(g, (float)norm, "boundary: max_norm equal to the norm", &p, NULL);
+    if (norm < 4.0)
+        assert_true(c < 1.0f); /* visibly 1 - 1e-6/norm */
+    else
+        assert_true(c >= 1.0f - 0x1p-23f); /* 1 within fp32 rounding */
+    free(p);
+
+    /* slightly above: max_norm / (norm + 1e-6) > 1 + 5e-6, no clipping */
+    c = boundary_case(g, (float)(norm * (1.0 + 1e-5) + 1e-6), "boundary: max_norm above the norm",
+                      &p, NULL);
+    if (c != 1.0f)
+        fail_msg("boundary: max_norm above the norm %.12g: clip_coef %.9g, want exactly 1",
+                 norm, (double)c);
+    for (int i = 0; i < 100; i++)
+        if (memcmp(&p[i], &unclipped[i], sizeof(float)) != 0)
+            fail_msg("boundary: max_norm above the norm: param %d is %.9g, %.9g without "
+                     "clipping",
+                     i, (double)p[i], (double)unclipped[i]);
+    free(p);
+    free(unclipped);
+    print_message("clip boundary at norm %.9g: below, equal and above checked\n", norm);
 }
 
 static void test_clip_boundary(void **state)
 {
     (void)state;
-    clip_boundary(0.1f); /* norm about 1 */
-    clip_boundary(5.0f); /* norm about 52 */
+    clip_boundary(0.125f); /* norm about 1.7 */
+    clip_boundary(4.0f);   /* norm about 55 */
 }
 
 static void test_clip_value(void **state)

@@ -4,12 +4,13 @@
 #include "device_info.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* CLGRAD_MAX_ALLOC: a positive decimal byte count and nothing else; tests use
  * it to force tiny arena chunks on a device with a large limit. */
-static clg_status read_max_alloc_env(uint64_t *value)
+static clg_status read_max_alloc_env(uint64_t *value, const char *who)
 {
     const char *s = getenv("CLGRAD_MAX_ALLOC");
     *value = 0;
@@ -19,32 +20,33 @@ static clg_status read_max_alloc_env(uint64_t *value)
     for (const char *p = s; *p; p++) {
         if (*p < '0' || *p > '9' || v > (UINT64_MAX - (uint64_t)(*p - '0')) / 10)
             return clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT,
-                             "clg_context: CLGRAD_MAX_ALLOC=\"%s\" is not a byte count "
+                             "%s: CLGRAD_MAX_ALLOC=\"%s\" is not a byte count "
                              "(decimal digits only)",
-                             s);
+                             who, s);
         v = v * 10 + (uint64_t)(*p - '0');
     }
     if (v == 0)
         return clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT,
-                         "clg_context: CLGRAD_MAX_ALLOC=\"%s\" must be positive", s);
+                         "%s: CLGRAD_MAX_ALLOC=\"%s\" must be positive", who, s);
     *value = v;
     return CLG_SUCCESS;
 }
 
-/* Allocates and fills everything but the OpenCL objects. */
-static clg_status context_new(const clg_device_info *info, clg_context **out)
+/* Allocates and fills everything but the OpenCL objects; who is the
+ * public function, for the messages. */
+static clg_status context_new(const clg_device_info *info, clg_context **out, const char *who)
 {
     uint64_t env_max;
-    clg_status st = read_max_alloc_env(&env_max);
+    clg_status st = read_max_alloc_env(&env_max, who);
     if (st != CLG_SUCCESS)
         return st;
     clg_context *ctx = calloc(1, sizeof *ctx);
     if (!ctx)
-        return clg__fail(NULL, CLG_ERR_OUT_OF_HOST_MEMORY, "clg_context: out of host memory");
+        return clg__fail(NULL, CLG_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", who);
     /* Recursive: clg__fail may be called by code that already holds the lock. */
     if (mtx_init(&ctx->lock, mtx_plain | mtx_recursive) != thrd_success) {
         free(ctx);
-        return clg__fail(NULL, CLG_ERR_OUT_OF_HOST_MEMORY, "clg_context: mtx_init failed");
+        return clg__fail(NULL, CLG_ERR_OUT_OF_HOST_MEMORY, "%s: mtx_init failed", who);
     }
     ctx->info = *info;
     clg__parse_cl_version(info->opencl_c_version, "OpenCL C ", &ctx->opencl_c_major,
@@ -58,6 +60,16 @@ static clg_status context_new(const clg_device_info *info, clg_context **out)
         ctx->max_alloc = env_max;
     *out = ctx;
     return CLG_SUCCESS;
+}
+
+/* A failure of a function called on behalf of who (device listing and
+ * selection, program building): its message, prefixed with who, so that
+ * clg_last_error names the function the caller called. */
+static clg_status fail_within(clg_context *ctx, clg_status st, const char *who)
+{
+    char inner[CLG_ERROR_MAX];
+    snprintf(inner, sizeof inner, "%s", clg_last_error(ctx));
+    return clg__fail(ctx, st, "%s: %s", who, inner);
 }
 
 static void context_free(clg_context *ctx)
@@ -76,14 +88,14 @@ clg_status clg_context_create(clg_context **out, const char *selector)
     size_t count = 0, chosen = 0;
     clg_status st = clg_devices_list(&devices, &count);
     if (st != CLG_SUCCESS)
-        return st;
+        return fail_within(NULL, st, "clg_context_create");
     st = clg_device_select(devices, count, selector, &chosen);
     if (st != CLG_SUCCESS) {
         clg_devices_free(devices);
-        return st;
+        return fail_within(NULL, st, "clg_context_create");
     }
     clg_context *ctx = NULL;
-    st = context_new(&devices[chosen], &ctx);
+    st = context_new(&devices[chosen], &ctx, "clg_context_create");
     clg_devices_free(devices);
     if (st != CLG_SUCCESS)
         return st;
@@ -193,7 +205,7 @@ clg_status clg_context_wrap(clg_context **out, cl_context context, cl_device_id 
     find_indices(device, &info.platform_index, &info.device_index);
 
     clg_context *ctx = NULL;
-    clg_status st = context_new(&info, &ctx);
+    clg_status st = context_new(&info, &ctx, "clg_context_wrap");
     if (st != CLG_SUCCESS)
         return st;
     /* Our own references, released on destroy; the caller's stay theirs. */
@@ -346,5 +358,14 @@ void clg_context_unreserve(clg_context *ctx, uint64_t bytes)
 clg_status clg_context_program(clg_context *ctx, const char *name, const char *options,
                                cl_program *program, int *from_cache)
 {
-    return clg__program(ctx, name, options, program, from_cache);
+    const char *who = "clg_context_program";
+    if (from_cache)
+        *from_cache = 0;
+    if (program)
+        *program = NULL;
+    if (!ctx || !name || !program)
+        return clg__fail(ctx, CLG_ERR_INVALID_ARGUMENT, "%s: %s is NULL", who,
+                         !ctx ? "ctx" : !name ? "name" : "program");
+    clg_status st = clg__program(ctx, name, options, program, from_cache);
+    return st == CLG_SUCCESS ? st : fail_within(ctx, st, who);
 }

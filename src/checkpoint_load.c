@@ -70,11 +70,17 @@ static clg_status read_file(clg_context *ctx, const char *path, uint8_t **out, s
         return clg__fail(ctx, CLG_ERR_IO, "clg_checkpoint_load: cannot open '%s': %s", path,
                          strerror(errno));
     struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    if (fstat(fd, &sb) != 0) {
         int e = errno;
         close(fd);
-        return clg__fail(ctx, CLG_ERR_IO, "clg_checkpoint_load: '%s' is not a regular file%s%s",
-                         path, e ? ": " : "", e ? strerror(e) : "");
+        return clg__fail(ctx, CLG_ERR_IO, "clg_checkpoint_load: cannot stat '%s': %s", path,
+                         strerror(e));
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        /* errno is not ours here: whatever an earlier call left in it */
+        close(fd);
+        return clg__fail(ctx, CLG_ERR_IO, "clg_checkpoint_load: '%s' is not a regular file",
+                         path);
     }
     size_t n = (size_t)sb.st_size;
     uint8_t *buf = malloc(n ? n : 1);

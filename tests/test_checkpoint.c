@@ -726,7 +726,11 @@ static void test_strict_damage(void **state)
     char *missing = tu_tmp_path("missing.ckpt");
     assert_int_equal(clg_checkpoint_load(m, missing, NULL, NULL), CLG_ERR_IO);
     assert_non_null(strstr(clg_last_error(tu_ctx), "cannot open"));
+    /* a directory: the message says so, without a stale errno appended */
+    errno = EEXIST;
     assert_int_equal(clg_checkpoint_load(m, tu_tmpdir, NULL, NULL), CLG_ERR_IO);
+    assert_non_null(strstr(clg_last_error(tu_ctx), "is not a regular file"));
+    assert_null(strstr(clg_last_error(tu_ctx), strerror(EEXIST)));
     snap after;
     take_snap(m, &after);
     assert_same_snap(&before, &after, "IO errors");

@@ -9,6 +9,7 @@
  * 96 + 32 images of 28 x 28: outputs that would destroy a file, output
  * paths checked before the run, settings compared on resume, a full disk
  * (a file size limit on the child), and what the summary says. */
+#define _GNU_SOURCE /* memmem */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -32,6 +33,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <zlib.h>
 
 enum { N_TRAIN = 300, N_TEST = 100, DIM = 16 };
 
@@ -821,6 +823,46 @@ static void test_cli_resume_settings(void **state)
     remove(ck);
 }
 
+/* Re-seals a checkpoint's header CRC after an edit (the library's scheme:
+ * CRC-32 of the 8 length bytes and the header, its 8 digits taken as '0'),
+ * so that only the trainer's own cross-check can catch the edit. */
+static void reseal_header(uint8_t *f, size_t n)
+{
+    static const char prefix[] = "{\"__metadata__\":{\"clgrad.header_crc32\":\"0x";
+    uint64_t len = 0;
+    for (int i = 7; i >= 0; i--)
+        len = len << 8 | f[i];
+    assert_true(len + 8 <= n);
+    assert_memory_equal(f + 8, prefix, sizeof prefix - 1);
+    char *digits = (char *)f + 8 + sizeof prefix - 1;
+    memset(digits, '0', 8);
+    uLong crc = crc32(0L, f, (uInt)(8 + len));
+    char hex[9];
+    snprintf(hex, sizeof hex, "%08lx", (unsigned long)crc);
+    memcpy(digits, hex, 8);
+}
+
+/* Issue 14, 3: the update count is stored twice (the trainer's metadata and
+ * the library's state); a checkpoint whose copies disagree is refused, even
+ * with a valid header CRC. */
+static void test_cli_counters_twice(void **state)
+{
+    (void)state;
+    const char *ck = scratch("twice.st");
+    assert_int_equal(run_cli("--steps", "5", "--stop-after", "2", "--checkpoint", ck), 0);
+    size_t n;
+    uint8_t *f = slurp(ck, &n);
+    static const char key[] = "\"train.updates\":\"2\"";
+    char *at = memmem(f, n, key, sizeof key - 1);
+    assert_non_null(at);
+    at[sizeof key - 3] = '4';
+    reseal_header(f, n);
+    tu_write_file(ck, f, n);
+    free(f);
+    expect_fails(run_cli("--steps", "5", "--resume", ck), "inconsistent", "4 updates", NULL);
+    remove(ck);
+}
+
 /* Issue 14, 6: a full disk (a file size limit on the run) fails the write
  * with its reason and leaves the previous file intact, no temporary. PoCL
  * writes about 1 MB of preprocessed CLBlast source on every run, so the
@@ -894,6 +936,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cli_same_file, cli_setup, cli_teardown),
         cmocka_unit_test_setup_teardown(test_cli_output_dirs, cli_setup, cli_teardown),
         cmocka_unit_test_setup_teardown(test_cli_resume_settings, cli_setup, cli_teardown),
+        cmocka_unit_test_setup_teardown(test_cli_counters_twice, cli_setup, cli_teardown),
         cmocka_unit_test_setup_teardown(test_cli_full_disk, cli_setup, cli_teardown),
         cmocka_unit_test_setup_teardown(test_cli_numbers, cli_setup, cli_teardown),
         cmocka_unit_test_setup_teardown(test_cli_summary, cli_setup, cli_teardown),

@@ -83,6 +83,18 @@ int trainer_resume(trainer *t)
                     ", %u, %zu)",
                     t->opt->resume, p.seed, p.batch, p.n_train, t->opt->seed, t->opt->batch,
                     t->order.n);
+    /* The run's counters are stored twice: in the trainer's metadata and in
+     * the library's own state. A file whose two copies disagree was edited
+     * or damaged; trusting either would train a different run. */
+    clg_stats ls = clg_stats_init();
+    clg_status lst = clg_model_stats(t->model, 1, &ls);
+    if (lst != CLG_SUCCESS)
+        return trainer_fail_clg(t, "--resume: reading the loaded counters", lst);
+    if (ls.cycles != p.updates || ls.micro_steps != p.micro_steps)
+        return trainer_fail(t,
+                    "--resume: %s is inconsistent: its metadata says %" PRIu64 " updates and %" PRIu64
+                    " micro-steps, the training state %" PRIu64 " and %" PRIu64,
+                    t->opt->resume, p.updates, p.micro_steps, ls.cycles, ls.micro_steps);
     if (p.next_batch > t->batches_per_epoch)
         return trainer_fail(t, "--resume: %s: batch position %" PRIu64 " beyond the epoch's %" PRIu64,
                     t->opt->resume, p.next_batch, t->batches_per_epoch);

@@ -181,6 +181,19 @@ CLG_API clg_status clg_context_program(clg_context *ctx, const char *name,
                                        const char *options, cl_program *program,
                                        int *from_cache);
 
+/* The directory of clgrad's on-disk cache (compiled kernels; tools keep
+ * per-device files there too, e.g. clgrad-tune's CLBlast tuning):
+ * CLGRAD_CACHE_DIR, else $XDG_CACHE_HOME/clgrad, else ~/.cache/clgrad, into
+ * buf (size bytes, NUL-terminated). CLG_ERR_UNSUPPORTED when the cache is
+ * off (CLGRAD_CACHE_DIR=off) or no location is set; CLG_ERR_INVALID_ARGUMENT
+ * when the path does not fit. */
+CLG_API clg_status clg_cache_dir(char *buf, size_t size);
+/* The device part of the kernel cache's keys as 64 lower-case hex digits
+ * and a NUL: a SHA-256 of ctx's device name, driver version, platform
+ * version and device version. Anything stored under it goes stale with the
+ * compiled kernels when the device or its driver changes. */
+CLG_API clg_status clg_context_device_key(const clg_context *ctx, char key[65]);
+
 /* ----------------------------------------------------------------- types */
 
 typedef enum clg_dtype {

@@ -76,6 +76,22 @@ void clg__cache_key(const clg_context *ctx, const char *const *parts, size_t npa
     clg__sha256_final(&s, key);
 }
 
+/* The device part of the key above, on its own: the fields that make a
+ * compiled binary foreign (device name, driver, platform and device
+ * version), under a tag of their own so that no program key equals it. */
+void clg__device_key(const clg_context *ctx, uint8_t key[CLG_CACHE_KEY_SIZE])
+{
+    clg_sha256 s;
+    clg__sha256_init(&s);
+    const char tag[] = "clgrad device key";
+    hash_field(&s, tag, sizeof tag - 1);
+    hash_field(&s, ctx->info.name, strlen(ctx->info.name));
+    hash_field(&s, ctx->info.driver_version, strlen(ctx->info.driver_version));
+    hash_field(&s, ctx->info.platform_version, strlen(ctx->info.platform_version));
+    hash_field(&s, ctx->info.device_version, strlen(ctx->info.device_version));
+    clg__sha256_final(&s, key);
+}
+
 static char *join(const char *a, const char *b)
 {
     size_t n = strlen(a) + strlen(b) + 1;
@@ -284,4 +300,40 @@ done:
     free(tmp);
     free(path);
     free(dir);
+}
+
+/* ------------------------------------------------ public (clgrad.h) */
+
+clg_status clg_cache_dir(char *buf, size_t size)
+{
+    if (!buf || size == 0)
+        return clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT, "clg_cache_dir: buf is NULL or size is 0");
+    char *dir = clg__cache_dir();
+    if (!dir)
+        return clg__fail(NULL, CLG_ERR_UNSUPPORTED,
+                         "clg_cache_dir: no cache directory (CLGRAD_CACHE_DIR is off, or none "
+                         "of CLGRAD_CACHE_DIR, XDG_CACHE_HOME and HOME is set)");
+    size_t n = strlen(dir) + 1;
+    if (n > size) {
+        free(dir);
+        return clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT,
+                         "clg_cache_dir: the path needs %zu bytes, size is %zu", n, size);
+    }
+    memcpy(buf, dir, n);
+    free(dir);
+    return CLG_SUCCESS;
+}
+
+clg_status clg_context_device_key(const clg_context *ctx, char key[65])
+{
+    if (!ctx)
+        return clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT, "clg_context_device_key: ctx is NULL");
+    if (!key)
+        return clg__fail((clg_context *)ctx, CLG_ERR_INVALID_ARGUMENT,
+                         "clg_context_device_key: key is NULL");
+    uint8_t k[CLG_CACHE_KEY_SIZE];
+    clg__device_key(ctx, k);
+    for (int i = 0; i < CLG_CACHE_KEY_SIZE; i++)
+        snprintf(key + 2 * i, 3, "%02x", k[i]);
+    return CLG_SUCCESS;
 }

@@ -13,6 +13,11 @@
 void clg__cache_key(const clg_context *ctx, const char *const *parts, size_t nparts,
                     const char *options, uint8_t key[CLG_CACHE_KEY_SIZE]);
 
+/* SHA-256 of ctx's device name, driver version, platform version and
+ * device version: the device fields of the key above, behind
+ * clg_context_device_key (clgrad.h). */
+void clg__device_key(const clg_context *ctx, uint8_t key[CLG_CACHE_KEY_SIZE]);
+
 /* The cache directory (malloc'ed), or NULL when the cache is off
  * (CLGRAD_CACHE_DIR=off) or no location can be found. */
 char *clg__cache_dir(void);

@@ -39,6 +39,7 @@ static void print_json(const train_options *o, const train_result *r)
     cJSON_AddNumberToObject(j, "data_bytes", (double)r->data_bytes);
     cJSON_AddNumberToObject(j, "activation_bytes", (double)r->activation_bytes);
     cJSON_AddStringToObject(j, "device", r->device);
+    cJSON_AddStringToObject(j, "clblast_tuning", r->clblast_tuning);
     cJSON_AddStringToObject(j, "overridden", r->overridden);
     char *s = cJSON_PrintUnformatted(j);
     if (s)

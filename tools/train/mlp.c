@@ -1,5 +1,6 @@
 /* mlp.c - MLP layout, init, activations, forward and backward (see mlp.h). */
 #include "mlp.h"
+#include "mlp_gemms.h"
 #include "rng.h"
 
 #include <clblast_c.h>
@@ -195,14 +196,15 @@ clg_status mlp_alloc_activations(mlp *m, unsigned cap)
     return CLG_SUCCESS;
 }
 
-/* CLBlast statuses share OpenCL's codes; its own (-1024..-2048) pass
- * through as is. */
+/* Through mlp_gemm (tools/tune/mlp_gemms.h), the call clgrad-tune tunes
+ * and clgrad-bench measures. CLBlast statuses share OpenCL's codes; its own
+ * (-1024..-2048) pass through as is. */
 static cl_int gemm(mlp *m, CLBlastTranspose ta, CLBlastTranspose tb, size_t M, size_t N, size_t K,
                    cl_mem a, size_t aoff, size_t lda, cl_mem b, size_t boff, size_t ldb, float beta,
                    cl_mem c, size_t coff, size_t ldc)
 {
-    return (cl_int)CLBlastSgemm(CLBlastLayoutRowMajor, ta, tb, M, N, K, 1.0f, a, aoff, lda, b, boff,
-                                ldb, beta, c, coff, ldc, &m->queue, NULL);
+    return mlp_gemm(m->queue, ta == CLBlastTransposeYes, tb == CLBlastTransposeYes, M, N, K, 1.0f,
+                    a, aoff, lda, b, boff, ldb, beta, c, coff, ldc, NULL);
 }
 
 cl_int mlp_forward(mlp *m, const mlp_source *src, cl_uint rows, cl_mem scale, size_t scale_off,

@@ -75,6 +75,9 @@ const char *train_usage(void)
            "  --lr-scale RULE        none (default), linear, sqrt; with --base-batch N\n"
            "  --base-batch N         batch the lr was tuned for, 1..1048576 (default 128)\n"
            "  --device SEL           device index, P:D, or name substring (CLGRAD_DEVICE)\n"
+           "  --tuning T             CLBlast GEMM parameters: auto (default: the device's file\n"
+           "                         from clgrad-tune, if any), off (CLBlast's defaults), or a\n"
+           "                         tuning file\n"
            "  --vram BYTES           memory budget, e.g. 512M, 8G (suffixes K, M, G, T: 1024^n)\n"
            "  --auto-micro-batch     halve the micro-batch while activations do not fit\n"
            "  --metrics FILE.csv     one row per update (written to FILE.tmp.* and renamed at\n"
@@ -509,7 +512,7 @@ int train_options_parse(int argc, char **argv, train_options *o, char *err, size
             "--data", "--hidden", "--batch", "--micro-batch", "--epochs", "--steps",
             "--optimizer", "--lr", "--weight-decay", "--warmup", "--schedule", "--clip",
             "--grad-dtype", "--grad-path", "--loss-scale", "--seed", "--lr-scale",
-            "--base-batch", "--device", "--vram", "--metrics", "--dump-weights",
+            "--base-batch", "--device", "--tuning", "--vram", "--metrics", "--dump-weights",
             "--checkpoint", "--save-every", "--resume", "--stop-after", "--train-limit",
             "--test-limit", "--override"};
         int known = 0;
@@ -604,6 +607,12 @@ int train_options_parse(int argc, char **argv, train_options *o, char *err, size
             rc = parse_u64(flag, val, 1, MAX_BATCH, &o->base_batch, err, errlen);
         } else if (!strcmp(flag, "--device")) {
             o->device = val;
+        } else if (!strcmp(flag, "--tuning")) {
+            if (!*val) {
+                set_err(err, errlen, "--tuning: expected auto, off or a file, got ''");
+                return -1;
+            }
+            o->tuning = val;
         } else if (!strcmp(flag, "--vram")) {
             rc = parse_bytes(flag, val, &o->vram, err, errlen);
             o->given |= TRAIN_GIVEN_VRAM;

@@ -6,6 +6,7 @@
 #include "atomic_file.h"
 #include "metrics.h"
 #include "outpaths.h"
+#include "tuning_apply.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -183,6 +184,20 @@ int train_run(const train_options *opt, const train_io *io, train_result *res, c
                      train_schedule_name(opt->schedule),
                      trainer_warmup(t),
                      "ABC"[opt->path], train_dtype_name(opt->grad_dtype));
+
+    /* Before the first GEMM: CLBlast builds its GEMM program with the
+     * parameters it holds at its first call. */
+    tuning_status *ts = malloc(sizeof *ts);
+    if (!ts) {
+        trainer_fail(t, "out of host memory");
+        goto out;
+    }
+    tuning_setup(t->ctx, opt->tuning, ts);
+    if (ts->applied)
+        snprintf(res->clblast_tuning, sizeof res->clblast_tuning, "%s", ts->path);
+    if (ts->warning || !opt->quiet) /* a file that cannot be used is worth a line even then */
+        progress_log(&t->prog, "%s\n", ts->message);
+    free(ts);
 
     if (opt->resume && trainer_resume(t) != 0)
         goto out;

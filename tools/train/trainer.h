@@ -37,6 +37,8 @@ typedef struct train_result {
     uint64_t data_bytes;               /* of which the data set on the device */
     uint64_t activation_bytes;         /* of which activations (final b) */
     char device[128];
+    char clblast_tuning[1024];         /* the tuning file CLBlast's GEMMs ran with, "" for
+                                          CLBlast's defaults (--tuning) */
     char overridden[512];              /* settings --override changed on resume, "" if none */
 } train_result;
 

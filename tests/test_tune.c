@@ -1,0 +1,532 @@
+/* test_tune.c - CLBlast tuning on the device (tools/tune/): the device key
+ * and cache directory clgrad exports for it, a tuning file saved and loaded
+ * back for this device, corrupt, truncated and foreign files refused with
+ * a message, CLBlastOverrideParameters' effect read back from CLBlast and
+ * undone, the trainer's GEMM call right on every MLP shape on both of
+ * CLBlast's kernels, the trainer applying a tuning (and still running, on
+ * CLBlast's defaults, with a warning, when the file is bad), runs with a
+ * tuning deterministic, and the clgrad-tune program itself with a small
+ * budget on a small shape (CLGRAD_TUNE_EXE). */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "clblast_params.h"
+#include "dataset.h"
+#include "gemm_timing.h"
+#include "mlp.h"
+#include "options.h"
+#include "trainer.h"
+#include "tune_save.h"
+#include "tuning_apply.h"
+#include "testutil.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef CLGRAD_TUNE_EXE
+#define CLGRAD_TUNE_EXE "clgrad-tune"
+#endif
+
+static char cache_dir[1024];
+
+/* Every test sees CLGRAD_CACHE_DIR = <scratch>/cache, so that the tuning
+ * files it writes are the ones the trainer looks for. */
+static int setup(void **state)
+{
+    if (tu_group_setup_tmpdir(state) != 0)
+        return -1;
+    snprintf(cache_dir, sizeof cache_dir, "%s/cache", tu_tmpdir);
+    setenv("CLGRAD_CACHE_DIR", cache_dir, 1);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    char err[256];
+    tuning_restore_defaults(tu_ctx, err, sizeof err);
+    return tu_group_teardown(state);
+}
+
+static void get(const char *kernel, clblast_param *p, size_t *n)
+{
+    int st = clblast_params_get(clg_context_device(tu_ctx), kernel, 32, p, TUNING_MAX_PARAMS, n);
+    if (st != 0 || *n == 0)
+        fail_msg("clblast_params_get(%s): status %d, %zu parameters", kernel, st, *n);
+}
+
+static void record(tuning_kernel *k, const char *name, const clblast_param *p, size_t n)
+{
+    memset(k, 0, sizeof *k);
+    snprintf(k->name, sizeof k->name, "%s", name);
+    k->precision = 32;
+    k->n = n;
+    for (size_t i = 0; i < n; i++) {
+        snprintf(k->param[i], sizeof k->param[i], "%s", p[i].name);
+        k->value[i] = p[i].value;
+    }
+}
+
+static size_t value_of(const tuning_kernel *k, const char *name)
+{
+    for (size_t i = 0; i < k->n; i++)
+        if (strcmp(k->param[i], name) == 0)
+            return k->value[i];
+    fail_msg("%s has no %s", k->name, name);
+    return 0;
+}
+
+static void set_value(tuning_kernel *k, const char *name, size_t v)
+{
+    for (size_t i = 0; i < k->n; i++)
+        if (strcmp(k->param[i], name) == 0) {
+            k->value[i] = v;
+            return;
+        }
+    fail_msg("%s has no %s", k->name, name);
+}
+
+/* A tuning for this device: CLBlast's defaults with XgemmDirect's set to a
+ * configuration its tuner verifies on PoCL (WGD 32, 16 x 8 threads, vector
+ * width 2), so that applying it changes something. */
+static tuning device_tuning(void)
+{
+    tuning t;
+    memset(&t, 0, sizeof t);
+    OK(clg_context_device_key(tu_ctx, t.key));
+    snprintf(t.device, sizeof t.device, "%s", clg_context_device_info(tu_ctx)->name);
+    snprintf(t.driver, sizeof t.driver, "%s", clg_context_device_info(tu_ctx)->driver_version);
+    snprintf(t.clblast, sizeof t.clblast, "%s", tuning_clblast_version());
+    snprintf(t.created, sizeof t.created, "2024-12-01T09:00:00Z");
+    snprintf(t.model, sizeof t.model, "test_tune");
+    clblast_param p[TUNING_MAX_PARAMS];
+    size_t n;
+    get("XgemmDirect", p, &n);
+    record(&t.kernel[t.n_kernels++], "XgemmDirect", p, n);
+    get("GemmRoutine", p, &n);
+    record(&t.kernel[t.n_kernels++], "GemmRoutine", p, n);
+    tuning_kernel *d = &t.kernel[0];
+    set_value(d, "WGD", 32);
+    set_value(d, "MDIMCD", 16);
+    set_value(d, "MDIMAD", 16);
+    set_value(d, "NDIMCD", 8);
+    set_value(d, "NDIMBD", 8);
+    set_value(d, "VWMD", 2);
+    set_value(d, "VWND", 2);
+    return t;
+}
+
+static void save(const char *path, const tuning *t)
+{
+    char err[1024];
+    if (tune_save(path, t, err, sizeof err) != 0)
+        fail_msg("tune_save: %s", err);
+}
+
+static void device_path(char *path, size_t size)
+{
+    char err[512];
+    if (tuning_path(tu_ctx, path, size, err, sizeof err) != 0)
+        fail_msg("tuning_path: %s", err);
+}
+
+/* ------------------------------------------------- key and directory */
+
+static void test_key_and_dir(void **state)
+{
+    (void)state;
+    char key[65], again[65], dir[1024], path[1024];
+    OK(clg_context_device_key(tu_ctx, key));
+    assert_int_equal(strlen(key), 64);
+    assert_int_equal(strspn(key, "0123456789abcdef"), 64);
+    OK(clg_context_device_key(tu_ctx, again));
+    assert_string_equal(key, again);
+    OK(clg_cache_dir(dir, sizeof dir));
+    assert_string_equal(dir, cache_dir);
+    device_path(path, sizeof path);
+    char want[1200];
+    snprintf(want, sizeof want, "%s/clblast-%s.tune", cache_dir, key);
+    assert_string_equal(path, want);
+
+    /* the failures name what is wrong */
+    assert_int_equal(clg_context_device_key(NULL, key), CLG_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clg_last_error(NULL), "clg_context_device_key"));
+    assert_int_equal(clg_cache_dir(dir, 4), CLG_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clg_last_error(NULL), "size is 4"));
+    setenv("CLGRAD_CACHE_DIR", "off", 1);
+    assert_int_equal(clg_cache_dir(dir, sizeof dir), CLG_ERR_UNSUPPORTED);
+    assert_non_null(strstr(clg_last_error(NULL), "CLGRAD_CACHE_DIR"));
+    char err[512];
+    assert_int_equal(tuning_path(tu_ctx, path, sizeof path, err, sizeof err), -1);
+    setenv("CLGRAD_CACHE_DIR", cache_dir, 1);
+}
+
+/* ------------------------------------------------------ load checks */
+
+static void expect_refused(const char *path, const char *needle)
+{
+    tuning t;
+    char err[1024] = "";
+    int rc = tuning_load(tu_ctx, path, &t, err, sizeof err);
+    if (rc != -1)
+        fail_msg("%s: tuning_load returned %d, expected a refusal", path, rc);
+    if (!strstr(err, needle))
+        fail_msg("%s: message '%s' does not say '%s'", path, err, needle);
+}
+
+static void test_save_load_and_refusals(void **state)
+{
+    (void)state;
+    char path[1024];
+    device_path(path, sizeof path);
+    unlink(path);
+    tuning t = device_tuning(), back;
+    char err[1024];
+    assert_int_equal(tuning_load(tu_ctx, path, &back, err, sizeof err), 1); /* none yet */
+    save(path, &t);
+    if (tuning_load(tu_ctx, path, &back, err, sizeof err) != 0)
+        fail_msg("loading what was saved: %s", err);
+    assert_string_equal(back.key, t.key);
+    assert_int_equal(value_of(&back.kernel[0], "WGD"), 32);
+    /* no temporary file left next to it */
+    char *dir = tu_tmp_path("cache");
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "ls '%s' | grep -q tmp", dir);
+    assert_int_not_equal(system(cmd), 0);
+    free(dir);
+
+    size_t n;
+    uint8_t *good = tu_read_file(path, &n);
+    char *bad = tu_tmp_path("bad.tune");
+    /* a flipped byte in the middle of the parameters */
+    uint8_t *copy = tu_xmalloc(n);
+    memcpy(copy, good, n);
+    copy[n / 2] ^= 0x04;
+    tu_write_file(bad, copy, n);
+    expect_refused(bad, "CRC-32 mismatch");
+    /* truncated */
+    tu_write_file(bad, good, n - 20);
+    expect_refused(bad, "truncated");
+    tu_write_file(bad, good, 0);
+    expect_refused(bad, "empty");
+    /* not a tuning at all */
+    tu_write_file(bad, "hello\n", 6);
+    expect_refused(bad, "crc32");
+    /* foreign: another device's key, and another CLBlast */
+    tuning f = t;
+    f.key[0] = f.key[0] == 'a' ? 'b' : 'a';
+    snprintf(f.device, sizeof f.device, "Some Other GPU");
+    save(bad, &f);
+    expect_refused(bad, "another device or driver ('Some Other GPU'");
+    f = t;
+    snprintf(f.clblast, sizeof f.clblast, "0.9.0");
+    save(bad, &f);
+    expect_refused(bad, "made with CLBlast 0.9.0");
+    /* a directory is not a file */
+    expect_refused(tu_tmpdir, "not a regular file");
+    free(copy);
+    free(good);
+    free(bad);
+}
+
+/* ----------------------------------------------------- apply, restore */
+
+static void test_apply_and_restore(void **state)
+{
+    (void)state;
+    cl_device_id dev = clg_context_device(tu_ctx);
+    clblast_param def[TUNING_MAX_PARAMS], now[TUNING_MAX_PARAMS];
+    size_t nd, nn;
+    char err[1024];
+    assert_int_equal(tuning_restore_defaults(tu_ctx, err, sizeof err), 0);
+    get("XgemmDirect", def, &nd);
+
+    tuning t = device_tuning();
+    assert_int_equal(tuning_apply(tu_ctx, &t, err, sizeof err), 0);
+    get("XgemmDirect", now, &nn);
+    assert_int_equal(nn, nd);
+    for (size_t i = 0; i < nn; i++) /* CLBlast now reports the tuning's values */
+        assert_int_equal(now[i].value, value_of(&t.kernel[0], now[i].name));
+
+    assert_int_equal(tuning_restore_defaults(tu_ctx, err, sizeof err), 0);
+    get("XgemmDirect", now, &nn);
+    for (size_t i = 0; i < nn; i++)
+        assert_int_equal(now[i].value, def[i].value);
+
+    /* a record with a parameter CLBlast does not have, or without one it
+     * has: refused before anything changes */
+    tuning bad = device_tuning();
+    snprintf(bad.kernel[0].param[0], TUNING_NAME, "NOSUCH");
+    assert_int_equal(tuning_apply(tu_ctx, &bad, err, sizeof err), -1);
+    assert_non_null(strstr(err, "XgemmDirect"));
+    bad = device_tuning();
+    bad.kernel[0].n--;
+    assert_int_equal(tuning_apply(tu_ctx, &bad, err, sizeof err), -1);
+    assert_non_null(strstr(err, "no value for CLBlast's parameter"));
+    get("XgemmDirect", now, &nn);
+    for (size_t i = 0; i < nn; i++)
+        assert_int_equal(now[i].value, def[i].value);
+    (void)dev;
+}
+
+/* -------------------------------------------- the trainer's GEMM call */
+
+static void check_shapes(const char *what)
+{
+    const unsigned dims[] = {784, 512, 256, 10};
+    mlp_gemm_shape s[MLP_GEMMS_MAX];
+    size_t n = mlp_gemm_shapes(dims, 4, 32, s, MLP_GEMMS_MAX);
+    gemm_bufs g;
+    assert_int_equal(gemm_bufs_create(clg_context_cl(tu_ctx), clg_context_queue(tu_ctx), s, n, &g),
+                     CL_SUCCESS);
+    for (size_t i = 0; i < n; i++) {
+        double worst;
+        int rc = gemm_check(&g, &s[i], &worst);
+        if (rc != 0)
+            fail_msg("%s: %s %zux%zux%zu: status %d, relative error %.3g", what, s[i].role, s[i].m,
+                     s[i].n, s[i].k, rc, worst);
+    }
+    gemm_bufs_release(&g);
+}
+
+static void test_mlp_gemms_right(void **state)
+{
+    (void)state;
+    char err[1024];
+    assert_int_equal(tuning_restore_defaults(tu_ctx, err, sizeof err), 0);
+    check_shapes("CLBlast's defaults");
+    /* the tuning above, then every shape on Xgemm (the indirect kernel) */
+    tuning t = device_tuning();
+    assert_int_equal(tuning_apply(tu_ctx, &t, err, sizeof err), 0);
+    check_shapes("XgemmDirect tuned");
+    set_value(&t.kernel[1], "XGEMM_MIN_INDIRECT_SIZE", 1);
+    assert_int_equal(tuning_apply(tu_ctx, &t, err, sizeof err), 0);
+    check_shapes("every shape on Xgemm");
+    assert_int_equal(tuning_restore_defaults(tu_ctx, err, sizeof err), 0);
+}
+
+/* ----------------------------------------------------- the trainer */
+
+enum { N_TRAIN = 200, N_TEST = 50, DIM = 16 };
+static uint8_t train_img[N_TRAIN * DIM], train_lab[N_TRAIN];
+static uint8_t test_img[N_TEST * DIM], test_lab[N_TEST];
+
+/* Runs a tiny training; returns its weights (malloc'ed) and what the run
+ * wrote to stderr (malloc'ed, in *log). */
+static float *train(const char *tuning_spec, train_result *res, char **log)
+{
+    static int data_made;
+    if (!data_made) {
+        tu_rng r = tu_rng_seed(5);
+        for (size_t i = 0; i < sizeof train_img; i++)
+            train_img[i] = (uint8_t)tu_rng_u64(&r);
+        for (size_t i = 0; i < N_TRAIN; i++)
+            train_lab[i] = (uint8_t)(tu_rng_u64(&r) % 10);
+        for (size_t i = 0; i < sizeof test_img; i++)
+            test_img[i] = (uint8_t)tu_rng_u64(&r);
+        for (size_t i = 0; i < N_TEST; i++)
+            test_lab[i] = (uint8_t)(tu_rng_u64(&r) % 10);
+        data_made = 1;
+    }
+    dataset tr, te;
+    char err[1024] = "";
+    assert_int_equal(dataset_wrap(train_img, train_lab, N_TRAIN, DIM, &tr, err, sizeof err), 0);
+    assert_int_equal(dataset_wrap(test_img, test_lab, N_TEST, DIM, &te, err, sizeof err), 0);
+    train_options o;
+    train_options_default(&o);
+    o.hidden[0] = 32;
+    o.hidden[1] = 16;
+    o.batch = 64;
+    o.micro_batch = 32;
+    o.steps = 4;
+    o.warmup = 1;
+    o.tuning = tuning_spec;
+    assert_int_equal(train_options_check(&o, err, sizeof err), 0);
+    const unsigned dims[] = {DIM, 32, 16, 10};
+    uint64_t np = mlp_param_count(dims, 4);
+    float *w = tu_xmalloc(np * sizeof *w);
+    train_io io = {tu_ctx, &tr, &te, w, np};
+
+    /* the start-up lines go to stderr: capture them */
+    char *logpath = tu_tmp_path("train.log");
+    fflush(stderr);
+    int saved = dup(2);
+    int fd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    assert_true(saved >= 0 && fd >= 0);
+    dup2(fd, 2);
+    close(fd);
+    int rc = train_run(&o, &io, res, err, sizeof err);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    size_t n;
+    *log = (char *)tu_read_file(logpath, &n);
+    free(logpath);
+    if (rc != 0)
+        fail_msg("train_run (--tuning %s): %s", tuning_spec ? tuning_spec : "auto", err);
+    return w;
+}
+
+static void test_trainer_applies_tuning(void **state)
+{
+    (void)state;
+    char path[1024];
+    device_path(path, sizeof path);
+    unlink(path);
+    train_result res;
+    char *log;
+    const unsigned dims[] = {DIM, 32, 16, 10};
+    uint64_t np = mlp_param_count(dims, 4);
+
+    /* no file: CLBlast's defaults, and the command that would tune */
+    float *w0 = train(NULL, &res, &log);
+    assert_string_equal(res.clblast_tuning, "");
+    if (!strstr(log, "CLBlast's default parameters") || !strstr(log, "clgrad-tune --device"))
+        fail_msg("start-up lines without a tuning:\n%s", log);
+    free(log);
+
+    /* a valid file: applied and named, and two runs give the same weights */
+    tuning t = device_tuning();
+    save(path, &t);
+    float *w1 = train(NULL, &res, &log);
+    assert_string_equal(res.clblast_tuning, path);
+    if (!strstr(log, "tuned for this device by clgrad-tune") || !strstr(log, path))
+        fail_msg("start-up lines with a tuning:\n%s", log);
+    free(log);
+    float *w2 = train("auto", &res, &log);
+    free(log);
+    assert_memory_equal(w1, w2, np * sizeof *w1);
+
+    /* --tuning off: CLBlast's defaults again, the same weights as before */
+    float *w3 = train("off", &res, &log);
+    assert_string_equal(res.clblast_tuning, "");
+    assert_non_null(strstr(log, "tuning off"));
+    free(log);
+    assert_memory_equal(w0, w3, np * sizeof *w0);
+
+    /* corrupt, truncated, foreign: the run goes on, on CLBlast's defaults,
+     * with a warning that names the file and the reason */
+    size_t n;
+    uint8_t *good = tu_read_file(path, &n);
+    struct {
+        const char *what, *needle;
+    } cases[] = {{"corrupt", "CRC-32 mismatch"}, {"truncated", "truncated"},
+                 {"foreign", "another device"}};
+    for (int c = 0; c < 3; c++) {
+        if (c == 0) {
+            uint8_t *copy = tu_xmalloc(n);
+            memcpy(copy, good, n);
+            copy[n / 3] ^= 0x10;
+            tu_write_file(path, copy, n);
+            free(copy);
+        } else if (c == 1) {
+            tu_write_file(path, good, n / 2);
+        } else {
+            tuning f = t;
+            f.key[5] = f.key[5] == '0' ? '1' : '0';
+            save(path, &f);
+        }
+        float *w = train(NULL, &res, &log);
+        assert_string_equal(res.clblast_tuning, "");
+        if (!strstr(log, "warning: CLBlast tuning") || !strstr(log, cases[c].needle) ||
+            !strstr(log, "default parameters"))
+            fail_msg("%s file: start-up lines:\n%s", cases[c].what, log);
+        assert_memory_equal(w, w0, np * sizeof *w);
+        free(log);
+        free(w);
+    }
+    /* an explicit file that is missing: a warning too */
+    float *w4 = train("/nonexistent/x.tune", &res, &log);
+    assert_non_null(strstr(log, "no such file"));
+    free(log);
+    free(w4);
+    unlink(path);
+    free(good);
+    free(w0);
+    free(w1);
+    free(w2);
+    free(w3);
+}
+
+/* --------------------------------------------------- clgrad-tune itself */
+
+static int run_cmd(const char *cmd)
+{
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_clgrad_tune_small(void **state)
+{
+    (void)state;
+    const char *exe = getenv("CLGRAD_TUNE_EXE");
+    if (!exe || !*exe)
+        exe = CLGRAD_TUNE_EXE;
+    char *out = tu_tmp_path("small.tune"), *log = tu_tmp_path("tune.log");
+    char cmd[4096];
+    /* a small budget on a small shape: the baseline, a few seconds of each
+     * tuner, and what fits of the candidates */
+    snprintf(cmd, sizeof cmd, "'%s' --budget 30 --shape 48x64x40:NT --shape 64x40x48:TN "
+             "--top 1 --output '%s' > '%s' 2>&1", exe, out, log);
+    int rc = run_cmd(cmd);
+    size_t n;
+    char *text = (char *)tu_read_file(log, &n);
+    if (rc != 0)
+        fail_msg("%s: exit %d\n%s", cmd, rc, text);
+    if (!strstr(text, "XgemmDirect tuner") || !strstr(text, "Xgemm tuner") ||
+        !strstr(text, "one micro-step's GEMMs") || !strstr(text, "wrote"))
+        fail_msg("clgrad-tune's output:\n%s", text);
+    free(text);
+    tuning t;
+    char err[1024];
+    if (tuning_load(tu_ctx, out, &t, err, sizeof err) != 0)
+        fail_msg("the file clgrad-tune wrote: %s", err);
+    assert_int_equal(t.n_gemms, 2);
+    assert_non_null(tuning_find_kernel(&t, "XgemmDirect"));
+    assert_non_null(tuning_find_kernel(&t, "Xgemm"));
+    assert_non_null(tuning_find_kernel(&t, "GemmRoutine"));
+    assert_true(t.seconds <= 30 + 20); /* within about one build of its budget */
+    assert_int_equal(tuning_apply(tu_ctx, &t, err, sizeof err), 0);
+    assert_int_equal(tuning_restore_defaults(tu_ctx, err, sizeof err), 0);
+
+    /* --show says whether a file can be used */
+    snprintf(cmd, sizeof cmd, "'%s' --show --output '%s' > '%s' 2>&1", exe, out, log);
+    assert_int_equal(run_cmd(cmd), 0);
+    text = (char *)tu_read_file(log, &n);
+    assert_non_null(strstr(text, "status  valid"));
+    free(text);
+    tu_write_file(out, "clgrad-clblast-tuning 1\n", 24);
+    assert_int_equal(run_cmd(cmd), 1);
+    text = (char *)tu_read_file(log, &n);
+    assert_non_null(strstr(text, "unusable"));
+    free(text);
+    /* bad arguments name themselves */
+    snprintf(cmd, sizeof cmd, "'%s' --budget 2 > '%s' 2>&1", exe, log);
+    assert_int_equal(run_cmd(cmd), 2);
+    text = (char *)tu_read_file(log, &n);
+    assert_non_null(strstr(text, "--budget 2"));
+    free(text);
+    free(out);
+    free(log);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_key_and_dir),
+        cmocka_unit_test(test_save_load_and_refusals),
+        cmocka_unit_test(test_apply_and_restore),
+        cmocka_unit_test(test_mlp_gemms_right),
+        cmocka_unit_test(test_trainer_applies_tuning),
+        cmocka_unit_test(test_clgrad_tune_small),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,304 @@
+/* main.c - clgrad-tune: tunes CLBlast's GEMM kernels for one OpenCL device
+ * at the GEMM shapes of clgrad-train's MLP (tune_search.h says how), and
+ * stores the parameters where clgrad-train looks for them: clgrad's cache
+ * directory, under the device's key (tuning_apply.h). Progress on stderr,
+ * the result on stdout. */
+#include "mlp_gemms.h"
+#include "tune_save.h"
+#include "tune_search.h"
+#include "tuning_apply.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_BUDGET 180
+/* Fashion-MNIST, as clgrad-train */
+#define MLP_INPUT 784
+#define MLP_CLASSES 10
+
+typedef struct options {
+    const char *device, *output;
+    double budget;
+    unsigned hidden[8];
+    int n_hidden;
+    unsigned micro_batch, top;
+    mlp_gemm_shape shapes[MLP_GEMMS_MAX];
+    size_t n_shapes;
+    int show, quiet;
+} options;
+
+static const char usage[] =
+    "usage: clgrad-tune [options]\n"
+    "Tunes CLBlast's GEMM kernels for one OpenCL device at the GEMM shapes of clgrad-train's\n"
+    "MLP with CLBlast's own tuners (Debian package clblast-utils), and stores the parameters\n"
+    "in clgrad's cache directory, where clgrad-train applies them at start-up.\n"
+    "  --device SEL        device, as clgrad-train's --device (default: CLGRAD_DEVICE, else\n"
+    "                      clgrad's pick)\n"
+    "  --budget SECONDS    time for the whole tuning, 5..3600 (default 180); kept to within\n"
+    "                      about one build of CLBlast's GEMM program\n"
+    "  --hidden LIST       the MLP's hidden widths (default 512,256, as clgrad-train)\n"
+    "  --micro-batch b     its micro-batch, 1..65536 (default 32, as clgrad-train)\n"
+    "  --shape MxNxK[:AB]  tune for this GEMM instead, row-major C[MxN] = op(A) op(B),\n"
+    "                      A and B each N or T (default NN); repeatable, up to 32\n"
+    "  --top K             fastest configurations of each tuner tried on the shapes, 1..6\n"
+    "                      (default 4; as many as the budget allows)\n"
+    "  --output PATH       write the tuning here instead of the device's file\n"
+    "  --show              print where the device's tuning is and whether it can be used\n"
+    "  --quiet             no progress lines\n"
+    "  --help\n";
+
+static int parse_uint(const char *s, unsigned long lo, unsigned long hi, unsigned long *v)
+{
+    char *end;
+    errno = 0;
+    unsigned long x = strtoul(s, &end, 10);
+    if (!*s || *s == '-' || *end || errno || x < lo || x > hi)
+        return -1;
+    *v = x;
+    return 0;
+}
+
+static int parse_shape(const char *s, mlp_gemm_shape *g)
+{
+    unsigned long m, n, k;
+    char ta = 'N', tb = 'N', rest[8] = "";
+    int got = sscanf(s, "%lux%lux%lu%7s", &m, &n, &k, rest);
+    if (got < 3 || m == 0 || n == 0 || k == 0 || m > 65536 || n > 65536 || k > 65536)
+        return -1;
+    if (got == 4) {
+        if (strlen(rest) != 3 || rest[0] != ':')
+            return -1;
+        ta = rest[1];
+        tb = rest[2];
+        if ((ta != 'N' && ta != 'T') || (tb != 'N' && tb != 'T'))
+            return -1;
+    }
+    *g = (mlp_gemm_shape){m, n, k, ta == 'T', tb == 'T', 1, "--shape"};
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->budget = DEFAULT_BUDGET;
+    o->hidden[0] = 512;
+    o->hidden[1] = 256;
+    o->n_hidden = 2;
+    o->micro_batch = 32;
+    o->top = 4;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        unsigned long x;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            fputs(usage, stdout);
+            exit(0);
+        } else if (strcmp(a, "--quiet") == 0) {
+            o->quiet = 1;
+            continue;
+        } else if (strcmp(a, "--show") == 0) {
+            o->show = 1;
+            continue;
+        }
+        if (!v) {
+            fprintf(stderr, "clgrad-tune: %s needs a value (see --help)\n", a);
+            return -1;
+        }
+        i++;
+        if (strcmp(a, "--device") == 0) {
+            o->device = v;
+        } else if (strcmp(a, "--output") == 0) {
+            o->output = v;
+        } else if (strcmp(a, "--budget") == 0) {
+            char *end;
+            errno = 0;
+            o->budget = strtod(v, &end);
+            if (*end || errno || !(o->budget >= 5 && o->budget <= 3600)) {
+                fprintf(stderr, "clgrad-tune: --budget %s: expected seconds in 5..3600\n", v);
+                return -1;
+            }
+        } else if (strcmp(a, "--micro-batch") == 0) {
+            if (parse_uint(v, 1, 65536, &x) != 0) {
+                fprintf(stderr, "clgrad-tune: --micro-batch %s: expected 1..65536\n", v);
+                return -1;
+            }
+            o->micro_batch = (unsigned)x;
+        } else if (strcmp(a, "--top") == 0) {
+            if (parse_uint(v, 1, 6, &x) != 0) {
+                fprintf(stderr, "clgrad-tune: --top %s: expected 1..6\n", v);
+                return -1;
+            }
+            o->top = (unsigned)x;
+        } else if (strcmp(a, "--hidden") == 0) {
+            char buf[256];
+            snprintf(buf, sizeof buf, "%s", v);
+            o->n_hidden = 0;
+            char *save = NULL;
+            for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                if (o->n_hidden == 8 || parse_uint(t, 1, 65536, &x) != 0) {
+                    fprintf(stderr, "clgrad-tune: --hidden %s: expected 1..8 widths in "
+                            "1..65536, comma-separated\n", v);
+                    return -1;
+                }
+                o->hidden[o->n_hidden++] = (unsigned)x;
+            }
+            if (o->n_hidden == 0) {
+                fprintf(stderr, "clgrad-tune: --hidden %s: no width\n", v);
+                return -1;
+            }
+        } else if (strcmp(a, "--shape") == 0) {
+            if (o->n_shapes == MLP_GEMMS_MAX || parse_shape(v, &o->shapes[o->n_shapes]) != 0) {
+                fprintf(stderr, "clgrad-tune: --shape %s: expected MxNxK or MxNxK:AB with sizes "
+                        "in 1..65536 and A, B each N or T (at most %d shapes)\n", v,
+                        MLP_GEMMS_MAX);
+                return -1;
+            }
+            o->n_shapes++;
+        } else {
+            fprintf(stderr, "clgrad-tune: unknown option %s (see --help)\n", a);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int show(clg_context *ctx, const char *path)
+{
+    tuning t;
+    char why[1024];
+    printf("device  %s (driver %s)\n", clg_context_device_info(ctx)->name,
+           clg_context_device_info(ctx)->driver_version);
+    printf("file    %s\n", path);
+    int rc = tuning_load(ctx, path, &t, why, sizeof why);
+    if (rc == 1) {
+        printf("status  none: clgrad-train runs CLBlast's default parameters\n");
+        return 0;
+    }
+    if (rc != 0) {
+        printf("status  unusable, clgrad-train ignores it: %s\n", why);
+        return 1;
+    }
+    printf("status  valid: made %s for %s in %.0f s (budget %.0f s)\n", t.created, t.model,
+           t.seconds, t.budget_s);
+    for (size_t i = 0; i < t.n_kernels; i++) {
+        char line[1024];
+        tuning_kernel_text(&t.kernel[i], line, sizeof line);
+        printf("kernel  %s\n", line);
+    }
+    for (size_t i = 0; i < t.n_gemms; i++) {
+        const tuning_gemm *g = &t.gemm[i];
+        printf("gemm    %ux%ux%u %c%c: %s %.1f -> %s %.1f GFLOP/s\n", g->m, g->n, g->k, g->ta,
+               g->tb, g->kernel_default, g->gflops_default, g->kernel_tuned, g->gflops_tuned);
+    }
+    return 0;
+}
+
+static void print_result(const tune_request *q, const tune_outcome *r)
+{
+    printf("%-12s %-16s %5s  %-22s  %-22s %s\n", "GEMM", "shape (row-major)", "calls",
+           "CLBlast's defaults", "tuned", "speed-up");
+    for (size_t k = 0; k < q->n_shapes; k++) {
+        const mlp_gemm_shape *g = &q->shapes[k];
+        const tune_shape_result *s = &r->shape[k];
+        char shape[32], d[48], t[48];
+        snprintf(shape, sizeof shape, "%zux%zux%zu %c%c", g->m, g->n, g->k, g->ta ? 'T' : 'N',
+                 g->tb ? 'T' : 'N');
+        snprintf(d, sizeof d, "%6.1f GFLOP/s %s", mlp_gemm_flops(g) / (s->ms_default * 1e6),
+                 s->direct_default ? "direct" : "Xgemm");
+        snprintf(t, sizeof t, "%6.1f GFLOP/s %s", mlp_gemm_flops(g) / (s->ms_tuned * 1e6),
+                 s->direct_tuned ? "direct" : "Xgemm");
+        printf("%-12s %-16s %5u  %-22s  %-22s %.2fx\n", g->role, shape, g->count, d, t,
+               s->ms_default / s->ms_tuned);
+    }
+    printf("one micro-step's GEMMs: %.2f ms -> %.2f ms (%.2fx), tuned in %.0f s (budget %.0f s)\n",
+           r->step_ms_default, r->step_ms_tuned, r->step_ms_default / r->step_ms_tuned, r->seconds,
+           q->budget_s);
+    for (size_t i = 0; i < r->t.n_kernels; i++) {
+        char line[1024];
+        tuning_kernel_text(&r->t.kernel[i], line, sizeof line);
+        printf("  %s\n", line);
+    }
+    if (r->notes[0])
+        printf("notes: %s\n", r->notes);
+}
+
+int main(int argc, char **argv)
+{
+    options o;
+    if (parse_args(argc, argv, &o) != 0)
+        return 2;
+    clg_context *ctx;
+    clg_status st = clg_context_create(&ctx, o.device);
+    if (st != CLG_SUCCESS) {
+        fprintf(stderr, "clgrad-tune: --device %s: %s\n", o.device ? o.device : "(default)",
+                clg_last_error(NULL));
+        return 1;
+    }
+    char path[1024], why[1024];
+    if (o.output)
+        snprintf(path, sizeof path, "%s", o.output);
+    else if (tuning_path(ctx, path, sizeof path, why, sizeof why) != 0) {
+        fprintf(stderr, "clgrad-tune: nowhere to store the tuning: %s (pass --output PATH)\n",
+                why);
+        clg_context_destroy(ctx);
+        return 1;
+    }
+    if (o.show) {
+        int rc = show(ctx, path);
+        clg_context_destroy(ctx);
+        return rc;
+    }
+
+    tune_request q;
+    memset(&q, 0, sizeof q);
+    q.budget_s = o.budget;
+    q.top = o.top;
+    q.quiet = o.quiet;
+    if (o.n_shapes) {
+        memcpy(q.shapes, o.shapes, o.n_shapes * sizeof *o.shapes);
+        q.n_shapes = o.n_shapes;
+        snprintf(q.model, sizeof q.model, "%zu GEMM shape(s) given with --shape", o.n_shapes);
+    } else {
+        unsigned dims[10];
+        int n = 0;
+        dims[n++] = MLP_INPUT;
+        for (int i = 0; i < o.n_hidden; i++)
+            dims[n++] = o.hidden[i];
+        dims[n++] = MLP_CLASSES;
+        q.n_shapes = mlp_gemm_shapes(dims, n, o.micro_batch, q.shapes, MLP_GEMMS_MAX);
+        if (q.n_shapes > MLP_GEMMS_MAX)
+            q.n_shapes = MLP_GEMMS_MAX;
+        size_t used = (size_t)snprintf(q.model, sizeof q.model, "mlp %u", dims[0]);
+        for (int i = 1; i < n && used < sizeof q.model; i++)
+            used += (size_t)snprintf(q.model + used, sizeof q.model - used, ",%u", dims[i]);
+        if (used < sizeof q.model)
+            snprintf(q.model + used, sizeof q.model - used, " micro-batch %u", o.micro_batch);
+    }
+    if (!o.quiet)
+        fprintf(stderr, "clgrad-tune: %s (driver %s), %s, budget %.0f s\n",
+                clg_context_device_info(ctx)->name, clg_context_device_info(ctx)->driver_version,
+                q.model, q.budget_s);
+    tune_outcome *r = malloc(sizeof *r);
+    if (!r) {
+        fprintf(stderr, "clgrad-tune: out of host memory\n");
+        clg_context_destroy(ctx);
+        return 1;
+    }
+    int rc = 0;
+    if (tune_search(ctx, &q, r, why, sizeof why) != 0) {
+        fprintf(stderr, "clgrad-tune: %s\n", why);
+        rc = 1;
+    } else if (tune_save(path, &r->t, why, sizeof why) != 0) {
+        print_result(&q, r);
+        fprintf(stderr, "clgrad-tune: %s\n", why);
+        rc = 1;
+    } else {
+        print_result(&q, r);
+        printf("wrote %s\n", path);
+    }
+    free(r);
+    clg_context_destroy(ctx);
+    return rc;
+}

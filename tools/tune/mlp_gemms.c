@@ -1,0 +1,66 @@
+/* mlp_gemms.c - the MLP's GEMM shapes and its GEMM call (see mlp_gemms.h). */
+#include "mlp_gemms.h"
+
+#include <clblast_c.h>
+
+static size_t add(mlp_gemm_shape *out, size_t n, size_t cap, mlp_gemm_shape s)
+{
+    /* Layers of equal widths give equal shapes: count them once. */
+    for (size_t i = 0; i < n && i < cap; i++)
+        if (out[i].m == s.m && out[i].n == s.n && out[i].k == s.k && out[i].ta == s.ta &&
+            out[i].tb == s.tb) {
+            out[i].count++;
+            return n;
+        }
+    if (n < cap)
+        out[n] = s;
+    return n + 1;
+}
+
+size_t mlp_gemm_shapes(const unsigned *dims, int n_dims, size_t b, mlp_gemm_shape *out, size_t cap)
+{
+    static const char *const fwd[] = {"fc1 forward", "fc2 forward", "fc3 forward",
+                                      "fc4 forward", "fc5 forward", "fc6 forward",
+                                      "fc7 forward", "fc8 forward", "fc9 forward"};
+    static const char *const dw[] = {"fc1 dW", "fc2 dW", "fc3 dW", "fc4 dW", "fc5 dW",
+                                     "fc6 dW", "fc7 dW", "fc8 dW", "fc9 dW"};
+    static const char *const dx[] = {"fc1 dX", "fc2 dX", "fc3 dX", "fc4 dX", "fc5 dX",
+                                     "fc6 dX", "fc7 dX", "fc8 dX", "fc9 dX"};
+    size_t n = 0;
+    for (int l = 0; l + 1 < n_dims && l < 9; l++) {
+        size_t in = dims[l], o = dims[l + 1];
+        n = add(out, n, cap, (mlp_gemm_shape){b, o, in, 0, 1, 1, fwd[l]});
+    }
+    for (int l = n_dims - 2; l >= 0; l--) {
+        if (l >= 9)
+            continue;
+        size_t in = dims[l], o = dims[l + 1];
+        n = add(out, n, cap, (mlp_gemm_shape){o, in, b, 1, 0, 1, dw[l]});
+        if (l > 0)
+            n = add(out, n, cap, (mlp_gemm_shape){b, in, o, 0, 0, 1, dx[l]});
+    }
+    return n;
+}
+
+double mlp_gemm_flops(const mlp_gemm_shape *s)
+{
+    return 2.0 * (double)s->m * (double)s->n * (double)s->k;
+}
+
+void mlp_gemm_dense_ld(const mlp_gemm_shape *s, size_t *lda, size_t *ldb, size_t *ldc)
+{
+    *lda = s->ta ? s->m : s->k;
+    *ldb = s->tb ? s->k : s->n;
+    *ldc = s->n;
+}
+
+cl_int mlp_gemm(cl_command_queue queue, int ta, int tb, size_t m, size_t n, size_t k, float alpha,
+                cl_mem a, size_t aoff, size_t lda, cl_mem b, size_t boff, size_t ldb, float beta,
+                cl_mem c, size_t coff, size_t ldc, cl_event *event)
+{
+    /* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: B's
+     * memory is the first operand, A's the second, m and n swap. */
+    return (cl_int)CLBlastSgemm(CLBlastLayoutColMajor, tb ? CLBlastTransposeYes : CLBlastTransposeNo,
+                                ta ? CLBlastTransposeYes : CLBlastTransposeNo, n, m, k, alpha, b,
+                                boff, ldb, a, aoff, lda, beta, c, coff, ldc, &queue, event);
+}

@@ -1,0 +1,67 @@
+/* tune_search.h - clgrad-tune's procedure: tune CLBlast's GEMM kernels for
+ * one device at the GEMM shapes a model runs, within a time budget.
+ *
+ *  1. Which kernels: CLBlast's Xgemm routine runs a GEMM with XgemmDirect
+ *     (one kernel) when m n k < XGEMM_MIN_INDIRECT_SIZE^3 (a GemmRoutine
+ *     parameter) and with Xgemm plus copy/pad/transpose kernels otherwise.
+ *     The defaults for the device are read from CLBlast and each shape's
+ *     kernel is reported.
+ *  2. Baseline: the shapes timed with CLBlast's own parameters.
+ *  3. Search (about 55% of the budget): CLBlast's tuners, one run each of
+ *     clblast_tuner_xgemm_direct and clblast_tuner_xgemm at the shape with
+ *     the most FLOPs (the tuners take one shape; Xgemm's needs m and n in
+ *     multiples of 64 and k of 32, so that one is rounded up), each stopped
+ *     at the end of its slice (tuners.h).
+ *  4. Selection (the rest): the fastest configurations of each tuner, and
+ *     CLBlast's defaults, are run on the real shapes through the trainer's
+ *     own call (mlp_gemm): every XgemmDirect candidate with all shapes forced
+ *     onto XgemmDirect, every Xgemm candidate with all forced onto Xgemm,
+ *     each checked against a host product first. Why not the tuners' own
+ *     figures: they time one kernel variant (XgemmDirectTN, or Xgemm
+ *     without its pre/post-processing) at one shape, while the trainer's
+ *     shapes use other variants and sizes that are not multiples of the
+ *     tiles. Then XGEMM_MIN_INDIRECT_SIZE is chosen among the values that
+ *     split the shapes by m n k differently, with the best XgemmDirect
+ *     configuration for the shapes below it and the best Xgemm one for
+ *     those above: the triple with the least time per micro-step wins
+ *     (CLBlast's defaults included, so a tuning is never slower than them
+ *     on the measurements it was chosen from).
+ * Each candidate costs one build of CLBlast's GEMM program (several seconds
+ * on PoCL); a candidate is skipped when it would end past the budget, so
+ * the budget is kept to within about one build. */
+#ifndef TUNE_TUNE_SEARCH_H
+#define TUNE_TUNE_SEARCH_H
+
+#include "clgrad.h"
+#include "mlp_gemms.h"
+#include "tuning_file.h"
+
+typedef struct tune_request {
+    double budget_s;
+    mlp_gemm_shape shapes[MLP_GEMMS_MAX];
+    size_t n_shapes;
+    char model[128];       /* what the shapes are, for the file and the log */
+    unsigned top;          /* candidates per tuner to run on the shapes */
+    int quiet;             /* no progress on stderr */
+} tune_request;
+
+typedef struct tune_shape_result {
+    double ms_default, ms_tuned;
+    int direct_default, direct_tuned;   /* XgemmDirect (1) or Xgemm (0) */
+} tune_shape_result;
+
+typedef struct tune_outcome {
+    tuning t;                           /* what to store */
+    tune_shape_result shape[MLP_GEMMS_MAX];
+    double step_ms_default, step_ms_tuned;
+    size_t direct_tried, indirect_tried, candidates_run;
+    double seconds;
+    char notes[1024];                   /* what was skipped and why */
+} tune_outcome;
+
+/* Runs the procedure on ctx's device. 0, or -1 with why in err (nothing
+ * could be measured). Progress goes to stderr unless req->quiet. */
+int tune_search(clg_context *ctx, const tune_request *req, tune_outcome *out, char *err,
+                size_t errlen);
+
+#endif /* TUNE_TUNE_SEARCH_H */

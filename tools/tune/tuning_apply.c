@@ -1,0 +1,313 @@
+/* tuning_apply.c - finding, checking and applying a device's tuning (see
+ * tuning_apply.h). */
+#define _GNU_SOURCE
+#include "tuning_apply.h"
+#include "clblast_params.h"
+
+#include <clblast_c.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define STR2(x) #x
+#define STR(x) STR2(x)
+#define CLBLAST_VERSION_TEXT                                                                      \
+    STR(CLBLAST_VERSION_MAJOR) "." STR(CLBLAST_VERSION_MINOR) "." STR(CLBLAST_VERSION_PATCH)
+
+const char *tuning_clblast_version(void)
+{
+    return CLBLAST_VERSION_TEXT;
+}
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+int tuning_path(const clg_context *ctx, char *path, size_t size, char *err, size_t errlen)
+{
+    char dir[1024], key[65];
+    clg_status st = clg_cache_dir(dir, sizeof dir);
+    if (st != CLG_SUCCESS)
+        return fail(err, errlen, "%s", clg_last_error(NULL));
+    st = clg_context_device_key(ctx, key);
+    if (st != CLG_SUCCESS)
+        return fail(err, errlen, "%s", clg_last_error(ctx));
+    if ((size_t)snprintf(path, size, "%s/clblast-%s.tune", dir, key) >= size)
+        return fail(err, errlen, "the cache directory's path is too long");
+    return 0;
+}
+
+/* ------------------------------------------------------------- load */
+
+static int read_file(const char *path, char **buf, size_t *len, char *err, size_t errlen)
+{
+    *buf = NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            return 1;
+        return fail(err, errlen, "cannot open it: %s", strerror(errno));
+    }
+    struct stat sb;
+    int rc = -1;
+    if (fstat(fd, &sb) != 0) {
+        fail(err, errlen, "cannot stat it: %s", strerror(errno));
+        goto out;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        fail(err, errlen, "not a regular file");
+        goto out;
+    }
+    if (sb.st_size > TUNING_MAX_BYTES) {
+        fail(err, errlen, "%lld bytes (a tuning file has at most %d)", (long long)sb.st_size,
+             TUNING_MAX_BYTES);
+        goto out;
+    }
+    *buf = malloc((size_t)sb.st_size + 1);
+    if (!*buf) {
+        fail(err, errlen, "out of host memory");
+        goto out;
+    }
+    size_t got = 0;
+    while (got < (size_t)sb.st_size) {
+        ssize_t r = read(fd, *buf + got, (size_t)sb.st_size - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            fail(err, errlen, "cannot read it: %s", r < 0 ? strerror(errno) : "file shrank");
+            goto out;
+        }
+        got += (size_t)r;
+    }
+    *len = got;
+    rc = 0;
+out:
+    close(fd);
+    if (rc != 0) {
+        free(*buf);
+        *buf = NULL;
+    }
+    return rc;
+}
+
+int tuning_load(const clg_context *ctx, const char *path, tuning *t, char *err, size_t errlen)
+{
+    char *buf;
+    size_t len = 0;
+    char why[512];
+    int rc = read_file(path, &buf, &len, why, sizeof why);
+    if (rc != 0)
+        return rc == 1 ? 1 : fail(err, errlen, "%s", why);
+    rc = tuning_parse(buf, len, t, why, sizeof why);
+    free(buf);
+    if (rc != 0)
+        return fail(err, errlen, "%s", why);
+    char key[65];
+    if (clg_context_device_key(ctx, key) != CLG_SUCCESS)
+        return fail(err, errlen, "%s", clg_last_error(ctx));
+    if (strcmp(key, t->key) != 0)
+        return fail(err, errlen, "it was made for another device or driver ('%s', driver %s), "
+                    "not %s (driver %s)", t->device, t->driver,
+                    clg_context_device_info(ctx)->name,
+                    clg_context_device_info(ctx)->driver_version);
+    if (strcmp(t->clblast, CLBLAST_VERSION_TEXT) != 0)
+        return fail(err, errlen, "it was made with CLBlast %s, this program uses %s", t->clblast,
+                    CLBLAST_VERSION_TEXT);
+    return 0;
+}
+
+/* ----------------------------------------------------- apply, restore */
+
+/* CLBlast's own parameters of the kernels this process changed, per
+ * device, saved before the first change (CLBlast cannot be asked for its
+ * defaults once they are overridden). */
+#define SAVED_MAX 16
+typedef struct saved_kernel {
+    cl_device_id device;
+    char kernel[TUNING_NAME];
+    int overridden;
+    size_t n;
+    clblast_param param[TUNING_MAX_PARAMS];
+} saved_kernel;
+static saved_kernel saved[SAVED_MAX];
+static size_t n_saved;
+
+static saved_kernel *find_saved(cl_device_id dev, const char *kernel)
+{
+    for (size_t i = 0; i < n_saved; i++)
+        if (saved[i].device == dev && strcmp(saved[i].kernel, kernel) == 0)
+            return &saved[i];
+    return NULL;
+}
+
+/* The saved defaults of kernel on dev, read from CLBlast when first asked. */
+static saved_kernel *defaults_of(cl_device_id dev, const char *kernel, char *err, size_t errlen)
+{
+    saved_kernel *s = find_saved(dev, kernel);
+    if (s)
+        return s;
+    if (n_saved == SAVED_MAX) {
+        fail(err, errlen, "too many tuned kernels in one process");
+        return NULL;
+    }
+    s = &saved[n_saved];
+    memset(s, 0, sizeof *s);
+    s->device = dev;
+    snprintf(s->kernel, sizeof s->kernel, "%s", kernel);
+    int st = clblast_params_get(dev, kernel, 32, s->param, TUNING_MAX_PARAMS, &s->n);
+    if (st != 0) {
+        fail(err, errlen, "CLBlast has no parameters for kernel %s (status %d)", kernel, st);
+        return NULL;
+    }
+    if (s->n > TUNING_MAX_PARAMS) {
+        fail(err, errlen, "CLBlast's kernel %s has %zu parameters (more than %d)", kernel, s->n,
+             TUNING_MAX_PARAMS);
+        return NULL;
+    }
+    n_saved++;
+    return s;
+}
+
+int tuning_restore_defaults(const clg_context *ctx, char *err, size_t errlen)
+{
+    cl_device_id dev = clg_context_device(ctx);
+    for (size_t i = 0; i < n_saved; i++) {
+        saved_kernel *s = &saved[i];
+        if (s->device != dev || !s->overridden)
+            continue;
+        int st = clblast_params_set(dev, s->kernel, 32, s->param, s->n);
+        if (st != 0)
+            return fail(err, errlen, "restoring CLBlast's parameters of %s: status %d", s->kernel,
+                        st);
+        s->overridden = 0;
+    }
+    return 0;
+}
+
+/* Record k names exactly the parameters CLBlast has for its kernel. */
+static int same_names(const tuning_kernel *k, const saved_kernel *d, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < d->n; i++) {
+        size_t p = 0;
+        while (p < k->n && strcmp(k->param[p], d->param[i].name) != 0)
+            p++;
+        if (p == k->n)
+            return fail(err, errlen, "kernel %s: no value for CLBlast's parameter %s", k->name,
+                        d->param[i].name);
+    }
+    if (k->n != d->n) {
+        for (size_t p = 0; p < k->n; p++) {
+            size_t i = 0;
+            while (i < d->n && strcmp(k->param[p], d->param[i].name) != 0)
+                i++;
+            if (i == d->n)
+                return fail(err, errlen, "kernel %s: CLBlast has no parameter %s", k->name,
+                            k->param[p]);
+        }
+    }
+    return 0;
+}
+
+int tuning_apply(const clg_context *ctx, const tuning *t, char *err, size_t errlen)
+{
+    cl_device_id dev = clg_context_device(ctx);
+    char why[512];
+    if (tuning_check(t, why, sizeof why) != 0)
+        return fail(err, errlen, "%s", why);
+    if (tuning_restore_defaults(ctx, err, errlen) != 0)
+        return -1;
+    /* Check every record before changing anything. */
+    for (size_t i = 0; i < t->n_kernels; i++) {
+        const saved_kernel *d = defaults_of(dev, t->kernel[i].name, err, errlen);
+        if (!d || same_names(&t->kernel[i], d, err, errlen) != 0)
+            return -1;
+    }
+    for (size_t i = 0; i < t->n_kernels; i++) {
+        const tuning_kernel *k = &t->kernel[i];
+        saved_kernel *d = find_saved(dev, k->name);
+        clblast_param p[TUNING_MAX_PARAMS];
+        for (size_t j = 0; j < k->n; j++) {
+            snprintf(p[j].name, sizeof p[j].name, "%s", k->param[j]);
+            p[j].value = k->value[j];
+        }
+        d->overridden = 1; /* restore it even if the override half happened */
+        int st = clblast_params_set(dev, k->name, 32, p, k->n);
+        if (st != 0) {
+            tuning_restore_defaults(ctx, NULL, 0);
+            return fail(err, errlen, "CLBlast refused the parameters of %s (status %d)", k->name,
+                        st);
+        }
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ setup */
+
+static void tune_command(const clg_context *ctx, char *out, size_t size)
+{
+    const clg_device_info *d = clg_context_device_info(ctx);
+    snprintf(out, size, "clgrad-tune --device %u:%u", d->platform_index, d->device_index);
+}
+
+void tuning_setup(const clg_context *ctx, const char *spec, tuning_status *st)
+{
+    memset(st, 0, sizeof *st);
+    char why[1024], cmd[64];
+    tune_command(ctx, cmd, sizeof cmd);
+    int explicit_file = spec && *spec && strcasecmp(spec, "auto") != 0;
+    if (explicit_file && strcasecmp(spec, "off") == 0) {
+        if (tuning_restore_defaults(ctx, why, sizeof why) != 0) {
+            st->warning = 1;
+            snprintf(st->message, sizeof st->message, "CLBlast GEMMs: %s", why);
+            return;
+        }
+        snprintf(st->message, sizeof st->message,
+                 "CLBlast GEMMs: CLBlast's default parameters (tuning off)");
+        return;
+    }
+    if (explicit_file) {
+        snprintf(st->path, sizeof st->path, "%s", spec);
+    } else if (tuning_path(ctx, st->path, sizeof st->path, why, sizeof why) != 0) {
+        st->path[0] = '\0';
+        tuning_restore_defaults(ctx, NULL, 0);
+        snprintf(st->message, sizeof st->message,
+                 "CLBlast GEMMs: CLBlast's default parameters (no tuning can be stored: %s)", why);
+        return;
+    }
+    int rc = tuning_load(ctx, st->path, &st->t, why, sizeof why);
+    if (rc == 0)
+        rc = tuning_apply(ctx, &st->t, why, sizeof why);
+    if (rc == 0) {
+        st->applied = 1;
+        snprintf(st->message, sizeof st->message,
+                 "CLBlast GEMMs: tuned for this device by clgrad-tune on %s (%s), from %s",
+                 st->t.created, st->t.model, st->path);
+        return;
+    }
+    tuning_restore_defaults(ctx, NULL, 0);
+    if (rc == 1 && !explicit_file) {
+        snprintf(st->message, sizeof st->message,
+                 "CLBlast GEMMs: CLBlast's default parameters (no tuning for this device yet: "
+                 "`%s`, or `make tune`, tunes them in about 3 minutes)", cmd);
+        return;
+    }
+    st->warning = 1;
+    snprintf(st->message, sizeof st->message,
+             "warning: CLBlast tuning %.900s ignored: %.900s; running on CLBlast's default "
+             "parameters (`%s` makes a new one)", st->path, rc == 1 ? "no such file" : why, cmd);
+}

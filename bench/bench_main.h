@@ -22,7 +22,8 @@ typedef struct bench_options {
     size_t wg;            /* work-group size of the bench's own kernels */
     bench_run_opts run;
     const char *configs;  /* comma-separated names, NULL: all */
-    int quick, e2e, no_cases;
+    int quick, e2e, no_cases, no_gemm;
+    const char *tuning;   /* the GEMM section's tuning: NULL/"auto", "off" or a file */
     const char *json_path, *csv_path, *plot_path;
 } bench_options;
 
@@ -40,6 +41,9 @@ int bench_launch_section(bench_report *r, clg_context *ctx, const bench_options 
 /* Runs every case for parameter count n. */
 int bench_cases_section(bench_report *r, clg_context *ctx, bench_stream *st,
                         const bench_options *o, uint64_t n, bench_stream_samples *all);
+/* The MLP's GEMM shapes, CLBlast's defaults against the device's tuning
+ * (only when built with tools/tune). */
+int bench_gemm_section(bench_report *r, clg_context *ctx, const bench_options *o);
 /* End to end with clgrad-train's code (only when built with it). */
 int bench_e2e_section(bench_report *r, clg_context *ctx, const bench_options *o);
 

@@ -134,6 +134,12 @@ int main(int argc, char **argv)
     r.triad_classic_gbs = bench_samples_stat(&all.classic);
     if (bench_report_speedups(&r))
         goto out_stream;
+    if (!o.no_gemm) {
+        fprintf(stderr, "clgrad-bench: GEMM shapes of clgrad-train, CLBlast's defaults "
+                "against the device's tuning\n");
+        if (bench_gemm_section(&r, ctx, &o))
+            goto out_stream;
+    }
     if (o.e2e)
         bench_e2e_section(&r, ctx, &o);
 

@@ -36,6 +36,10 @@ static void usage(FILE *f)
             "  --quick           small N, few repetitions: under a minute, every field\n"
             "  --no-cases        only STREAM, memory and launch sections\n"
             "  --e2e             end to end with clgrad-train's code (if built with it)\n"
+            "  --no-gemm         skip the GEMM section (clgrad-train's GEMM shapes, CLBlast's\n"
+            "                    defaults against the device's tuning from clgrad-tune)\n"
+            "  --tuning T        the GEMM section's tuning: auto (default: the device's file),\n"
+            "                    off (CLBlast's defaults on both sides) or a tuning file\n"
             "  --json FILE       --csv FILE       --plot FILE.png\n"
             "                    (checked before the run: their directories must exist and be\n"
             "                    writable)\n");
@@ -240,10 +244,16 @@ int bench_parse_options(bench_options *o, int argc, char **argv)
         } else if (strcmp(a, "--no-cases") == 0) {
             o->no_cases = 1;
             used = 0;
+        } else if (strcmp(a, "--no-gemm") == 0) {
+            o->no_gemm = 1;
+            used = 0;
         } else if (!v) {
             bad = 1;
         } else if (strcmp(a, "--device") == 0) {
             o->device = v;
+        } else if (strcmp(a, "--tuning") == 0) {
+            o->tuning = v;
+            bad = !*v;
         } else if (strcmp(a, "--sizes") == 0) {
             bad = parse_list(o, v);
         } else if (strcmp(a, "--k") == 0) {

@@ -1,7 +1,8 @@
 /* plot.c - the --plot output: a PNG drawn by gnuplot with one panel per
  * parameter count (whole-cycle GB/s of each case against the same run's
- * STREAM triad and copy) and one panel of device bytes per parameter per
- * configuration. Data and script go to a temporary directory, removed
+ * STREAM triad and copy), one panel of device bytes per parameter per
+ * configuration, and one of clgrad-train's GEMM shapes (GFLOP/s with
+ * CLBlast's defaults and tuned, beside what the triad would allow). Data and script go to a temporary directory, removed
  * whatever happens; the PNG's directory is checked before gnuplot runs, so
  * that a bad path is not blamed on gnuplot. */
 #define _POSIX_C_SOURCE 200809L
@@ -50,6 +51,20 @@ static int write_case_data(const bench_report *r, uint64_t n, const char *path)
         fprintf(f, "\"%s %c\" %.4f %.4f %.4f\n", c->optimizer, c->path, c->gbs,
                 fed_like ? case_gbs(r, c->optimizer, BENCH_UNFUSED, '-', c->feed, n) : 0.0,
                 fed_like ? case_gbs(r, c->optimizer, BENCH_PER_TENSOR, '-', c->feed, n) : 0.0);
+    }
+    return fclose(f);
+}
+
+static int write_gemm_data(const bench_report *r, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    fprintf(f, "# label default tuned triad_bound (GFLOP/s)\n");
+    for (size_t i = 0; i < r->n_gemm; i++) {
+        const bench_gemm *g = &r->gemm[i];
+        fprintf(f, "\"%s %ux%ux%u\" %.4f %.4f %.4f\n", g->role, g->m, g->n, g->k,
+                g->gflops_default, g->gflops_tuned, g->gflops_triad_bound);
     }
     return fclose(f);
 }
@@ -106,7 +121,7 @@ static int write_script(const bench_report *r, const char *dir, const uint64_t *
     FILE *f = fopen(script, "w");
     if (!f)
         return -1;
-    size_t panels = n_sizes + 1;
+    size_t panels = n_sizes + 1 + (r->n_gemm ? 1 : 0);
     fprintf(f, "set terminal %s size 1500,%zu font 'sans,10'\n", terminal, 480 * panels);
     fprintf(f, "set termoption noenhanced\n");
     /* in gnuplot's single quotes, '' is a quote */
@@ -151,6 +166,16 @@ static int write_script(const bench_report *r, const char *dir, const uint64_t *
             "plot '%s/memory.dat' using 2:xtic(1) title 'path B (backward writes the "
             "accumulator)', '' using 3 title 'paths A/C (+ gradient buffers)'\n",
             dir);
+    if (r->n_gemm) {
+        fprintf(f, "set title \"clgrad-train's GEMMs, micro-batch %u: CLBlast's defaults and "
+                "tuned (%s); triad-bound = operands moved once at the triad's %.1f GB/s\"\n",
+                r->gemm_micro_batch, r->gemm_tuned ? "clgrad-tune" : "no tuning: defaults twice",
+                r->triad_gbs.median);
+        fprintf(f, "set xlabel 'GEMM (row-major m x n x k)'\nset ylabel 'GFLOP/s (log)'\n");
+        fprintf(f, "set logscale y\nset yrange [0.5:*]\n");
+        fprintf(f, "plot '%s/gemm.dat' using 2:xtic(1) title 'CLBlast defaults', '' using 3 "
+                "title 'tuned', '' using 4 title 'triad-bound'\nunset logscale y\n", dir);
+    }
     fprintf(f, "unset multiplot\n");
     return fclose(f);
 }
@@ -238,6 +263,9 @@ int bench_write_plot(const bench_report *r, const char *png_path)
     snprintf(path, sizeof path, "%s/memory.dat", dir);
     if (!rc)
         rc = write_memory_data(r, path);
+    snprintf(path, sizeof path, "%s/gemm.dat", dir);
+    if (!rc && r->n_gemm)
+        rc = write_gemm_data(r, path);
     snprintf(script, sizeof script, "%s/plot.gp", dir);
     if (rc)
         snprintf(why, sizeof why, "writing gnuplot's data in %s failed", dir);
@@ -260,6 +288,8 @@ int bench_write_plot(const bench_report *r, const char *png_path)
         remove(path);
     }
     snprintf(path, sizeof path, "%s/memory.dat", dir);
+    remove(path);
+    snprintf(path, sizeof path, "%s/gemm.dat", dir);
     remove(path);
     remove(script);
     rmdir(dir);

@@ -51,6 +51,11 @@ bench_e2e *bench_report_add_e2e(bench_report *r)
     return grow((void **)&r->e2e, &r->n_e2e, &r->cap_e2e, sizeof *r->e2e);
 }
 
+bench_gemm *bench_report_add_gemm(bench_report *r)
+{
+    return grow((void **)&r->gemm, &r->n_gemm, &r->cap_gemm, sizeof *r->gemm);
+}
+
 int bench_report_note(bench_report *r, const char *fmt, ...)
 {
     char buf[512];
@@ -80,6 +85,7 @@ void bench_report_free(bench_report *r)
     free(r->memory);
     free(r->launch_checks);
     free(r->e2e);
+    free(r->gemm);
     free(r->sweep);
     memset(r, 0, sizeof *r);
 }

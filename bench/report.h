@@ -81,6 +81,24 @@ typedef struct bench_e2e {
     uint64_t peak_device_bytes;
 } bench_e2e;
 
+/* One GEMM shape of clgrad-train's MLP (tools/tune/mlp_gemms.h, row-major
+ * view) through the trainer's own call, with CLBlast's default parameters
+ * and with the device's tuning (clgrad-tune), timed in alternating rounds.
+ * GFLOP/s from 2 m n k / median time; gflops_triad_bound is what the GEMM
+ * would reach if it moved only its operands once (4 (mk + kn + mn) bytes)
+ * at the median reference triad: far above the measured rate means the
+ * kernel is bound by arithmetic or launches, not by memory. */
+typedef struct bench_gemm {
+    char role[32];                 /* "fc1 forward", ... */
+    unsigned m, n, k;
+    char transa, transb;           /* 'N' or 'T' */
+    unsigned count;                /* calls per micro-step */
+    char kernel_default[16], kernel_tuned[16]; /* "XgemmDirect" or "Xgemm" */
+    bench_stat ms_default, ms_tuned;
+    double gflops_default, gflops_tuned, speedup;
+    double gflops_triad_bound;
+} bench_gemm;
+
 /* One STREAM kernel configuration tried at setup (median GB/s over the
  * sweep's rounds). form: "copy", "triad", "triad_nt", "triad_inplace". */
 typedef struct bench_stream_trial {
@@ -123,6 +141,14 @@ typedef struct bench_report {
     size_t n_launch_checks, cap_launch_checks;
     bench_e2e *e2e;
     size_t n_e2e, cap_e2e;
+    bench_gemm *gemm;
+    size_t n_gemm, cap_gemm;
+    /* the tuning the "tuned" GEMM figures ran with: its file, or "" when
+     * there was none (then tuned = CLBlast's defaults, said in the notes) */
+    char gemm_tuning[1024];
+    int gemm_tuned;
+    unsigned gemm_micro_batch, gemm_rounds;
+    double gemm_step_ms_default, gemm_step_ms_tuned; /* one micro-step's GEMMs */
     char **notes; /* clamps, skipped cases: said, not hidden */
     size_t n_notes, cap_notes;
 } bench_report;
@@ -134,6 +160,7 @@ bench_speedup *bench_report_add_speedup(bench_report *r);
 bench_memory *bench_report_add_memory(bench_report *r);
 bench_launch_check *bench_report_add_launch_check(bench_report *r);
 bench_e2e *bench_report_add_e2e(bench_report *r);
+bench_gemm *bench_report_add_gemm(bench_report *r);
 /* Adds a printf-formatted note; returns 0 or -1. */
 int bench_report_note(bench_report *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -131,6 +131,30 @@ static cJSON *e2e_json(const bench_e2e *e)
 }
 
 /* Builds the whole document (exposed for tests through bench_write_json). */
+static cJSON *gemm_json(const bench_gemm *g)
+{
+    cJSON *o = cJSON_CreateObject();
+    char t[2] = {0, 0};
+    cJSON_AddStringToObject(o, "role", g->role);
+    cJSON_AddNumberToObject(o, "m", g->m);
+    cJSON_AddNumberToObject(o, "n", g->n);
+    cJSON_AddNumberToObject(o, "k", g->k);
+    t[0] = g->transa;
+    cJSON_AddStringToObject(o, "transa", t);
+    t[0] = g->transb;
+    cJSON_AddStringToObject(o, "transb", t);
+    cJSON_AddNumberToObject(o, "count", g->count);
+    cJSON_AddStringToObject(o, "kernel_default", g->kernel_default);
+    cJSON_AddStringToObject(o, "kernel_tuned", g->kernel_tuned);
+    add_stat(o, "ms_default", g->ms_default);
+    add_stat(o, "ms_tuned", g->ms_tuned);
+    cJSON_AddNumberToObject(o, "gflops_default", g->gflops_default);
+    cJSON_AddNumberToObject(o, "gflops_tuned", g->gflops_tuned);
+    cJSON_AddNumberToObject(o, "speedup", g->speedup);
+    cJSON_AddNumberToObject(o, "gflops_triad_bound", g->gflops_triad_bound);
+    return o;
+}
+
 static cJSON *report_json(const bench_report *r)
 {
     cJSON *root = cJSON_CreateObject();
@@ -183,6 +207,19 @@ static cJSON *report_json(const bench_report *r)
     cJSON *e2e = cJSON_AddArrayToObject(root, "e2e");
     for (size_t i = 0; i < r->n_e2e; i++)
         cJSON_AddItemToArray(e2e, e2e_json(&r->e2e[i]));
+    cJSON *gemm = cJSON_AddArrayToObject(root, "gemm");
+    for (size_t i = 0; i < r->n_gemm; i++)
+        cJSON_AddItemToArray(gemm, gemm_json(&r->gemm[i]));
+    cJSON *gt = cJSON_AddObjectToObject(root, "gemm_tuning");
+    cJSON_AddBoolToObject(gt, "tuned", r->gemm_tuned);
+    cJSON_AddStringToObject(gt, "file", r->gemm_tuning);
+    cJSON_AddNumberToObject(gt, "micro_batch", r->gemm_micro_batch);
+    cJSON_AddNumberToObject(gt, "rounds", r->gemm_rounds);
+    cJSON_AddNumberToObject(gt, "step_ms_default", r->gemm_step_ms_default);
+    cJSON_AddNumberToObject(gt, "step_ms_tuned", r->gemm_step_ms_tuned);
+    cJSON_AddNumberToObject(gt, "speedup", r->gemm_step_ms_tuned > 0
+                                               ? r->gemm_step_ms_default / r->gemm_step_ms_tuned
+                                               : 0.0);
     cJSON *notes = cJSON_AddArrayToObject(root, "notes");
     for (size_t i = 0; i < r->n_notes; i++)
         cJSON_AddItemToArray(notes, cJSON_CreateString(r->notes[i]));

@@ -17,6 +17,34 @@ static const char *size_str(uint64_t n, char *buf, size_t len)
     return buf;
 }
 
+static void print_gemm(const bench_report *r)
+{
+    if (!r->n_gemm)
+        return;
+    printf("\nGEMMs of clgrad-train (micro-batch %u; median [min-max] of %u alternating rounds; "
+           "tuned: %s)\n", r->gemm_micro_batch, r->gemm_rounds,
+           r->gemm_tuned ? r->gemm_tuning : "none, CLBlast's defaults on both sides");
+    printf("%-12s %-14s %-12s %-26s %-12s %-26s %8s %12s\n", "GEMM", "m x n x k", "default",
+           "GFLOP/s", "tuned", "GFLOP/s", "speed-up", "triad-bound");
+    for (size_t i = 0; i < r->n_gemm; i++) {
+        const bench_gemm *g = &r->gemm[i];
+        char shape[32], d[40], t[40];
+        double flops = 2.0 * g->m * g->n * g->k / 1e6;
+        snprintf(shape, sizeof shape, "%ux%ux%u %c%c", g->m, g->n, g->k, g->transa, g->transb);
+        snprintf(d, sizeof d, "%6.2f [%.2f-%.2f]", g->gflops_default, flops / g->ms_default.max,
+                 flops / g->ms_default.min);
+        snprintf(t, sizeof t, "%6.2f [%.2f-%.2f]", g->gflops_tuned, flops / g->ms_tuned.max,
+                 flops / g->ms_tuned.min);
+        printf("%-12s %-14s %-12s %-26s %-12s %-26s %7.2fx %12.1f\n", g->role, shape,
+               g->kernel_default, d, g->kernel_tuned, t, g->speedup, g->gflops_triad_bound);
+    }
+    printf("one micro-step's GEMMs: %.3f ms default, %.3f ms tuned (%.2fx); the reference "
+           "triad ran at %.2f GB/s (triad-bound: GFLOP/s if each GEMM moved its operands once "
+           "at that rate)\n", r->gemm_step_ms_default, r->gemm_step_ms_tuned,
+           r->gemm_step_ms_tuned > 0 ? r->gemm_step_ms_default / r->gemm_step_ms_tuned : 0.0,
+           r->triad_gbs.median);
+}
+
 static void print_cases(const bench_report *r)
 {
     printf("\nCases (times: median [min-max] over reps; GB/s from the bytes model; "
@@ -130,6 +158,7 @@ void bench_print_table(const bench_report *r)
     print_speedups(r);
     print_memory(r);
     print_launches(r);
+    print_gemm(r);
     if (r->n_e2e) {
         printf("\nEnd to end (fixed effective batch)\n%4s %12s %12s %16s\n", "k",
                "micro_batch", "samples/s", "peak_dev_bytes");

@@ -2,7 +2,8 @@
  * budget arithmetic, sample summaries, size parsing, the report's derived
  * numbers and its JSON schema. With "--smoke BENCH" it instead runs
  * "BENCH --quick" and checks that every field of the JSON exists and every
- * number is finite, the CSV has a row per case and the PNG was drawn. */
+ * number is finite, the CSV has a row per case and the PNG was drawn, and
+ * that the GEMM section measured clgrad-train's 8 GEMM shapes. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -304,6 +305,14 @@ static void fill_report(bench_report *r)
     l->launches_1 = l->launches_many = 3;
     l->tensors_many = 256;
     bench_report_note(r, "a note %d", 1);
+    bench_gemm *g = bench_report_add_gemm(r);
+    *g = (bench_gemm){"fc1 forward", 32, 512, 784, 'N', 'T', 1, "XgemmDirect", "Xgemm",
+                      {1.7, 1.6, 1.8, 1.5, 1.9, 3}, {0.85, 0.8, 0.9, 0.7, 1.0, 3}, 15.1, 30.2,
+                      2.0, 700.0};
+    r->gemm_micro_batch = 32;
+    r->gemm_rounds = 3;
+    r->gemm_step_ms_default = 1.7;
+    r->gemm_step_ms_tuned = 0.85;
 }
 
 static const char *const case_keys[] = {
@@ -323,6 +332,13 @@ static const char *const stream_keys[] = {
     "copy_vector_width", "sweep", NULL};
 static const char *const sweep_keys[] = {"form", "vector_width", "work_group_size", "gbs",
                                          NULL};
+static const char *const gemm_keys[] = {
+    "role", "m", "n", "k", "transa", "transb", "count", "kernel_default", "kernel_tuned",
+    "ms_default", "ms_tuned", "ms_tuned_min", "gflops_default", "gflops_tuned", "speedup",
+    "gflops_triad_bound", NULL};
+static const char *const gemm_tuning_keys[] = {"tuned", "file", "micro_batch", "rounds",
+                                               "step_ms_default", "step_ms_tuned", "speedup",
+                                               NULL};
 
 static void require_keys(const cJSON *o, const char *const *keys, const char *where)
 {
@@ -412,10 +428,22 @@ static int check_schema(const cJSON *root)
     require_keys(stream, stream_keys, "stream");
     assert_true(cJSON_GetObjectItem(stream, "triad_gbs")->valuedouble > 0.0);
     check_sweep(stream);
-    const char *lists[] = {"cases", "speedup", "memory", "launches", "notes"};
-    for (size_t i = 0; i < 5; i++)
+    const char *lists[] = {"cases", "speedup", "memory", "launches", "notes", "gemm"};
+    for (size_t i = 0; i < 6; i++)
         assert_true(cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(root, lists[i])));
     const cJSON *it;
+    cJSON_ArrayForEach(it, cJSON_GetObjectItem(root, "gemm"))
+    {
+        require_keys(it, gemm_keys, "gemm");
+        assert_true(cJSON_GetObjectItem(it, "gflops_default")->valuedouble > 0.0);
+        assert_true(cJSON_GetObjectItem(it, "gflops_tuned")->valuedouble > 0.0);
+        const char *ta = cJSON_GetObjectItem(it, "transa")->valuestring;
+        assert_true(strcmp(ta, "N") == 0 || strcmp(ta, "T") == 0);
+    }
+    const cJSON *gt = cJSON_GetObjectItemCaseSensitive(root, "gemm_tuning");
+    assert_true(cJSON_IsObject(gt));
+    require_keys(gt, gemm_tuning_keys, "gemm_tuning");
+    assert_true(cJSON_IsBool(cJSON_GetObjectItem(gt, "tuned")));
     int n_cases = 0;
     cJSON_ArrayForEach(it, cJSON_GetObjectItem(root, "cases"))
     {
@@ -459,6 +487,9 @@ static void test_json_schema(void **state)
     assert_int_equal(bench_write_json(&r, path), 0);
     cJSON *root = load_json(path);
     assert_int_equal(check_schema(root), 4);
+    const cJSON *g0 = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "gemm"), 0);
+    assert_int_equal(cJSON_GetObjectItem(g0, "k")->valueint, 784);
+    assert_float_equal(cJSON_GetObjectItem(g0, "gflops_tuned")->valuedouble, 30.2, 1e-12);
     const cJSON *sp = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "speedup"), 0);
     assert_non_null(sp);
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(root, "speedup")), 1);
@@ -640,6 +671,8 @@ static void test_quick_run(void **state)
     }
     assert_int_equal(n_launch, 6 * 3);
     check_per_tensor_launches(root);
+    /* clgrad-train's 8 GEMM shapes, also in --quick mode */
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(root, "gemm")), 8);
     cJSON_Delete(root);
 
     FILE *f = fopen(csv, "r");

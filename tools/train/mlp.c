@@ -54,6 +54,7 @@ void mlp_destroy(mlp *m)
     if (!m)
         return;
     mlp_free_activations(m);
+    mlp_gemm_scratch_release(&m->gemm_scratch);
     mlp_kernels_release(&m->k);
     free(m);
 }
@@ -203,8 +204,9 @@ static cl_int gemm(mlp *m, CLBlastTranspose ta, CLBlastTranspose tb, size_t M, s
                    cl_mem a, size_t aoff, size_t lda, cl_mem b, size_t boff, size_t ldb, float beta,
                    cl_mem c, size_t coff, size_t ldc)
 {
-    return mlp_gemm(m->queue, ta == CLBlastTransposeYes, tb == CLBlastTransposeYes, M, N, K, 1.0f,
-                    a, aoff, lda, b, boff, ldb, beta, c, coff, ldc, NULL);
+    return mlp_gemm(m->queue, &m->gemm_scratch, ta == CLBlastTransposeYes,
+                    tb == CLBlastTransposeYes, M, N, K, 1.0f, a, aoff, lda, b, boff, ldb, beta, c,
+                    coff, ldc, NULL);
 }
 
 cl_int mlp_forward(mlp *m, const mlp_source *src, cl_uint rows, cl_mem scale, size_t scale_off,

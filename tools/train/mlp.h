@@ -10,6 +10,7 @@
 #define TRAIN_MLP_H
 
 #include "clgrad.h"
+#include "mlp_gemms.h"
 #include "mlp_kernels.h"
 
 #include <stdint.h>
@@ -40,6 +41,7 @@ typedef struct mlp {
     cl_mem act[MLP_MAX_LAYERS];       /* output of layer l (last: logits/dlogits) */
     cl_mem delta[2];                  /* [cap x max hidden] backward ping-pong */
     cl_mem row_loss, row_correct;     /* [cap] */
+    mlp_gemm_scratch gemm_scratch;    /* CLBlast's temporary buffer (mlp_gemms.h) */
 } mlp;
 
 /* dims: n_dims = L + 1 widths, input first, classes last. Builds the

@@ -61,14 +61,15 @@ void gemm_bufs_release(gemm_bufs *g)
             clReleaseMemObject(*m[i]);
         *m[i] = NULL;
     }
+    mlp_gemm_scratch_release(&g->scratch);
 }
 
 static cl_int call(gemm_bufs *g, const mlp_gemm_shape *s, float beta)
 {
     size_t lda, ldb, ldc;
     mlp_gemm_dense_ld(s, &lda, &ldb, &ldc);
-    return mlp_gemm(g->queue, s->ta, s->tb, s->m, s->n, s->k, 1.0f, g->a, 0, lda, g->b, 0, ldb,
-                    beta, g->c, 0, ldc, NULL);
+    return mlp_gemm(g->queue, &g->scratch, s->ta, s->tb, s->m, s->n, s->k, 1.0f, g->a, 0, lda,
+                    g->b, 0, ldb, beta, g->c, 0, ldc, NULL);
 }
 
 cl_int gemm_run_once(gemm_bufs *g, const mlp_gemm_shape *s)

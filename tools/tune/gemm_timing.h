@@ -12,6 +12,7 @@ typedef struct gemm_bufs {
     cl_command_queue queue;
     cl_mem a, b, c;
     size_t a_floats, b_floats, c_floats;
+    mlp_gemm_scratch scratch; /* CLBlast's temporary buffer, as the trainer's */
 } gemm_bufs;
 
 /* Buffers large enough for every shape (dense operands), filled with a

@@ -43,7 +43,7 @@ static const char usage[] =
     "  --shape MxNxK[:AB]  tune for this GEMM instead, row-major C[MxN] = op(A) op(B),\n"
     "                      A and B each N or T (default NN); repeatable, up to 32\n"
     "  --top K             fastest configurations of each tuner tried on the shapes, 1..6\n"
-    "                      (default 4; as many as the budget allows)\n"
+    "                      (default 6; as many as the budget allows)\n"
     "  --output PATH       write the tuning here instead of the device's file\n"
     "  --show              print where the device's tuning is and whether it can be used\n"
     "  --quiet             no progress lines\n"
@@ -87,7 +87,7 @@ static int parse_args(int argc, char **argv, options *o)
     o->hidden[1] = 256;
     o->n_hidden = 2;
     o->micro_batch = 32;
-    o->top = 4;
+    o->top = 6;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;

@@ -54,13 +54,46 @@ void mlp_gemm_dense_ld(const mlp_gemm_shape *s, size_t *lda, size_t *ldb, size_t
     *ldc = s->n;
 }
 
-cl_int mlp_gemm(cl_command_queue queue, int ta, int tb, size_t m, size_t n, size_t k, float alpha,
-                cl_mem a, size_t aoff, size_t lda, cl_mem b, size_t boff, size_t ldb, float beta,
-                cl_mem c, size_t coff, size_t ldc, cl_event *event)
+void mlp_gemm_scratch_release(mlp_gemm_scratch *s)
+{
+    if (s->buf)
+        clReleaseMemObject(s->buf);
+    s->buf = NULL;
+    s->bytes = 0;
+}
+
+cl_int mlp_gemm(cl_command_queue queue, mlp_gemm_scratch *scratch, int ta, int tb, size_t m,
+                size_t n, size_t k, float alpha, cl_mem a, size_t aoff, size_t lda, cl_mem b,
+                size_t boff, size_t ldb, float beta, cl_mem c, size_t coff, size_t ldc,
+                cl_event *event)
 {
     /* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: B's
      * memory is the first operand, A's the second, m and n swap. */
-    return (cl_int)CLBlastSgemm(CLBlastLayoutColMajor, tb ? CLBlastTransposeYes : CLBlastTransposeNo,
-                                ta ? CLBlastTransposeYes : CLBlastTransposeNo, n, m, k, alpha, b,
-                                boff, ldb, a, aoff, lda, beta, c, coff, ldc, &queue, event);
+    CLBlastTranspose t1 = tb ? CLBlastTransposeYes : CLBlastTransposeNo;
+    CLBlastTranspose t2 = ta ? CLBlastTransposeYes : CLBlastTransposeNo;
+    size_t need = 0;
+    if (scratch && CLBlastSGemmTempBufferSize(CLBlastLayoutColMajor, t1, t2, n, m, k, boff, ldb,
+                                              aoff, lda, coff, ldc, &queue,
+                                              &need) == CLBlastSuccess &&
+        need > 0) {
+        if (need > scratch->bytes) {
+            cl_context ctx;
+            cl_int err = clGetCommandQueueInfo(queue, CL_QUEUE_CONTEXT, sizeof ctx, &ctx, NULL);
+            if (err != CL_SUCCESS)
+                return err;
+            /* the old buffer stays alive for commands already enqueued */
+            mlp_gemm_scratch_release(scratch);
+            scratch->buf = clCreateBuffer(ctx, CL_MEM_READ_WRITE, need, NULL, &err);
+            if (err != CL_SUCCESS) {
+                scratch->buf = NULL;
+                return err;
+            }
+            scratch->bytes = need;
+        }
+        return (cl_int)CLBlastSgemmWithTempBuffer(CLBlastLayoutColMajor, t1, t2, n, m, k, alpha, b,
+                                                  boff, ldb, a, aoff, lda, beta, c, coff, ldc,
+                                                  &queue, event, scratch->buf);
+    }
+    return (cl_int)CLBlastSgemm(CLBlastLayoutColMajor, t1, t2, n, m, k, alpha, b, boff, ldb, a, aoff,
+                                lda, beta, c, coff, ldc, &queue, event);
 }

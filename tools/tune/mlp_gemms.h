@@ -17,7 +17,13 @@
  * its direct one (XgemmDirect) stores C transposed; in column-major form C
  * is already the layout both kernels write. Measured on PoCL (2 cores,
  * clgrad-tune's shapes): the tuned indirect GEMMs of one micro-batch take
- * about 25% less time this way. */
+ * about 25% less time this way.
+ *
+ * Xgemm needs a temporary buffer for the padded and transposed operands;
+ * CLBlast allocates one per call unless given one, and on PoCL a fresh
+ * buffer costs page faults and zeroed pages on every call (about 10% of a
+ * tuned micro-step in a profile of clgrad-train). An mlp_gemm_scratch is one
+ * buffer kept across calls, grown to the largest need. */
 #ifndef TUNE_MLP_GEMMS_H
 #define TUNE_MLP_GEMMS_H
 
@@ -28,6 +34,13 @@
 #include <stddef.h>
 
 #define MLP_GEMMS_MAX 32
+
+typedef struct mlp_gemm_scratch {
+    cl_mem buf;      /* NULL until a call needs one */
+    size_t bytes;
+} mlp_gemm_scratch;
+
+void mlp_gemm_scratch_release(mlp_gemm_scratch *s);
 
 typedef struct mlp_gemm_shape {
     size_t m, n, k;
@@ -49,11 +62,13 @@ double mlp_gemm_flops(const mlp_gemm_shape *s);
 void mlp_gemm_dense_ld(const mlp_gemm_shape *s, size_t *lda, size_t *ldb, size_t *ldc);
 
 /* C = alpha op(A) op(B) + beta C in the row-major view above, enqueued on
- * queue through CLBlast (see the header comment for the form). Offsets and
- * leading dimensions are in elements, as CLBlast's. Returns CLBlast's
- * status (OpenCL's codes, or CLBlast's own in -1024..-2048). */
-cl_int mlp_gemm(cl_command_queue queue, int ta, int tb, size_t m, size_t n, size_t k, float alpha,
-                cl_mem a, size_t aoff, size_t lda, cl_mem b, size_t boff, size_t ldb, float beta,
-                cl_mem c, size_t coff, size_t ldc, cl_event *event);
+ * queue through CLBlast (see the header comment for the form), with
+ * scratch as its temporary buffer (NULL: CLBlast allocates its own).
+ * Offsets and leading dimensions are in elements, as CLBlast's. Returns
+ * CLBlast's status (OpenCL's codes, or CLBlast's own in -1024..-2048). */
+cl_int mlp_gemm(cl_command_queue queue, mlp_gemm_scratch *scratch, int ta, int tb, size_t m,
+                size_t n, size_t k, float alpha, cl_mem a, size_t aoff, size_t lda, cl_mem b,
+                size_t boff, size_t ldb, float beta, cl_mem c, size_t coff, size_t ldc,
+                cl_event *event);
 
 #endif /* TUNE_MLP_GEMMS_H */

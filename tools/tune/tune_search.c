@@ -35,6 +35,13 @@ typedef struct candidate {
     double ms[MLP_GEMMS_MAX]; /* per shape on its path; INFINITY when not run */
 } candidate;
 
+/* The kernels Xgemm needs around it when operands are not in its layout or
+ * sizes not multiples of its tiles (measured on the MLP's shapes: a padded
+ * transpose of W for every forward GEMM, padded copies of the others), with
+ * the tuner that tunes each. */
+static const char *const aux_kernels[2] = {"Padtranspose", "Pad"};
+static const char *const aux_tuners[2] = {"clblast_tuner_transpose_pad", "clblast_tuner_copy_pad"};
+
 typedef struct search {
     clg_context *ctx;
     cl_device_id dev;
@@ -43,6 +50,10 @@ typedef struct search {
     double t0, deadline, build_s;
     param_set d0, i0, r0;   /* CLBlast's own XgemmDirect, Xgemm, GemmRoutine */
     size_t t0_size;         /* its XGEMM_MIN_INDIRECT_SIZE */
+    /* Xgemm's helpers (aux_kernels): CLBlast's own parameters, the best
+     * configuration their tuners found (n = 0: none), and the ones every
+     * measurement uses now */
+    param_set aux0[2], aux_found[2], aux[2];
     gemm_bufs bufs;
     candidate cand[MAX_CANDIDATES];
     size_t n_cand;
@@ -132,7 +143,9 @@ static int measure(search *s, const param_set *d, const param_set *i, size_t thr
     param_set r = routine_params(threshold);
     if (set_params(s, "XgemmDirect", d, why, whylen) != 0 ||
         set_params(s, "Xgemm", i, why, whylen) != 0 ||
-        set_params(s, "GemmRoutine", &r, why, whylen) != 0)
+        set_params(s, "GemmRoutine", &r, why, whylen) != 0 ||
+        set_params(s, aux_kernels[0], &s->aux[0], why, whylen) != 0 ||
+        set_params(s, aux_kernels[1], &s->aux[1], why, whylen) != 0)
         return -1;
     double t = now_s();
     for (size_t k = 0; k < q->n_shapes; k++) {
@@ -268,6 +281,40 @@ static void run_tuner(search *s, const char *program, int direct, size_t m, size
     tuner_run_free(&r);
 }
 
+/* Runs the tuner of Xgemm's helper a at an m x n matrix; its fastest
+ * verified configuration goes to s->aux_found[a]. */
+static void run_aux_tuner(search *s, int a, size_t m, size_t n, double seconds)
+{
+    const clg_device_info *info = clg_context_device_info(s->ctx);
+    tuner_run r = {0};
+    r.program = aux_tuners[a];
+    r.platform = info->platform_index;
+    r.device = info->device_index;
+    r.m = m;
+    r.n = n;
+    r.k = 1;
+    r.fraction = 1.5;
+    r.seconds = seconds;
+    progress_ctx pc = {s, aux_kernels[a], 0};
+    say(s, "%s tuner (%s -m %zu -n %zu) for %.0f s", aux_kernels[a], r.program, m, n, seconds);
+    s->aux_found[a].n = 0;
+    if (tuner_run_program(&r, tuner_progress, &pc) != 0) {
+        note(s, "%s", r.error);
+        tuner_run_free(&r);
+        return;
+    }
+    tuner_sort(r.configs, r.n_configs);
+    if (r.n_configs) {
+        param_set p = {r.configs[0].n, {{"", 0}}};
+        for (size_t i = 0; i < p.n && i < TUNING_MAX_PARAMS; i++) {
+            snprintf(p.p[i].name, sizeof p.p[i].name, "%s", r.configs[0].name[i]);
+            p.p[i].value = r.configs[0].value[i];
+        }
+        s->aux_found[a] = p;
+    }
+    tuner_run_free(&r);
+}
+
 /* ---------------------------------------------------------- selection */
 
 /* Puts candidates in a sorted parameter order of CLBlast's names, with the
@@ -307,9 +354,9 @@ static void run_candidates(search *s)
         candidate *c = &s->cand[order[o]];
         if (c->run) /* CLBlast's defaults: measured by the baseline */
             continue;
-        /* this candidate's build and timing, and then still the final
-         * confirmation (another build) */
-        double est = 2 * (s->build_s + 2.0);
+        /* this candidate's build and timing, and then still the helpers'
+         * trial and the final confirmation (a build each) */
+        double est = 3 * (s->build_s + 2.0);
         if (now_s() + est > s->deadline) {
             note(s, "%s not run: about %.0f s left, a build takes %.0f s", c->origin,
                  s->deadline - now_s(), s->build_s);
@@ -436,6 +483,50 @@ static choice choose(search *s, const double *baseline)
     return best;
 }
 
+/* The chosen Xgemm configuration again, with the helpers' tuned
+ * configurations: kept when the shapes on Xgemm get faster. */
+static void try_aux(search *s, choice *c, const double *base)
+{
+    candidate *x = &s->cand[c->i];
+    param_set want[2];
+    int any = 0;
+    for (int a = 0; a < 2; a++) {
+        want[a] = s->aux_found[a];
+        if (want[a].n == 0 || complete(&s->aux0[a], &want[a]) != 0)
+            want[a] = s->aux0[a];
+        else
+            any = 1;
+    }
+    if (!any)
+        return;
+    if (now_s() + 2 * (s->build_s + 2.0) > s->deadline) {
+        note(s, "no time to try the tuned %s/%s with %s", aux_kernels[0], aux_kernels[1],
+             x->origin);
+        return;
+    }
+    say(s, "running %s again with the tuned %s and %s", x->origin, aux_kernels[0],
+        aux_kernels[1]);
+    double ms[MLP_GEMMS_MAX];
+    char why[256];
+    s->aux[0] = want[0];
+    s->aux[1] = want[1];
+    int rc = measure(s, &s->d0, &x->params, ALL_INDIRECT, ms, why, sizeof why);
+    double before = path_cost(s, x, c->threshold, 0, NULL);
+    candidate trial = *x;
+    memcpy(trial.ms, ms, sizeof ms);
+    double after = rc == 0 ? path_cost(s, &trial, c->threshold, 0, NULL) : INFINITY;
+    if (!(after < before)) {
+        note(s, "the tuned %s/%s did not help (%s)", aux_kernels[0], aux_kernels[1],
+             rc == 0 ? "slower" : why);
+        s->aux[0] = s->aux0[0];
+        s->aux[1] = s->aux0[1];
+        return;
+    }
+    say(s, "the shapes on Xgemm: %.2f ms -> %.2f ms per micro-step with them", before, after);
+    memcpy(x->ms, ms, sizeof ms);
+    *c = choose(s, base);
+}
+
 /* The chosen parameters as one program (a build of its own: the threshold
  * is part of CLBlast's program), checked on every shape, then timed in
  * rounds that alternate with CLBlast's defaults, so that both sides see the
@@ -469,7 +560,13 @@ static void confirm(search *s, choice *c, double *base)
         }
         for (size_t k = 0; k < q->n_shapes; k++)
             tuned[k][round] = ms[k];
-        if (measure(s, &s->d0, &s->i0, s->t0_size, ms, why, sizeof why) != 0)
+        param_set keep[2] = {s->aux[0], s->aux[1]};
+        s->aux[0] = s->aux0[0];
+        s->aux[1] = s->aux0[1];
+        rc = measure(s, &s->d0, &s->i0, s->t0_size, ms, why, sizeof why);
+        s->aux[0] = keep[0];
+        s->aux[1] = keep[1];
+        if (rc != 0)
             return;
         for (size_t k = 0; k < q->n_shapes; k++)
             def[k][round] = ms[k];
@@ -531,8 +628,12 @@ int tune_search(clg_context *ctx, const tune_request *req, tune_outcome *out, ch
     }
     if (get_params(s, "XgemmDirect", &s->d0, err, errlen) != 0 ||
         get_params(s, "Xgemm", &s->i0, err, errlen) != 0 ||
-        get_params(s, "GemmRoutine", &s->r0, err, errlen) != 0)
+        get_params(s, "GemmRoutine", &s->r0, err, errlen) != 0 ||
+        get_params(s, aux_kernels[0], &s->aux0[0], err, errlen) != 0 ||
+        get_params(s, aux_kernels[1], &s->aux0[1], err, errlen) != 0)
         goto out;
+    s->aux[0] = s->aux0[0];
+    s->aux[1] = s->aux0[1];
     s->t0_size = 0;
     for (size_t i = 0; i < s->r0.n; i++)
         if (strcmp(s->r0.p[i].name, "XGEMM_MIN_INDIRECT_SIZE") == 0)
@@ -594,9 +695,12 @@ int tune_search(clg_context *ctx, const tune_request *req, tune_outcome *out, ch
     double left = s->deadline - now_s();
     double search_s = 0.55 * left;
     if (search_s > 1) {
-        run_tuner(s, "clblast_tuner_xgemm_direct", 1, g->n, g->m, g->k, 0.4 * search_s);
+        run_tuner(s, "clblast_tuner_xgemm_direct", 1, g->n, g->m, g->k, 0.3 * search_s);
         run_tuner(s, "clblast_tuner_xgemm", 0, round_up(g->n, 64), round_up(g->m, 64),
-                  round_up(g->k, 32), s->deadline - now_s() - 0.45 * left);
+                  round_up(g->k, 32), 0.5 * search_s);
+        /* Xgemm's helpers, at the operand that moves most: the k x n one */
+        for (int a = 0; a < 2; a++)
+            run_aux_tuner(s, a, g->k, g->n, (s->deadline - now_s() - 0.45 * left) / (2 - a));
     } else {
         note(s, "no time left for the tuners after the baseline");
     }
@@ -604,6 +708,8 @@ int tune_search(clg_context *ctx, const tune_request *req, tune_outcome *out, ch
     /* 4. The candidates on the real shapes, then the best combination. */
     run_candidates(s);
     choice c = choose(s, base);
+    if (c.i >= 0)
+        try_aux(s, &c, base);
     if (c.d >= 0 || c.i >= 0)
         confirm(s, &c, base);
 
@@ -621,7 +727,9 @@ int tune_search(clg_context *ctx, const tune_request *req, tune_outcome *out, ch
     to_record(&t->kernel[0], "XgemmDirect", c.d >= 0 ? &s->cand[c.d].params : &s->d0);
     to_record(&t->kernel[1], "Xgemm", c.i >= 0 ? &s->cand[c.i].params : &s->i0);
     to_record(&t->kernel[2], "GemmRoutine", &rt);
-    t->n_kernels = 3;
+    to_record(&t->kernel[3], aux_kernels[0], &s->aux[0]);
+    to_record(&t->kernel[4], aux_kernels[1], &s->aux[1]);
+    t->n_kernels = 5;
     for (size_t k = 0; k < req->n_shapes && k < TUNING_MAX_GEMMS; k++) {
         const mlp_gemm_shape *sh = &req->shapes[k];
         tuning_gemm *tg = &t->gemm[t->n_gemms++];
@@ -660,6 +768,9 @@ out:
         clblast_params_set(s->dev, "Xgemm", 32, s->i0.p, s->i0.n);
     if (s->r0.n)
         clblast_params_set(s->dev, "GemmRoutine", 32, s->r0.p, s->r0.n);
+    for (int a = 0; a < 2; a++)
+        if (s->aux0[a].n)
+            clblast_params_set(s->dev, aux_kernels[a], 32, s->aux0[a].p, s->aux0[a].n);
     gemm_bufs_release(&s->bufs);
     free(s);
     return rc;

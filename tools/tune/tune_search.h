@@ -10,8 +10,11 @@
  *  3. Search (about 55% of the budget): CLBlast's tuners, one run each of
  *     clblast_tuner_xgemm_direct and clblast_tuner_xgemm at the shape with
  *     the most FLOPs (the tuners take one shape; Xgemm's needs m and n in
- *     multiples of 64 and k of 32, so that one is rounded up), each stopped
- *     at the end of its slice (tuners.h).
+ *     multiples of 64 and k of 32, so that one is rounded up), then of the
+ *     tuners of the two helpers Xgemm runs on these shapes (Padtranspose:
+ *     W of every forward GEMM is transposed and padded on each call; Pad:
+ *     padded copies of operands and results), each stopped at the end of
+ *     its slice (tuners.h).
  *  4. Selection (the rest): the fastest configurations of each tuner, and
  *     CLBlast's defaults, are run on the real shapes through the trainer's
  *     own call (mlp_gemm): every XgemmDirect candidate with all shapes forced
@@ -25,7 +28,11 @@
  *     configuration for the shapes below it and the best Xgemm one for
  *     those above: the triple with the least time per micro-step wins
  *     (CLBlast's defaults included, so a tuning is never slower than them
- *     on the measurements it was chosen from).
+ *     on the measurements it was chosen from). If Xgemm won shapes, the
+ *     winner is run again with the helpers' tuned parameters, kept if
+ *     faster. The choice is then built as one program, checked, and timed
+ *     in rounds alternating with CLBlast's defaults: those are the figures
+ *     stored.
  * Each candidate costs one build of CLBlast's GEMM program (several seconds
  * on PoCL); a candidate is skipped when it would end past the budget, so
  * the budget is kept to within about one build. */

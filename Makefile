@@ -1,5 +1,7 @@
 # Makefile - thin wrapper over Meson for a fresh Debian machine.
 #   make run    install what is missing, build, run the main job
+#   make tune   tune CLBlast's GEMMs for the device (clgrad-tune, at most about
+#               3 minutes); `make run` uses the tuning from then on
 #   make test   install what is missing, build, run every test
 #   make test-rusticl  the device suites again, on Mesa's rusticl (llvmpipe)
 #   make asan   the tests again under AddressSanitizer + UBSan
@@ -14,6 +16,8 @@ MESON_OPTS ?=
 # gradient accumulation (micro-batch 32, 4 micro-steps per update).
 RUN_ARGS ?=
 RUN_CMD ?= $(BUILD)/tools/clgrad-info && $(BUILD)/tools/train/clgrad-train $(RUN_ARGS)
+# clgrad-tune's flags, e.g. TUNE_ARGS="--budget 60 --device 1"
+TUNE_ARGS ?=
 
 # On a machine with OpenCL no device test may skip: without a device they
 # fail instead of exiting 77 (SKIP).
@@ -24,7 +28,7 @@ SANITIZER_ENV = \
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
-.PHONY: all deps build run test test-rusticl asan clean
+.PHONY: all deps build run tune test test-rusticl asan clean
 
 all: build
 
@@ -39,6 +43,9 @@ build: deps $(BUILD)/build.ninja
 
 run: build
 	$(RUN_CMD)
+
+tune: build
+	$(BUILD)/tools/clgrad-tune $(TUNE_ARGS)
 
 test: build
 	$(TEST_ENV) meson test -C $(BUILD) --print-errorlogs

@@ -7,6 +7,10 @@ set -eu
 # Two OpenCL implementations, both on the CPU: PoCL (pocl-opencl-icd), which
 # `make test` uses, and Mesa's rusticl over llvmpipe (mesa-opencl-icd, with
 # libclc-15 for its OpenCL C built-ins), which `make test-rusticl` uses.
+# clblast-utils: CLBlast's tuners, which clgrad-tune drives. libopenblas0-
+# pthread: an optimized BLAS for the PyTorch peer of bench/peer/compare.py
+# (Debian's torch links the generic libblas.so.3; installing it also makes
+# OpenBLAS that library's default through the alternatives system).
 PACKAGES="
 build-essential
 pkg-config
@@ -30,6 +34,8 @@ clang
 libclang-rt-14-dev
 python3-venv
 python3-torch
+clblast-utils
+libopenblas0-pthread
 "
 
 missing=""

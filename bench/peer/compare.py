@@ -1,0 +1,282 @@
+#!/usr/bin/env python3
+"""compare.py - clgrad against PyTorch on the CPU, in one run, interleaved.
+
+End to end: clgrad-train's default job (tuned by clgrad-tune when the device
+has a tuning, and with --tuning off, CLBlast's defaults) against the same
+MLP, batch, micro-batch, schedule and epochs in PyTorch (torch_mlp.py).
+The optimizer step: clgrad-bench's fused AdamW cycle (k = 4, N = 2^24)
+against PyTorch's AdamW, for-loop and foreach, flat and 256 tensors
+(torch_adamw.py). Each round runs every contender once, the order rotating
+from round to round, so that drift in the machine's load hits all of them
+alike; the summary gives medians, ranges and the ratio of the medians, and
+the per-round ratios' range.
+
+The BLAS: Debian's torch links the generic libblas.so.3 (BLAS_INFO=generic),
+which is the reference BLAS unless the alternatives system points it
+elsewhere. This script selects one explicitly for the PyTorch processes by
+putting its directory first on LD_LIBRARY_PATH (--blas openblas: Debian's
+libopenblas0-pthread, /usr/lib/x86_64-linux-gnu/openblas-pthread), and the
+PyTorch scripts report the library actually mapped, so the results say
+which BLAS ran. OpenBLAS runs its own 2 threads; torch's intra-op pool stays
+at its default (1 here; 2 threads oversubscribe the 2 cores with OpenBLAS's
+and ran 10x slower in a trial).
+
+Usage:
+  python3 bench/peer/compare.py --build build [--rounds 5] [--out bench/results/peer-HOST]
+Writes OUT.json (every run, the machine, the load) and OUT.md (the tables).
+Python: Debian's /usr/bin/python3 with python3-torch for the peers.
+"""
+
+import argparse
+import json
+import os
+import platform
+import socket
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BLAS_DIRS = {
+    "openblas": "/usr/lib/x86_64-linux-gnu/openblas-pthread",
+    "reference": "/usr/lib/x86_64-linux-gnu/blas",
+}
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return [float(x) for x in f.read().split()[:3]]
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def run_json(cmd, env=None, what=""):
+    """Runs cmd; its last stdout line is a JSON object."""
+    t0 = time.time()
+    load0 = loadavg()
+    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if p.returncode != 0:
+        sys.exit("compare.py: %s failed (exit %d):\n%s" % (" ".join(cmd), p.returncode,
+                                                          p.stderr[-3000:]))
+    lines = [l for l in p.stdout.splitlines() if l.startswith("{")]
+    if not lines:
+        sys.exit("compare.py: %s printed no JSON" % " ".join(cmd))
+    out = json.loads(lines[-1])
+    out["_wall_s"] = time.time() - t0
+    out["_load_before"] = load0
+    out["_load_after"] = loadavg()
+    print("  %-28s %7.1f s  load %.2f -> %.2f" % (what, out["_wall_s"], load0[0],
+                                                  out["_load_after"][0]), file=sys.stderr)
+    return out
+
+
+def summary(values):
+    return {"median": statistics.median(values), "min": min(values), "max": max(values),
+            "n": len(values)}
+
+
+def peer_env(blas):
+    env = dict(os.environ)
+    if blas in BLAS_DIRS:
+        env["LD_LIBRARY_PATH"] = BLAS_DIRS[blas] + (
+            ":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+    return env
+
+
+def e2e(args, result):
+    train = os.path.join(args.build, "tools", "train", "clgrad-train")
+    contenders = [
+        ("clgrad-train", [train, "--json", "--quiet", "--epochs", str(args.epochs)]),
+        ("pytorch", [args.python, os.path.join(HERE, "torch_mlp.py"), "--epochs",
+                     str(args.epochs)]),
+    ]
+    if not args.no_untuned:
+        contenders.insert(1, ("clgrad-train --tuning off",
+                              [train, "--json", "--quiet", "--tuning", "off", "--epochs",
+                               str(args.epochs)]))
+    runs = {name: [] for name, _ in contenders}
+    for r in range(args.rounds):
+        print("e2e round %d/%d" % (r + 1, args.rounds), file=sys.stderr)
+        order = contenders[r % len(contenders):] + contenders[:r % len(contenders)]
+        for name, cmd in order:
+            env = peer_env(args.blas) if name == "pytorch" else None
+            runs[name].append(run_json(cmd, env, name))
+    table = {}
+    for name, rs in runs.items():
+        table[name] = {
+            "samples_per_s": summary([x["samples_per_s"] for x in rs]),
+            "train_seconds": summary([x["train_seconds"] for x in rs]),
+            "total_seconds": summary([x["total_seconds"] for x in rs]),
+            "test_accuracy": summary([x["test_accuracy"] for x in rs]),
+            "test_accuracies": sorted(set(round(x["test_accuracy"], 6) for x in rs)),
+        }
+    torch_sps = [x["samples_per_s"] for x in runs["pytorch"]]
+    for name in runs:
+        if name == "pytorch":
+            continue
+        per_round = [a["samples_per_s"] / b for a, b in zip(runs[name], torch_sps)]
+        table[name]["ratio_to_pytorch"] = {
+            "of_medians": table[name]["samples_per_s"]["median"] /
+                          table["pytorch"]["samples_per_s"]["median"],
+            "per_round": summary(per_round)}
+    result["e2e"] = {"runs": runs, "summary": table,
+                     "blas": runs["pytorch"][0].get("blas"),
+                     "clblast_tuning": runs["clgrad-train"][0].get("clblast_tuning")}
+
+
+def optim(args, result):
+    bench = os.path.join(args.build, "bench", "clgrad-bench")
+    n = 1 << 24
+    runs = {"clgrad": [], "pytorch": []}
+    for r in range(args.rounds):
+        print("optimizer round %d/%d" % (r + 1, args.rounds), file=sys.stderr)
+        jpath = os.path.join(args.tmp, "bench-%d.json" % r)
+        steps = [
+            ("clgrad", lambda: bench_run(bench, jpath)),
+            ("pytorch", lambda: [run_json([args.python, os.path.join(HERE, "torch_adamw.py"),
+                                           "--n", str(n), "--k", "4", "--threads", str(t)],
+                                          peer_env(args.blas), "pytorch adamw, %d thread(s)" % t)
+                                 for t in (1, 2)]),
+        ]
+        if r % 2:
+            steps.reverse()
+        for name, fn in steps:
+            runs[name].append(fn())
+    # clgrad: the fused AdamW cases (256 tensors, one param group)
+    clg = {}
+    for b in runs["clgrad"]:
+        for c in b["cases"]:
+            if c["optimizer"] == "adamw" and c["variant"] == "fused":
+                clg.setdefault(c["path"], {"update_ms": [], "cycle_ms": []})
+                clg[c["path"]]["update_ms"].append(c["update_ms"])
+                clg[c["path"]]["cycle_ms"].append(c["cycle_ms"])
+    # pytorch: the best of 1 and 2 threads per variant and round
+    pt = {}
+    for rnd in runs["pytorch"]:
+        best = {}
+        for out in rnd:
+            for v in out["variants"]:
+                key = v["variant"]
+                for field in ("step_ms", "cycle_ms"):
+                    if key not in best or v[field] < best[key].get(field, 1e30):
+                        best.setdefault(key, {})[field] = v[field]
+                        best[key][field + "_threads"] = out["torch_threads"]
+        for key, v in best.items():
+            pt.setdefault(key, {"step_ms": [], "cycle_ms": []})
+            pt[key]["step_ms"].append(v["step_ms"])
+            pt[key]["cycle_ms"].append(v["cycle_ms"])
+    table = {"clgrad fused": {p: {k: summary(v) for k, v in d.items()} for p, d in clg.items()},
+             "pytorch": {k: {f: summary(x) for f, x in d.items()} for k, d in pt.items()}}
+    result["optim"] = {"n": n, "k": 4, "runs": runs, "summary": table}
+
+
+def bench_run(bench, jpath):
+    cmd = [bench, "--configs", "adamw", "--sizes", "2^24", "--k", "4", "--reps", "5,10",
+           "--target-ms", "400", "--stream-n", "2^24", "--no-gemm", "--json", jpath]
+    t0 = time.time()
+    load0 = loadavg()
+    p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if p.returncode != 0:
+        sys.exit("compare.py: %s failed:\n%s" % (" ".join(cmd), p.stderr[-3000:]))
+    with open(jpath) as f:
+        out = json.load(f)
+    out["_wall_s"] = time.time() - t0
+    out["_load_before"] = load0
+    out["_load_after"] = loadavg()
+    print("  %-28s %7.1f s  load %.2f -> %.2f" % ("clgrad-bench adamw 2^24", out["_wall_s"],
+                                                  load0[0], out["_load_after"][0]),
+          file=sys.stderr)
+    return out
+
+
+def fmt(s, unit=""):
+    return "%.4g%s [%.4g-%.4g]" % (s["median"], unit, s["min"], s["max"])
+
+
+def markdown(result):
+    m = result["machine"]
+    lines = ["# clgrad against PyTorch on %s" % m["host"], "",
+             "%s, %d CPUs; %s; %s. Load average (1 min) from %.2f to %.2f over the run." % (
+                 m["cpu"], m["cpus"], m["date"], m["torch_blas"], m["load_start"][0],
+                 m["load_end"][0]), ""]
+    if "e2e" in result:
+        e = result["e2e"]
+        lines += ["## End to end: clgrad-train's default job (%d rounds, interleaved)" %
+                  e["summary"]["pytorch"]["samples_per_s"]["n"], "",
+                  "clgrad-train: CLBlast tuning %s. Medians [min-max]." % (
+                      e["clblast_tuning"] or "none (CLBlast's defaults)"), "",
+                  "| run | samples/s | training s | total s | test accuracy | samples/s vs "
+                  "PyTorch (of medians; per-round range) |", "|---|---|---|---|---|---|"]
+        for name, s in e["summary"].items():
+            ratio = s.get("ratio_to_pytorch")
+            lines.append("| %s | %s | %s | %s | %s | %s |" % (
+                name, fmt(s["samples_per_s"]), fmt(s["train_seconds"]),
+                fmt(s["total_seconds"]), ", ".join("%.4f" % a for a in s["test_accuracies"]),
+                "%.3fx (%.3f-%.3f)" % (ratio["of_medians"], ratio["per_round"]["min"],
+                                        ratio["per_round"]["max"]) if ratio else "1"))
+        lines.append("")
+    if "optim" in result:
+        o = result["optim"]["summary"]
+        lines += ["## AdamW, N = 2^24, k = 4 (ms, medians [min-max] over rounds)", "",
+                  "| implementation | update step | whole cycle (4 micro-steps + update) |",
+                  "|---|---|---|"]
+        for path, d in sorted(o["clgrad fused"].items()):
+            lines.append("| clgrad fused, path %s, 256 tensors | %s | %s |" % (
+                path, fmt(d["update_ms"]), fmt(d["cycle_ms"])))
+        for k, d in o["pytorch"].items():
+            lines.append("| PyTorch AdamW %s | %s | %s |" % (k, fmt(d["step_ms"]),
+                                                             fmt(d["cycle_ms"])))
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", default="build", help="the Meson build directory")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--epochs", type=int, default=3)
+    ap.add_argument("--blas", default="openblas", choices=["openblas", "reference", "system"])
+    ap.add_argument("--python", default="/usr/bin/python3", help="a Python with torch")
+    ap.add_argument("--out", default=None, help="OUT.json and OUT.md (default: none)")
+    ap.add_argument("--skip-e2e", action="store_true")
+    ap.add_argument("--skip-optim", action="store_true")
+    ap.add_argument("--no-untuned", action="store_true",
+                    help="no clgrad-train --tuning off runs")
+    ap.add_argument("--tmp", default="/tmp")
+    args = ap.parse_args()
+    if args.blas == "openblas" and not os.path.isdir(BLAS_DIRS["openblas"]):
+        sys.exit("compare.py: OpenBLAS is not installed (%s): apt-get install "
+                 "libopenblas0-pthread, or pass --blas system" % BLAS_DIRS["openblas"])
+    result = {"machine": {
+        "host": socket.gethostname(), "cpu": cpu_model(), "cpus": os.cpu_count(),
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "load_start": loadavg(),
+        "kernel": platform.release(), "torch_blas": "PyTorch BLAS: --blas %s" % args.blas}}
+    if not args.skip_e2e:
+        e2e(args, result)
+        b = result["e2e"]["blas"] or {}
+        result["machine"]["torch_blas"] = "PyTorch BLAS: %s (%s)" % (
+            b.get("name"), b.get("openblas_config") or b.get("resolved"))
+    if not args.skip_optim:
+        optim(args, result)
+    result["machine"]["load_end"] = loadavg()
+    md = markdown(result)
+    print(md)
+    if args.out:
+        with open(args.out + ".json", "w") as f:
+            json.dump(result, f, indent=1)
+        with open(args.out + ".md", "w") as f:
+            f.write(md)
+
+
+if __name__ == "__main__":
+    main()

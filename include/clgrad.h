@@ -537,6 +537,166 @@ typedef void (*clg_meta_fn)(const char *key, const char *value, void *user);
 CLG_API clg_status clg_checkpoint_load(clg_model *model, const char *path, clg_meta_fn meta,
                                        void *user);
 
+/* ----------------------------------------------------- contrastive losses */
+
+/* In-batch contrastive losses (InfoNCE, CLIP, dense retrieval), where k
+ * micro-batches are not one batch of k times the size: each micro-batch
+ * would see only its own negatives. Two fixes (README, "Contrastive
+ * losses"; docs/design.md, section 7):
+ *  - GradCache (Gao et al. 2021): forward every micro-batch without
+ *    building a graph, fill its representations into the cache, compute
+ *    the loss of the whole batch and its gradient with respect to every
+ *    cached row, then run each micro-batch's forward again and its backward
+ *    with its rows' gradient (clg_contrastive_grad): exactly the big
+ *    batch's parameter gradient. Randomness must replay (clg_sample_seed).
+ *  - ContAccum (arXiv 2406.12356): FIFO memory banks of past query and key
+ *    rows act as extra negatives, with no gradient and no second forward.
+ *
+ * A clg_contrastive holds B rows per side, queries q and keys k ([B x d]
+ * each, row-major, fp32 or bf16). After rows [0, n) of both sides are
+ * filled, clg_contrastive_compute computes, with l_ij = u_i.v_j / tau
+ * (u, v the rows, L2-normalized unless normalize is 0) and the banks'
+ * rows in use as extra columns (keys for the queries' direction, queries
+ * for the keys'),
+ *     L = c_qk sum_i (log sum_j exp l_ij - l_ii)  [j: keys, then key bank]
+ *       + c_kq sum_j (log sum_i exp l_ij - l_jj)  [i: queries, then query bank]
+ * with c_qk = 1/n, c_kq = 0 (one-directional) or c_qk = c_kq = 1/(2n)
+ * (symmetric), and dL/d(row) for every cached row of both sides, in tiled
+ * kernels that never hold more than one 32 x 32 tile of the n x n logits:
+ * memory grows with B*d, not B^2 (clg_contrastive_estimate). Results are
+ * deterministic: the same rows give the same bits, whichever micro-batches
+ * filled them.
+ *
+ * The gradient of a micro-batch's rows goes into the caller's backward,
+ * which writes parameter gradients through clg_step as usual (paths A, B,
+ * C, with weights). In mean mode with weight m_j (the micro-batch's row
+ * count), hand the backward scale = n / m_j: the cycle's update is then
+ * that of one batch of n (clg_contrastive_grad). Calls enqueue on the
+ * context's queue and never wait, except those that say they block. A
+ * clg_contrastive is not thread-safe. Every buffer is charged to the
+ * context's budget. */
+typedef struct clg_contrastive clg_contrastive;
+
+typedef enum clg_side { CLG_SIDE_QUERY = 0, CLG_SIDE_KEY = 1 } clg_side;
+
+typedef struct clg_contrastive_config {
+    size_t struct_size; /* set by clg_contrastive_config_init */
+    size_t batch;       /* B: rows per side, 1 .. 2^24 (default 0: must be set) */
+    size_t dim;         /* d: elements per row, 1 .. 65536 (default 0: must be set) */
+    clg_dtype dtype;    /* cache and banks: CLG_FP32 (default) or CLG_BF16 */
+    float temperature;  /* tau: finite, >= 1e-4 (default 0.05) */
+    int symmetric;      /* 1 (default): both directions, averaged; 0: q to k only */
+    int normalize;      /* 1 (default): cosine similarity, rows divided by
+                           max(|row|, 1e-12) as F.normalize; 0: dot products */
+    size_t bank_size;   /* ContAccum: rows per bank, 0 (default: no banks) .. 2^24 */
+} clg_contrastive_config;
+static inline clg_contrastive_config clg_contrastive_config_init(void)
+{
+    clg_contrastive_config c = {0};
+    c.struct_size = sizeof c;
+    c.dtype = CLG_FP32;
+    c.temperature = 0.05f;
+    c.symmetric = 1;
+    c.normalize = 1;
+    return c;
+}
+
+/* Device bytes of a clg_contrastive, all of them charged to the budget:
+ * the cache (2 B d x the dtype's size), the fp32 gradients (2 B d x 4),
+ * the banks (2 bank_size d x the dtype's size), the per-row values (8 B +
+ * 2 bank_size floats: inverse norms, log-sum-exps, the positives'
+ * softmax complements and the rows' losses) and the loss (4 bytes), and
+ * total, the sum of all the fields, later ones included. */
+typedef struct clg_contrastive_plan {
+    size_t struct_size; /* set by clg_contrastive_plan_init */
+    uint64_t cache, grads, banks, rows;
+    uint64_t total;
+} clg_contrastive_plan;
+static inline clg_contrastive_plan clg_contrastive_plan_init(void)
+{
+    clg_contrastive_plan p = {0};
+    p.struct_size = sizeof p;
+    return p;
+}
+/* The plan of a configuration, before anything is allocated (no device
+ * needed): exactly what clg_contrastive_create allocates. */
+CLG_API clg_status clg_contrastive_estimate(const clg_contrastive_config *config,
+                                            clg_contrastive_plan *plan);
+CLG_API clg_status clg_contrastive_memory(const clg_contrastive *c, clg_contrastive_plan *plan);
+
+/* Allocates the cache (zero-filled) and builds its kernels. */
+CLG_API clg_status clg_contrastive_create(clg_context *ctx, const clg_contrastive_config *config,
+                                          clg_contrastive **out);
+/* Detaches it from its model (clg_contrastive_attach) and frees it. */
+CLG_API void clg_contrastive_destroy(clg_contrastive *c);
+CLG_API const clg_contrastive_config *clg_contrastive_get_config(const clg_contrastive *c);
+
+/* Copies rows [row, row + rows) of one side from the caller's buffer: row
+ * r's d values at src_offset + r * src_stride (elements of src_dtype:
+ * CLG_FP32, CLG_FP16 or CLG_BF16; src_stride >= d). A bf16 cache rounds to
+ * nearest even. The first fill after a compute starts a new batch: every
+ * row is unfilled again. */
+CLG_API clg_status clg_contrastive_fill(clg_contrastive *c, clg_side side, size_t row,
+                                        size_t rows, cl_mem src, size_t src_offset,
+                                        size_t src_stride, clg_dtype src_dtype,
+                                        const clg_events *events);
+/* Loss and gradients of rows [0, rows) of both sides (all filled, else
+ * CLG_ERR_STATE naming the first row missing), with the banks' rows in
+ * use as extra negatives. */
+CLG_API clg_status clg_contrastive_compute(clg_contrastive *c, size_t rows,
+                                           const clg_events *events);
+/* The loss of the last compute (blocking read). */
+CLG_API clg_status clg_contrastive_loss(clg_contrastive *c, float *loss);
+/* Where it lives on the device (one fp32), for a read with no sync. */
+CLG_API clg_status clg_contrastive_loss_view(const clg_contrastive *c, clg_view *view);
+/* Writes scale * dL/d(row) of rows [row, row + rows) of one side (of the
+ * last compute) into the caller's buffer: row r at dst_offset + r *
+ * dst_stride, as dst_dtype (CLG_FP32, CLG_FP16 or CLG_BF16, rounded to
+ * nearest even). */
+CLG_API clg_status clg_contrastive_grad(clg_contrastive *c, clg_side side, size_t row,
+                                        size_t rows, float scale, cl_mem dst, size_t dst_offset,
+                                        size_t dst_stride, clg_dtype dst_dtype,
+                                        const clg_events *events);
+/* The fp32 gradient of one side in place: row r's d values at
+ * view.offset + r * d of view.mem, valid until the next compute (count: B d). */
+CLG_API clg_status clg_contrastive_grad_view(const clg_contrastive *c, clg_side side,
+                                             clg_view *view);
+
+/* ContAccum: appends rows [0, rows) of both sides (filled) to the banks,
+ * first in, first out: a bank of M rows then holds the last M rows pushed,
+ * row j of all pushes in slot j mod M. Call it after the compute that used
+ * the bank. Device copies only, no kernel, no sync. */
+CLG_API clg_status clg_contrastive_bank_push(clg_contrastive *c, size_t rows,
+                                             const clg_events *events);
+/* Rows in use (count <= bank_size) and the slot the next push writes. */
+CLG_API clg_status clg_contrastive_bank_info(const clg_contrastive *c, size_t *count,
+                                             size_t *head);
+/* Empties the banks (host counters only). */
+CLG_API clg_status clg_contrastive_bank_reset(clg_contrastive *c);
+/* One bank, slot order, widened to fp32 (blocking): count must be
+ * bank_size * d. */
+CLG_API clg_status clg_contrastive_bank_download(clg_contrastive *c, clg_side side, float *host,
+                                                 size_t count, const clg_events *events);
+/* Makes the banks part of model's checkpoints: tensors "<name>.bank_q" and
+ * "<name>.bank_k" ([bank_size, d], F32 or BF16) and "<name>.bank_state"
+ * (I32 [2]: the next slot, the rows in use). A load then needs them in the
+ * file, checks them before changing anything, and restores them with the
+ * model. The cache itself is not saved: checkpoint between updates. model
+ * must be finalized and on c's context; name must not start with
+ * "clgrad." and its keys must not be the model's. model NULL detaches.
+ * Destroying either side detaches. */
+CLG_API clg_status clg_contrastive_attach(clg_contrastive *c, clg_model *model, const char *name);
+
+/* Replay: a seed for the randomness of one sample (augmentation, dropout)
+ * that depends only on (seed, update, position of the sample in the
+ * effective batch), so that GradCache's second forward sees what the first
+ * saw, and a sample's views do not depend on the micro-batch size. It is
+ *     h = mix(seed ^ 0x636c677261645f73); h = mix(h ^ update); h = mix(h ^ position)
+ * with mix(x) splitmix64's output function of x + 0x9e3779b97f4a7c15
+ * (z = (z ^ z >> 30) * 0xbf58476d1ce4e5b9; z = (z ^ z >> 27) *
+ * 0x94d049bb133111eb; z ^ z >> 31), for device code to compute the same. */
+CLG_API uint64_t clg_sample_seed(uint64_t seed, uint64_t update, uint64_t position);
+
 #ifdef __cplusplus
 }
 #endif

@@ -237,6 +237,9 @@ clg_status clg__ckpt_collect(clg_model *model, const clg_ckpt_layout *layout, ui
             continue;
         } else if (e->source == CLG_CKPT_SRC_COPY) {
             st = clg__ckpt_copy_io(model, e->tensor, dst, 0);
+        } else if (e->source == CLG_CKPT_SRC_EXT) {
+            clg_ckpt_ext *x = clg__ckpt_ext_at(model, e->tensor);
+            st = x->read(x->owner, x->part, dst);
         } else {
             st = clg__arena_read(model, e->source, e->tensor, dst);
         }

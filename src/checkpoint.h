@@ -13,6 +13,8 @@
  *     <name>.state<i>   optimizer state i, F32
  *     <name>.copy       low-precision parameter copy, F16 or BF16 (if any)
  *     <name>.acc        accumulator, F32 or BF16
+ *     <key>             a part another object attached (ckpt_ext.h), e.g.
+ *                       a clg_contrastive's banks, in the part's shape
  *     clgrad.step_block the device step block, I32 [32]: its uint32 words
  *                       (float bits or counters, cl/layout.py) stored as
  *                       int32 with the same bytes, since torch 1.13
@@ -58,6 +60,7 @@
 #ifndef CLGRAD_CHECKPOINT_H
 #define CLGRAD_CHECKPOINT_H
 
+#include "ckpt_ext.h"
 #include "model.h"
 
 #define CLG_CKPT_FORMAT "clgrad-checkpoint"
@@ -82,6 +85,8 @@ typedef enum clg_ckpt_dtype {
 enum {
     CLG_CKPT_SRC_COPY = -1,       /* model->copy                       */
     CLG_CKPT_SRC_STEP_BLOCK = -2, /* clg_cycle_state.step_block        */
+    CLG_CKPT_SRC_EXT = -3,        /* an attached part (ckpt_ext.h):
+                                     tensor = its index in model->ckpt_ext */
 };
 
 typedef struct clg_ckpt_entry {

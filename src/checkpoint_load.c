@@ -50,9 +50,12 @@ clg_status clg__ckpt_apply(clg_model *model, const clg_ckpt_layout *layout, cons
             continue;
         const uint8_t *src = data + (file_offsets ? e->file_begin : e->begin);
         clg_status st;
-        if (e->source == CLG_CKPT_SRC_COPY)
+        if (e->source == CLG_CKPT_SRC_COPY) {
             st = clg__ckpt_copy_io(model, e->tensor, (void *)src, 1);
-        else
+        } else if (e->source == CLG_CKPT_SRC_EXT) {
+            clg_ckpt_ext *x = clg__ckpt_ext_at(model, e->tensor);
+            st = x->write(x->owner, x->part, src);
+        } else
             st = clg__arena_write(model, e->source, e->tensor, src);
         if (st != CLG_SUCCESS)
             return st;
@@ -153,6 +156,18 @@ clg_status clg_checkpoint_load(clg_model *model, const char *path, clg_meta_fn m
                        "cycle, but the model's cycle %llu has %u",
                        path, parsed.state.micro, (unsigned long long)parsed.state.cycles, k);
         goto done;
+    }
+
+    /* Attached parts (ckpt_ext.h) say whether their bytes can be loaded. */
+    for (size_t i = 0; i < layout.n; i++) {
+        const clg_ckpt_entry *e = &layout.entries[i];
+        clg_ckpt_ext *x = e->source == CLG_CKPT_SRC_EXT ? clg__ckpt_ext_at(model, e->tensor) : NULL;
+        if (x && x->check && !x->check(x->owner, x->part, parsed.data + e->file_begin, err,
+                                       sizeof err)) {
+            st = clg__fail(ctx, CLG_ERR_CORRUPT_FILE, "clg_checkpoint_load: '%s': tensor '%s': %s",
+                           path, e->key, err);
+            goto done;
+        }
     }
 
     /* All checks passed. Keep the live state, so that a device failure

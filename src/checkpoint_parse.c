@@ -422,6 +422,29 @@ static clg_status layout_add_arena(clg_model *model, clg_ckpt_layout *layout, co
     return CLG_SUCCESS;
 }
 
+/* Adds the parts attached to the model (ckpt_ext.h) whose elements have
+ * elem bytes, from the list's fields alone. */
+static clg_status layout_add_ext(clg_model *model, clg_ckpt_layout *layout, size_t elem,
+                                 char *err, size_t errlen)
+{
+    int index = 0;
+    for (const clg_ckpt_ext *x = model->ckpt_ext; x; x = x->next, index++) {
+        if (clg__ckpt_dtype_size((clg_ckpt_dtype)x->dtype) != elem)
+            continue;
+        clg_status st = clg__ckpt_layout_add(layout, x->key, (clg_ckpt_dtype)x->dtype, x->count,
+                                             CLG_CKPT_SRC_EXT, index);
+        if (st == CLG_SUCCESS)
+            st = clg__ckpt_layout_shape(layout, x->ndim, x->dims);
+        if (st != CLG_SUCCESS) {
+            snprintf(err, errlen, "attached tensor '%s': %s", x->key,
+                     st == CLG_ERR_OUT_OF_HOST_MEMORY ? "out of host memory"
+                                                      : "shape is not its element count");
+            return st;
+        }
+    }
+    return CLG_SUCCESS;
+}
+
 clg_status clg__ckpt_layout_model(clg_model *model, clg_ckpt_layout *layout, char *err,
                                   size_t errlen)
 {
@@ -444,11 +467,15 @@ clg_status clg__ckpt_layout_model(clg_model *model, clg_ckpt_layout *layout, cha
         st = layout_add_arena(model, layout, &model->states[s], suffix,
                               CLG_ARENA_STATE0 + (int)s, err, errlen);
     }
+    if (st == CLG_SUCCESS)
+        st = layout_add_ext(model, layout, 4, err, errlen);
     if (st == CLG_SUCCESS && model->copy.chunks)
         st = layout_add_arena(model, layout, &model->copy, ".copy", CLG_CKPT_SRC_COPY, err,
                               errlen);
     if (st == CLG_SUCCESS && model->acc.chunks)
         st = layout_add_arena(model, layout, &model->acc, ".acc", CLG_ARENA_ACC, err, errlen);
+    if (st == CLG_SUCCESS)
+        st = layout_add_ext(model, layout, 2, err, errlen);
     if (st == CLG_SUCCESS)
         st = clg__ckpt_layout_finish(layout, err, errlen);
     if (st == CLG_SUCCESS)

@@ -1,6 +1,7 @@
 /* model.c - building a model (groups, tensors, finalize), its views, and
  * host <-> device copies of its arenas. */
 #include "arena.h"
+#include "ckpt_ext.h"
 #include "config.h"
 #include "kernels.h"
 #include "model.h"
@@ -102,6 +103,7 @@ void clg_model_destroy(clg_model *m)
 {
     if (m == NULL)
         return;
+    clg__ckpt_ext_detach_all(m); /* attached banks forget the model */
     release_device(m);
     for (size_t g = 0; g < m->n_groups; g++)
         free(m->groups[g].name);

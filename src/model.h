@@ -117,6 +117,8 @@ struct clg_model {
      * the device state no longer matches the host counters, so every later
      * call refuses until a checkpoint is loaded. */
     clg_status failed;
+    /* Parts of other objects its checkpoints carry (src/ckpt_ext.h). */
+    struct clg_ckpt_ext *ckpt_ext;
 };
 
 /* External gradient buffers, laid out like the accumulator. */

@@ -120,7 +120,8 @@ static int by_time(const void *a, const void *b)
 
 void tuner_sort(tuner_config *c, size_t n)
 {
-    qsort(c, n, sizeof *c, by_time);
+    if (n > 1)
+        qsort(c, n, sizeof *c, by_time);
 }
 
 void tuner_run_free(tuner_run *r)

@@ -5,7 +5,8 @@
  * fp16 and bf16 gradients, bf16 accumulators, param copies, clipping by
  * norm and value, static and dynamic loss scaling, every non-finite policy,
  * tensor norms, the noise scale, partial windows, checkpoints, and the
- * auxiliary programs (stream, handrolled, mlp) launched kernel by kernel.
+ * auxiliary programs (stream, handrolled, mlp) launched kernel by kernel,
+ * and the contrastive kernels (oclgrind_contrastive.c).
  * Exits 0 when every call succeeded (it checks no numbers: the other tests
  * do), 1 otherwise (also when a kernel exists that it does not know how
  * to run: add a launcher for it here).
@@ -22,6 +23,7 @@
  * (mark_initialized, through model.h's internals). What Oclgrind reports
  * then is about the kernels themselves. */
 #include "model.h"
+#include "oclgrind_contrastive.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -548,6 +550,8 @@ int main(int argc, char **argv)
         run_aux_program("handrolled");
         run_aux_program("mlp");
     }
+    if (!only || !strcmp(only, "contrastive"))
+        failures += oclgrind_contrastive(ctx);
     clg_context_destroy(ctx);
     fprintf(stderr, "%s: %d failure(s)\n", failures ? "FAILED" : "ok", failures);
     return failures ? 1 : 0;

@@ -4,7 +4,9 @@
 End to end: clgrad-train's default job (tuned by clgrad-tune when the device
 has a tuning, and with --tuning off, CLBlast's defaults) against the same
 MLP, batch, micro-batch, schedule and epochs in PyTorch (torch_mlp.py).
-The optimizer step: clgrad-bench's fused AdamW cycle (k = 4, N = 2^24)
+The GEMMs: clgrad-bench's GEMM section (the trainer's 8 shapes, CLBlast's
+defaults against the tuning) against the same shapes through PyTorch's BLAS
+(torch_gemm.py). The optimizer step: clgrad-bench's fused AdamW cycle (k = 4, N = 2^24)
 against PyTorch's AdamW, for-loop and foreach, flat and 256 tensors
 (torch_adamw.py). Each round runs every contender once, the order rotating
 from round to round, so that drift in the machine's load hits all of them
@@ -180,9 +182,45 @@ def optim(args, result):
     result["optim"] = {"n": n, "k": 4, "runs": runs, "summary": table}
 
 
-def bench_run(bench, jpath):
-    cmd = [bench, "--configs", "adamw", "--sizes", "2^24", "--k", "4", "--reps", "5,10",
-           "--target-ms", "400", "--stream-n", "2^24", "--no-gemm", "--json", jpath]
+def gemm(args, result):
+    """clgrad-bench's GEMM section (CLBlast's defaults and the tuning)
+    against the same 8 shapes through PyTorch's BLAS (torch_gemm.py)."""
+    bench = os.path.join(args.build, "bench", "clgrad-bench")
+    runs = {"clgrad": [], "pytorch": []}
+    for r in range(args.rounds):
+        print("GEMM round %d/%d" % (r + 1, args.rounds), file=sys.stderr)
+        jpath = os.path.join(args.tmp, "bench-gemm-%d.json" % r)
+        steps = [("clgrad", lambda: bench_run(bench, jpath, ["--no-cases", "--stream-n", "2^22"])),
+                 ("pytorch", lambda: run_json([args.python, os.path.join(HERE, "torch_gemm.py")],
+                                              peer_env(args.blas), "pytorch gemm"))]
+        if r % 2:
+            steps.reverse()
+        for name, fn in steps:
+            runs[name].append(fn())
+    rows = []
+    for i, g in enumerate(runs["clgrad"][0]["gemm"]):
+        d = [b["gemm"][i]["gflops_default"] for b in runs["clgrad"]]
+        t = [b["gemm"][i]["gflops_tuned"] for b in runs["clgrad"]]
+        p = [x["gemm"][i]["gflops"] for x in runs["pytorch"]]
+        rows.append({"role": g["role"], "m": g["m"], "n": g["n"], "k": g["k"],
+                     "transa": g["transa"], "transb": g["transb"],
+                     "kernel_default": g["kernel_default"], "kernel_tuned": g["kernel_tuned"],
+                     "gflops_default": summary(d), "gflops_tuned": summary(t),
+                     "gflops_pytorch": summary(p),
+                     "gflops_triad_bound": g["gflops_triad_bound"]})
+    steps = {"clgrad_default_ms": summary([b["gemm_tuning"]["step_ms_default"]
+                                           for b in runs["clgrad"]]),
+             "clgrad_tuned_ms": summary([b["gemm_tuning"]["step_ms_tuned"]
+                                         for b in runs["clgrad"]]),
+             "pytorch_ms": summary([x["step_ms"] for x in runs["pytorch"]])}
+    result["gemm"] = {"rows": rows, "step": steps,
+                      "tuning": runs["clgrad"][0]["gemm_tuning"], "runs": runs}
+
+
+def bench_run(bench, jpath, flags=None):
+    cmd = [bench] + (flags or ["--configs", "adamw", "--sizes", "2^24", "--k", "4", "--reps",
+                               "5,10", "--target-ms", "400", "--stream-n", "2^24",
+                               "--no-gemm"]) + ["--json", jpath]
     t0 = time.time()
     load0 = loadavg()
     p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -225,6 +263,25 @@ def markdown(result):
                 "%.3fx (%.3f-%.3f)" % (ratio["of_medians"], ratio["per_round"]["min"],
                                         ratio["per_round"]["max"]) if ratio else "1"))
         lines.append("")
+    if "gemm" in result:
+        g = result["gemm"]
+        lines += ["## clgrad-train's GEMMs (GFLOP/s, medians [min-max] over rounds)", "",
+                  "clgrad: clgrad-bench's GEMM section (tuning: %s); PyTorch: the same shapes "
+                  "through its BLAS (torch_gemm.py)." % (g["tuning"]["file"] or "none"), "",
+                  "| GEMM | m x n x k | CLBlast defaults | tuned | tuned / defaults | "
+                  "PyTorch | tuned / PyTorch |", "|---|---|---|---|---|---|---|"]
+        for r in g["rows"]:
+            lines.append("| %s | %dx%dx%d %s%s | %s (%s) | %s (%s) | %.2fx | %s | %.2fx |" % (
+                r["role"], r["m"], r["n"], r["k"], r["transa"], r["transb"],
+                fmt(r["gflops_default"]), r["kernel_default"], fmt(r["gflops_tuned"]),
+                r["kernel_tuned"], r["gflops_tuned"]["median"] / r["gflops_default"]["median"],
+                fmt(r["gflops_pytorch"]),
+                r["gflops_tuned"]["median"] / r["gflops_pytorch"]["median"]))
+        s = g["step"]
+        lines += ["", "One micro-step's 8 GEMMs: CLBlast defaults %s ms, tuned %s ms (%.2fx), "
+                  "PyTorch %s ms." % (fmt(s["clgrad_default_ms"]), fmt(s["clgrad_tuned_ms"]),
+                                      s["clgrad_default_ms"]["median"] /
+                                      s["clgrad_tuned_ms"]["median"], fmt(s["pytorch_ms"])), ""]
     if "optim" in result:
         o = result["optim"]["summary"]
         lines += ["## AdamW, N = 2^24, k = 4 (ms, medians [min-max] over rounds)", "",
@@ -250,6 +307,7 @@ def main():
     ap.add_argument("--out", default=None, help="OUT.json and OUT.md (default: none)")
     ap.add_argument("--skip-e2e", action="store_true")
     ap.add_argument("--skip-optim", action="store_true")
+    ap.add_argument("--skip-gemm", action="store_true")
     ap.add_argument("--no-untuned", action="store_true",
                     help="no clgrad-train --tuning off runs")
     ap.add_argument("--tmp", default="/tmp")
@@ -266,6 +324,8 @@ def main():
         b = result["e2e"]["blas"] or {}
         result["machine"]["torch_blas"] = "PyTorch BLAS: %s (%s)" % (
             b.get("name"), b.get("openblas_config") or b.get("resolved"))
+    if not args.skip_gemm:
+        gemm(args, result)
     if not args.skip_optim:
         optim(args, result)
     result["machine"]["load_end"] = loadavg()

@@ -200,8 +200,18 @@ typedef enum clg_dtype {
     CLG_FP32 = 0,
     CLG_FP16 = 1, /* IEEE binary16 through vload_half/vstore_half */
     CLG_BF16 = 2, /* bfloat16 as ushort bits */
-    CLG_DTYPE_NONE = 3
+    CLG_DTYPE_NONE = 3,
+    /* Optimizer states only (clg_config.state_dtype), blockwise with one
+     * fp32 absmax per block: see docs/design.md, "Quantized states". */
+    CLG_Q8 = 4, /* 8-bit codes, blocks of 256, bitsandbytes' dynamic maps */
+    CLG_Q4 = 5  /* 4-bit codes (two per byte), blocks of 128 */
 } clg_dtype;
+
+/* How a value is rounded to a low-precision state (clg_config.state_rounding). */
+typedef enum clg_rounding {
+    CLG_ROUND_NEAREST = 0,   /* the nearest value (ties: the smaller magnitude) */
+    CLG_ROUND_STOCHASTIC = 1 /* one of the two neighbours, unbiased, seeded by seed */
+} clg_rounding;
 
 typedef enum clg_optimizer {
     CLG_SGD = 0,   /* momentum, dampening, Nesterov, L2 weight decay */
@@ -295,6 +305,16 @@ typedef struct clg_config {
     float noise_scale_ema; /* smoothing of the estimate, e.g. 0.9 */
     int tensor_norms;      /* keep per-tensor gradient norms for logging */
     uint64_t seed;         /* stochastic rounding */
+    /* Added after 0.2.0: a smaller training state (docs/design.md, section
+     * 4). A struct_size that ends before them gets the defaults. */
+    clg_dtype state_dtype;       /* m, v, SGD momentum, Lion's m: CLG_FP32
+                                    (default), CLG_BF16, CLG_Q8 or CLG_Q4; the
+                                    AMSGrad max stays fp32 */
+    uint64_t state_min_size;     /* Q8/Q4: tensors of fewer elements keep fp32
+                                    states (4096, bitsandbytes' min_8bit_size) */
+    clg_rounding state_rounding; /* rounding to bf16/Q8/Q4 states: nearest */
+    clg_dtype master_dtype;      /* params: CLG_FP32 (default) or CLG_BF16,
+                                    updated with stochastic rounding (opt-in) */
 } clg_config;
 
 /* PyTorch's defaults for the optimizer: lr 1e-3 for Adam and AdamW, 1e-2
@@ -302,7 +322,8 @@ typedef struct clg_config {
  * weight decay 0 (AdamW 1e-2); SGD momentum 0, dampening 0; k = 1, mean,
  * fused last micro-step, fp32 accumulator, no clipping, no loss scaling,
  * loss scale 2^16 / growth 2 / backoff 0.5 / interval 2000 / min 1 / max
- * 2^24 when dynamic, noise-scale EMA 0.9.
+ * 2^24 when dynamic, noise-scale EMA 0.9; fp32 states and params, small
+ * tensors below 4096 elements, nearest rounding.
  * clg_config_init fills the first struct_size bytes of *config with them
  * and sets config->struct_size; CLG_ERR_INVALID_ARGUMENT for an unknown
  * optimizer or a struct_size below the first released layout. */
@@ -370,11 +391,18 @@ CLG_API const clg_config *clg_model_config(const clg_model *model);
 /* Device bytes of the model's arenas (params, accumulators, states, copy),
  * of its live clg_grads buffers (clg_memory_estimate leaves grad_buffers 0:
  * add n * dtype size per gradient buffer you plan), and of the step block
- * with its reduction partials. */
+ * with its reduction partials. states counts every state array as stored
+ * (fp32, bf16 or Q8/Q4 codes; the fp32 states of small tensors and the
+ * AMSGrad max included). total is everything clg_model_memory's model holds
+ * on the device: the sum of all the fields, those added later included. */
 typedef struct clg_memory_plan {
     size_t struct_size; /* set by clg_memory_plan_init */
     uint64_t params, accumulators, states, param_copy, grad_buffers, step_block;
     uint64_t total;
+    /* Added after 0.2.0 (not written for a struct_size that ends before): */
+    uint64_t state_scales; /* Q8/Q4 states: one fp32 absmax per block */
+    uint64_t tables;       /* small tables: per-work-group group parameters,
+                              per-tensor norm offsets */
 } clg_memory_plan;
 static inline clg_memory_plan clg_memory_plan_init(void)
 {
@@ -383,12 +411,16 @@ static inline clg_memory_plan clg_memory_plan_init(void)
     return p;
 }
 CLG_API clg_status clg_model_memory(const clg_model *model, clg_memory_plan *plan);
-/* The same numbers for a model not yet built: n parameters under config. */
+/* The same numbers for a model not yet built: n parameters under config,
+ * as one tensor in one group (so Q8/Q4 states only when n >= state_min_size),
+ * with the partials of a 256-wide work-group (the widest clgrad uses). For n
+ * a multiple of 1024 within one buffer it is what such a model allocates. */
 CLG_API clg_status clg_memory_estimate(const clg_config *config, uint64_t n,
                                        clg_memory_plan *plan);
 
 /* Where tensor lives: the buffer and the element offset in it. The element
- * type is fp32 for params and accumulators (bf16 accumulators: ushort). */
+ * type is fp32 for params and accumulators (bf16 accumulators, and params
+ * under master_dtype CLG_BF16: ushort bf16 bits). */
 typedef struct clg_view {
     cl_mem mem;
     size_t offset; /* in elements */
@@ -418,7 +450,9 @@ typedef struct clg_events {
 
 /* Host <-> device copies of parameters (fp32), blocking. tensor is one
  * tensor or CLG_ALL_TENSORS (clg_model_param_count floats). count is the
- * number of floats of host, and must equal the tensor's (or model's). */
+ * number of floats of host, and must equal the tensor's (or model's).
+ * bf16 master weights are rounded to nearest even on upload, widened
+ * exactly on download. */
 CLG_API clg_status clg_model_upload_params(clg_model *model, int tensor, const float *host,
                                            size_t count, const clg_events *events);
 CLG_API clg_status clg_model_download_params(clg_model *model, int tensor, float *host,
@@ -427,11 +461,29 @@ CLG_API clg_status clg_model_download_params(clg_model *model, int tensor, float
 CLG_API clg_status clg_model_download_acc(clg_model *model, int tensor, float *host,
                                           size_t count, const clg_events *events);
 /* Optimizer state s (0: first moment / momentum, 1: second moment,
- * 2: AMSGrad max), blocking. */
+ * 2: AMSGrad max), blocking, as fp32: bf16 states widened, Q8/Q4 states
+ * dequantized (map[code] * absmax, exactly the value the next update
+ * reads). */
 CLG_API size_t clg_model_state_count(const clg_model *model);
 CLG_API clg_status clg_model_download_state(clg_model *model, int state, int tensor,
                                             float *host, size_t count,
                                             const clg_events *events);
+/* How state s of one tensor is stored: *dtype CLG_FP32, CLG_BF16, CLG_Q8 or
+ * CLG_Q4 (a tensor below state_min_size, and the AMSGrad max, stay fp32);
+ * *code_bytes the bytes of its elements; *n_scales its fp32 absmax count
+ * (0 unless Q8/Q4). A pointer may be NULL. */
+CLG_API clg_status clg_model_state_format(const clg_model *model, int state, int tensor,
+                                          clg_dtype *dtype, size_t *code_bytes,
+                                          size_t *n_scales);
+/* State s of one tensor as stored, blocking: code_bytes bytes (fp32, bf16
+ * bits, Q8 codes, or Q4 codes two per byte, planar in groups of 32
+ * elements: byte 16g + j holds element 32g + j in its low nibble and
+ * 32g + 16 + j in its high one) and n_scales absmax values of its blocks,
+ * which start at the tensor's first element (scales may be NULL when
+ * n_scales is 0). Both sizes must equal clg_model_state_format's. */
+CLG_API clg_status clg_model_download_state_raw(clg_model *model, int state, int tensor,
+                                                void *codes, size_t code_bytes, float *scales,
+                                                size_t n_scales, const clg_events *events);
 
 /* --------------------------------------------------- gradient buffers */
 
@@ -450,7 +502,8 @@ CLG_API clg_status clg_grads_upload(clg_grads *grads, int tensor, const void *ho
 /* --------------------------------------------------------------- the cycle */
 
 /* Path B: the beta a GEMM-style backward must use when writing into the
- * accumulator views: 0 on the first micro-step of a cycle, 1 after. */
+ * accumulator views (bf16 bits for a bf16 accumulator, rounded by the
+ * caller): 0 on the first micro-step of a cycle, 1 after. */
 CLG_API float clg_accum_beta(const clg_model *model);
 /* Micro-steps already taken in the current cycle, and its length. */
 CLG_API unsigned clg_micro_step_index(const clg_model *model);

@@ -2,6 +2,7 @@
  * names the bad value, the LR-scaling rules, and the bytes-per-parameter
  * model of a configuration. */
 #include "config.h"
+#include "qstate.h"
 #include "sized.h"
 
 #include <math.h>
@@ -34,6 +35,10 @@ static clg_config defaults(clg_optimizer optimizer)
     c.loss_scale_min = 1.0f;
     c.loss_scale_max = 16777216.0f;
     c.noise_scale_ema = 0.9f;
+    c.state_dtype = CLG_FP32;
+    c.state_min_size = 4096;
+    c.state_rounding = CLG_ROUND_NEAREST;
+    c.master_dtype = CLG_FP32;
     return c;
 }
 
@@ -154,7 +159,7 @@ clg_status clg__config_check(clg_context *ctx, const clg_config *c, const char *
                          "%s: the noise-scale estimate is not available with the skip-micro-step "
                          "policy (the first micro-step of a cycle is only known on the device)",
                          who);
-    return CLG_SUCCESS;
+    return clg__qstate_config_check(ctx, c, who);
 #undef BAD
 }
 
@@ -197,16 +202,30 @@ clg_status clg_memory_estimate(const clg_config *user_config, uint64_t n,
     clg_config config;
     if (st == CLG_SUCCESS)
         st = clg__config_import(NULL, user_config, &config, who);
+    /* the state fields decide what is allocated: refuse what a model would */
+    if (st == CLG_SUCCESS)
+        st = clg__qstate_config_check(NULL, &config, who);
     if (st != CLG_SUCCESS)
         return st;
     clg_memory_plan plan = {.struct_size = sizeof plan};
-    plan.params = 4 * n;
+    /* one tensor: Q8/Q4 states unless it is below state_min_size */
+    uint64_t n_q = clg__qstate_count(&config), n_s = clg__state_count(&config);
+    clg_dtype fmt = n_q && n >= config.state_min_size ? config.state_dtype
+                    : config.state_dtype == CLG_BF16  ? CLG_BF16
+                                                      : CLG_FP32;
+    plan.params = clg__format_bytes(config.master_dtype, n);
     plan.accumulators = clg__dtype_size(config.acc_dtype) * n;
-    plan.states = 4 * n * clg__state_count(&config);
+    plan.states = n_q * clg__format_bytes(fmt, n) + (n_s - n_q) * 4 * n;
+    plan.state_scales = n_q * 4 * clg__format_scales(fmt, n);
     plan.param_copy = clg__dtype_size(config.param_copy_dtype) * n;
-    plan.step_block = 4 * CLG_SB_WORDS;
+    /* the partials of a 256-wide work-group with 8 float4s per work-item
+     * (clg__kernels_reduce_groups), one region per CLG_REGIONS */
+    uint64_t groups = (n / 4 + 2047) / 2048;
+    plan.step_block = 4 * CLG_SB_WORDS + 4 * CLG_REGIONS * (groups ? groups : 1);
+    /* per-tensor norms: one float, one offset and one count for the tensor */
+    plan.tables = config.tensor_norms ? 4 + 8 + 8 : 0;
     plan.total = plan.params + plan.accumulators + plan.states + plan.param_copy +
-                 plan.grad_buffers + plan.step_block;
+                 plan.grad_buffers + plan.step_block + plan.state_scales + plan.tables;
     clg__sized_export(user_plan, user_plan->struct_size, &plan, sizeof plan);
     return CLG_SUCCESS;
 }

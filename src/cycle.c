@@ -110,10 +110,6 @@ static clg_status check_step(clg_model *m, const clg_grads *g, float w)
         return clg__fail(m->ctx, CLG_ERR_UNSUPPORTED,
                          "clg_step: skipping single micro-steps needs external gradients (path "
                          "A); on path B the backward has already added them");
-    if (g == NULL && m->cfg.acc_dtype != CLG_FP32)
-        return clg__fail(m->ctx, CLG_ERR_UNSUPPORTED,
-                         "clg_step: path B (gradients written into the accumulator) needs an "
-                         "fp32 accumulator");
     return CLG_SUCCESS;
 }
 

@@ -9,6 +9,7 @@
 #include "clg_layout.h"
 
 #include "config.h"
+#include "qstate.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,7 +111,7 @@ _Static_assert(CLG_ARGS_REDUCE_COUNT == 4, "reduce: set the new argument, then c
 _Static_assert(CLG_ARGS_TENSOR_SUMSQ_COUNT == 5, "tensor_sumsq: set the new argument, then count it");
 _Static_assert(CLG_ARGS_FOLD_COUNT == 5, "fold: set the new argument, then count it");
 _Static_assert(CLG_ARGS_PROLOGUE_COUNT == 17, "prologue: set the new argument, then count it");
-_Static_assert(CLG_ARGS_UPDATE_COUNT == 19, "update: set the new argument, then count it");
+_Static_assert(CLG_ARGS_UPDATE_COUNT == 23 + 0, "update: set the new argument, then count it");
 
 static size_t n4_of(size_t elems) { return elems / 4; }
 
@@ -322,17 +323,55 @@ clg_status clg__launch_prologue(clg_model *m, bool stats, float weight_sum)
     return launch(m, k, 1, "prologue");
 }
 
+/* state_dtype: the format of the chunk's states (fp32 in the chunks of
+ * small tensors of a Q8/Q4 model). */
 static void update_options(const clg_model *m, bool path_c, clg_dtype g_dtype,
-                           bool single_group, char *opt, size_t size)
+                           bool single_group, clg_dtype state_dtype, char *opt, size_t size)
 {
     const clg_config *c = &m->cfg;
     snprintf(opt, size,
              "-DOPT=%d -DMOMENTUM=%d -DNESTEROV=%d -DAMSGRAD=%d -DMAXIMIZE=%d -DPATH_C=%d "
              "-DG_DTYPE=%d -DACC_DTYPE=%d -DCOPY_DTYPE=%d -DCLIP_VALUE=%d -DSINGLE_GROUP=%d "
-             "-DWG=%zu",
+             "-DSTATE_DTYPE=%d -DSTATE_SR=%d -DMASTER_DTYPE=%d -DWG=%zu",
              (int)c->optimizer, c->momentum != 0.0f, c->nesterov != 0, c->amsgrad != 0,
              c->maximize != 0, (int)path_c, (int)g_dtype, (int)m->acc.dtype,
-             (int)c->param_copy_dtype, c->clip_value > 0.0f, (int)single_group, m->wg);
+             (int)c->param_copy_dtype, c->clip_value > 0.0f, (int)single_group, (int)state_dtype,
+             state_dtype != CLG_FP32 && c->state_rounding == CLG_ROUND_STOCHASTIC,
+             (int)c->master_dtype, m->wg);
+}
+
+/* The stochastic-rounding stream of one chunk's update: new with every
+ * cycle (restored by checkpoints), distinct per chunk. */
+static cl_uint update_seed(const clg_model *m, size_t chunk)
+{
+    return (cl_uint)(m->cfg.seed * 0x9E3779B97F4A7C15ull >> 32) ^
+           (cl_uint)(m->cycles * 0xC2B2AE35u) ^ (cl_uint)((chunk + 1) * 0x27D4EB2Fu);
+}
+
+/* Q8/Q4 chunks run update_q.cl: one work-item per absmax block, in
+ * work-groups of QLOCAL on GPUs; on a CPU one work-item each (PoCL runs a
+ * work-group's work-items in a loop it cannot vectorize here: measured,
+ * larger groups only add overhead). */
+static size_t q_local(const clg_model *m)
+{
+    if (m->ctx->info.type & CL_DEVICE_TYPE_CPU)
+        return 1;
+    return m->wg < 64 ? m->wg : 64;
+}
+
+/* The program and global size of chunk ch's update. */
+static const char *update_program(const clg_model *m, size_t ch, size_t *global, size_t *local)
+{
+    clg_dtype fmt = clg__state_format(m, 0, ch);
+    if (clg__dtype_quantized(fmt)) {
+        size_t blocks = m->chunk_elems[ch] / clg__qblock(fmt);
+        *local = q_local(m);
+        *global = (blocks + *local - 1) / *local * *local;
+        return "update_q";
+    }
+    *local = m->wg;
+    *global = groups_for(m, n4_of(m->chunk_elems[ch])) * m->wg;
+    return "update";
 }
 
 clg_status clg__launch_update(clg_model *m, const clg_grads *last, float w_last,
@@ -342,9 +381,12 @@ clg_status clg__launch_update(clg_model *m, const clg_grads *last, float w_last,
     for (size_t ch = 0; ch < m->n_chunks; ch++) {
         bool single = m->chunk_segs[ch] == 1;
         char opt[260];
-        update_options(m, last != NULL, last ? last->dtype : CLG_FP32, single, opt, sizeof opt);
+        update_options(m, last != NULL, last ? last->dtype : CLG_FP32, single,
+                       clg__state_format(m, 0, ch), opt, sizeof opt);
+        size_t global, local;
+        const char *program = update_program(m, ch, &global, &local);
         cl_kernel k;
-        clg_status st = get_kernel(m, "update", opt, "update", &k);
+        clg_status st = get_kernel(m, program, opt, program, &k);
         if (st != CLG_SUCCESS)
             return st;
         /* a single-group chunk: its group's values as arguments */
@@ -369,9 +411,15 @@ clg_status clg__launch_update(clg_model *m, const clg_grads *last, float w_last,
             .dampening = c->dampening,
             .clip_value = c->clip_value,
             .sb = m->step_block,
+            .s0_scale = m->scales[0].chunks ? m->scales[0].chunks[ch] : NULL,
+            .s1_scale = m->scales[1].chunks ? m->scales[1].chunks[ch] : NULL,
+            .seed = update_seed(m, ch),
+            .n4 = n4_of(m->chunk_elems[ch]),
         };
         SET_ARGS(update, k, &a);
-        st = launch(m, k, groups_for(m, n4_of(m->chunk_elems[ch])), "update");
+        st = clg__launch(m->ctx, k, global, local, program);
+        if (st == CLG_SUCCESS)
+            m->launched++;
         if (st != CLG_SUCCESS)
             return st;
     }
@@ -422,6 +470,15 @@ clg_status clg__kernels_group_params(clg_model *m)
     return st;
 }
 
+uint64_t clg__kernels_group_params_bytes(const clg_model *m)
+{
+    uint64_t bytes = 0;
+    for (size_t ch = 0; m->group_params != NULL && ch < m->n_chunks; ch++)
+        if (m->group_params[ch] != NULL)
+            bytes += groups_for(m, n4_of(m->chunk_elems[ch])) * sizeof(cl_float2);
+    return bytes;
+}
+
 void clg__kernels_free_group_params(clg_model *m)
 {
     for (size_t ch = 0; m->group_params != NULL && ch < m->n_chunks; ch++)
@@ -438,10 +495,20 @@ void clg__kernels_free_group_params(clg_model *m)
 
 clg_status clg__kernels_create(clg_model *m)
 {
-    /* Build the update variant now: the most complex program, and the one
-     * every update needs, so a build failure shows at finalize. */
-    char opt[260];
-    update_options(m, false, CLG_FP32, m->n_segments == 1, opt, sizeof opt);
-    cl_kernel k;
-    return get_kernel(m, "update", opt, "update", &k);
+    /* Build the update variants now: the most complex program, and the one
+     * every update needs, so a build failure shows at finalize. A model of
+     * Q8/Q4 states has two: its quantized chunks and its small tensors'. */
+    clg_status st = CLG_SUCCESS;
+    for (size_t ch = 0; ch < m->n_chunks && st == CLG_SUCCESS; ch++) {
+        if (ch > 0 && clg__state_format(m, 0, ch) == clg__state_format(m, 0, ch - 1))
+            continue;
+        char opt[260];
+        update_options(m, false, CLG_FP32, m->chunk_segs[ch] == 1, clg__state_format(m, 0, ch),
+                       opt, sizeof opt);
+        size_t global, local;
+        const char *program = update_program(m, ch, &global, &local);
+        cl_kernel k;
+        st = get_kernel(m, program, opt, program, &k);
+    }
+    return st;
 }

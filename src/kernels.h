@@ -17,6 +17,8 @@ void clg__kernels_destroy(clg_model *m);
  * groups, for the update kernel (after the layout). */
 clg_status clg__kernels_group_params(clg_model *m);
 void clg__kernels_free_group_params(clg_model *m);
+/* Device bytes of those tables. */
+uint64_t clg__kernels_group_params_bytes(const clg_model *m);
 
 /* acc (+)= w*g over all chunks. region >= 0: fused statistics into that
  * partials region. skip_micro: read the verdict from the step block. */

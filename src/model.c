@@ -5,6 +5,7 @@
 #include "config.h"
 #include "kernels.h"
 #include "model.h"
+#include "qstate.h"
 #include "sized.h"
 
 #include <math.h>
@@ -39,6 +40,12 @@ clg_status clg_model_create(clg_context *ctx, const clg_config *config, clg_mode
     if (m->cfg.loss_scale == CLG_LOSS_SCALE_DYNAMIC && m->cfg.nonfinite == CLG_NONFINITE_IGNORE)
         m->cfg.nonfinite = CLG_NONFINITE_SKIP_UPDATE;
     m->n_states = clg__state_count(&m->cfg);
+    m->qstates = clg__qstate_split(&m->cfg);
+    m->n_qstates = clg__qstate_count(&m->cfg);
+    if (clg__dtype_quantized(m->cfg.state_dtype)) {
+        clg__qmap_fill(m->cfg.state_dtype, true, m->qmap[0]);
+        clg__qmap_fill(m->cfg.state_dtype, false, m->qmap[1]);
+    }
     int group;
     st = clg_model_add_group(m, "default", 1.0f, -1.0f, &group);
     if (st != CLG_SUCCESS) {
@@ -83,18 +90,19 @@ static void release_device(clg_model *m)
     clg__arena_free(m, &m->params);
     clg__arena_free(m, &m->acc);
     clg__arena_free(m, &m->copy);
-    for (size_t s = 0; s < CLG_MAX_STATES; s++)
-        clg__arena_free(m, &m->states[s]);
+    clg__qstate_free(m);
     if (m->step_block != NULL)
         clg__buffer_release(m->ctx, m->step_block, 4 * CLG_SB_WORDS);
     if (m->partials != NULL)
         clg__buffer_release(m->ctx, m->partials, 4 * (uint64_t)m->n_partials);
     m->step_block = m->partials = NULL;
     free(m->chunk_elems);
+    free(m->chunk_small);
     free(m->segments);
     free(m->chunk_pbase);
     m->chunk_pbase = NULL;
     m->chunk_elems = NULL;
+    m->chunk_small = NULL;
     m->segments = NULL;
     m->n_chunks = m->n_segments = 0;
 }
@@ -347,10 +355,11 @@ clg_status clg_model_finalize(clg_model *m)
         m->region_size += clg__kernels_reduce_groups(m, m->chunk_elems[c] / 4);
     }
     m->n_partials = CLG_REGIONS * m->region_size;
-    uint64_t n = clg__arena_bytes(m, 1);
-    uint64_t need = n * (4 + clg__dtype_size(m->cfg.acc_dtype) + 4 * m->n_states +
+    uint64_t n = clg__arena_bytes(m, 1), states, scales;
+    clg__qstate_bytes(m, &states, &scales);
+    uint64_t need = n * (clg__dtype_size(m->cfg.master_dtype) + clg__dtype_size(m->cfg.acc_dtype) +
                          clg__dtype_size(m->cfg.param_copy_dtype)) +
-                    4 * CLG_SB_WORDS + 4 * (uint64_t)m->n_partials;
+                    states + scales + 4 * CLG_SB_WORDS + 4 * (uint64_t)m->n_partials;
     uint64_t budget = clg_context_budget(m->ctx);
     uint64_t in_use = clg_context_device_bytes(m->ctx);
     if (budget != 0 && in_use + need > budget) {
@@ -362,11 +371,12 @@ clg_status clg_model_finalize(clg_model *m)
                        (unsigned long long)in_use, (unsigned long long)budget);
         goto fail;
     }
-    st = clg__arena_alloc(m, &m->params, CLG_FP32, 4);
+    st = clg__arena_alloc(m, &m->params, m->cfg.master_dtype,
+                          clg__dtype_size(m->cfg.master_dtype));
     if (st == CLG_SUCCESS)
         st = clg__arena_alloc(m, &m->acc, m->cfg.acc_dtype, clg__dtype_size(m->cfg.acc_dtype));
-    for (size_t s = 0; s < m->n_states && st == CLG_SUCCESS; s++)
-        st = clg__arena_alloc(m, &m->states[s], CLG_FP32, 4);
+    if (st == CLG_SUCCESS)
+        st = clg__qstate_alloc(m);
     if (st == CLG_SUCCESS && m->cfg.param_copy_dtype != CLG_DTYPE_NONE)
         st = clg__arena_alloc(m, &m->copy, m->cfg.param_copy_dtype,
                               clg__dtype_size(m->cfg.param_copy_dtype));
@@ -436,6 +446,17 @@ clg_context *clg_model_context(const clg_model *m) { return m ? m->ctx : NULL; }
 const clg_config *clg_model_config(const clg_model *m) { return m ? &m->cfg : NULL; }
 size_t clg_model_state_count(const clg_model *m) { return m ? m->n_states : 0; }
 
+/* The per-tensor norm buffers of build_norm_tables. */
+static uint64_t norm_table_bytes(const clg_model *m)
+{
+    if (m->tensor_sumsq == NULL)
+        return 0;
+    uint64_t bytes = 4 * (uint64_t)m->n_tensors;
+    for (size_t c = 0; c < m->n_chunks; c++)
+        bytes += 2 * 8 * (uint64_t)m->norm_n[c];
+    return bytes;
+}
+
 clg_status clg_model_memory(const clg_model *m, clg_memory_plan *user_plan)
 {
     if (m == NULL || user_plan == NULL)
@@ -448,14 +469,15 @@ clg_status clg_model_memory(const clg_model *m, clg_memory_plan *user_plan)
     if (!m->finalized)
         return clg__fail(m->ctx, CLG_ERR_STATE, "clg_model_memory: model not finalized");
     clg_memory_plan plan = {.struct_size = sizeof plan};
-    plan.params = clg__arena_bytes(m, 4);
-    plan.accumulators = clg__arena_bytes(m, m->acc.elem_size);
-    plan.states = clg__arena_bytes(m, 4) * m->n_states;
-    plan.param_copy = m->copy.chunks ? clg__arena_bytes(m, m->copy.elem_size) : 0;
+    plan.params = clg__arena_size(m, &m->params);
+    plan.accumulators = clg__arena_size(m, &m->acc);
+    clg__qstate_bytes(m, &plan.states, &plan.state_scales);
+    plan.tables = clg__kernels_group_params_bytes(m) + norm_table_bytes(m);
+    plan.param_copy = clg__arena_size(m, &m->copy);
     plan.grad_buffers = m->grads_bytes;
     plan.step_block = 4 * CLG_SB_WORDS + 4 * (uint64_t)m->n_partials;
     plan.total = plan.params + plan.accumulators + plan.states + plan.param_copy +
-                 plan.grad_buffers + plan.step_block;
+                 plan.grad_buffers + plan.step_block + plan.state_scales + plan.tables;
     clg__sized_export(user_plan, user_plan->struct_size, &plan, sizeof plan);
     return CLG_SUCCESS;
 }
@@ -553,6 +575,10 @@ static clg_status transfer(clg_model *m, clg_arena *a, int t, void *host, bool t
     bool all = t == CLG_ALL_TENSORS;
     size_t first = all ? 0 : (size_t)t, last = all ? m->n_tensors : (size_t)t + 1;
     char *p = host;
+    if (a->elem_size == 0) /* Q8/Q4 states: see state_io.c */
+        return clg__fail(m->ctx, CLG_ERR_UNSUPPORTED,
+                         "%s: the arena holds quantized states, which have no plain element copy",
+                         who);
     for (size_t i = first; i < last; i++) {
         const clg_tensor_slot *ts = &m->tensors[i];
         size_t bytes = ts->count * a->elem_size;
@@ -646,34 +672,54 @@ static clg_status with_events(clg_model *m, const clg_events *ev, clg_status (*c
     return clg__events_finish(m->ctx, ev, st, who);
 }
 
-static clg_status upload_params(clg_model *m, int t, void *host, const char *who)
+/* bf16 master weights: rounded to nearest even on the host. */
+static clg_status upload_bf16(clg_model *m, int t, const float *host, const char *who)
 {
-    clg_status st = transfer(m, &m->params, t, host, true, who);
-    return st == CLG_SUCCESS ? write_param_copy(m, t, host) : st;
-}
-
-static clg_status download_params(clg_model *m, int t, void *host, const char *who)
-{
-    return transfer(m, &m->params, t, host, false, who);
-}
-
-static clg_status download_acc(clg_model *m, int t, void *out, const char *who)
-{
-    if (m->acc.dtype == CLG_FP32)
-        return transfer(m, &m->acc, t, out, false, who);
-    /* bf16 accumulator: widen on the host */
-    float *host = out;
     size_t n = host_elems(m, t);
     uint16_t *h = malloc((n ? n : 1) * sizeof *h);
     if (h == NULL)
         return clg__fail(m->ctx, CLG_ERR_OUT_OF_HOST_MEMORY, "%s: out of memory", who);
-    clg_status st = transfer(m, &m->acc, t, h, false, who);
+    for (size_t i = 0; i < n; i++)
+        h[i] = to_bf16(host[i]);
+    clg_status st = transfer(m, &m->params, t, h, true, who);
+    free(h);
+    return st;
+}
+
+static clg_status upload_params(clg_model *m, int t, void *host, const char *who)
+{
+    clg_status st = m->params.dtype == CLG_BF16 ? upload_bf16(m, t, host, who)
+                                                : transfer(m, &m->params, t, host, true, who);
+    return st == CLG_SUCCESS ? write_param_copy(m, t, host) : st;
+}
+
+/* An fp32 or bf16 arena into fp32 host values (bf16 widened exactly). */
+static clg_status download_widened(clg_model *m, clg_arena *a, int t, float *host,
+                                   const char *who)
+{
+    if (a->dtype == CLG_FP32)
+        return transfer(m, a, t, host, false, who);
+    size_t n = host_elems(m, t);
+    uint16_t *h = malloc((n ? n : 1) * sizeof *h);
+    if (h == NULL)
+        return clg__fail(m->ctx, CLG_ERR_OUT_OF_HOST_MEMORY, "%s: out of memory", who);
+    clg_status st = transfer(m, a, t, h, false, who);
     for (size_t i = 0; st == CLG_SUCCESS && i < n; i++) {
         uint32_t u = (uint32_t)h[i] << 16;
         memcpy(&host[i], &u, 4);
     }
     free(h);
     return st;
+}
+
+static clg_status download_params(clg_model *m, int t, void *host, const char *who)
+{
+    return download_widened(m, &m->params, t, host, who);
+}
+
+static clg_status download_acc(clg_model *m, int t, void *out, const char *who)
+{
+    return download_widened(m, &m->acc, t, out, who);
 }
 
 clg_status clg_model_upload_params(clg_model *m, int t, const float *host, size_t count,
@@ -703,26 +749,6 @@ clg_status clg_model_download_acc(clg_model *m, int t, float *host, size_t count
     return st == CLG_SUCCESS ? with_events(m, ev, download_acc, t, host, who) : st;
 }
 
-clg_status clg_model_download_state(clg_model *m, int s, int t, float *host, size_t count,
-                                    const clg_events *ev)
-{
-    clg__events_clear(ev);
-    const char *who = "clg_model_download_state";
-    clg_status st = check_tensor(m, t, true, who);
-    if (st != CLG_SUCCESS)
-        return st;
-    if (s < 0 || (size_t)s >= m->n_states)
-        return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT,
-                         "%s: no state %d (the optimizer has %zu)", who, s, m->n_states);
-    st = check_copy(m, t, host, count, ev, who);
-    if (st != CLG_SUCCESS)
-        return st;
-    st = clg__events_wait(m->ctx, ev, who);
-    if (st == CLG_SUCCESS)
-        st = transfer(m, &m->states[s], t, host, false, who);
-    return clg__events_finish(m->ctx, ev, st, who);
-}
-
 clg_status clg__arena_read(clg_model *m, int id, int t, void *host)
 {
     clg_arena *a = clg__model_arena(m, id);
@@ -740,7 +766,9 @@ clg_status clg__arena_write(clg_model *m, int id, int t, const void *host)
     clg_status st = check_tensor(m, t, false, "arena write");
     if (st == CLG_SUCCESS)
         st = transfer(m, a, t, (void *)host, true, "arena write");
-    if (st == CLG_SUCCESS && id == CLG_ARENA_PARAMS)
+    /* the copy follows fp32 params here; with bf16 params a checkpoint
+     * holds it as an entry of its own */
+    if (st == CLG_SUCCESS && id == CLG_ARENA_PARAMS && a->dtype == CLG_FP32)
         st = write_param_copy(m, t, host);
     return st;
 }

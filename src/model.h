@@ -16,11 +16,15 @@
 #define CLG_SEGMENT_ALIGN 1024
 
 /* One flat array (params, accumulators, a state, the copy) in chunks. All
- * arenas share the model's chunk layout (same element counts per chunk). */
+ * arenas share the model's chunk layout (same element counts per chunk).
+ * A Q8/Q4 state arena is the one kind whose element size differs by chunk:
+ * codes in quantized chunks, fp32 in the chunks of small tensors (dtype
+ * CLG_Q8/CLG_Q4, elem_size 0; src/qstate.h gives each chunk's format). */
 typedef struct clg_arena {
     clg_dtype dtype;
-    size_t elem_size;
-    cl_mem *chunks; /* model->n_chunks entries, NULL when not allocated */
+    size_t elem_size; /* bytes per element; 0 where it differs by chunk */
+    cl_mem *chunks;   /* model->n_chunks entries, NULL when not allocated */
+    uint64_t *bytes;  /* per chunk: the size of its buffer (0: none) */
 } clg_arena;
 
 typedef struct clg_tensor_slot {
@@ -82,6 +86,14 @@ struct clg_model {
     clg_arena params, acc, copy;
     clg_arena states[CLG_MAX_STATES];
     size_t n_states;
+    /* Q8/Q4 states (src/qstate.h): states 0..n_qstates-1 are quantized in
+     * every chunk but those of small tensors, which come last and keep
+     * fp32 states; scales[s] holds their per-block absmax. */
+    bool qstates;
+    size_t n_qstates;
+    bool *chunk_small;  /* per chunk: holds tensors below state_min_size */
+    clg_arena scales[2];
+    float qmap[2][256]; /* signed and unsigned maps (qmaps.c) */
 
     cl_mem step_block; /* CLG_SB_WORDS uint32 words */
     cl_mem partials;   /* float reduction partials, CLG_REGIONS regions */

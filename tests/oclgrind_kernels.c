@@ -4,7 +4,9 @@
  * report. Covered: every optimizer and its variants, paths A/B/C, fp32,
  * fp16 and bf16 gradients, bf16 accumulators, param copies, clipping by
  * norm and value, static and dynamic loss scaling, every non-finite policy,
- * tensor norms, the noise scale, partial windows, checkpoints, and the
+ * tensor norms, the noise scale, partial windows, checkpoints, bf16, Q8
+ * and Q4 optimizer states (nearest and stochastic rounding, quantized and
+ * fp32-state chunks side by side), bf16 master weights, and the
  * auxiliary programs (stream, handrolled, mlp) launched kernel by kernel,
  * and the contrastive kernels (oclgrind_contrastive.c).
  * Exits 0 when every call succeeded (it checks no numbers: the other tests
@@ -168,6 +170,8 @@ static void mark_initialized(const clg_model *m, const clg_grads *g)
     rewrite_arena(m, &m->copy);
     for (size_t s = 0; s < m->n_states; s++)
         rewrite_arena(m, &m->states[s]);
+    for (size_t s = 0; s < 2; s++)
+        rewrite_arena(m, &m->scales[s]);
     rewrite_buffer(m->step_block);
     rewrite_buffer(m->partials);
     rewrite_buffer(m->tensor_sumsq);
@@ -353,6 +357,35 @@ static void run_model_scenarios(const char *only)
     c.amsgrad = 1, c.acc_dtype = CLG_BF16, c.param_copy_dtype = CLG_FP16, c.noise_scale = 1;
     c.loss_scale = CLG_LOSS_SCALE_DYNAMIC, c.nonfinite = CLG_NONFINITE_SKIP_UPDATE;
     ADD("adamw checkpoint mid-run", c, CLG_FP32, 3, 0, CLG_SUCCESS, 0, 1);
+
+    /* low-precision training state (update_q.cl for Q8/Q4 chunks): the
+     * tiny tensors are quantized with state_min_size 0; with 30, w1 is and
+     * b1, w2 keep fp32 states in a chunk of their own */
+    c = base(CLG_ADAMW, 2);
+    c.state_dtype = CLG_Q8, c.state_min_size = 0;
+    ADD("adamw Q8 states, path C", c, CLG_FP32, 2, 0, CLG_SUCCESS, 0, 0);
+    c = base(CLG_ADAM, 2);
+    c.state_dtype = CLG_Q8, c.state_min_size = 30, c.amsgrad = 1, c.weight_decay = 0.01f;
+    c.fuse_last_micro_step = 0, c.clip_value = 0.05f, c.maximize = 1;
+    ADD("adam amsgrad Q8 + fp32 small-state chunk, path A", c, CLG_FP16, 2, 0, CLG_SUCCESS, 0, 0);
+    c = base(CLG_SGD, 2);
+    c.momentum = 0.9f, c.nesterov = 1, c.state_dtype = CLG_Q4, c.state_min_size = 0;
+    ADD("sgd nesterov Q4 states, path B", c, CLG_DTYPE_NONE, 2, 0, CLG_SUCCESS, 0, 0);
+    c = base(CLG_LION, 2);
+    c.state_dtype = CLG_Q4, c.state_min_size = 0, c.state_rounding = CLG_ROUND_STOCHASTIC;
+    ADD("lion Q4 stochastic, bf16 grads", c, CLG_BF16, 2, 0, CLG_SUCCESS, 0, 0);
+    c = base(CLG_ADAMW, 2);
+    c.state_dtype = CLG_Q8, c.state_min_size = 0, c.state_rounding = CLG_ROUND_STOCHASTIC;
+    c.master_dtype = CLG_BF16, c.param_copy_dtype = CLG_FP16, c.acc_dtype = CLG_BF16;
+    c.loss_scale = CLG_LOSS_SCALE_DYNAMIC, c.nonfinite = CLG_NONFINITE_SKIP_UPDATE;
+    ADD("adamw Q8 stochastic, bf16 master + acc, fp16 copy, skip", c, CLG_FP16, 3, 2,
+        CLG_SUCCESS, 0, 0);
+    c = base(CLG_ADAMW, 2);
+    c.state_dtype = CLG_BF16, c.state_rounding = CLG_ROUND_STOCHASTIC, c.master_dtype = CLG_BF16;
+    ADD("adamw bf16 states stochastic, bf16 master", c, CLG_FP32, 2, 0, CLG_SUCCESS, 0, 0);
+    c = base(CLG_SGD, 2);
+    c.momentum = 0.9f, c.state_dtype = CLG_BF16, c.param_copy_dtype = CLG_BF16;
+    ADD("sgd bf16 states, bf16 copy", c, CLG_FP32, 2, 0, CLG_SUCCESS, 0, 0);
 #undef ADD
     /* argv[1] (optional): run only scenarios whose name contains it */
     for (size_t i = 0; i < n; i++)
@@ -473,6 +506,11 @@ static size_t set_args(cl_kernel k, const char *name, const buffers *b)
     if (!strcmp(name, "mlp_to_bf16")) {
         ARG(0, cl_mem, f[0]), ARG(1, cl_ulong, 2), ARG(2, cl_mem, b->half);
         ARG(3, cl_ulong, 1), ARG(4, cl_uint, FN - 2);
+        return FN - 2;
+    }
+    if (!strcmp(name, "mlp_from_bf16")) {
+        ARG(0, cl_mem, b->half), ARG(1, cl_ulong, 1), ARG(2, cl_mem, f[0]);
+        ARG(3, cl_ulong, 2), ARG(4, cl_uint, FN - 2);
         return FN - 2;
     }
     return 0;

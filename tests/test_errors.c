@@ -62,7 +62,6 @@ typedef struct fixture {
     clg_model *unfin;  /* being built: group "g1", tensor "u0" of 8 as [2, 4] */
     clg_model *empty;  /* no tensors */
     clg_model *norms;  /* tensor_norms on, no update yet */
-    clg_model *bf16;   /* bf16 accumulator (no path B) */
     clg_model *skipm;  /* CLG_NONFINITE_SKIP_MICRO (no path B) */
     clg_device_info *devices;
     size_t n_devices;
@@ -157,9 +156,6 @@ static int setup(void **state)
     c.tensor_norms = 1;
     F.norms = build(c, 1);
     c = cfg;
-    c.acc_dtype = CLG_BF16;
-    F.bf16 = build(c, 1);
-    c = cfg;
     c.nonfinite = CLG_NONFINITE_SKIP_MICRO;
     F.skipm = build(c, 1);
 
@@ -219,7 +215,6 @@ static int teardown(void **state)
     free(devices_small);
     clg_devices_free(F.devices);
     clg_model_destroy(F.skipm);
-    clg_model_destroy(F.bf16);
     clg_model_destroy(F.norms);
     clg_model_destroy(F.empty);
     clg_model_destroy(F.unfin);
@@ -573,8 +568,6 @@ static const char *missing_path(void)
       clg_step(M, F.other.grads, 1.0f, &updated_out, &EV))                                         \
     X(step_b_skip_micro, "clg_step", CLG_ERR_UNSUPPORTED, CTX, "path B", NULL,                     \
       clg_step(F.skipm, NULL, 1.0f, &updated_out, &EV))                                            \
-    X(step_b_bf16, "clg_step", CLG_ERR_UNSUPPORTED, CTX, "fp32", NULL,                             \
-      clg_step(F.bf16, NULL, 1.0f, &updated_out, &EV))                                             \
     X(step_ev_num1, "clg_step", INV, CTX, "num_wait is 1", "NULL",                                 \
       clg_step(M, G, 1.0f, &updated_out, &EV_NUM1_NULL))                                           \
     X(step_ev_num0, "clg_step", INV, CTX, "num_wait is 0", NULL,                                   \

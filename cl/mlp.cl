@@ -138,3 +138,14 @@ __kernel void mlp_to_bf16(__global const float *src, ulong soff, __global ushort
         h = (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
     dst[doff + i] = h;
 }
+
+/* dst[doff + i] = the fp32 value of bf16 src[soff + i] (exact): the GEMMs'
+ * copy of bf16 master weights. */
+__kernel void mlp_from_bf16(__global const ushort *src, ulong soff, __global float *dst,
+                            ulong doff, uint n)
+{
+    size_t i = get_global_id(0);
+    if (i >= n)
+        return;
+    dst[doff + i] = as_float((uint)src[soff + i] << 16);
+}

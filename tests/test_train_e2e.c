@@ -440,6 +440,36 @@ static void test_learns(void **state)
     free(w);
 }
 
+/* The smaller training states learn as well: Q8 and Q4 states (with
+ * --state-min-size 250 the 24 x 16 and 12 x 24 weights are quantized, the
+ * rest keeps fp32 states), bf16 states, bf16 master weights (the GEMMs
+ * read their fp32 copy). */
+static void test_learns_with_small_states(void **state)
+{
+    (void)state;
+    static const clg_dtype states[] = {CLG_Q8, CLG_Q4, CLG_BF16, CLG_FP32};
+    static const clg_dtype masters[] = {CLG_FP32, CLG_FP32, CLG_BF16, CLG_BF16};
+    for (int i = 0; i < 4; i++) {
+        train_options o;
+        base_options(&o);
+        o.steps = 0;
+        o.epochs = 8;
+        o.batch = 32;
+        o.micro_batch = 8;
+        o.lr = 1e-2f;
+        o.state_dtype = states[i];
+        o.state_min_size = 250;
+        o.master_dtype = masters[i];
+        o.quiet = getenv("TRAIN_VERBOSE") == NULL;
+        train_result r;
+        float *w = run(&o, &r);
+        if (!(r.test_accuracy >= 0.8))
+            fail_msg("states %s, master %s: test accuracy %.3f after 8 epochs",
+                     train_dtype_name(states[i]), train_dtype_name(masters[i]), r.test_accuracy);
+        free(w);
+    }
+}
+
 static void test_resume(void **state)
 {
     (void)state;
@@ -932,6 +962,7 @@ int main(void)
         cmocka_unit_test(test_auto_micro_batch),
         cmocka_unit_test(test_outputs),
         cmocka_unit_test(test_learns),
+        cmocka_unit_test(test_learns_with_small_states),
         cmocka_unit_test(test_resume),
         cmocka_unit_test_setup_teardown(test_cli_same_file, cli_setup, cli_teardown),
         cmocka_unit_test_setup_teardown(test_cli_output_dirs, cli_setup, cli_teardown),

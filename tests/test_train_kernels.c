@@ -336,6 +336,28 @@ static void test_convert(void **state)
     clReleaseMemObject(md);
 }
 
+/* bf16 bits widened to fp32 (the GEMMs' copy of bf16 master weights):
+ * exact, every pattern of the upper half of a float, at offsets. */
+static void test_widen_bf16(void **state)
+{
+    (void)state;
+    enum { N = 65536, SOFF = 3, DOFF = 5 };
+    uint16_t *src = tu_xmalloc((SOFF + N) * sizeof *src);
+    for (int i = 0; i < N; i++)
+        src[SOFF + i] = (uint16_t)i;
+    cl_mem ms = buf((SOFF + N) * 2, src), md = buf((DOFF + N) * 4, NULL);
+    assert_int_equal(mlp_widen_bf16(&S.k, ms, SOFF, md, DOFF, N), CL_SUCCESS);
+    uint32_t *got = tu_xmalloc((DOFF + N) * sizeof *got);
+    get(md, (DOFF + N) * 4, got);
+    for (int i = 0; i < N; i++)
+        if (got[DOFF + i] != (uint32_t)i << 16)
+            fail_msg("bf16 0x%04x widened to 0x%08x", i, got[DOFF + i]);
+    free(src);
+    free(got);
+    clReleaseMemObject(ms);
+    clReleaseMemObject(md);
+}
+
 /* ------------------------------------------------------------ MLP */
 
 /* Double-precision forward and backward of the MLP on the same inputs:
@@ -524,6 +546,7 @@ int main(void)
         cmocka_unit_test(test_bias_grad),
         cmocka_unit_test(test_softmax_xent),
         cmocka_unit_test(test_convert),
+        cmocka_unit_test(test_widen_bf16),
         cmocka_unit_test(test_mlp_forward_backward),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

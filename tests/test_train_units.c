@@ -442,6 +442,9 @@ static void test_options_bad(void **state)
     expect_bad("--schedule", "step", "constant|linear|cosine");
     expect_bad("--grad-dtype", "fp8", "fp32|fp16|bf16");
     expect_bad("--grad-path", "D", "A|B|C");
+    expect_bad("--state-dtype", "fp16", "fp32|bf16|q8|q4");
+    expect_bad("--master-dtype", "q8", "fp32|bf16");
+    expect_bad("--state-rounding", "up", "nearest|stochastic");
     expect_bad("--loss-scale", "0.5", "dynamic");
     expect_bad("--loss-scale", "static", NULL);
     expect_bad("--lr-scale", "cubic", "none|linear|sqrt");
@@ -471,6 +474,16 @@ static void test_options_bad(void **state)
     assert_contains(err, "--json");
     assert_int_equal(parse(&o, err, sizeof err, "--save-every", "5", NULL), -1);
     assert_contains(err, "--checkpoint");
+    assert_int_equal(parse(&o, err, sizeof err, "--state-rounding", "stochastic", NULL), -1);
+    assert_contains(err, "--state-dtype");
+    /* the new flags reach clgrad's configuration */
+    assert_int_equal(parse(&o, err, sizeof err, "--state-dtype", "q4", "--master-dtype", "bf16",
+                           "--state-rounding", "stochastic", NULL), 0);
+    clg_config cfg;
+    assert_int_equal(train_options_clg_config(&o, &cfg, err, sizeof err), 0);
+    assert_int_equal(cfg.state_dtype, CLG_Q4);
+    assert_int_equal(cfg.master_dtype, CLG_BF16);
+    assert_int_equal(cfg.state_rounding, CLG_ROUND_STOCHASTIC);
 }
 
 /* Values that do not survive the conversion to float, garbage, empty
@@ -896,7 +909,7 @@ static void test_runconfig(void **state)
         {"--weight-decay", "0.5"}, {"--schedule", "linear"}, {"--clip", "1"},
         {"--grad-dtype", "bf16"},  {"--grad-path", "A"},    {"--loss-scale", "dynamic"},
         {"--seed", "7"},           {"--metrics", "m.csv"}, /* nonfinite policy */
-        {"--batch", "100"},
+        {"--batch", "100"},        {"--state-dtype", "q8"}, {"--master-dtype", "bf16"},
     };
     for (size_t i = 0; i < sizeof changes / sizeof *changes; i++) {
         assert_int_equal(parse(&o, err, sizeof err, "--lr", "0.003", "--warmup", "2",
@@ -924,6 +937,37 @@ static void test_runconfig(void **state)
     assert_int_equal(runconfig_compare(&saved, &now, "seed", "ck", over, sizeof over, err,
                                        sizeof err), -1);
     assert_contains(err, "cannot change");
+    /* Nor the states' or the params' format (the checkpoint holds them so). */
+    for (int w = 0; w < 2; w++) {
+        assert_int_equal(parse(&o, err, sizeof err, "--lr", "0.003", "--warmup", "2",
+                               w ? "--master-dtype" : "--state-dtype", w ? "bf16" : "q4", NULL),
+                         0);
+        build_config(&now, &o);
+        assert_int_equal(runconfig_compare(&saved, &now, w ? "master-dtype" : "state-dtype", "ck",
+                                           over, sizeof over, err, sizeof err),
+                         -1);
+        assert_contains(err, "cannot change");
+    }
+    /* A checkpoint saved before the states' settings were recorded holds
+     * fp32 states and params, rounded to nearest. */
+    {
+        static run_config older;
+        memset(&older, 0, sizeof older);
+        assert_int_equal(parse(&o, err, sizeof err, "--lr", "0.003", "--warmup", "2", NULL), 0);
+        build_config(&now, &o);
+        runconfig_meta(&saved);
+        for (int i = 0; i < saved.n; i++)
+            if (!strstr(saved.key_ptr[i], ".state-") && !strstr(saved.key_ptr[i], ".master-"))
+                runconfig_add_saved(&older, saved.key_ptr[i], saved.value_ptr[i]);
+        assert_int_equal(runconfig_compare(&older, &now, "", "ck", over, sizeof over, err,
+                                           sizeof err), 0);
+        assert_int_equal(parse(&o, err, sizeof err, "--lr", "0.003", "--warmup", "2",
+                               "--state-dtype", "q8", NULL), 0);
+        build_config(&now, &o);
+        assert_int_equal(runconfig_compare(&older, &now, "", "ck", over, sizeof over, err,
+                                           sizeof err), -1);
+        assert_contains(err, "--state-dtype: saved fp32, now q8");
+    }
     /* A checkpoint without settings (an older trainer): every one differs. */
     static run_config empty;
     memset(&empty, 0, sizeof empty);

@@ -18,7 +18,7 @@ void memplan_bytes(char *buf, size_t len, uint64_t bytes)
 
 void memplan_total(memplan *p)
 {
-    p->total = p->model.total + p->activations + p->grad_scratch + p->data;
+    p->total = p->model.total + p->activations + p->grad_scratch + p->weights + p->data;
 }
 
 static void row(FILE *f, const char *what, uint64_t bytes)
@@ -32,14 +32,26 @@ void memplan_print(FILE *f, const memplan *p, const char *device_name, uint64_t 
 {
     char label[64];
     fprintf(f, "memory plan on %s (%llu parameters):\n", device_name, (unsigned long long)params);
-    row(f, "parameters", p->model.params);
+    static const char *const dtype[] = {"fp32", "fp16", "bf16", "none", "q8", "q4"};
+    snprintf(label, sizeof label, "parameters (%s)",
+             dtype[(unsigned)p->master_dtype < 6 ? p->master_dtype : 3]);
+    row(f, label, p->model.params);
     row(f, "accumulators", p->model.accumulators);
-    row(f, "optimizer states", p->model.states);
+    snprintf(label, sizeof label, "optimizer states (%s%s)",
+             dtype[(unsigned)p->state_dtype < 6 ? p->state_dtype : 3],
+             p->state_dtype == CLG_Q8 || p->state_dtype == CLG_Q4 ? ", small fp32" : "");
+    row(f, label, p->model.states);
+    if (p->model.state_scales)
+        row(f, "state absmax (one per block)", p->model.state_scales);
     if (p->model.grad_buffers)
         row(f, "gradient buffers (paths A/C)", p->model.grad_buffers);
     if (p->model.param_copy)
         row(f, "low-precision param copy", p->model.param_copy);
     row(f, "step block", p->model.step_block);
+    if (p->model.tables)
+        row(f, "group and norm tables", p->model.tables);
+    if (p->weights)
+        row(f, "fp32 copy of the bf16 weights", p->weights);
     snprintf(label, sizeof label, "activations (micro-batch %u)", p->micro_batch);
     row(f, label, p->activations);
     if (p->grad_scratch)

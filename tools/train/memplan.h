@@ -14,6 +14,8 @@ typedef struct memplan {
     uint64_t activations;   /* for one micro-batch */
     unsigned micro_batch;
     uint64_t grad_scratch;  /* fp32 scratch for fp16/bf16 gradients */
+    uint64_t weights;       /* fp32 copy of bf16 master weights for the GEMMs */
+    clg_dtype state_dtype, master_dtype; /* for the rows' labels */
     uint64_t data;          /* data set and index buffers */
     uint64_t total;
     uint64_t available;     /* budget, or device global memory */

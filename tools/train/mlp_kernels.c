@@ -23,6 +23,7 @@ clg_status mlp_kernels_init(clg_context *ctx, mlp_kernels *k)
         {&k->sum_rows, "mlp_sum_rows"},
         {&k->to_fp16, "mlp_to_fp16"},
         {&k->to_bf16, "mlp_to_bf16"},
+        {&k->from_bf16, "mlp_from_bf16"},
     };
     for (size_t i = 0; i < sizeof list / sizeof *list; i++) {
         cl_int err = CL_SUCCESS;
@@ -38,7 +39,7 @@ clg_status mlp_kernels_init(clg_context *ctx, mlp_kernels *k)
 void mlp_kernels_release(mlp_kernels *k)
 {
     cl_kernel all[] = {k->gather, k->bias_act, k->relu_backward, k->bias_grad,
-                       k->softmax_xent, k->sum_rows, k->to_fp16, k->to_bf16};
+                       k->softmax_xent, k->sum_rows, k->to_fp16, k->to_bf16, k->from_bf16};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         if (all[i])
             clReleaseKernel(all[i]);
@@ -139,6 +140,18 @@ cl_int mlp_sum_rows(const mlp_kernels *k, cl_mem row_loss, cl_mem row_correct, c
     ARG(k->sum_rows, 2, rows);
     ARG(k->sum_rows, 3, sums);
     return launch(k, k->sum_rows, 1);
+}
+
+cl_int mlp_widen_bf16(const mlp_kernels *k, cl_mem src, size_t soff, cl_mem dst, size_t doff,
+                      cl_uint n)
+{
+    cl_ulong so = soff, dof = doff;
+    ARG(k->from_bf16, 0, src);
+    ARG(k->from_bf16, 1, so);
+    ARG(k->from_bf16, 2, dst);
+    ARG(k->from_bf16, 3, dof);
+    ARG(k->from_bf16, 4, n);
+    return launch(k, k->from_bf16, n);
 }
 
 cl_int mlp_convert(const mlp_kernels *k, clg_dtype dtype, cl_mem src, size_t soff, cl_mem dst,

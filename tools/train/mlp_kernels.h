@@ -9,7 +9,7 @@
 typedef struct mlp_kernels {
     cl_command_queue queue;
     cl_kernel gather, bias_act, relu_backward, bias_grad, softmax_xent, sum_rows, to_fp16,
-        to_bf16;
+        to_bf16, from_bf16;
 } mlp_kernels;
 
 /* Builds program "mlp" through clgrad (embedded source, disk cache) and
@@ -32,5 +32,8 @@ cl_int mlp_sum_rows(const mlp_kernels *k, cl_mem row_loss, cl_mem row_correct, c
 /* dtype CLG_FP16 or CLG_BF16. */
 cl_int mlp_convert(const mlp_kernels *k, clg_dtype dtype, cl_mem src, size_t soff, cl_mem dst,
                    size_t doff, cl_uint n);
+/* bf16 src (ushort bits) widened into fp32 dst, exactly. */
+cl_int mlp_widen_bf16(const mlp_kernels *k, cl_mem src, size_t soff, cl_mem dst, size_t doff,
+                      cl_uint n);
 
 #endif /* TRAIN_MLP_KERNELS_H */

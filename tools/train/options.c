@@ -43,6 +43,10 @@ void train_options_default(train_options *o)
     o->warmup = 50;
     o->schedule = CLG_SCHED_COSINE;
     o->grad_dtype = CLG_FP32;
+    o->state_dtype = CLG_FP32;
+    o->master_dtype = CLG_FP32;
+    o->state_rounding = CLG_ROUND_NEAREST;
+    o->state_min_size = 4096;
     o->loss_scale = CLG_LOSS_SCALE_NONE;
     o->seed = 42;
     o->lr_scale = CLG_LR_RULE_NONE;
@@ -70,6 +74,16 @@ const char *train_usage(void)
            "  --clip X               clip by global norm, 0 (off, default) .. 1e6\n"
            "  --grad-dtype T         fp32 (default), fp16, bf16 (fp16/bf16 use grad path C)\n"
            "  --grad-path P          A, B (default, in place), C\n"
+           "  --state-dtype T        optimizer states: fp32 (default), bf16, q8 (blockwise 8-bit,\n"
+           "                         bitsandbytes' maps), q4 (blockwise 4-bit); tensors below\n"
+           "                         4096 elements keep fp32 states\n"
+           "  --state-rounding R     rounding to bf16/q8/q4 states: nearest (default),\n"
+           "                         stochastic\n"
+           "  --state-min-size N     q8/q4: tensors of fewer elements keep fp32 states,\n"
+           "                         0..1e12 (default 4096)\n"
+           "  --master-dtype T       parameters: fp32 (default), bf16 (updated with stochastic\n"
+           "                         rounding; the GEMMs read an fp32 copy made after each\n"
+           "                         update)\n"
            "  --loss-scale S         none (default), dynamic, or a static scale in [1, 16777216]\n"
            "  --seed S               seed of init and data order, 0..2^64-1 (default 42)\n"
            "  --lr-scale RULE        none (default), linear, sqrt; with --base-batch N\n"
@@ -134,6 +148,8 @@ const char *train_dtype_name(clg_dtype d)
     case CLG_FP32: return "fp32";
     case CLG_FP16: return "fp16";
     case CLG_BF16: return "bf16";
+    case CLG_Q8: return "q8";
+    case CLG_Q4: return "q4";
     default: return "none";
     }
 }
@@ -263,6 +279,10 @@ int train_options_clg_config(const train_options *o, clg_config *cfg, char *err,
     if (o->loss_scale != CLG_LOSS_SCALE_NONE || o->metrics)
         cfg->nonfinite = CLG_NONFINITE_SKIP_UPDATE;
     cfg->seed = o->seed;
+    cfg->state_dtype = o->state_dtype;
+    cfg->state_rounding = o->state_rounding;
+    cfg->state_min_size = o->state_min_size;
+    cfg->master_dtype = o->master_dtype;
     return 0;
 }
 
@@ -407,6 +427,11 @@ int train_options_check(train_options *o, char *err, size_t errlen)
         }
         o->path = GRAD_PATH_C;
     }
+    if (o->state_rounding == CLG_ROUND_STOCHASTIC && o->state_dtype == CLG_FP32) {
+        set_err(err, errlen, "--state-rounding stochastic: needs --state-dtype bf16, q8 or q4 "
+                "(fp32 states are not rounded)");
+        return -1;
+    }
     if (o->save_every && !o->checkpoint) {
         set_err(err, errlen, "--save-every: needs --checkpoint PATH");
         return -1;
@@ -512,6 +537,7 @@ int train_options_parse(int argc, char **argv, train_options *o, char *err, size
             "--data", "--hidden", "--batch", "--micro-batch", "--epochs", "--steps",
             "--optimizer", "--lr", "--weight-decay", "--warmup", "--schedule", "--clip",
             "--grad-dtype", "--grad-path", "--loss-scale", "--seed", "--lr-scale",
+            "--state-dtype", "--state-rounding", "--state-min-size", "--master-dtype",
             "--base-batch", "--device", "--tuning", "--vram", "--metrics", "--dump-weights",
             "--checkpoint", "--save-every", "--resume", "--stop-after", "--train-limit",
             "--test-limit", "--override"};
@@ -575,6 +601,23 @@ int train_options_parse(int argc, char **argv, train_options *o, char *err, size
             static const int v[] = {CLG_FP32, CLG_FP16, CLG_BF16};
             rc = parse_choice(flag, val, n, v, 3, &choice, err, errlen);
             o->grad_dtype = (clg_dtype)choice;
+        } else if (!strcmp(flag, "--state-dtype")) {
+            static const char *const n[] = {"fp32", "bf16", "q8", "q4"};
+            static const int v[] = {CLG_FP32, CLG_BF16, CLG_Q8, CLG_Q4};
+            rc = parse_choice(flag, val, n, v, 4, &choice, err, errlen);
+            o->state_dtype = (clg_dtype)choice;
+        } else if (!strcmp(flag, "--state-rounding")) {
+            static const char *const n[] = {"nearest", "stochastic"};
+            static const int v[] = {CLG_ROUND_NEAREST, CLG_ROUND_STOCHASTIC};
+            rc = parse_choice(flag, val, n, v, 2, &choice, err, errlen);
+            o->state_rounding = (clg_rounding)choice;
+        } else if (!strcmp(flag, "--state-min-size")) {
+            rc = parse_u64(flag, val, 0, 1000000000000ull, &o->state_min_size, err, errlen);
+        } else if (!strcmp(flag, "--master-dtype")) {
+            static const char *const n[] = {"fp32", "bf16"};
+            static const int v[] = {CLG_FP32, CLG_BF16};
+            rc = parse_choice(flag, val, n, v, 2, &choice, err, errlen);
+            o->master_dtype = (clg_dtype)choice;
         } else if (!strcmp(flag, "--grad-path")) {
             static const char *const n[] = {"A", "B", "C"};
             static const int v[] = {GRAD_PATH_A, GRAD_PATH_B, GRAD_PATH_C};

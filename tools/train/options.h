@@ -47,6 +47,10 @@ typedef struct train_options {
     clg_schedule_kind schedule;
     float clip;           /* 0: off */
     clg_dtype grad_dtype;
+    clg_dtype state_dtype;       /* --state-dtype: optimizer states */
+    clg_dtype master_dtype;      /* --master-dtype: params (bf16: stochastic rounding) */
+    clg_rounding state_rounding; /* --state-rounding */
+    uint64_t state_min_size;     /* --state-min-size: smaller tensors keep fp32 states */
     clg_loss_scale_mode loss_scale;
     float loss_scale_value; /* static scale */
     uint64_t seed;

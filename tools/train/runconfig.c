@@ -15,34 +15,43 @@ typedef struct setting {
     const char *name;
     const char *label;  /* how a message names it */
     const char *locked; /* why it cannot be overridden, or NULL */
+    const char *before; /* the value of a checkpoint saved before the setting
+                           was recorded (NULL: none, a difference) */
 } setting;
 
 static const setting settings[] = {
-    {"hidden", "--hidden", NULL},
-    {"batch", "--batch", "the position in the data order counts batches of this size"},
-    {"micro-batch", "--micro-batch (as trained, after --auto-micro-batch)", NULL},
-    {"epochs", "--epochs", NULL},
-    {"steps", "--steps", NULL},
-    {"optimizer", "--optimizer", "the checkpoint holds this optimizer's state"},
-    {"lr", "--lr", NULL},
-    {"lr-scale", "--lr-scale", NULL},
-    {"base-batch", "--base-batch", NULL},
-    {"weight-decay", "--weight-decay", NULL},
-    {"beta1", "beta1 (the optimizer's)", NULL},
-    {"beta2", "beta2 (the optimizer's)", NULL},
-    {"eps", "eps (the optimizer's)", NULL},
-    {"momentum", "momentum (the optimizer's)", NULL},
-    {"warmup", "--warmup", NULL},
-    {"schedule", "--schedule", NULL},
-    {"clip", "--clip", NULL},
-    {"grad-dtype", "--grad-dtype", NULL},
-    {"grad-path", "--grad-path", NULL},
-    {"loss-scale", "--loss-scale", NULL},
-    {"nonfinite", "nonfinite (skip inf/NaN updates: on with --loss-scale or --metrics)", NULL},
-    {"seed", "--seed", "the data order depends on it"},
+    {"hidden", "--hidden", NULL, NULL},
+    {"batch", "--batch", "the position in the data order counts batches of this size", NULL},
+    {"micro-batch", "--micro-batch (as trained, after --auto-micro-batch)", NULL, NULL},
+    {"epochs", "--epochs", NULL, NULL},
+    {"steps", "--steps", NULL, NULL},
+    {"optimizer", "--optimizer", "the checkpoint holds this optimizer's state", NULL},
+    {"lr", "--lr", NULL, NULL},
+    {"lr-scale", "--lr-scale", NULL, NULL},
+    {"base-batch", "--base-batch", NULL, NULL},
+    {"weight-decay", "--weight-decay", NULL, NULL},
+    {"beta1", "beta1 (the optimizer's)", NULL, NULL},
+    {"beta2", "beta2 (the optimizer's)", NULL, NULL},
+    {"eps", "eps (the optimizer's)", NULL, NULL},
+    {"momentum", "momentum (the optimizer's)", NULL, NULL},
+    {"warmup", "--warmup", NULL, NULL},
+    {"schedule", "--schedule", NULL, NULL},
+    {"clip", "--clip", NULL, NULL},
+    {"grad-dtype", "--grad-dtype", NULL, NULL},
+    {"grad-path", "--grad-path", NULL, NULL},
+    {"state-dtype", "--state-dtype", "the checkpoint holds the optimizer states in this format",
+     "fp32"},
+    {"state-rounding", "--state-rounding", NULL, "nearest"},
+    {"state-min-size", "--state-min-size",
+     "the checkpoint holds fp32 states for the tensors below it", "4096"},
+    {"master-dtype", "--master-dtype", "the checkpoint holds the parameters in this format",
+     "fp32"},
+    {"loss-scale", "--loss-scale", NULL, NULL},
+    {"nonfinite", "nonfinite (skip inf/NaN updates: on with --loss-scale or --metrics)", NULL, NULL},
+    {"seed", "--seed", "the data order depends on it", NULL},
     {"train-limit", "--train-limit (training samples used)",
-     "the position in the data order depends on the number of samples"},
-    {"data", "data (CRC-32 of the training samples, --data)", NULL},
+     "the position in the data order depends on the number of samples", NULL},
+    {"data", "data (CRC-32 of the training samples, --data)", NULL, NULL},
 };
 enum { N_SETTINGS = sizeof settings / sizeof *settings };
 
@@ -173,6 +182,11 @@ void runconfig_build(run_config *c, const train_options *o, const clg_config *cf
     add_float(c, "clip", o->clip);
     add(c, "grad-dtype", "%s", train_dtype_name(o->grad_dtype));
     add(c, "grad-path", "%c", "ABC"[o->path]);
+    add(c, "state-dtype", "%s", train_dtype_name(o->state_dtype));
+    add(c, "state-rounding", "%s",
+        o->state_rounding == CLG_ROUND_STOCHASTIC ? "stochastic" : "nearest");
+    add(c, "state-min-size", "%" PRIu64, o->state_min_size);
+    add(c, "master-dtype", "%s", train_dtype_name(o->master_dtype));
     if (o->loss_scale == CLG_LOSS_SCALE_STATIC)
         add_float(c, "loss-scale", o->loss_scale_value);
     else
@@ -294,9 +308,11 @@ int runconfig_compare(const run_config *saved, const run_config *now, const char
         for (int j = 0; j < saved->n && !was; j++)
             if (!strcmp(saved->items[j].name, cur->name))
                 was = saved->items[j].value;
+        const setting *s = find_setting(cur->name);
+        if (!was && s && s->before)
+            was = s->before; /* saved before it was recorded */
         if (was && !strcmp(was, cur->value))
             continue;
-        const setting *s = find_setting(cur->name);
         const char *label = s ? s->label : cur->name;
         int locked = s && s->locked;
         if (!locked && in_list(overrides, cur->name)) {

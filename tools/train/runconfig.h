@@ -10,7 +10,9 @@
  * optimizer, lr (before --lr-scale), lr-scale, base-batch (with a
  * --lr-scale), weight-decay, beta1, beta2, eps, momentum (the optimizer's
  * settings the trainer uses), warmup, schedule, clip, grad-dtype,
- * grad-path, loss-scale, nonfinite (skip updates with inf/NaN gradients:
+ * grad-path, state-dtype, state-rounding, state-min-size, master-dtype (a
+ * checkpoint saved before they were recorded counts as fp32, nearest, 4096,
+ * fp32), loss-scale, nonfinite (skip updates with inf/NaN gradients:
  * on with --loss-scale or --metrics), seed, train-limit (training samples
  * used) and data (a CRC-32 of those samples and their labels).
  * Not compared (they do not change the training): --data's path (its
@@ -18,9 +20,9 @@
  * through the micro-batch it leaves), --auto-micro-batch itself, --metrics,
  * --dump-weights, --checkpoint, --save-every, --stop-after, --resume,
  * --json, --quiet.
- * batch, seed, train-limit and optimizer cannot be overridden: the position
- * in the data order, or the optimizer state in the checkpoint, depend on
- * them. */
+ * batch, seed, train-limit, optimizer, state-dtype, state-min-size and
+ * master-dtype cannot be overridden: the position in the data order, or the optimizer state and
+ * parameters in the checkpoint, depend on them. */
 #ifndef TRAIN_RUNCONFIG_H
 #define TRAIN_RUNCONFIG_H
 

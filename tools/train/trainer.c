@@ -151,7 +151,8 @@ int train_run(const train_options *opt, const train_io *io, train_result *res, c
     t->dims[t->n_dims++] = DATASET_CLASSES;
     if (mlp_create(t->ctx, t->dims, t->n_dims, &t->net, err, errlen) != 0)
         goto out;
-    if (trainer_build_model(t) != 0 || trainer_setup_gradients(t) != 0 || trainer_setup_buffers(t) != 0)
+    if (trainer_build_model(t) != 0 || trainer_setup_gradients(t) != 0 ||
+        trainer_setup_weights(t) != 0 || trainer_setup_buffers(t) != 0)
         goto out;
     clg_status st = devdata_upload(t->ctx, t->train, n_train, &t->dtrain);
     if (st == CLG_SUCCESS)

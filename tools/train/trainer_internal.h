@@ -39,6 +39,9 @@ typedef struct trainer {
     cl_mem scratch;            /* fp32 gradients before fp16/bf16 stores */
     uint64_t scratch_bytes;    /* reserved */
     clg_view scratch_view[2 * MLP_MAX_LAYERS];
+    cl_mem weights;            /* bf16 master: the GEMMs' fp32 copy (trainer_weights.c) */
+    uint64_t weights_bytes;    /* reserved */
+    clg_view master_view[2 * MLP_MAX_LAYERS]; /* bf16 master: clgrad's params */
     clg_view targets[2 * MLP_MAX_LAYERS];
     clg_view grad_view[2 * MLP_MAX_LAYERS];
     int n_tensors;
@@ -73,6 +76,12 @@ int trainer_setup_buffers(trainer *t);
 int trainer_fit_activations(trainer *t);
 void trainer_print_plan(trainer *t);
 void trainer_teardown(trainer *t);
+
+/* trainer_weights.c: with --master-dtype bf16, the fp32 copy the MLP reads
+ * (a no-op otherwise) */
+int trainer_setup_weights(trainer *t);
+int trainer_widen_weights(trainer *t);
+void trainer_release_weights(trainer *t);
 
 /* trainer_loop.c */
 /* The run's settings (after the activations fit: the micro-batch is final). */

@@ -103,7 +103,7 @@ int trainer_resume(trainer *t)
     t->updates = p.updates;
     t->micro_steps = p.micro_steps;
     t->samples = p.samples;
-    return 0;
+    return trainer_widen_weights(t); /* bf16 master: the loaded params */
 }
 
 /* ------------------------------------------------------------ training */
@@ -187,7 +187,7 @@ static int run_batch(trainer *t, size_t start, size_t len)
             return trainer_fail_clg(t, "clg_flush", st);
     }
     t->updates++;
-    return 0;
+    return trainer_widen_weights(t); /* bf16 master: the next forward's fp32 copy */
 }
 
 static int write_metrics_row(trainer *t, size_t len)

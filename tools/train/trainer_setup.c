@@ -220,6 +220,9 @@ void trainer_print_plan(trainer *t)
     p.activations = mlp_activation_bytes(t->dims, t->n_dims, t->b);
     p.micro_batch = t->b;
     p.grad_scratch = t->scratch_bytes;
+    p.weights = t->weights_bytes;
+    p.state_dtype = t->opt->state_dtype;
+    p.master_dtype = t->opt->master_dtype;
     p.data = t->dtrain.bytes + t->dtest.bytes;
     memplan_total(&p);
     p.is_budget = clg_context_budget(t->ctx) != 0;
@@ -242,6 +245,7 @@ void trainer_teardown(trainer *t)
         clReleaseMemObject(t->scratch);
     if (t->scratch_bytes)
         clg_context_unreserve(t->ctx, t->scratch_bytes);
+    trainer_release_weights(t);
     if (t->sums)
         clReleaseMemObject(t->sums);
     if (t->eval_sums)

@@ -1,0 +1,59 @@
+/* trainer_weights.c - bf16 master weights (--master-dtype bf16): clgrad
+ * keeps the parameters as bf16 and updates them with stochastic rounding;
+ * CLBlast's GEMMs take fp32, so the trainer keeps an fp32 copy of them,
+ * widened (exactly) after every update and after a resume, and the MLP
+ * reads that copy. It is the trainer's memory, reserved in the budget like
+ * the fp32 gradient scratch. */
+#include "trainer_internal.h"
+
+int trainer_setup_weights(trainer *t)
+{
+    if (t->opt->master_dtype != CLG_BF16)
+        return 0;
+    uint64_t n = clg_model_param_count(t->model);
+    t->weights_bytes = 4 * n;
+    clg_status st = clg_context_reserve(t->ctx, t->weights_bytes);
+    if (st != CLG_SUCCESS) {
+        t->weights_bytes = 0;
+        return trainer_fail_clg(t, "fp32 copy of the bf16 weights", st);
+    }
+    cl_int e;
+    t->weights = clCreateBuffer(clg_context_cl(t->ctx), CL_MEM_READ_WRITE, 4 * n, NULL, &e);
+    if (e != CL_SUCCESS)
+        return trainer_fail_cl(t, "fp32 copy of the bf16 weights", e);
+    size_t off = 0;
+    for (int i = 0; i < t->n_tensors; i++) {
+        st = clg_model_param_view(t->model, i, &t->master_view[i]);
+        if (st != CLG_SUCCESS)
+            return trainer_fail_clg(t, "parameter view", st);
+        size_t cnt = t->master_view[i].count;
+        /* tensor 2l is layer l's weight, 2l + 1 its bias (mlp_add_tensors) */
+        clg_view *v = i % 2 ? &t->net->b_view[i / 2] : &t->net->w_view[i / 2];
+        *v = (clg_view){t->weights, off, cnt};
+        off += cnt;
+    }
+    return trainer_widen_weights(t);
+}
+
+int trainer_widen_weights(trainer *t)
+{
+    for (int i = 0; t->weights && i < t->n_tensors; i++) {
+        const clg_view *src = &t->master_view[i];
+        const clg_view *dst = i % 2 ? &t->net->b_view[i / 2] : &t->net->w_view[i / 2];
+        cl_int e = mlp_widen_bf16(&t->net->k, src->mem, src->offset, dst->mem, dst->offset,
+                                  (cl_uint)src->count);
+        if (e != CL_SUCCESS)
+            return trainer_fail_cl(t, "widening the bf16 weights", e);
+    }
+    return 0;
+}
+
+void trainer_release_weights(trainer *t)
+{
+    if (t->weights)
+        clReleaseMemObject(t->weights);
+    if (t->weights_bytes)
+        clg_context_unreserve(t->ctx, t->weights_bytes);
+    t->weights = NULL;
+    t->weights_bytes = 0;
+}

@@ -9,6 +9,7 @@
  * ("<path>.tmp.<pid>.<n>"); the next save to the same path removes those
  * of processes that no longer exist (remove_stale_temps). */
 #include "checkpoint.h"
+#include "qstate.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -240,6 +241,9 @@ clg_status clg__ckpt_collect(clg_model *model, const clg_ckpt_layout *layout, ui
         } else if (e->source == CLG_CKPT_SRC_EXT) {
             clg_ckpt_ext *x = clg__ckpt_ext_at(model, e->tensor);
             st = x->read(x->owner, x->part, dst);
+        } else if (e->source <= CLG_CKPT_SRC_SCALE0) {
+            st = clg__state_scales_io(model, (size_t)(CLG_CKPT_SRC_SCALE0 - e->source),
+                                      (size_t)e->tensor, dst, 0);
         } else {
             st = clg__arena_read(model, e->source, e->tensor, dst);
         }

@@ -9,8 +9,11 @@
  * holds a "__metadata__" string map. Keys of a model tensor <name>, each
  * with the tensor's own shape (clg_model_tensor_shape; 1-D [count] unless
  * the caller set one):
- *     <name>            parameters, F32
- *     <name>.state<i>   optimizer state i, F32
+ *     <name>            parameters, F32 (BF16 under master_dtype bf16)
+ *     <name>.state<i>   optimizer state i as stored: F32, BF16, or the U8
+ *                       codes of Q8/Q4 states (Q4: [bytes], two codes per
+ *                       byte as clg_model_download_state_raw gives them)
+ *     <name>.state<i>.absmax  Q8/Q4: its fp32 absmax per block, F32
  *     <name>.copy       low-precision parameter copy, F16 or BF16 (if any)
  *     <name>.acc        accumulator, F32 or BF16
  *     <key>             a part another object attached (ckpt_ext.h), e.g.
@@ -19,7 +22,7 @@
  *                       (float bits or counters, cl/layout.py) stored as
  *                       int32 with the same bytes, since torch 1.13
  *                       (Debian 12's) has no uint32 and cannot load U32
- * Every dtype is one torch 1.13 loads (F32, F16, BF16, I32).
+ * Every dtype is one torch 1.13 loads (F32, F16, BF16, I32, U8).
  *
  * The header is protected like the data. It begins with exactly
  *     {"__metadata__":{"clgrad.header_crc32":"0x<8 lowercase hex digits>",
@@ -77,7 +80,8 @@ typedef enum clg_ckpt_dtype {
     CLG_CKPT_F32 = 0,
     CLG_CKPT_F16 = 1,
     CLG_CKPT_BF16 = 2,
-    CLG_CKPT_I32 = 3 /* uint32 words with the same bytes (the step block) */
+    CLG_CKPT_I32 = 3, /* uint32 words with the same bytes (the step block) */
+    CLG_CKPT_U8 = 4   /* Q8/Q4 state codes */
 } clg_ckpt_dtype;
 
 /* Where an entry's bytes live on the device: an arena id of model.h
@@ -87,6 +91,7 @@ enum {
     CLG_CKPT_SRC_STEP_BLOCK = -2, /* clg_cycle_state.step_block        */
     CLG_CKPT_SRC_EXT = -3,        /* an attached part (ckpt_ext.h):
                                      tensor = its index in model->ckpt_ext */
+    CLG_CKPT_SRC_SCALE0 = -4,     /* Q8/Q4 absmax of state 0 (-5: state 1) */
 };
 
 typedef struct clg_ckpt_entry {

@@ -3,6 +3,7 @@
  * (checkpoint_parse.c), back up the live state, write the checkpoint to the
  * device, and restore the backup if a device write fails half-way. */
 #include "checkpoint.h"
+#include "qstate.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -55,6 +56,9 @@ clg_status clg__ckpt_apply(clg_model *model, const clg_ckpt_layout *layout, cons
         } else if (e->source == CLG_CKPT_SRC_EXT) {
             clg_ckpt_ext *x = clg__ckpt_ext_at(model, e->tensor);
             st = x->write(x->owner, x->part, src);
+        } else if (e->source <= CLG_CKPT_SRC_SCALE0) {
+            st = clg__state_scales_io(model, (size_t)(CLG_CKPT_SRC_SCALE0 - e->source),
+                                      (size_t)e->tensor, (void *)src, 1);
         } else
             st = clg__arena_write(model, e->source, e->tensor, src);
         if (st != CLG_SUCCESS)

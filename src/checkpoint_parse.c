@@ -6,6 +6,7 @@
  * counters stored twice). Nothing here touches a device, so fuzz/ can drive
  * it alone. */
 #include "checkpoint.h"
+#include "qstate.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -27,13 +28,14 @@ const char *clg__ckpt_dtype_name(clg_ckpt_dtype dtype)
     case CLG_CKPT_F16: return "F16";
     case CLG_CKPT_BF16: return "BF16";
     case CLG_CKPT_I32: return "I32";
+    case CLG_CKPT_U8: return "U8";
     }
     return "?";
 }
 
 size_t clg__ckpt_dtype_size(clg_ckpt_dtype dtype)
 {
-    return (dtype == CLG_CKPT_F16 || dtype == CLG_CKPT_BF16) ? 2 : 4;
+    return dtype == CLG_CKPT_U8 ? 1 : (dtype == CLG_CKPT_F16 || dtype == CLG_CKPT_BF16) ? 2 : 4;
 }
 
 const char *clg__ckpt_optimizer_name(clg_optimizer optimizer)
@@ -107,6 +109,11 @@ clg_status clg__ckpt_layout_shape(clg_ckpt_layout *layout, size_t ndim, const ui
  *                     in the step block)
  *   loss_scale_init   static only: the scale, which the step block holds
  *   loss_scale_growth, _backoff, _interval, _min, _max   dynamic only
+ *   state_dtype       how the optimizer states are stored (fp32, bf16, q8,
+ *                     q4); a file saved before it was recorded is fp32
+ *   state_min_size    q8/q4 only: which tensors keep fp32 states
+ *   master_dtype      the parameters' dtype (fp32, bf16); absent: fp32
+ * state_rounding is not: it changes only how later updates round.
  * Hyperparameters (lr, betas, eps, weight decay, momentum, schedule,
  * clipping, k) are the caller's business, as is the seed: a run may change
  * them between resumes on purpose. */
@@ -114,7 +121,15 @@ static const char *const config_fields[] = {
     "amsgrad",          "acc_dtype",         "param_copy_dtype",    "normalize",
     "nonfinite",        "loss_scale",        "loss_scale_init",     "loss_scale_growth",
     "loss_scale_backoff", "loss_scale_interval", "loss_scale_min", "loss_scale_max",
+    "state_dtype",      "state_min_size",    "master_dtype",
 };
+/* Fields a file may lack (saved before they were recorded), and the value
+ * such a file has. */
+static const char *config_before(const char *field)
+{
+    return strcmp(field, "state_dtype") == 0 || strcmp(field, "master_dtype") == 0 ? "fp32"
+                                                                                  : NULL;
+}
 enum { N_CONFIG_FIELDS = sizeof config_fields / sizeof config_fields[0] };
 
 static const char *dtype_text(clg_dtype d)
@@ -123,6 +138,8 @@ static const char *dtype_text(clg_dtype d)
     case CLG_FP32: return "fp32";
     case CLG_FP16: return "fp16";
     case CLG_BF16: return "bf16";
+    case CLG_Q8: return "q8";
+    case CLG_Q4: return "q4";
     default: return "none";
     }
 }
@@ -191,6 +208,10 @@ void clg__ckpt_layout_config(clg_ckpt_layout *layout, const clg_config *cfg)
         setting(layout, "loss_scale_max", "%.9g", (double)cfg->loss_scale_max);
         break;
     }
+    setting(layout, "state_dtype", "%s", dtype_text(cfg->state_dtype));
+    if (cfg->state_dtype == CLG_Q8 || cfg->state_dtype == CLG_Q4)
+        setting(layout, "state_min_size", "%llu", (unsigned long long)cfg->state_min_size);
+    setting(layout, "master_dtype", "%s", dtype_text(cfg->master_dtype));
 }
 
 static const char *layout_setting(const clg_ckpt_layout *layout, const char *field)
@@ -422,6 +443,63 @@ static clg_status layout_add_arena(clg_model *model, clg_ckpt_layout *layout, co
     return CLG_SUCCESS;
 }
 
+/* Adds one entry "<tensor t's name><suffix>" of dtype, count elements and
+ * the tensor's shape (or [count] when shaped is false). */
+static clg_status add_tensor_entry(clg_model *model, clg_ckpt_layout *layout, size_t t,
+                                   const char *suffix, clg_ckpt_dtype dtype, uint64_t count,
+                                   bool shaped, int source, char *err, size_t errlen)
+{
+    const clg_tensor_slot *ts = &model->tensors[t];
+    char key[320];
+    snprintf(key, sizeof key, "%s%s", ts->name, suffix);
+    clg_status st = clg__ckpt_layout_add(layout, key, dtype, count, source, (int)t);
+    if (st == CLG_SUCCESS && shaped) {
+        uint64_t dims[CLG_MAX_DIMS];
+        for (size_t d = 0; d < ts->ndim && d < CLG_MAX_DIMS; d++)
+            dims[d] = ts->dims[d];
+        st = clg__ckpt_layout_shape(layout, ts->ndim, dims);
+    }
+    if (st != CLG_SUCCESS)
+        snprintf(err, errlen, "%s", st == CLG_ERR_OUT_OF_HOST_MEMORY ? "out of host memory"
+                                                                    : "a shape is not its count");
+    return st;
+}
+
+/* The optimizer states as stored (src/qstate.h), the entries whose
+ * elements have elem bytes: fp32 states and Q8/Q4 absmax (4), bf16 states
+ * (2), Q8/Q4 codes (1). */
+static clg_status layout_add_states(clg_model *model, clg_ckpt_layout *layout, size_t elem,
+                                    char *err, size_t errlen)
+{
+    clg_status st = CLG_SUCCESS;
+    for (size_t s = 0; st == CLG_SUCCESS && s < model->n_states; s++) {
+        for (size_t t = 0; st == CLG_SUCCESS && t < model->n_tensors; t++) {
+            const clg_tensor_slot *ts = &model->tensors[t];
+            clg_dtype fmt = clg__state_format(model, s, ts->chunk);
+            char suffix[48];
+            snprintf(suffix, sizeof suffix, ".state%zu", s);
+            if (fmt == CLG_FP32 && elem == 4)
+                st = add_tensor_entry(model, layout, t, suffix, CLG_CKPT_F32, ts->count, true,
+                                      CLG_ARENA_STATE0 + (int)s, err, errlen);
+            else if (fmt == CLG_BF16 && elem == 2)
+                st = add_tensor_entry(model, layout, t, suffix, CLG_CKPT_BF16, ts->count, true,
+                                      CLG_ARENA_STATE0 + (int)s, err, errlen);
+            else if (clg__dtype_quantized(fmt) && elem == 1)
+                /* Q4's packed bytes have no element shape */
+                st = add_tensor_entry(model, layout, t, suffix, CLG_CKPT_U8,
+                                      clg__format_bytes(fmt, ts->count), fmt == CLG_Q8,
+                                      CLG_ARENA_STATE0 + (int)s, err, errlen);
+            else if (clg__dtype_quantized(fmt) && elem == 4) {
+                snprintf(suffix, sizeof suffix, ".state%zu.absmax", s);
+                st = add_tensor_entry(model, layout, t, suffix, CLG_CKPT_F32,
+                                      clg__format_scales(fmt, ts->count), false,
+                                      CLG_CKPT_SRC_SCALE0 - (int)s, err, errlen);
+            }
+        }
+    }
+    return st;
+}
+
 /* Adds the parts attached to the model (ckpt_ext.h) whose elements have
  * elem bytes, from the list's fields alone. */
 static clg_status layout_add_ext(clg_model *model, clg_ckpt_layout *layout, size_t elem,
@@ -458,17 +536,17 @@ clg_status clg__ckpt_layout_model(clg_model *model, clg_ckpt_layout *layout, cha
         snprintf(err, errlen, "out of host memory");
         goto fail;
     }
-    st = layout_add_arena(model, layout, &model->params, "", CLG_ARENA_PARAMS, err, errlen);
-    for (size_t s = 0; st == CLG_SUCCESS && s < model->n_states; s++) {
-        if (!model->states[s].chunks)
-            continue;
-        char suffix[32];
-        snprintf(suffix, sizeof suffix, ".state%zu", s);
-        st = layout_add_arena(model, layout, &model->states[s], suffix,
-                              CLG_ARENA_STATE0 + (int)s, err, errlen);
-    }
+    bool bf16_params = model->params.dtype == CLG_BF16;
+    if (!bf16_params)
+        st = layout_add_arena(model, layout, &model->params, "", CLG_ARENA_PARAMS, err, errlen);
+    if (st == CLG_SUCCESS)
+        st = layout_add_states(model, layout, 4, err, errlen);
     if (st == CLG_SUCCESS)
         st = layout_add_ext(model, layout, 4, err, errlen);
+    if (st == CLG_SUCCESS && bf16_params)
+        st = layout_add_arena(model, layout, &model->params, "", CLG_ARENA_PARAMS, err, errlen);
+    if (st == CLG_SUCCESS)
+        st = layout_add_states(model, layout, 2, err, errlen);
     if (st == CLG_SUCCESS && model->copy.chunks)
         st = layout_add_arena(model, layout, &model->copy, ".copy", CLG_CKPT_SRC_COPY, err,
                               errlen);
@@ -476,6 +554,9 @@ clg_status clg__ckpt_layout_model(clg_model *model, clg_ckpt_layout *layout, cha
         st = layout_add_arena(model, layout, &model->acc, ".acc", CLG_ARENA_ACC, err, errlen);
     if (st == CLG_SUCCESS)
         st = layout_add_ext(model, layout, 2, err, errlen);
+    /* the Q8/Q4 codes last: one byte each */
+    if (st == CLG_SUCCESS)
+        st = layout_add_states(model, layout, 1, err, errlen);
     if (st == CLG_SUCCESS)
         st = clg__ckpt_layout_finish(layout, err, errlen);
     if (st == CLG_SUCCESS)
@@ -723,8 +804,14 @@ clg_status clg__ckpt_parse(const uint8_t *file, size_t size, clg_ckpt_layout *la
     char crc_text[9];
     memcpy(crc_text, header + CLG_CKPT_HEADER_PREFIX_LEN, 8);
     crc_text[8] = '\0';
-    if (!parse_hex32(crc_text, "", &header_crc))
-        FAIL(CLG_ERR_CORRUPT_FILE, "the header's CRC field is not 8 hex digits: damaged header");
+    /* lowercase only, as written: 'A' is 'a' with bit 5 flipped, and would
+     * read as the same digit (the CRC then cannot see the flip) */
+    bool upper = false;
+    for (const char *c = crc_text; *c; c++)
+        upper = upper || (*c >= 'A' && *c <= 'F');
+    if (upper || !parse_hex32(crc_text, "", &header_crc))
+        FAIL(CLG_ERR_CORRUPT_FILE,
+             "the header's CRC field is not 8 lowercase hex digits: damaged header");
     uint32_t header_actual = clg__ckpt_header_crc(file, header, (size_t)hlen);
     if (header_crc != header_actual)
         FAIL(CLG_ERR_CORRUPT_FILE,
@@ -861,6 +948,8 @@ clg_status clg__ckpt_parse(const uint8_t *file, size_t size, clg_ckpt_layout *la
      * config_fields' order (the loss-scale mode before its parameters). */
     for (size_t c = 0; c < N_CONFIG_FIELDS; c++) {
         const char *saved = saved_config[c], *live = layout_setting(layout, config_fields[c]);
+        if (!saved)
+            saved = config_before(config_fields[c]);
         if (!saved && !live)
             continue;
         bool same = saved && live && strcmp(saved, live) == 0;

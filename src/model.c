@@ -755,6 +755,8 @@ clg_status clg__arena_read(clg_model *m, int id, int t, void *host)
     if (a == NULL || a->chunks == NULL)
         return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT, "arena read: no arena %d", id);
     clg_status st = check_tensor(m, t, false, "arena read");
+    if (st == CLG_SUCCESS && id >= CLG_ARENA_STATE0) /* stored as the chunk's format */
+        return clg__state_codes_io(m, (size_t)(id - CLG_ARENA_STATE0), (size_t)t, host, 0);
     return st == CLG_SUCCESS ? transfer(m, a, t, host, false, "arena read") : st;
 }
 
@@ -764,6 +766,9 @@ clg_status clg__arena_write(clg_model *m, int id, int t, const void *host)
     if (a == NULL || a->chunks == NULL)
         return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT, "arena write: no arena %d", id);
     clg_status st = check_tensor(m, t, false, "arena write");
+    if (st == CLG_SUCCESS && id >= CLG_ARENA_STATE0)
+        return clg__state_codes_io(m, (size_t)(id - CLG_ARENA_STATE0), (size_t)t, (void *)host,
+                                   1);
     if (st == CLG_SUCCESS)
         st = transfer(m, a, t, (void *)host, true, "arena write");
     /* the copy follows fp32 params here; with bf16 params a checkpoint

@@ -8,27 +8,6 @@
 #include <math.h>
 #include <stdlib.h>
 
-bool clg__dtype_quantized(clg_dtype d) { return d == CLG_Q8 || d == CLG_Q4; }
-
-size_t clg__qblock(clg_dtype d)
-{
-    return d == CLG_Q8 ? CLG_Q8_BLOCK : d == CLG_Q4 ? CLG_Q4_BLOCK : 0;
-}
-
-size_t clg__qstate_count(const clg_config *c)
-{
-    switch (c->optimizer) {
-    case CLG_SGD:
-        return c->momentum != 0.0f ? 1 : 0;
-    case CLG_ADAM:
-    case CLG_ADAMW:
-        return 2;
-    case CLG_LION:
-        return 1;
-    }
-    return 0;
-}
-
 bool clg__qstate_signed(const clg_config *c, size_t s)
 {
     /* v (Adam's state 1) is a mean of squares: never negative */
@@ -43,33 +22,6 @@ bool clg__qstate_split(const clg_config *c)
 bool clg__qstate_small(const clg_config *c, size_t count)
 {
     return clg__qstate_split(c) && count < c->state_min_size;
-}
-
-clg_dtype clg__state_format(const clg_model *m, size_t s, size_t chunk)
-{
-    if (s >= clg__qstate_count(&m->cfg) || m->cfg.state_dtype == CLG_FP32)
-        return CLG_FP32;
-    if (m->cfg.state_dtype == CLG_BF16)
-        return CLG_BF16;
-    return m->chunk_small != NULL && m->chunk_small[chunk] ? CLG_FP32 : m->cfg.state_dtype;
-}
-
-uint64_t clg__format_bytes(clg_dtype fmt, uint64_t elems)
-{
-    switch (fmt) {
-    case CLG_FP32: return 4 * elems;
-    case CLG_FP16:
-    case CLG_BF16: return 2 * elems;
-    case CLG_Q8: return elems;
-    case CLG_Q4: return (elems + 31) / 32 * 16; /* whole 16-byte groups */
-    default: return 0;
-    }
-}
-
-uint64_t clg__format_scales(clg_dtype fmt, uint64_t elems)
-{
-    size_t block = clg__qblock(fmt);
-    return block ? (elems + block - 1) / block : 0;
 }
 
 const float *clg__qmap_of(const clg_model *m, size_t s, size_t *n)

@@ -19,12 +19,31 @@
  * length returned (256 or 16). */
 size_t clg__qmap_fill(clg_dtype dtype, bool is_signed, float *out);
 
-bool clg__dtype_quantized(clg_dtype dtype);
+/* The format arithmetic below is inline: the checkpoint layout
+ * (checkpoint_parse.c, which the fuzz harness links alone) uses it. */
+static inline bool clg__dtype_quantized(clg_dtype d) { return d == CLG_Q8 || d == CLG_Q4; }
+
 /* Elements per block of CLG_Q8 / CLG_Q4 (0 for any other dtype). */
-size_t clg__qblock(clg_dtype dtype);
+static inline size_t clg__qblock(clg_dtype d)
+{
+    return d == CLG_Q8 ? CLG_Q8_BLOCK : d == CLG_Q4 ? CLG_Q4_BLOCK : 0;
+}
+
 /* States that follow state_dtype: the optimizer's states but the AMSGrad
  * max, which stays fp32. */
-size_t clg__qstate_count(const clg_config *config);
+static inline size_t clg__qstate_count(const clg_config *c)
+{
+    switch (c->optimizer) {
+    case CLG_SGD:
+        return c->momentum != 0.0f ? 1 : 0;
+    case CLG_ADAM:
+    case CLG_ADAMW:
+        return 2;
+    case CLG_LION:
+        return 1;
+    }
+    return 0;
+}
 /* State s uses the signed map (m, momentum) or the unsigned one (v). */
 bool clg__qstate_signed(const clg_config *config, size_t s);
 /* Does the layout keep tensors below state_min_size apart (Q8/Q4 states,
@@ -34,11 +53,34 @@ bool clg__qstate_split(const clg_config *config);
 bool clg__qstate_small(const clg_config *config, size_t count);
 
 /* The format of state s in chunk c: CLG_FP32, CLG_BF16, CLG_Q8 or CLG_Q4. */
-clg_dtype clg__state_format(const clg_model *m, size_t s, size_t chunk);
-/* Bytes of elems elements stored as fmt (Q4: two per byte, rounded up). */
-uint64_t clg__format_bytes(clg_dtype fmt, uint64_t elems);
+static inline clg_dtype clg__state_format(const clg_model *m, size_t s, size_t chunk)
+{
+    if (s >= clg__qstate_count(&m->cfg) || m->cfg.state_dtype == CLG_FP32)
+        return CLG_FP32;
+    if (m->cfg.state_dtype == CLG_BF16)
+        return CLG_BF16;
+    return m->chunk_small != NULL && m->chunk_small[chunk] ? CLG_FP32 : m->cfg.state_dtype;
+}
+
+/* Bytes of elems elements stored as fmt (Q4: whole 16-byte groups of 32). */
+static inline uint64_t clg__format_bytes(clg_dtype fmt, uint64_t elems)
+{
+    switch (fmt) {
+    case CLG_FP32: return 4 * elems;
+    case CLG_FP16:
+    case CLG_BF16: return 2 * elems;
+    case CLG_Q8: return elems;
+    case CLG_Q4: return (elems + 31) / 32 * 16;
+    default: return 0;
+    }
+}
+
 /* Absmax values of elems elements stored as fmt (0 unless Q8/Q4). */
-uint64_t clg__format_scales(clg_dtype fmt, uint64_t elems);
+static inline uint64_t clg__format_scales(clg_dtype fmt, uint64_t elems)
+{
+    size_t block = clg__qblock(fmt);
+    return block ? (elems + block - 1) / block : 0;
+}
 
 /* The map state s of a Q8/Q4 model uses (n: its length). */
 const float *clg__qmap_of(const clg_model *m, size_t s, size_t *n);
@@ -55,6 +97,12 @@ static inline unsigned clg__q4_code(const uint8_t *codes, size_t i)
  * kernel's own fp32 product. codes as stored; blocks start at element 0. */
 void clg__dequantize(clg_dtype fmt, const float *map, const uint8_t *codes,
                      const float *absmax, size_t n, float *out);
+
+/* Checkpoints (state_io.c): tensor t's state s as stored, blocking: its
+ * clg__format_bytes (codes, or fp32/bf16 elements), or its absmax values.
+ * write != 0: host to device. */
+clg_status clg__state_codes_io(clg_model *m, size_t s, size_t t, void *host, int write);
+clg_status clg__state_scales_io(clg_model *m, size_t s, size_t t, void *host, int write);
 
 /* Checks of the state fields of a config: unknown values are
  * CLG_ERR_INVALID_ARGUMENT, combinations clgrad does not offer

@@ -57,6 +57,35 @@ static clg_status read(clg_model *m, cl_mem mem, uint64_t offset, uint64_t bytes
     return err == CL_SUCCESS ? CLG_SUCCESS : clg__cl_fail(m->ctx, err, who, "clEnqueueReadBuffer");
 }
 
+static clg_status write(clg_model *m, cl_mem mem, uint64_t offset, uint64_t bytes,
+                        const void *host, const char *who)
+{
+    if (bytes == 0)
+        return CLG_SUCCESS;
+    if (clg__fault_hit(CLG_FAULT_ENQUEUE))
+        return clg__cl_fail(m->ctx, CL_OUT_OF_RESOURCES, who, "clEnqueueWriteBuffer");
+    cl_int err = clEnqueueWriteBuffer(m->ctx->queue, mem, CL_TRUE, offset, bytes, host, 0, NULL,
+                                      NULL);
+    return err == CL_SUCCESS ? CLG_SUCCESS
+                             : clg__cl_fail(m->ctx, err, who, "clEnqueueWriteBuffer");
+}
+
+clg_status clg__state_codes_io(clg_model *m, size_t s, size_t t, void *host, int to_device)
+{
+    state_region r = region_of(m, s, t);
+    const char *who = "checkpoint: optimizer state";
+    return to_device ? write(m, r.codes, r.code_offset, r.code_bytes, host, who)
+                     : read(m, r.codes, r.code_offset, r.code_bytes, host, who);
+}
+
+clg_status clg__state_scales_io(clg_model *m, size_t s, size_t t, void *host, int to_device)
+{
+    state_region r = region_of(m, s, t);
+    const char *who = "checkpoint: optimizer state absmax";
+    return to_device ? write(m, r.scales, r.scale_offset, 4 * r.n_scales, host, who)
+                     : read(m, r.scales, r.scale_offset, 4 * r.n_scales, host, who);
+}
+
 static clg_status read_raw(clg_model *m, const state_region *r, void *codes, float *scales,
                            const char *who)
 {

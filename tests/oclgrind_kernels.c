@@ -386,6 +386,10 @@ static void run_model_scenarios(const char *only)
     c = base(CLG_SGD, 2);
     c.momentum = 0.9f, c.state_dtype = CLG_BF16, c.param_copy_dtype = CLG_BF16;
     ADD("sgd bf16 states, bf16 copy", c, CLG_FP32, 2, 0, CLG_SUCCESS, 0, 0);
+    c = base(CLG_ADAMW, 2);
+    c.state_dtype = CLG_Q4, c.state_min_size = 30, c.master_dtype = CLG_BF16;
+    ADD("adamw Q4 + fp32 small-state chunk, bf16 master, checkpoint mid-run", c, CLG_FP32, 3, 0,
+        CLG_SUCCESS, 0, 1);
 #undef ADD
     /* argv[1] (optional): run only scenarios whose name contains it */
     for (size_t i = 0; i < n; i++)

@@ -25,6 +25,7 @@ typedef struct bench_options {
     int quick, e2e, no_cases, no_gemm;
     const char *tuning;   /* the GEMM section's tuning: NULL/"auto", "off" or a file */
     const char *json_path, *csv_path, *plot_path;
+    uint64_t fit, reserve, fit_params; /* --fit (0: a benchmark run), its reserve */
 } bench_options;
 
 /* Parses argv into o (defaults first, then --quick's, then the flags).
@@ -46,5 +47,7 @@ int bench_cases_section(bench_report *r, clg_context *ctx, bench_stream *st,
 int bench_gemm_section(bench_report *r, clg_context *ctx, const bench_options *o);
 /* End to end with clgrad-train's code (only when built with it). */
 int bench_e2e_section(bench_report *r, clg_context *ctx, const bench_options *o);
+/* --fit: the planner alone (fit.h); returns the exit status. */
+int bench_fit_run(clg_context *ctx, const bench_options *o);
 
 #endif /* BENCH_MAIN_H */

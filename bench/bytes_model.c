@@ -19,10 +19,27 @@ const char *bench_variant_name(bench_variant variant)
     return "?";
 }
 
+double bm_state_bytes(int state_dtype)
+{
+    switch (state_dtype) {
+    case 2: /* CLG_BF16 */
+        return 2.0;
+    case 4: /* CLG_Q8: a code, and an absmax per 256 */
+        return 1.0 + 4.0 / 256.0;
+    case 5: /* CLG_Q4: half a code, an absmax per 128 */
+        return 0.5 + 4.0 / 128.0;
+    default:
+        return 4.0;
+    }
+}
+
+static double state_bytes(bm_shape s) { return s.state_bytes > 0 ? s.state_bytes : 4.0; }
+static double param_bytes(bm_shape s) { return s.param_bytes ? s.param_bytes : 4.0; }
+
 double bm_update_inplace(bm_shape shape)
 {
-    /* acc (r) + params (r+w) + each state (r+w) */
-    return 4.0 + 8.0 + 8.0 * shape.states;
+    /* acc (r) + params (r+w) + each state (r+w; Q8/Q4: codes and absmax) */
+    return 4.0 + 2.0 * param_bytes(shape) + 2.0 * state_bytes(shape) * shape.states;
 }
 
 double bm_handrolled_update(bm_shape shape)
@@ -105,9 +122,9 @@ bm_memory bm_memory_per_param(bm_shape shape, unsigned acc_bytes, unsigned copy_
                               int grads)
 {
     bm_memory m;
-    m.params = 4.0;
+    m.params = param_bytes(shape);
     m.accumulators = acc_bytes;
-    m.states = 4.0 * shape.states;
+    m.states = state_bytes(shape) * shape.states;
     m.param_copy = copy_bytes;
     m.grad_buffers = grads ? shape.grad_bytes : 0.0;
     m.total = m.params + m.accumulators + m.states + m.param_copy + m.grad_buffers;

@@ -19,12 +19,20 @@ const char *bench_variant_name(bench_variant variant);
 
 /* What the traffic of a configuration depends on. */
 typedef struct bm_shape {
-    unsigned states;     /* optimizer state arrays (fp32) */
+    unsigned states;     /* optimizer state arrays */
     unsigned grad_bytes; /* bytes per element of the external gradients */
     int stats;           /* a pass over the whole gradient precedes the update
                             (global norm, inf/NaN check) */
     int clip;            /* gradients are scaled by a clip coefficient */
+    /* 0 in both: fp32 (4). state_bytes: one state array's bytes per
+     * element as stored, its absmax included (bm_state_bytes) */
+    double state_bytes;
+    unsigned param_bytes;
 } bm_shape;
+
+/* Bytes per element of one state array of state_dtype (clg_dtype value):
+ * fp32 4, bf16 2, Q8 1 + 4/256, Q4 1/2 + 4/128 (codes and fp32 absmax). */
+double bm_state_bytes(int state_dtype);
 
 /* Bytes per parameter of one accumulation cycle of k micro-steps.
  * first_micro: micro-step 1 when it does not end the cycle; later_micro:

@@ -18,12 +18,7 @@ static const variant_run runs[] = {
     {BENCH_PER_TENSOR, '-', 'B'},
 };
 
-static bm_shape shape_of(const bench_config *bc)
-{
-    bm_shape s = {bench_state_count(bc->optimizer), bench_dtype_bytes(bc->grad_dtype),
-                  bench_config_needs_stats(bc), bc->clip};
-    return s;
-}
+static bm_shape shape_of(const bench_config *bc) { return bench_config_shape(bc); }
 
 /* Fills the bytes-model fields of c. micro_bytes matches the micro-step
  * run_case.c reports (the second, or the first when k == 2). */
@@ -51,6 +46,9 @@ int bench_cases_section(bench_report *r, clg_context *ctx, bench_stream *st,
             /* fp16 gradients exist only as external buffers: on path B the
              * backward writes the fp32 accumulator, which is plain adamw */
             if (bc->grad_dtype != CLG_FP32 && vr->feed == 'B')
+                continue;
+            /* bf16 and quantized states exist only in clgrad */
+            if (vr->variant == BENCH_UNFUSED && !bench_config_has_handrolled(bc))
                 continue;
             fprintf(stderr, "  n=%llu %-17s %-10s path %c feed %c ...\n",
                     (unsigned long long)n, bc->name, bench_variant_name(vr->variant),

@@ -4,12 +4,16 @@
 #include <string.h>
 
 const bench_config bench_configs[] = {
-    {"sgd_momentum", CLG_SGD, CLG_FP32, 0, 0},
-    {"adam", CLG_ADAM, CLG_FP32, 0, 0},
-    {"adamw", CLG_ADAMW, CLG_FP32, 0, 0},
-    {"adamw_clip_dls", CLG_ADAMW, CLG_FP32, 1, 1},
-    {"adamw_fp16_grads", CLG_ADAMW, CLG_FP16, 0, 0},
-    {"lion", CLG_LION, CLG_FP32, 0, 0},
+    {"sgd_momentum", CLG_SGD, CLG_FP32, 0, 0, CLG_FP32},
+    {"adam", CLG_ADAM, CLG_FP32, 0, 0, CLG_FP32},
+    {"adamw", CLG_ADAMW, CLG_FP32, 0, 0, CLG_FP32},
+    {"adamw_clip_dls", CLG_ADAMW, CLG_FP32, 1, 1, CLG_FP32},
+    {"adamw_fp16_grads", CLG_ADAMW, CLG_FP16, 0, 0, CLG_FP32},
+    {"lion", CLG_LION, CLG_FP32, 0, 0, CLG_FP32},
+    /* smaller states (docs/design.md, section 2: their bytes model) */
+    {"adamw_bf16_states", CLG_ADAMW, CLG_FP32, 0, 0, CLG_BF16},
+    {"adamw_q8", CLG_ADAMW, CLG_FP32, 0, 0, CLG_Q8},
+    {"adamw_q4", CLG_ADAMW, CLG_FP32, 0, 0, CLG_Q4},
 };
 const size_t bench_config_count = sizeof bench_configs / sizeof bench_configs[0];
 
@@ -32,6 +36,7 @@ clg_config bench_clg_config(const bench_config *bc, unsigned k, int fuse_last)
         cfg.clip_norm = 1.0f;
     if (bc->dynamic_loss_scale)
         cfg.loss_scale = CLG_LOSS_SCALE_DYNAMIC;
+    cfg.state_dtype = bc->state_dtype;
     return cfg;
 }
 
@@ -57,6 +62,8 @@ unsigned bench_dtype_bytes(clg_dtype dtype)
     case CLG_BF16:
         return 2;
     case CLG_DTYPE_NONE:
+    case CLG_Q8: /* optimizer states only, never gradients */
+    case CLG_Q4:
         return 0;
     }
     return 0;
@@ -65,4 +72,17 @@ unsigned bench_dtype_bytes(clg_dtype dtype)
 int bench_config_needs_stats(const bench_config *bc)
 {
     return bc->clip || bc->dynamic_loss_scale;
+}
+
+bm_shape bench_config_shape(const bench_config *bc)
+{
+    bm_shape s = {bench_state_count(bc->optimizer), bench_dtype_bytes(bc->grad_dtype),
+                  bench_config_needs_stats(bc), bc->clip, bm_state_bytes((int)bc->state_dtype),
+                  4};
+    return s;
+}
+
+int bench_config_has_handrolled(const bench_config *bc)
+{
+    return bc->state_dtype == CLG_FP32;
 }

@@ -4,6 +4,7 @@
 #ifndef BENCH_CONFIGS_H
 #define BENCH_CONFIGS_H
 
+#include "bytes_model.h"
 #include "clgrad.h"
 
 typedef struct bench_config {
@@ -12,6 +13,7 @@ typedef struct bench_config {
     clg_dtype grad_dtype; /* of the external gradient buffers (paths A, C) */
     int clip;             /* clip by global norm 1.0 */
     int dynamic_loss_scale;
+    clg_dtype state_dtype; /* of the optimizer states (CLG_FP32 = 0: fp32) */
 } bench_config;
 
 /* The measured configurations, in report order. */
@@ -32,5 +34,10 @@ unsigned bench_dtype_bytes(clg_dtype dtype);
 /* Whether the update needs a pass over the whole gradient before it
  * (global norm for clipping, inf/NaN check for loss scaling). */
 int bench_config_needs_stats(const bench_config *bc);
+/* What the bytes model needs to know of bc. */
+bm_shape bench_config_shape(const bench_config *bc);
+/* Whether a hand-rolled (CLBlast) cycle of bc exists: not for bf16 or
+ * quantized states, which only clgrad keeps. */
+int bench_config_has_handrolled(const bench_config *bc);
 
 #endif /* BENCH_CONFIGS_H */

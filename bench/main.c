@@ -59,6 +59,11 @@ int main(int argc, char **argv)
                 clg_last_error(NULL));
         return st == CLG_ERR_NO_DEVICE ? 77 : 1;
     }
+    if (o.fit) {
+        rc = bench_fit_run(ctx, &o);
+        clg_context_destroy(ctx);
+        return rc;
+    }
     if (!bench_clg_ok(ctx, clg_context_set_budget(ctx, o.vram), "--vram")) {
         clg_context_destroy(ctx);
         return 1;

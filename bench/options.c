@@ -40,6 +40,12 @@ static void usage(FILE *f)
             "                    defaults against the device's tuning from clgrad-tune)\n"
             "  --tuning T        the GEMM section's tuning: auto (default: the device's file),\n"
             "                    off (CLBlast's defaults on both sides) or a tuning file\n"
+            "  --fit MEMORY      the planner only: for every way of holding the training\n"
+            "                    state, bytes per parameter and the largest model that fits\n"
+            "                    MEMORY (e.g. 8G); --json and --plot then write its table\n"
+            "  --reserve BYTES   with --fit: memory kept for activations (default 0)\n"
+            "  --fit-params N    with --fit: the configuration a model of N parameters needs\n"
+            "                    (default: for 0.5, 1, 2 and 4 billion)\n"
             "  --json FILE       --csv FILE       --plot FILE.png\n"
             "                    (checked before the run: their directories must exist and be\n"
             "                    writable)\n");
@@ -298,6 +304,13 @@ int bench_parse_options(bench_options *o, int argc, char **argv)
             unsigned wg;
             bad = parse_unsigned(v, &wg, 1);
             o->wg = wg;
+        } else if (strcmp(a, "--fit") == 0) {
+            bad = !(o->fit = bench_parse_size(v));
+        } else if (strcmp(a, "--reserve") == 0) {
+            o->reserve = bench_parse_size(v);
+            bad = !o->reserve && strcmp(v, "0") != 0;
+        } else if (strcmp(a, "--fit-params") == 0) {
+            bad = !(o->fit_params = bench_parse_size(v));
         } else if (strcmp(a, "--json") == 0) {
             o->json_path = v;
         } else if (strcmp(a, "--csv") == 0) {
@@ -315,6 +328,14 @@ int bench_parse_options(bench_options *o, int argc, char **argv)
             return -1;
         }
         i += used;
+    }
+    if (!o->fit && (o->reserve || o->fit_params)) {
+        fprintf(stderr, "clgrad-bench: --reserve and --fit-params go with --fit\n");
+        return -1;
+    }
+    if (o->fit && o->csv_path) {
+        fprintf(stderr, "clgrad-bench: --fit writes --json and --plot, not --csv\n");
+        return -1;
     }
     return check_outputs(o);
 }

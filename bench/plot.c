@@ -180,9 +180,7 @@ static int write_script(const bench_report *r, const char *dir, const uint64_t *
     return fclose(f);
 }
 
-/* Runs gnuplot on script; 0 on success, else -1 with why saying how it
- * failed. */
-static int run_gnuplot(const char *script, char *why, size_t len)
+int bench_run_gnuplot(const char *script, char *why, size_t len)
 {
     pid_t pid = fork();
     if (pid < 0) {
@@ -209,8 +207,7 @@ static int run_gnuplot(const char *script, char *why, size_t len)
     return -1;
 }
 
-/* The PNG's directory exists and is writable; says why not. */
-static int check_png_path(const char *png)
+int bench_check_png_path(const char *png)
 {
     char dir[512];
     const char *slash = strrchr(png, '/');
@@ -242,7 +239,7 @@ static int check_png_path(const char *png)
 
 int bench_write_plot(const bench_report *r, const char *png_path)
 {
-    if (check_png_path(png_path) != 0)
+    if (bench_check_png_path(png_path) != 0)
         return -1;
     const char *tmp = getenv("TMPDIR");
     char dir[512];
@@ -272,10 +269,10 @@ int bench_write_plot(const bench_report *r, const char *png_path)
     /* pngcairo draws better; libgd's png is the fallback */
     if (!rc) {
         rc = write_script(r, dir, sizes, n_sizes, png_path, "pngcairo", script);
-        if (!rc && run_gnuplot(script, why, sizeof why) != 0) {
+        if (!rc && bench_run_gnuplot(script, why, sizeof why) != 0) {
             rc = write_script(r, dir, sizes, n_sizes, png_path, "png", script);
             if (!rc)
-                rc = run_gnuplot(script, why, sizeof why);
+                rc = bench_run_gnuplot(script, why, sizeof why);
         }
         if (rc && !why[0])
             snprintf(why, sizeof why, "writing the gnuplot script %s failed", script);

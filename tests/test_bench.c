@@ -12,6 +12,7 @@
 
 #include "bytes_model.h"
 #include "bench_main.h"
+#include "fit.h"
 #include "configs.h"
 #include "report.h"
 #include "timing.h"
@@ -24,10 +25,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static const bm_shape adamw = {2, 4, 0, 0};
-static const bm_shape adamw_clip = {2, 4, 1, 1};
-static const bm_shape adamw_fp16 = {2, 2, 0, 0};
-static const bm_shape sgd = {1, 4, 0, 0};
+static const bm_shape adamw = {2, 4, 0, 0, 0.0, 0};
+static const bm_shape adamw_clip = {2, 4, 1, 1, 0.0, 0};
+static const bm_shape adamw_fp16 = {2, 2, 0, 0, 0.0, 0};
+static const bm_shape sgd = {1, 4, 0, 0, 0.0, 0};
 
 static bm_cycle cycle_of(bm_shape s, bench_variant v, char path, unsigned k)
 {
@@ -561,6 +562,88 @@ static void test_output_paths(void **state)
 
 /* A --plot that cannot be written is said so, not blamed on gnuplot, and
  * leaves no temporary files behind (issue 14). */
+/* The bytes model of the smaller states (docs/design.md, section 2): the
+ * Q8 AdamW update reads acc 4, p 4, m 1, v 1 and both absmax (4 / 256 each)
+ * and writes p, m, v and the absmax: 16.0625 bytes per parameter. */
+static void test_bytes_state_dtypes(void **state)
+{
+    (void)state;
+    bm_shape q8 = {2, 4, 0, 0, bm_state_bytes(CLG_Q8), 4};
+    bm_shape q4 = {2, 4, 0, 0, bm_state_bytes(CLG_Q4), 4};
+    bm_shape bf = {2, 4, 0, 0, bm_state_bytes(CLG_BF16), 4};
+    assert_float_equal(bm_update_inplace(q8), 4 + 8 + 2 * 2 * (1 + 4.0 / 256), 1e-12);
+    assert_float_equal(bm_update_inplace(q8), 16.0625, 1e-12);
+    assert_float_equal(bm_update_inplace(q4), 4 + 8 + 2 * 2 * (0.5 + 4.0 / 128), 1e-12);
+    assert_float_equal(bm_update_inplace(bf), 20.0, 1e-12);
+    assert_float_equal(bm_update_inplace(adamw), 28.0, 1e-12);
+    assert_float_equal(bm_memory_per_param(q8, 2, 0, 0).total, 4 + 2 + 2 * (1 + 4.0 / 256), 1e-12);
+    /* each configuration's shape follows its state dtype */
+    const bench_config *c = bench_config_find("adamw_q8");
+    assert_non_null(c);
+    assert_float_equal(bench_config_shape(c).state_bytes, 1 + 4.0 / 256, 1e-12);
+    assert_false(bench_config_has_handrolled(c));
+    assert_true(bench_config_has_handrolled(bench_config_find("adamw")));
+}
+
+/* The planner: 64 configurations, most bytes first; the issue's Q8 + bf16
+ * accumulator + fp32 master weights row (path B: no gradient buffer) is
+ * 8.03 bytes per parameter, over a billion parameters in 8 GiB; every
+ * largest model fits and 1024 more would not; the JSON has its list. */
+static void test_fit(void **state)
+{
+    (void)state;
+    bench_fit *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    uint64_t gib = 1ull << 30;
+    assert_int_equal(bench_fit_compute(f, 8 * gib, 8 * gib, 4 * gib), -1);
+    assert_int_equal(bench_fit_compute(f, 8 * gib, 0, 4 * gib), 0);
+    assert_int_equal(f->n, 64);
+    const bench_fit_row *q8 = NULL;
+    for (size_t i = 0; i < f->n; i++) {
+        const bench_fit_row *r = &f->rows[i];
+        if (i)
+            assert_true(r->bytes_per_param <= f->rows[i - 1].bytes_per_param);
+        if (!strcmp(r->config, "q8 states, bf16 acc, fp32 master, path B"))
+            q8 = r;
+        double used = r->bytes_per_param * (double)r->max_params + (double)r->fixed_bytes;
+        double more = r->bytes_per_param * (double)(r->max_params + 1024) + (double)r->fixed_bytes;
+        assert_true(used <= (double)(8 * gib) + 1.0);
+        assert_true(more > (double)(8 * gib) - 4096.0 * r->bytes_per_param);
+    }
+    assert_non_null(q8);
+    assert_float_equal(q8->bytes_per_param, 4 + 2 + 2 * (1 + 4.0 / 256) + 12.0 / 8192, 1e-9);
+    assert_true(q8->max_params >= 1000000000ull);
+    assert_int_equal(q8->max_params, bench_fit_max_params(q8, 8 * gib, 4 * gib));
+    /* the largest row: fp32 states with a gradient buffer and a copy */
+    assert_float_equal(f->rows[0].bytes_per_param, 22.0 + 12.0 / 8192, 1e-9);
+
+    make_tmpdir();
+    char path[600];
+    snprintf(path, sizeof path, "%s/fit.json", tmpdir);
+    assert_int_equal(bench_fit_write_json(f, path), 0);
+    FILE *in = fopen(path, "r");
+    assert_non_null(in);
+    static char text[1 << 16];
+    size_t len = fread(text, 1, sizeof text - 1, in);
+    fclose(in);
+    text[len] = '\0';
+    cJSON *root = cJSON_Parse(text);
+    assert_non_null(root);
+    cJSON *list = cJSON_GetObjectItem(root, "fit");
+    assert_true(cJSON_IsArray(list));
+    assert_int_equal(cJSON_GetArraySize(list), 64);
+    static const char *const fields[] = {"config", "state_dtype", "acc_dtype", "master_dtype",
+                                         "bytes_per_param", "max_params", "path"};
+    cJSON *row = cJSON_GetArrayItem(list, 0);
+    for (size_t k = 0; k < sizeof fields / sizeof fields[0]; k++)
+        assert_non_null(cJSON_GetObjectItem(row, fields[k]));
+    assert_string_equal(cJSON_GetObjectItem(row, "state_dtype")->valuestring, "fp32");
+    cJSON_Delete(root);
+    remove(path);
+    assert_int_equal(rmdir(tmpdir), 0);
+    free(f);
+}
+
 static void test_plot_bad_path(void **state)
 {
     (void)state;
@@ -709,6 +792,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_parse_size),         cmocka_unit_test(test_json_schema),
         cmocka_unit_test(test_paired_fracs),
         cmocka_unit_test(test_output_paths),       cmocka_unit_test(test_plot_bad_path),
+        cmocka_unit_test(test_bytes_state_dtypes),  cmocka_unit_test(test_fit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

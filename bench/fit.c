@@ -1,0 +1,188 @@
+/* fit.c - the planner's numbers and its table (see fit.h). Everything comes
+ * from clg_memory_estimate: AdamW (two states) for n parameters of one
+ * tensor, plus one gradient buffer of the accumulator's dtype on paths A/C,
+ * plus what cutting the model into buffers of the device's max allocation
+ * adds (a padding of at most one 1024-element segment per buffer). */
+#include "fit.h"
+
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *bench_fit_dtype_name(clg_dtype d)
+{
+    switch (d) {
+    case CLG_FP32: return "fp32";
+    case CLG_FP16: return "fp16";
+    case CLG_BF16: return "bf16";
+    case CLG_Q8: return "q8";
+    case CLG_Q4: return "q4";
+    default: return "none";
+    }
+}
+
+static clg_config row_config(const bench_fit_row *row)
+{
+    clg_config c = clg_config_default(CLG_ADAMW);
+    c.state_dtype = row->state_dtype;
+    c.acc_dtype = row->acc_dtype;
+    c.master_dtype = row->master_dtype;
+    c.param_copy_dtype = row->copy_dtype;
+    return c;
+}
+
+/* The whole state of n parameters (UINT64_MAX if the estimate refuses). */
+static uint64_t state_bytes(const bench_fit_row *row, uint64_t n, uint64_t max_alloc)
+{
+    clg_config c = row_config(row);
+    clg_memory_plan plan = clg_memory_plan_init();
+    if (clg_memory_estimate(&c, n, &plan) != CLG_SUCCESS)
+        return UINT64_MAX;
+    uint64_t total = plan.total;
+    uint64_t grad = strcmp(row->path, "B") ? (row->acc_dtype == CLG_BF16 ? 2 : 4) : 0;
+    total += n * grad;
+    /* buffers of at most max_alloc bytes of fp32: each may end in a
+     * partly used segment of 1024 elements */
+    uint64_t per_buffer = max_alloc / 4 / 1024 * 1024;
+    uint64_t buffers = per_buffer ? (n + per_buffer - 1) / per_buffer : 1;
+    if (buffers > 1 && n > 0)
+        total += (buffers - 1) * 1024 * ((plan.total + n * grad + n - 1) / n);
+    return total;
+}
+
+uint64_t bench_fit_max_params(const bench_fit_row *row, uint64_t budget, uint64_t max_alloc)
+{
+    /* bisection over multiples of 1024: the state grows with n */
+    uint64_t lo = 0, hi = budget / 1024 + 1;
+    while (lo + 1 < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (state_bytes(row, mid * 1024, max_alloc) <= budget)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo * 1024;
+}
+
+/* Most bytes per parameter first; equal ones by name, so that the order
+ * does not depend on qsort's. */
+static int by_bytes_desc(const void *a, const void *b)
+{
+    const bench_fit_row *x = a, *y = b;
+    if (x->bytes_per_param != y->bytes_per_param)
+        return x->bytes_per_param > y->bytes_per_param ? -1 : 1;
+    return strcmp(x->config, y->config);
+}
+
+int bench_fit_compute(bench_fit *f, uint64_t memory, uint64_t reserve, uint64_t max_alloc)
+{
+    memset(f, 0, sizeof *f);
+    if (reserve >= memory) {
+        fprintf(stderr, "clgrad-bench: --reserve %llu leaves nothing of --fit %llu\n",
+                (unsigned long long)reserve, (unsigned long long)memory);
+        return -1;
+    }
+    f->memory = memory;
+    f->reserve = reserve;
+    f->max_alloc = max_alloc;
+    static const clg_dtype states[] = {CLG_FP32, CLG_BF16, CLG_Q8, CLG_Q4};
+    static const clg_dtype accs[] = {CLG_FP32, CLG_BF16};
+    static const clg_dtype masters[] = {CLG_FP32, CLG_BF16};
+    static const clg_dtype copies[] = {CLG_DTYPE_NONE, CLG_FP16};
+    static const char *const paths[] = {"B", "A/C"};
+    for (int s = 0; s < 4; s++)
+        for (int a = 0; a < 2; a++)
+            for (int m = 0; m < 2; m++)
+                for (int p = 0; p < 2; p++)
+                    for (int c = 0; c < 2; c++) {
+                        bench_fit_row *r = &f->rows[f->n];
+                        r->state_dtype = states[s];
+                        r->acc_dtype = accs[a];
+                        r->master_dtype = masters[m];
+                        r->copy_dtype = copies[c];
+                        snprintf(r->path, sizeof r->path, "%s", paths[p]);
+                        snprintf(r->config, sizeof r->config,
+                                 "%s states, %s acc, %s master, path %s%s",
+                                 bench_fit_dtype_name(states[s]), bench_fit_dtype_name(accs[a]),
+                                 bench_fit_dtype_name(masters[m]), paths[p],
+                                 copies[c] == CLG_FP16 ? ", fp16 copy" : "");
+                        uint64_t t1 = state_bytes(r, 1u << 20, UINT64_MAX);
+                        uint64_t t2 = state_bytes(r, 2u << 20, UINT64_MAX);
+                        if (t1 == UINT64_MAX || t2 == UINT64_MAX) {
+                            fprintf(stderr, "clgrad-bench: --fit: %s: %s\n", r->config,
+                                    clg_last_error(NULL));
+                            return -1;
+                        }
+                        r->bytes_per_param = (double)(t2 - t1) / (double)(1u << 20);
+                        r->fixed_bytes = 2 * t1 > t2 ? 2 * t1 - t2 : 0;
+                        r->max_params = bench_fit_max_params(r, memory - reserve, max_alloc);
+                        f->n++;
+                    }
+    qsort(f->rows, f->n, sizeof f->rows[0], by_bytes_desc);
+    return 0;
+}
+
+static double gib(uint64_t b) { return (double)b / 1073741824.0; }
+
+void bench_fit_print(const bench_fit *f, FILE *out, uint64_t want)
+{
+    fprintf(out,
+            "What fits: %.2f GiB, %.2f GiB reserved for activations: %.2f GiB of training "
+            "state (AdamW; buffers of at most %.2f GiB)\n\n",
+            gib(f->memory), gib(f->reserve), gib(f->memory - f->reserve), gib(f->max_alloc));
+    fprintf(out, "| configuration | bytes/param | largest model |\n|---|---|---|\n");
+    for (size_t i = 0; i < f->n; i++)
+        fprintf(out, "| %s | %.3f | %.3f B params |\n", f->rows[i].config,
+                f->rows[i].bytes_per_param, (double)f->rows[i].max_params / 1e9);
+    static const uint64_t defaults[] = {500000000ull, 1000000000ull, 2000000000ull,
+                                        4000000000ull};
+    const uint64_t *sizes = want ? &want : defaults;
+    size_t n_sizes = want ? 1 : 4;
+    fprintf(out, "\n");
+    for (size_t k = 0; k < n_sizes; k++) {
+        const bench_fit_row *first = NULL;
+        for (size_t i = 0; i < f->n && !first; i++)
+            if (f->rows[i].max_params >= sizes[k])
+                first = &f->rows[i];
+        if (first)
+            fprintf(out, "%.2f B params: the most precise configuration that fits is %s "
+                    "(%.3f bytes/param)\n",
+                    (double)sizes[k] / 1e9, first->config, first->bytes_per_param);
+        else
+            fprintf(out, "%.2f B params: no configuration fits\n", (double)sizes[k] / 1e9);
+    }
+}
+
+int bench_fit_write_json(const bench_fit *f, const char *path)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddNumberToObject(root, "memory", (double)f->memory);
+    cJSON_AddNumberToObject(root, "reserve", (double)f->reserve);
+    cJSON_AddNumberToObject(root, "max_alloc", (double)f->max_alloc);
+    cJSON_AddStringToObject(root, "optimizer", "adamw");
+    cJSON *list = cJSON_AddArrayToObject(root, "fit");
+    for (size_t i = 0; i < f->n; i++) {
+        const bench_fit_row *r = &f->rows[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "config", r->config);
+        cJSON_AddStringToObject(o, "state_dtype", bench_fit_dtype_name(r->state_dtype));
+        cJSON_AddStringToObject(o, "acc_dtype", bench_fit_dtype_name(r->acc_dtype));
+        cJSON_AddStringToObject(o, "master_dtype", bench_fit_dtype_name(r->master_dtype));
+        cJSON_AddStringToObject(o, "copy_dtype", bench_fit_dtype_name(r->copy_dtype));
+        cJSON_AddStringToObject(o, "path", r->path);
+        cJSON_AddNumberToObject(o, "bytes_per_param", r->bytes_per_param);
+        cJSON_AddNumberToObject(o, "fixed_bytes", (double)r->fixed_bytes);
+        cJSON_AddNumberToObject(o, "max_params", (double)r->max_params);
+        cJSON_AddItemToArray(list, o);
+    }
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    FILE *out = text ? fopen(path, "w") : NULL;
+    int rc = out && fputs(text, out) >= 0 && fputc('\n', out) != EOF ? 0 : -1;
+    if (out && fclose(out) != 0)
+        rc = -1;
+    if (rc)
+        fprintf(stderr, "clgrad-bench: --json %s: cannot write it\n", path);
+    free(text);
+    return rc;
+}

@@ -55,6 +55,7 @@ typedef struct search {
      * measurement uses now */
     param_set aux0[2], aux_found[2], aux[2];
     gemm_bufs bufs;
+    double base[MLP_GEMMS_MAX]; /* CLBlast's defaults, per shape, at the start */
     candidate cand[MAX_CANDIDATES];
     size_t n_cand;
     char phase[96];
@@ -230,9 +231,9 @@ static size_t round_up(size_t x, size_t m)
     return (x + m - 1) / m * m;
 }
 
-/* Runs one tuner and adds its fastest configurations as candidates. */
+/* Runs one tuner and adds its fastest `top` configurations as candidates. */
 static void run_tuner(search *s, const char *program, int direct, size_t m, size_t n, size_t k,
-                      double seconds)
+                      double seconds, unsigned top)
 {
     const clg_device_info *info = clg_context_device_info(s->ctx);
     tuner_run r = {0};
@@ -261,7 +262,7 @@ static void run_tuner(search *s, const char *program, int direct, size_t m, size
         s->out->indirect_tried += r.rows;
     tuner_sort(r.configs, r.n_configs);
     unsigned taken = 0;
-    for (size_t c = 0; c < r.n_configs && taken < s->req->top && s->n_cand < MAX_CANDIDATES; c++) {
+    for (size_t c = 0; c < r.n_configs && taken < top && s->n_cand < MAX_CANDIDATES; c++) {
         const tuner_config *tc = &r.configs[c];
         candidate *cd = &s->cand[s->n_cand];
         memset(cd, 0, sizeof *cd);
@@ -274,7 +275,16 @@ static void run_tuner(search *s, const char *program, int direct, size_t m, size
         }
         cd->params.n = tc->n;
         cd->tuner_gflops = tc->gflops;
-        snprintf(cd->origin, sizeof cd->origin, "%s #%zu", direct ? "XgemmDirect" : "Xgemm", c + 1);
+        snprintf(cd->origin, sizeof cd->origin, "%s %zux%zux%zu #%zu",
+                 direct ? "XgemmDirect" : "Xgemm", m, n, k, c + 1);
+        /* the same configuration from another tuner run: once is enough */
+        int seen = 0;
+        for (size_t o = 0; o < s->n_cand && !seen; o++)
+            seen = s->cand[o].direct == direct && s->cand[o].params.n == cd->params.n &&
+                   memcmp(s->cand[o].params.p, cd->params.p,
+                          cd->params.n * sizeof *cd->params.p) == 0;
+        if (seen)
+            continue;
         s->n_cand++;
         taken++;
     }
@@ -337,6 +347,27 @@ static int complete(const param_set *ref, param_set *c)
     return 0;
 }
 
+/* The machine's load drifts between candidates (other processes on the
+ * same cores): CLBlast's defaults timed right after a candidate (built
+ * already, so switching costs nothing) turn its times into the baseline's
+ * terms, so that candidates measured minutes apart compare fairly. */
+static void in_baseline_terms(search *s, double *ms)
+{
+    double now[MLP_GEMMS_MAX];
+    char why[256];
+    param_set keep[2] = {s->aux[0], s->aux[1]};
+    s->aux[0] = s->aux0[0];
+    s->aux[1] = s->aux0[1];
+    int rc = measure(s, &s->d0, &s->i0, s->t0_size, now, why, sizeof why);
+    s->aux[0] = keep[0];
+    s->aux[1] = keep[1];
+    if (rc != 0)
+        return;
+    double f = step_ms(s, s->base) / step_ms(s, now);
+    for (size_t k = 0; k < s->req->n_shapes; k++)
+        ms[k] *= f;
+}
+
 static void run_candidates(search *s)
 {
     /* Alternate the kernels, best first, so that a short budget gets the
@@ -381,8 +412,9 @@ static void run_candidates(search *s)
             continue;
         }
         c->ok = 1;
-        say(s, "%s: %.2f ms per micro-step (%.1f GFLOP/s)", c->origin, step_ms(s, c->ms),
-            step_gflop(s->req) / (step_ms(s, c->ms) * 1e-3));
+        in_baseline_terms(s, c->ms);
+        say(s, "%s: %.2f ms per micro-step (%.1f GFLOP/s) in the baseline's terms", c->origin,
+            step_ms(s, c->ms), step_gflop(s->req) / (step_ms(s, c->ms) * 1e-3));
     }
 }
 
@@ -513,6 +545,8 @@ static void try_aux(search *s, choice *c, const double *base)
     s->aux[0] = want[0];
     s->aux[1] = want[1];
     int rc = measure(s, &s->d0, &x->params, ALL_INDIRECT, ms, why, sizeof why);
+    if (rc == 0)
+        in_baseline_terms(s, ms);
     double before = path_cost(s, x, c->threshold, 0, NULL);
     candidate trial = *x;
     memcpy(trial.ms, ms, sizeof ms);
@@ -671,6 +705,7 @@ int tune_search(clg_context *ctx, const tune_request *req, tune_outcome *out, ch
         snprintf(err, errlen, "CLBlast's default GEMMs: %s", why);
         goto out;
     }
+    memcpy(s->base, base, sizeof base);
     say(s, "CLBlast's defaults: %.2f ms per micro-step (%.1f GFLOP/s); build estimate %.1f s",
         step_ms(s, base), step_gflop(req) / (step_ms(s, base) * 1e-3), s->build_s);
     {
@@ -697,12 +732,29 @@ int tune_search(clg_context *ctx, const tune_request *req, tune_outcome *out, ch
             req->shapes[big].count * mlp_gemm_flops(&req->shapes[big]))
             big = k;
     const mlp_gemm_shape *g = &req->shapes[big];
+    /* Xgemm also at the largest shape of the other kind (the forward GEMMs
+     * have the micro-batch as n in CLBlast's terms, the dW ones as k: a
+     * tuner run at one favours tiles that waste work on the other) */
+    size_t other = big;
+    for (size_t k = 0; k < req->n_shapes; k++) {
+        const mlp_gemm_shape *h = &req->shapes[k];
+        if ((h->ta != g->ta || h->tb != g->tb) &&
+            (other == big || h->count * mlp_gemm_flops(h) >
+                                 req->shapes[other].count * mlp_gemm_flops(&req->shapes[other])))
+            other = k;
+    }
+    const mlp_gemm_shape *g2 = &req->shapes[other];
     double left = s->deadline - now_s();
     double search_s = 0.55 * left;
     if (search_s > 1) {
-        run_tuner(s, "clblast_tuner_xgemm_direct", 1, g->n, g->m, g->k, 0.3 * search_s);
+        unsigned top2 = other != big ? (req->top + 1) / 2 : req->top;
+        run_tuner(s, "clblast_tuner_xgemm_direct", 1, g->n, g->m, g->k, 0.3 * search_s,
+                  req->top);
         run_tuner(s, "clblast_tuner_xgemm", 0, round_up(g->n, 64), round_up(g->m, 64),
-                  round_up(g->k, 32), 0.5 * search_s);
+                  round_up(g->k, 32), (other != big ? 0.25 : 0.5) * search_s, top2);
+        if (other != big)
+            run_tuner(s, "clblast_tuner_xgemm", 0, round_up(g2->n, 64), round_up(g2->m, 64),
+                      round_up(g2->k, 32), 0.25 * search_s, req->top - top2 ? req->top - top2 : 1);
         /* Xgemm's helpers, at the operand that moves most: the k x n one */
         for (int a = 0; a < 2; a++)
             run_aux_tuner(s, a, g->k, g->n, (s->deadline - now_s() - 0.45 * left) / (2 - a));

@@ -19,7 +19,10 @@
  *     CLBlast's defaults, are run on the real shapes through the trainer's
  *     own call (mlp_gemm): every XgemmDirect candidate with all shapes forced
  *     onto XgemmDirect, every Xgemm candidate with all forced onto Xgemm,
- *     each checked against a host product first. Why not the tuners' own
+ *     each checked against a host product first, and each followed by
+ *     CLBlast's defaults again, whose time against the baseline's scales the
+ *     candidate's (the load of a shared machine drifts over minutes, and
+ *     candidates are compared in the baseline's terms). Why not the tuners' own
  *     figures: they time one kernel variant (XgemmDirectTN, or Xgemm
  *     without its pre/post-processing) at one shape, while the trainer's
  *     shapes use other variants and sizes that are not multiples of the

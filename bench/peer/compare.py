@@ -33,6 +33,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import socket
 import statistics
 import subprocess
@@ -66,7 +67,9 @@ def run_json(cmd, env=None, what=""):
     """Runs cmd; its last stdout line is a JSON object."""
     t0 = time.time()
     load0 = loadavg()
+    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     if p.returncode != 0:
         sys.exit("compare.py: %s failed (exit %d):\n%s" % (" ".join(cmd), p.returncode,
                                                           p.stderr[-3000:]))
@@ -75,10 +78,14 @@ def run_json(cmd, env=None, what=""):
         sys.exit("compare.py: %s printed no JSON" % " ".join(cmd))
     out = json.loads(lines[-1])
     out["_wall_s"] = time.time() - t0
+    # CPU time of the process and its threads: less sensitive to other
+    # processes on a shared machine than the wall time (spinning threads
+    # count too)
+    out["_cpu_s"] = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
     out["_load_before"] = load0
     out["_load_after"] = loadavg()
-    print("  %-28s %7.1f s  load %.2f -> %.2f" % (what, out["_wall_s"], load0[0],
-                                                  out["_load_after"][0]), file=sys.stderr)
+    print("  %-28s %7.1f s  cpu %7.1f s  load %.2f -> %.2f" % (
+        what, out["_wall_s"], out["_cpu_s"], load0[0], out["_load_after"][0]), file=sys.stderr)
     return out
 
 
@@ -119,6 +126,8 @@ def e2e(args, result):
             "samples_per_s": summary([x["samples_per_s"] for x in rs]),
             "train_seconds": summary([x["train_seconds"] for x in rs]),
             "total_seconds": summary([x["total_seconds"] for x in rs]),
+            "cpu_seconds": summary([x["_cpu_s"] for x in rs]),
+            "load_before": summary([x["_load_before"][0] for x in rs]),
             "test_accuracy": summary([x["test_accuracy"] for x in rs]),
             "test_accuracies": sorted(set(round(x["test_accuracy"], 6) for x in rs)),
         }
@@ -253,13 +262,15 @@ def markdown(result):
                   e["summary"]["pytorch"]["samples_per_s"]["n"], "",
                   "clgrad-train: CLBlast tuning %s. Medians [min-max]." % (
                       e["clblast_tuning"] or "none (CLBlast's defaults)"), "",
-                  "| run | samples/s | training s | total s | test accuracy | samples/s vs "
-                  "PyTorch (of medians; per-round range) |", "|---|---|---|---|---|---|"]
+                  "| run | samples/s | training s | total s | CPU s (all threads) | load before | "
+                  "test accuracy | samples/s vs PyTorch (of medians; per-round range) |",
+                  "|---|---|---|---|---|---|---|---|"]
         for name, s in e["summary"].items():
             ratio = s.get("ratio_to_pytorch")
-            lines.append("| %s | %s | %s | %s | %s | %s |" % (
+            lines.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
                 name, fmt(s["samples_per_s"]), fmt(s["train_seconds"]),
-                fmt(s["total_seconds"]), ", ".join("%.4f" % a for a in s["test_accuracies"]),
+                fmt(s["total_seconds"]), fmt(s["cpu_seconds"]), fmt(s["load_before"]),
+                ", ".join("%.4f" % a for a in s["test_accuracies"]),
                 "%.3fx (%.3f-%.3f)" % (ratio["of_medians"], ratio["per_round"]["min"],
                                         ratio["per_round"]["max"]) if ratio else "1"))
         lines.append("")

@@ -13,6 +13,7 @@
 typedef struct clg_con_tiles {
     size_t wg; /* work-group size */
     size_t tr, tc, dk, dout; /* TR, TC, DK, DO */
+    size_t vw, vo;           /* VW, VO: vector widths */
 } clg_con_tiles;
 
 /* Indices of the kernels. */
@@ -54,6 +55,11 @@ struct clg_contrastive {
 clg_status clg__con_check_filled(const clg_contrastive *c, size_t rows, const char *who);
 
 /* contrastive_kernels.c */
+#ifdef CLG_FAULT_INJECTION
+/* Test hook (test build only): a VW (1, 4 or 16) for the next creates
+ * instead of the device's, so one device runs every variant; 0: none. */
+extern size_t clg__con_test_vw;
+#endif
 /* Picks tile sizes, builds the program and creates every kernel. */
 clg_status clg__con_kernels_create(clg_contrastive *c);
 void clg__con_kernels_release(clg_contrastive *c);

@@ -7,6 +7,10 @@
 
 #include <stdio.h>
 
+#ifdef CLG_FAULT_INJECTION
+size_t clg__con_test_vw;
+#endif
+
 static const char *const kernel_names[CON_KERNELS] = {
     "con_prep", "con_lse", "con_grad", "con_finish", "con_loss", "con_fill", "con_grad_out",
 };
@@ -33,7 +37,8 @@ static uint64_t local_bytes(const clg_con_tiles *t)
 /* 32 x 32 tiles, d in chunks of 16, and a gradient slice of up to 128
  * (all of d = 128 at once: its logits are computed once per tile). The
  * work-group is the largest power of two <= min(256, the device's), which
- * divides both 32 * 32 and 32 * DO (DO is a multiple of 8). */
+ * divides both 32 * 32 and 32 * DO (DO is a multiple of 8). DK is a
+ * multiple of both vector widths. */
 static void pick_tiles(const clg_contrastive *c, size_t max_wg, uint64_t local_mem,
                        clg_con_tiles *t)
 {
@@ -46,14 +51,26 @@ static void pick_tiles(const clg_contrastive *c, size_t max_wg, uint64_t local_m
     t->dout = d8 < 128 ? d8 : 128;
     while (t->dout > 8 && local_bytes(t) > local_mem)
         t->dout = (t->dout / 2 + 7) / 8 * 8;
+    /* 16 lanes (one AVX-512 or two AVX registers) on CPUs, 4 elsewhere;
+     * the gradient's vectors must divide each work-item's share */
+    t->vw = c->ctx->info.type & CL_DEVICE_TYPE_CPU ? 16 : 4;
+#ifdef CLG_FAULT_INJECTION
+    if (clg__con_test_vw)
+        t->vw = clg__con_test_vw;
+#endif
+    size_t per_item = t->tr * t->dout / t->wg;
+    t->vo = t->vw;
+    while (t->vo > 1 && (per_item % t->vo || t->dout % t->vo))
+        t->vo /= 2;
 }
 
 static clg_status build(clg_contrastive *c)
 {
-    char opt[160];
+    char opt[192];
     const clg_con_tiles *t = &c->tiles;
-    snprintf(opt, sizeof opt, "-DWG=%zu -DTR=%zu -DTC=%zu -DDK=%zu -DDO=%zu -DREP_DTYPE=%d",
-             t->wg, t->tr, t->tc, t->dk, t->dout, (int)c->cfg.dtype);
+    snprintf(opt, sizeof opt,
+             "-DWG=%zu -DTR=%zu -DTC=%zu -DDK=%zu -DDO=%zu -DVW=%zu -DVO=%zu -DREP_DTYPE=%d",
+             t->wg, t->tr, t->tc, t->dk, t->dout, t->vw, t->vo, (int)c->cfg.dtype);
     cl_program prog;
     clg_status st = clg__program(c->ctx, "contrastive", opt, &prog, NULL);
     for (int i = 0; i < CON_KERNELS && st == CLG_SUCCESS; i++)

@@ -4,7 +4,8 @@
  *     cosine and dot products, fp32 and bf16 caches, with and without
  *     banks, at sizes of 1 to 128 row tiles and 1 to 3 d slices (B up to
  *     4096): the loss within 2e-5 relative, each side's gradient within
- *     rel L2 5e-5 (fp32 accumulation over up to 4608 columns);
+ *     rel L2 5e-5 (fp32 accumulation over up to 4608 columns), with the
+ *     device's vector width and with the others (4, 1);
  *   - the split does not matter: the same rows filled in one call, in
  *     micro-batches of 7, or backwards from fp16 and strided buffers, give
  *     bit-identical losses and gradients;
@@ -186,6 +187,28 @@ static void test_against_reference(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         run_case(&cases[i], 1000 + 17 * i);
+}
+
+/* The vector widths other devices get (4 on GPUs; 1 as the scalar
+ * baseline), on this device through the test build's hook: the same
+ * tolerances, at sizes that give every gradient vector width. */
+static void test_other_vector_widths(void **state)
+{
+    (void)state;
+    const ref_case cases[] = {
+        {257, 130, 96, 300, 1, 1, CLG_FP32, 0.07f},
+        {300, 48, 128, 200, 1, 1, CLG_BF16, 0.05f},
+        {1024, 64, 64, 64, 0, 0, CLG_FP32, 1.0f},
+        {37, 5, 0, 0, 0, 1, CLG_FP32, 0.1f},
+    };
+    const size_t widths[] = {4, 1};
+    for (size_t w = 0; w < 2; w++) {
+        clg__con_test_vw = widths[w];
+        print_message("VW %zu:\n", widths[w]);
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+            run_case(&cases[i], 2000 + 31 * i);
+    }
+    clg__con_test_vw = 0;
 }
 
 /* ------------------------------------------------------------ the split does not matter */
@@ -435,6 +458,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_against_reference),
+        cmocka_unit_test(test_other_vector_widths),
         cmocka_unit_test(test_split_invariance),
         cmocka_unit_test(test_fill_dtypes),
         cmocka_unit_test(test_grad_slices),

@@ -4,7 +4,9 @@
  * and without banks (symmetric and one-directional, cosine and dot
  * products, fp32 and bf16 caches, d of one chunk and of two gradient
  * slices), gradient slices in every dtype, the loss and the banks read
- * back. Checks no numbers: test_contrastive.c does.
+ * back; and the trainer's contrastive kernels (cl/contrastive_train.cl),
+ * one launch each. Checks no numbers: test_contrastive.c and
+ * test_train_contrastive.c do.
  *
  * Oclgrind 21.10 keeps memory that clEnqueueFillBuffer wrote (clgrad
  * zero-fills every buffer it creates) "uninitialized" even after a kernel
@@ -153,6 +155,74 @@ static void run(const con_scenario *s)
     clg_contrastive_destroy(c);
 }
 
+/* The trainer's kernels of cl/contrastive_train.cl, one launch each on a
+ * "data set" of 5 images of 28 x 28. */
+static void run_train_kernels(void)
+{
+    fprintf(stderr, "program: contrastive_train\n");
+    cl_program prog;
+    if (!check(clg_context_program(ctx, "contrastive_train", "-DIMG_ROWS=28 -DIMG_COLS=28", &prog,
+                                   NULL),
+               "contrastive_train"))
+        return;
+    enum { ROWS = 3, PIX = 28 * 28 };
+    int idx[5] = {4, 2, 0, 3, 1};
+    cl_int err;
+    cl_mem images = host_buffer(5 * PIX, 5);
+    cl_mem index = clCreateBuffer(clg_context_cl(ctx), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                                  sizeof idx, idx, &err);
+    cl_mem x = host_buffer(2 * ROWS * PIX * 4, 6), sums = host_buffer(16, 7);
+    cl_mem seeds = host_buffer(8 * ROWS, 8), loss = host_buffer(4, 9);
+    const char *names[] = {"con_views", "con_l2norm", "con_add_loss", "con_seeds"};
+    for (int i = 0; i < 4 && images && index && x && sums && seeds && loss; i++) {
+        cl_kernel k = clCreateKernel(prog, names[i], &err);
+        if (err != CL_SUCCESS) {
+            fprintf(stderr, "FAILED: contrastive: clCreateKernel(%s): %d\n", names[i], (int)err);
+            failures++;
+            continue;
+        }
+        cl_uint off = 1, rows = ROWS, pos0 = 5, shift = 2, dim = 16;
+        cl_ulong seed = 42, update = 7;
+        cl_float noise = 0.1f, w = 0.5f;
+        size_t global = 1;
+        if (i == 0) {
+            clSetKernelArg(k, 0, sizeof images, &images), clSetKernelArg(k, 1, sizeof index, &index);
+            clSetKernelArg(k, 2, sizeof off, &off), clSetKernelArg(k, 3, sizeof rows, &rows);
+            clSetKernelArg(k, 4, sizeof seed, &seed), clSetKernelArg(k, 5, sizeof update, &update);
+            clSetKernelArg(k, 6, sizeof pos0, &pos0), clSetKernelArg(k, 7, sizeof shift, &shift);
+            clSetKernelArg(k, 8, sizeof noise, &noise), clSetKernelArg(k, 9, sizeof x, &x);
+            global = 2 * ROWS * PIX;
+        } else if (i == 1) { /* x as 2 * ROWS * PIX / 16 rows of 16 */
+            cl_uint n = 2 * ROWS * PIX / 16;
+            clSetKernelArg(k, 0, sizeof x, &x), clSetKernelArg(k, 1, sizeof n, &n);
+            clSetKernelArg(k, 2, sizeof dim, &dim);
+            global = n;
+        } else if (i == 2) {
+            clSetKernelArg(k, 0, sizeof sums, &sums), clSetKernelArg(k, 1, sizeof loss, &loss);
+            clSetKernelArg(k, 2, sizeof w, &w);
+        } else {
+            clSetKernelArg(k, 0, sizeof seed, &seed), clSetKernelArg(k, 1, sizeof update, &update);
+            clSetKernelArg(k, 2, sizeof pos0, &pos0), clSetKernelArg(k, 3, sizeof rows, &rows);
+            clSetKernelArg(k, 4, sizeof seeds, &seeds);
+            global = ROWS;
+        }
+        fprintf(stderr, "  kernel %s (%zu work-items)\n", names[i], global);
+        err = clEnqueueNDRangeKernel(clg_context_queue(ctx), k, 1, NULL, &global, NULL, 0, NULL,
+                                     NULL);
+        if (err == CL_SUCCESS)
+            err = clFinish(clg_context_queue(ctx));
+        if (err != CL_SUCCESS) {
+            fprintf(stderr, "FAILED: contrastive: %s: %d\n", names[i], (int)err);
+            failures++;
+        }
+        clReleaseKernel(k);
+    }
+    cl_mem all[] = {images, index, x, sums, seeds, loss};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (all[i])
+            clReleaseMemObject(all[i]);
+}
+
 int oclgrind_contrastive(clg_context *context)
 {
     ctx = context;
@@ -164,5 +234,6 @@ int oclgrind_contrastive(clg_context *context)
     };
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
         run(&scenarios[i]);
+    run_train_kernels();
     return failures;
 }

@@ -1,6 +1,7 @@
 /* main.c - clgrad-train: trains an MLP on Fashion-MNIST with CLBlast and
  * clgrad's gradient accumulation; prints a summary (and with --json a JSON
  * object as the last line) on stdout, progress on stderr. */
+#include "contrastive_run.h"
 #include "options.h"
 #include "outpaths.h"
 #include "trainer.h"
@@ -53,11 +54,18 @@ int main(int argc, char **argv)
     train_options opt;
     char err[4096] = "";
     train_options_default(&opt);
-    int rc = train_options_parse(argc, argv, &opt, err, sizeof err);
+    /* --task contrastive and its flags (contrastive_options.h) first */
+    con_options con;
+    int rc = con_options_extract(&argc, argv, &con, err, sizeof err);
+    if (rc == 0)
+        rc = train_options_parse(argc, argv, &opt, err, sizeof err);
     if (rc == 1) {
         fputs(train_usage(), stdout);
+        fputs(con_usage(), stdout);
         return 0;
     }
+    if (rc == 0)
+        rc = con_options_check(&con, &opt, err, sizeof err);
     /* The files before anything else (train_run checks them again). */
     if (rc == 0)
         rc = outpaths_check(&opt, 1, err, sizeof err);
@@ -65,6 +73,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "clgrad-train: %s\n", err);
         return 2;
     }
+    if (con.enabled)
+        return contrastive_main(&opt, &con);
     train_result res;
     if (train_run(&opt, NULL, &res, err, sizeof err) != 0) {
         fprintf(stderr, "clgrad-train: %s\n", err);

@@ -1,0 +1,206 @@
+/* tune_candidates.c - clgrad-tune: CLBlast's tuners, and their fastest
+ * configurations run on the real shapes (tune_internal.h). */
+#include "tune_internal.h"
+#include "tuners.h"
+#include "tuning_apply.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ------------------------------------------------------------ tuners */
+
+typedef struct progress_ctx {
+    search *s;
+    const char *what;
+    double last;
+} progress_ctx;
+
+static void tuner_progress(void *user, const tuner_run *r)
+{
+    progress_ctx *p = user;
+    double t = ts_now_s();
+    if (t - p->last < 5.0 && r->elapsed == 0)
+        return;
+    p->last = t;
+    double best = 0;
+    for (size_t i = 0; i < r->n_configs; i++)
+        best = r->configs[i].gflops > best ? r->configs[i].gflops : best;
+    ts_say(p->s, "%s %zux%zux%zu: search %d, %zu tried (of %zu), %zu verified, best %.1f GFLOP/s",
+        p->what, r->m, r->n, r->k, r->variation, r->rows, r->total, r->n_configs, best);
+}
+
+size_t ts_round_up(size_t x, size_t m)
+{
+    return (x + m - 1) / m * m;
+}
+
+/* Runs one tuner and adds its fastest `top` configurations as candidates. */
+void ts_run_tuner(search *s, const char *program, int direct, size_t m, size_t n, size_t k,
+                      double seconds, unsigned top)
+{
+    const clg_device_info *info = clg_context_device_info(s->ctx);
+    tuner_run r = {0};
+    r.program = program;
+    r.platform = info->platform_index;
+    r.device = info->device_index;
+    r.m = m;
+    r.n = n;
+    r.k = k;
+    /* One configuration in two, CLBlast's fixed shuffle: a run cut short
+     * samples the whole first search rather than its first rows. */
+    r.fraction = 2.0;
+    r.seconds = seconds;
+    const char *what = direct ? "XgemmDirect tuner" : "Xgemm tuner";
+    progress_ctx pc = {s, what, 0};
+    ts_say(s, "%s (%s -m %zu -n %zu -k %zu) for %.0f s", what, program, m, n, k, seconds);
+    if (tuner_run_program(&r, tuner_progress, &pc) != 0) {
+        ts_note(s, "%s", r.error);
+        ts_say(s, "%s", r.error);
+        tuner_run_free(&r);
+        return;
+    }
+    if (direct)
+        s->out->direct_tried += r.rows;
+    else
+        s->out->indirect_tried += r.rows;
+    tuner_sort(r.configs, r.n_configs);
+    unsigned taken = 0;
+    for (size_t c = 0; c < r.n_configs && taken < top && s->n_cand < MAX_CANDIDATES; c++) {
+        const tuner_config *tc = &r.configs[c];
+        candidate *cd = &s->cand[s->n_cand];
+        memset(cd, 0, sizeof *cd);
+        cd->direct = direct;
+        /* The tuner prints the kernel's parameters; CLBlast's database
+         * names them all, in its own order (checked when applied). */
+        for (size_t p = 0; p < tc->n && p < TUNING_MAX_PARAMS; p++) {
+            snprintf(cd->params.p[p].name, sizeof cd->params.p[p].name, "%s", tc->name[p]);
+            cd->params.p[p].value = tc->value[p];
+        }
+        cd->params.n = tc->n;
+        cd->tuner_gflops = tc->gflops;
+        snprintf(cd->origin, sizeof cd->origin, "%s %zux%zux%zu #%zu",
+                 direct ? "XgemmDirect" : "Xgemm", m, n, k, c + 1);
+        /* the same configuration from another tuner run: once is enough */
+        int seen = 0;
+        for (size_t o = 0; o < s->n_cand && !seen; o++)
+            seen = s->cand[o].direct == direct && s->cand[o].params.n == cd->params.n &&
+                   memcmp(s->cand[o].params.p, cd->params.p,
+                          cd->params.n * sizeof *cd->params.p) == 0;
+        if (seen)
+            continue;
+        s->n_cand++;
+        taken++;
+    }
+    if (r.n_configs == 0)
+        ts_note(s, "%s verified no configuration in %.0f s", what, r.elapsed);
+    tuner_run_free(&r);
+}
+
+/* Runs the tuner of Xgemm's helper a at an m x n matrix; its fastest
+ * verified configuration goes to s->aux_found[a]. */
+void ts_run_aux_tuner(search *s, int a, size_t m, size_t n, double seconds)
+{
+    const clg_device_info *info = clg_context_device_info(s->ctx);
+    tuner_run r = {0};
+    r.program = ts_aux_tuners[a];
+    r.platform = info->platform_index;
+    r.device = info->device_index;
+    r.m = m;
+    r.n = n;
+    r.k = 1;
+    r.fraction = 1.5;
+    r.seconds = seconds;
+    progress_ctx pc = {s, ts_aux_kernels[a], 0};
+    ts_say(s, "%s tuner (%s -m %zu -n %zu) for %.0f s", ts_aux_kernels[a], r.program, m, n, seconds);
+    s->aux_found[a].n = 0;
+    if (tuner_run_program(&r, tuner_progress, &pc) != 0) {
+        ts_note(s, "%s", r.error);
+        tuner_run_free(&r);
+        return;
+    }
+    tuner_sort(r.configs, r.n_configs);
+    if (r.n_configs) {
+        param_set p = {r.configs[0].n, {{"", 0}}};
+        for (size_t i = 0; i < p.n && i < TUNING_MAX_PARAMS; i++) {
+            snprintf(p.p[i].name, sizeof p.p[i].name, "%s", r.configs[0].name[i]);
+            p.p[i].value = r.configs[0].value[i];
+        }
+        s->aux_found[a] = p;
+    }
+    tuner_run_free(&r);
+}
+
+/* ---------------------------------------------------------- selection */
+
+/* Puts candidates in a sorted parameter order of CLBlast's names, with the
+ * same names as CLBlast's own set (a tuner prints every parameter of its
+ * kernel; anything else is not a configuration CLBlast can take). */
+int ts_complete(const param_set *ref, param_set *c)
+{
+    param_set out = {ref->n, {{"", 0}}};
+    for (size_t i = 0; i < ref->n; i++) {
+        size_t j = 0;
+        while (j < c->n && strcmp(c->p[j].name, ref->p[i].name) != 0)
+            j++;
+        if (j == c->n)
+            return -1;
+        out.p[i] = c->p[j];
+    }
+    *c = out;
+    return 0;
+}
+
+void ts_run_candidates(search *s)
+{
+    /* Alternate the kernels, best first, so that a short budget gets the
+     * best of each. */
+    size_t order[MAX_CANDIDATES], n = 0;
+    for (unsigned rank = 0; n < s->n_cand; rank++) {
+        for (int direct = 0; direct <= 1; direct++) {
+            unsigned seen = 0;
+            for (size_t c = 0; c < s->n_cand; c++)
+                if (s->cand[c].direct == direct && seen++ == rank)
+                    order[n++] = c;
+        }
+        if (rank > MAX_CANDIDATES)
+            break;
+    }
+    for (size_t o = 0; o < n; o++) {
+        candidate *c = &s->cand[order[o]];
+        if (c->run) /* CLBlast's defaults: measured by the baseline */
+            continue;
+        /* this candidate's build and timing, and then still the helpers'
+         * trial and the final confirmation (a build each) */
+        double est = 3 * (s->build_s + 2.0);
+        if (ts_now_s() + est > s->deadline) {
+            ts_note(s, "%s not run: about %.0f s left, a build takes %.0f s", c->origin,
+                 s->deadline - ts_now_s(), s->build_s);
+            continue;
+        }
+        if (ts_complete(c->direct ? &s->d0 : &s->i0, &c->params) != 0) {
+            ts_note(s, "%s: its parameters are not CLBlast's", c->origin);
+            continue;
+        }
+        char why[256];
+        c->run = 1;
+        ts_say(s, "running %s (tuner %.1f GFLOP/s) on every shape, all on %s", c->origin,
+            c->tuner_gflops, c->direct ? "XgemmDirect" : "Xgemm");
+        int rc = c->direct ? ts_measure(s, &c->params, &s->i0, ALL_DIRECT, c->ms, why, sizeof why)
+                           : ts_measure(s, &s->d0, &c->params, ALL_INDIRECT, c->ms, why, sizeof why);
+        s->out->candidates_run++;
+        if (rc != 0) {
+            ts_note(s, "%s rejected: %s", c->origin, why);
+            ts_say(s, "%s rejected: %s", c->origin, why);
+            continue;
+        }
+        c->ok = 1;
+        ts_in_baseline_terms(s, c->ms);
+        ts_say(s, "%s: %.2f ms per micro-step (%.1f GFLOP/s) in the baseline's terms", c->origin,
+            ts_step_ms(s, c->ms), ts_step_gflop(s->req) / (ts_step_ms(s, c->ms) * 1e-3));
+    }
+}
+

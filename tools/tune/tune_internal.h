@@ -1,0 +1,100 @@
+/* tune_internal.h - the state of clgrad-tune's procedure (tune_search.h),
+ * shared by its files: tune_measure.c (building, checking and timing a
+ * parameter set, progress lines), tune_candidates.c (CLBlast's tuners and
+ * their configurations on the real shapes), tune_choose.c (the best
+ * combination, the helpers' trial, the confirmation) and tune_search.c (the
+ * procedure and the file's records). Not part of tune_core. */
+#ifndef TUNE_TUNE_INTERNAL_H
+#define TUNE_TUNE_INTERNAL_H
+
+#include "clblast_params.h"
+#include "gemm_timing.h"
+#include "tune_search.h"
+
+#include <stddef.h>
+
+#define MAX_CANDIDATES 16
+/* XGEMM_MIN_INDIRECT_SIZE that sends every shape to XgemmDirect (m n k is
+ * compared with its cube) or to Xgemm. */
+#define ALL_DIRECT 65536
+#define ALL_INDIRECT 1
+/* Timing: rounds over all shapes, each call repeated for about this long. */
+#define ROUNDS 3
+#define TARGET_MS 15.0
+
+typedef struct param_set {
+    size_t n;
+    clblast_param p[TUNING_MAX_PARAMS];
+} param_set;
+
+typedef struct candidate {
+    int direct;            /* an XgemmDirect (1) or an Xgemm (0) configuration */
+    param_set params;
+    char origin[48];
+    double tuner_gflops;
+    int run, ok;
+    double ms[MLP_GEMMS_MAX]; /* per shape on its path; INFINITY when not run */
+} candidate;
+
+/* The kernels Xgemm needs around it (tune_search.c), with the tuner of each. */
+extern const char *const ts_aux_kernels[2];
+extern const char *const ts_aux_tuners[2];
+
+typedef struct search {
+    clg_context *ctx;
+    cl_device_id dev;
+    const tune_request *req;
+    tune_outcome *out;
+    double t0, deadline, build_s;
+    param_set d0, i0, r0;   /* CLBlast's own XgemmDirect, Xgemm, GemmRoutine */
+    size_t t0_size;         /* its XGEMM_MIN_INDIRECT_SIZE */
+    /* Xgemm's helpers (ts_aux_kernels): CLBlast's own parameters, the best
+     * configuration their tuners found (n = 0: none), and the ones every
+     * measurement uses now */
+    param_set aux0[2], aux_found[2], aux[2];
+    gemm_bufs bufs;
+    double base[MLP_GEMMS_MAX]; /* CLBlast's defaults, per shape, at the start */
+    candidate cand[MAX_CANDIDATES];
+    size_t n_cand;
+    char phase[96];
+} search;
+
+typedef struct choice {
+    size_t threshold;
+    int d, i;            /* candidate index, -1: CLBlast's default */
+    double ms;
+    double shape_ms[MLP_GEMMS_MAX];
+} choice;
+
+double ts_now_s(void);
+void ts_say(search *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void ts_note(search *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+double ts_mnk(const mlp_gemm_shape *g);
+/* CLBlast's choice: XgemmDirect when m n k < min_indirect^3. */
+int ts_is_direct(const mlp_gemm_shape *g, size_t min_indirect);
+int ts_get_params(search *s, const char *kernel, param_set *ps, char *err, size_t errlen);
+int ts_set_params(search *s, const char *kernel, const param_set *ps, char *err, size_t errlen);
+param_set ts_routine_params(size_t min_indirect);
+/* Builds CLBlast's GEMM program with (d, i, threshold) and the helpers'
+ * s->aux, checks every shape against the host and times them: ms[] per
+ * shape. 0, or -1 with why. */
+int ts_measure(search *s, const param_set *d, const param_set *i, size_t threshold, double *ms,
+               char *why, size_t whylen);
+/* ms[] (just measured) in the terms of the baseline s->base. */
+void ts_in_baseline_terms(search *s, double *ms);
+double ts_step_ms(const search *s, const double *ms);
+double ts_step_gflop(const tune_request *q);
+
+size_t ts_round_up(size_t x, size_t m);
+void ts_run_tuner(search *s, const char *program, int direct, size_t m, size_t n, size_t k,
+                  double seconds, unsigned top);
+void ts_run_aux_tuner(search *s, int a, size_t m, size_t n, double seconds);
+/* c in ref's names and order; -1 if c lacks one of them. */
+int ts_complete(const param_set *ref, param_set *c);
+void ts_run_candidates(search *s);
+
+choice ts_choose(search *s, const double *baseline);
+void ts_try_aux(search *s, choice *c, const double *base);
+void ts_confirm(search *s, choice *c, double *base);
+
+#endif /* TUNE_TUNE_INTERNAL_H */

@@ -714,7 +714,8 @@ static void check_per_tensor_launches(const cJSON *root)
             checked++;
         }
     }
-    assert_int_equal(checked, 6 * 2 - 1);
+    /* per config and feed, less fp16 gradients on path B */
+    assert_int_equal(checked, 9 * 2 - 1);
 }
 
 static void test_quick_run(void **state)
@@ -734,11 +735,14 @@ static void test_quick_run(void **state)
 
     cJSON *root = load_json(json);
     int n_cases = check_schema(root);
-    /* 6 configs x 7 runs, less path B of fp16 gradients (3 runs) */
-    assert_int_equal(n_cases, 6 * 7 - 3);
+    /* 6 fp32-state configs x 7 runs, less path B of fp16 gradients (3
+     * runs), and 3 smaller-state configs x 5 runs (no hand-rolled baseline:
+     * bench_config_has_handrolled) */
+    assert_int_equal(n_cases, 6 * 7 - 3 + 3 * 5);
     assert_true(cJSON_IsTrue(cJSON_GetObjectItem(root, "quick")));
     assert_true(cJSON_GetArraySize(cJSON_GetObjectItem(root, "speedup")) >= 12);
-    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(root, "memory")), 12);
+    /* 9 configs x 2 (their own path and path B) */
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(root, "memory")), 9 * 2);
     const cJSON *it;
     cJSON_ArrayForEach(it, cJSON_GetObjectItem(root, "memory"))
         assert_true(cJSON_GetObjectItem(it, "max_params_in_budget")->valuedouble > 0.0);
@@ -752,7 +756,7 @@ static void test_quick_run(void **state)
         assert_float_equal(one, many, 0.0);
         n_launch++;
     }
-    assert_int_equal(n_launch, 6 * 3);
+    assert_int_equal(n_launch, 9 * 3);
     check_per_tensor_launches(root);
     /* clgrad-train's 8 GEMM shapes, also in --quick mode */
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(root, "gemm")), 8);

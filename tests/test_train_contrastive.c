@@ -13,7 +13,8 @@
  *     follow the micro-batch, not the batch (GradCache's cache follows the
  *     batch);
  *   - the kNN accuracy before training equals a host reference's (float
- *     forward of the initial weights, cosine similarities, the same vote);
+ *     forward of the initial weights, cosine similarities of the hidden
+ *     layer's features or of the embeddings, the same vote);
  *   - checkpoint and resume are bit-exact for GradCache and ContAccum (the
  *     banks come back with the model), and a resume with another method is
  *     refused naming the flag;
@@ -347,15 +348,16 @@ static void test_loss_falls(void **state)
 
 /* ------------------------------------------------------------ kNN */
 
-/* The host's view of the evaluation: initial weights, float forward,
- * cosine similarities, the k most similar, majority with ties to the
- * larger summed similarity. */
-static double host_knn(unsigned k)
+/* The host's view of the evaluation: initial weights, float forward to the
+ * hidden layer or the embedding, cosine similarities, the k most similar,
+ * majority with ties to the larger summed similarity. */
+static double host_knn(unsigned k, int embedding)
 {
+    const int F = embedding ? EMB : HID; /* the features compared */
     float *w = tu_xmalloc(n_params * 4);
     mlp_init_params(dims, 3, 42, w);
     const float *w1 = w, *b1 = w + HID * PIX, *w2 = b1 + HID, *b2 = w2 + EMB * HID;
-    float *etr = tu_xmalloc(N_TRAIN * EMB * 4), *ete = tu_xmalloc(N_TEST * EMB * 4);
+    float *etr = tu_xmalloc(N_TRAIN * HID * 4), *ete = tu_xmalloc(N_TEST * HID * 4);
     for (int set = 0; set < 2; set++) {
         const uint8_t *img = set ? test_img : train_img;
         float *e = set ? ete : etr;
@@ -367,15 +369,18 @@ static double host_knn(unsigned k)
                     s += w1[j * PIX + p] * (img[i * PIX + p] / 255.0f);
                 h[j] = s > 0 ? s : 0;
             }
+            float z[HID];
             for (int o = 0; o < EMB; o++) {
                 float s = b2[o];
                 for (int j = 0; j < HID; j++)
                     s += w2[o * HID + j] * h[j];
-                e[i * EMB + o] = s;
-                norm += s * s;
+                z[o] = s;
             }
-            for (int o = 0; o < EMB; o++)
-                e[i * EMB + o] /= sqrtf(norm);
+            const float *f = embedding ? z : h;
+            for (int o = 0; o < F; o++)
+                norm += f[o] * f[o];
+            for (int o = 0; o < F; o++)
+                e[i * F + o] = norm > 0 ? f[o] / sqrtf(norm) : f[o];
         }
     }
     int correct = 0;
@@ -384,8 +389,8 @@ static double host_knn(unsigned k)
         int lab[32], have = 0;
         for (int j = 0; j < N_TRAIN; j++) {
             float s = 0;
-            for (int o = 0; o < EMB; o++)
-                s += ete[t * EMB + o] * etr[j * EMB + o];
+            for (int o = 0; o < F; o++)
+                s += ete[t * F + o] * etr[j * F + o];
             if (have == (int)k && s <= best[k - 1])
                 continue;
             int p = have < (int)k ? have++ : (int)k - 1;
@@ -411,18 +416,22 @@ static double host_knn(unsigned k)
 static void test_knn_against_host(void **state)
 {
     (void)state;
-    train_options o;
-    con_options c;
-    base(&o, &c, CON_NAIVE, 64, 64);
-    o.steps = 1;
-    c.knn_init = 1;
-    c.knn = 7;
-    con_result r;
-    free(run(&o, &c, &r));
-    double host = host_knn(7);
-    print_message("kNN before training: device %.4f, host %.4f\n", r.knn_accuracy_init, host);
-    /* similarities rounded differently may swap a neighbour at a tie */
-    assert_true(fabs(r.knn_accuracy_init - host) <= 1.5 / N_TEST);
+    for (int embedding = 0; embedding < 2; embedding++) {
+        train_options o;
+        con_options c;
+        base(&o, &c, CON_NAIVE, 64, 64);
+        o.steps = 1;
+        c.knn_init = 1;
+        c.knn = 7;
+        c.knn_embedding = embedding;
+        con_result r;
+        free(run(&o, &c, &r));
+        double host = host_knn(7, embedding);
+        print_message("kNN on the %s before training: device %.4f, host %.4f\n",
+                      embedding ? "embedding" : "hidden layer", r.knn_accuracy_init, host);
+        /* similarities rounded differently may swap a neighbour at a tie */
+        assert_true(fabs(r.knn_accuracy_init - host) <= 1.5 / N_TEST);
+    }
 }
 
 /* ------------------------------------------------------------ checkpoints */

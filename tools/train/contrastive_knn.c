@@ -1,6 +1,9 @@
-/* contrastive_knn.c - kNN evaluation of the encoder: the embeddings of the
+/* contrastive_knn.c - kNN evaluation of the encoder: the features of the
  * training samples the run uses (the memory of the classifier) and of the
- * test samples, without augmentation, L2-normalized; each test sample's
+ * test samples, without augmentation, L2-normalized: by default those of
+ * the last hidden layer, the representation SimCLR evaluates (the loss's
+ * embedding after it is made invariant to the augmentations and keeps less
+ * of the rest), or the embedding itself (--knn-on embedding); each test sample's
  * cosine similarities to every training embedding by CLBlast GEMMs in
  * chunks of test rows; the label most frequent among its k most similar
  * training samples (a tie goes to the label of larger summed similarity)
@@ -32,9 +35,19 @@ static void release(con_trainer *t, knn_buffers *k)
     memset(k, 0, sizeof *k);
 }
 
+/* The layer evaluated, and its width. */
+static int eval_layer(const con_trainer *t, size_t *width)
+{
+    int L = t->enc->n_layers;
+    int layer = t->c->knn_embedding || L == 1 ? L - 1 : L - 2;
+    *width = t->enc->dims[layer + 1];
+    return layer;
+}
+
 static int allocate(con_trainer *t, knn_buffers *k, size_t n_train, size_t n_test)
 {
-    size_t d = t->c->embed_dim;
+    size_t d;
+    eval_layer(t, &d);
     uint64_t bytes = 4ull * (n_train + (n_train + n_test) * d + (uint64_t)CHUNK * n_train);
     clg_status st = clg_context_reserve(t->ctx, bytes);
     if (st != CLG_SUCCESS)
@@ -64,7 +77,8 @@ static int allocate(con_trainer *t, knn_buffers *k, size_t n_train, size_t n_tes
 static int embed(con_trainer *t, cl_mem images, cl_mem idx, size_t n, cl_mem emb)
 {
     cl_command_queue q = clg_context_queue(t->ctx);
-    size_t d = t->c->embed_dim, cap = t->enc->cap;
+    size_t d, cap = t->enc->cap;
+    int layer = eval_layer(t, &d);
     for (size_t off = 0; off < n; off += cap) {
         cl_uint rows = (cl_uint)(n - off < cap ? n - off : cap);
         cl_int e = mlp_gather(&t->enc->k, images, idx, (cl_uint)off, rows,
@@ -72,7 +86,7 @@ static int embed(con_trainer *t, cl_mem images, cl_mem idx, size_t n, cl_mem emb
         if (e == CL_SUCCESS)
             e = con_encoder_forward(t->enc, rows);
         if (e == CL_SUCCESS)
-            e = clEnqueueCopyBuffer(q, con_encoder_output(t->enc), emb, 0, off * d * 4,
+            e = clEnqueueCopyBuffer(q, t->enc->act[layer], emb, 0, off * d * 4,
                                     rows * d * 4, 0, NULL, NULL);
         if (e != CL_SUCCESS)
             return con_fail_cl(t, "kNN evaluation: embedding", e);
@@ -121,7 +135,8 @@ static int vote(const float *sim, size_t n, const uint8_t *labels, unsigned k)
 
 int con_knn_eval(con_trainer *t, double *accuracy)
 {
-    size_t n_train = t->dtrain.n, n_test = t->dtest.n, d = t->c->embed_dim;
+    size_t n_train = t->dtrain.n, n_test = t->dtest.n, d;
+    eval_layer(t, &d);
     unsigned k = t->c->knn < n_train ? t->c->knn : (unsigned)n_train;
     knn_buffers kb = {0};
     float *sims = malloc((size_t)CHUNK * n_train * sizeof *sims);

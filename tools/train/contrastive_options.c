@@ -52,6 +52,8 @@ const char *con_usage(void)
            "  --aug-shift N          views shift by up to N pixels each way, 0..8 (default 2)\n"
            "  --aug-noise X          pixel noise std in [0, 1] (default 0.1)\n"
            "  --knn K                neighbours of the kNN evaluation, 1..1000 (default 20)\n"
+           "  --knn-on L             features it compares: hidden (default: the last hidden\n"
+           "                         layer's, as SimCLR evaluates) or embedding (the loss's)\n"
            "  --knn-init             also evaluate before the first update\n"
            "It takes --grad-path A/B/C with fp32 gradients, no --loss-scale, --metrics or\n"
            "--auto-micro-batch. --json adds loss, knn_accuracy and the cache's bytes.\n";
@@ -88,7 +90,7 @@ int con_options_extract(int *argc, char **argv, con_options *c, char *err, size_
                  arg);
         static const char *const valued[] = {"--task", "--contrastive", "--temperature",
                                              "--embed-dim", "--bank-size", "--knn",
-                                             "--aug-shift", "--aug-noise"};
+                                             "--aug-shift", "--aug-noise", "--knn-on"};
         static const char *const booleans[] = {"--one-way", "--knn-init"};
         int is_valued = 0, is_bool = 0;
         for (size_t k = 0; k < sizeof valued / sizeof *valued; k++)
@@ -163,6 +165,15 @@ int con_options_extract(int *argc, char **argv, con_options *c, char *err, size_
             if (parse_num(flag, val, 0, 8, 1, &v, err, errlen) != 0)
                 return -1;
             c->shift = (unsigned)v;
+        } else if (!strcmp(flag, "--knn-on")) {
+            if (!strcasecmp(val, "hidden")) {
+                c->knn_embedding = 0;
+            } else if (!strcasecmp(val, "embedding")) {
+                c->knn_embedding = 1;
+            } else {
+                set_err(err, errlen, "--knn-on: expected hidden or embedding, got '%s'", val);
+                return -1;
+            }
         } else if (!strcmp(flag, "--aug-noise")) {
             if (parse_num(flag, val, 0, 1, 0, &v, err, errlen) != 0)
                 return -1;

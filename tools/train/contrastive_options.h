@@ -25,6 +25,8 @@ typedef struct con_options {
     int one_way;        /* --one-way: queries against keys only (default: symmetric) */
     unsigned knn;       /* --knn: neighbours of the kNN evaluation (20) */
     int knn_init;       /* --knn-init: also evaluate before training */
+    int knn_embedding;  /* --knn-on embedding: evaluate the loss's embedding
+                           (default hidden: the last hidden layer's output) */
     unsigned shift;     /* --aug-shift: largest shift of a view in pixels (2) */
     float noise;        /* --aug-noise: std of a view's pixel noise (0.1) */
 } con_options;

@@ -58,6 +58,7 @@ typedef struct trainer {
     uint64_t samples_at_start; /* samples of a resumed run before it */
     uint64_t updates_at_start;
     double train_seconds;
+    cl_event ahead[2];         /* the ends of the last updates enqueued (trainer_loop.c) */
     atomic_file *metrics;      /* --metrics while it is open */
     progress prog;
 } trainer;

@@ -239,6 +239,9 @@ void trainer_teardown(trainer *t)
         free(t->metrics);
         t->metrics = NULL;
     }
+    for (size_t i = 0; i < sizeof t->ahead / sizeof *t->ahead; i++)
+        if (t->ahead[i])
+            clReleaseEvent(t->ahead[i]);
     if (t->net)
         mlp_free_activations(t->net);
     if (t->scratch)

@@ -124,6 +124,31 @@ int bench_fit_compute(bench_fit *f, uint64_t memory, uint64_t reserve, uint64_t 
 
 static double gib(uint64_t b) { return (double)b / 1073741824.0; }
 
+/* How much a configuration rounds, smaller first: bf16 master weights
+ * round every parameter at every update, a bf16 accumulator every gradient
+ * at every micro-step, the states' rounding is damped by their averages
+ * (fp32 < bf16 < Q8 < Q4); path and param copy change no value. */
+static int rounding_rank(const bench_fit_row *r)
+{
+    int st = r->state_dtype == CLG_FP32 ? 0 : r->state_dtype == CLG_BF16 ? 1
+             : r->state_dtype == CLG_Q8 ? 2 : 3;
+    return (r->master_dtype != CLG_FP32) * 8 + (r->acc_dtype != CLG_FP32) * 4 + st;
+}
+
+const bench_fit_row *bench_fit_choose(const bench_fit *f, uint64_t params)
+{
+    const bench_fit_row *best = NULL;
+    for (size_t i = 0; i < f->n; i++) {
+        const bench_fit_row *r = &f->rows[i];
+        if (r->max_params < params)
+            continue;
+        if (!best || rounding_rank(r) < rounding_rank(best) ||
+            (rounding_rank(r) == rounding_rank(best) && r->bytes_per_param < best->bytes_per_param))
+            best = r;
+    }
+    return best;
+}
+
 void bench_fit_print(const bench_fit *f, FILE *out, uint64_t want)
 {
     fprintf(out,
@@ -140,10 +165,7 @@ void bench_fit_print(const bench_fit *f, FILE *out, uint64_t want)
     size_t n_sizes = want ? 1 : 4;
     fprintf(out, "\n");
     for (size_t k = 0; k < n_sizes; k++) {
-        const bench_fit_row *first = NULL;
-        for (size_t i = 0; i < f->n && !first; i++)
-            if (f->rows[i].max_params >= sizes[k])
-                first = &f->rows[i];
+        const bench_fit_row *first = bench_fit_choose(f, sizes[k]);
         if (first)
             fprintf(out, "%.2f B params: the most precise configuration that fits is %s "
                     "(%.3f bytes/param)\n",

@@ -36,9 +36,12 @@ int bench_fit_compute(bench_fit *f, uint64_t memory, uint64_t reserve, uint64_t 
 /* The largest n whose state fits memory - reserve under row's config
  * (exposed for the tests). */
 uint64_t bench_fit_max_params(const bench_fit_row *row, uint64_t budget, uint64_t max_alloc);
+/* Of the rows that fit params, the one that rounds least: fp32 master
+ * weights before bf16, then the accumulator, then the states (fp32, bf16,
+ * Q8, Q4); of equals, the fewest bytes per parameter. NULL if none fits. */
+const bench_fit_row *bench_fit_choose(const bench_fit *f, uint64_t params);
 /* The table, and for want (0: 0.5, 1, 2 and 4 billion) parameters the
- * configuration the budget requires: the first (most bytes per parameter,
- * the most precise) that fits. */
+ * configuration bench_fit_choose picks. */
 void bench_fit_print(const bench_fit *f, FILE *out, uint64_t want);
 /* {"memory", "reserve", "max_alloc", "fit": [{"config", "state_dtype",
  * "acc_dtype", "master_dtype", "copy_dtype", "path", "bytes_per_param",

@@ -83,10 +83,13 @@ static void print_speedups(const bench_report *r)
            "vs_unfused", "vs_per_tensor");
     for (size_t i = 0; i < r->n_speedups; i++) {
         const bench_speedup *s = &r->speedups[i];
-        char nb[32];
-        printf("%-6s %-17s %-4c %-4s %10.2fx %13.2fx\n", size_str(s->n, nb, sizeof nb),
-               s->optimizer, s->path, s->clip ? "yes" : "no", s->vs_unfused,
-               s->vs_per_tensor);
+        char nb[32], un[32], pt[32];
+        /* 0: that baseline was not run (the state-dtype configs have no
+         * hand-rolled one) */
+        snprintf(un, sizeof un, s->vs_unfused > 0.0 ? "%.2fx" : "-", s->vs_unfused);
+        snprintf(pt, sizeof pt, s->vs_per_tensor > 0.0 ? "%.2fx" : "-", s->vs_per_tensor);
+        printf("%-6s %-17s %-4c %-4s %11s %14s\n", size_str(s->n, nb, sizeof nb),
+               s->optimizer, s->path, s->clip ? "yes" : "no", un, pt);
     }
 }
 

@@ -616,6 +616,19 @@ static void test_fit(void **state)
     assert_int_equal(q8->max_params, bench_fit_max_params(q8, 8 * gib, 4 * gib));
     /* the largest row: fp32 states with a gradient buffer and a copy */
     assert_float_equal(f->rows[0].bytes_per_param, 22.0 + 12.0 / 8192, 1e-9);
+    /* the choice rounds least, not the most bytes: 0.5 B fits all-fp32 on
+     * path B (16 B/param); 1 B needs bf16 somewhere and keeps fp32 master
+     * weights (Q8 states + bf16 acc, path B); 1.3 B only bf16 master */
+    const bench_fit_row *c = bench_fit_choose(f, 500000000ull);
+    assert_non_null(c);
+    assert_string_equal(c->config, "fp32 states, fp32 acc, fp32 master, path B");
+    c = bench_fit_choose(f, 1000000000ull);
+    assert_non_null(c);
+    assert_string_equal(c->config, "q8 states, bf16 acc, fp32 master, path B");
+    c = bench_fit_choose(f, 1300000000ull);
+    assert_non_null(c);
+    assert_int_equal(c->master_dtype, CLG_BF16);
+    assert_null(bench_fit_choose(f, 2000000000ull));
 
     make_tmpdir();
     char path[600];

@@ -240,7 +240,9 @@ def bench_run(bench, jpath, flags=None):
     out["_wall_s"] = time.time() - t0
     out["_load_before"] = load0
     out["_load_after"] = loadavg()
-    print("  %-28s %7.1f s  load %.2f -> %.2f" % ("clgrad-bench adamw 2^24", out["_wall_s"],
+    print("  %-28s %7.1f s  load %.2f -> %.2f" % ("clgrad-bench " + (" ".join(flags) if flags
+                                                                    else "adamw 2^24"),
+                                                  out["_wall_s"],
                                                   load0[0], out["_load_after"][0]),
           file=sys.stderr)
     return out

@@ -14,7 +14,8 @@
  *     batch);
  *   - the kNN accuracy before training equals a host reference's (float
  *     forward of the initial weights, cosine similarities of the hidden
- *     layer's features or of the embeddings, the same vote);
+ *     layer's features or of the embeddings, the same vote), and a budget
+ *     that leaves room for 10 rows of similarities gives the same accuracy;
  *   - checkpoint and resume are bit-exact for GradCache and ContAccum (the
  *     banks come back with the model), and a resume with another method is
  *     refused naming the flag;
@@ -434,6 +435,42 @@ static void test_knn_against_host(void **state)
     }
 }
 
+/* Under a budget that leaves room for 10 rows of similarities, the kNN
+ * evaluation goes 10 test rows at a time and finds the same accuracy. */
+static void test_knn_under_budget(void **state)
+{
+    (void)state;
+    train_options o;
+    con_options c;
+    con_result r1, r2;
+    base(&o, &c, CON_GRADCACHE, 64, 32);
+    o.steps = 2;
+    free(run(&o, &c, &r1));
+    uint64_t features = 4ull * (N_TRAIN + (N_TRAIN + N_TEST) * HID), row = 4ull * N_TRAIN;
+    base(&o, &c, CON_GRADCACHE, 64, 32);
+    o.steps = 2;
+    o.vram = clg_context_device_bytes(tu_ctx) + r1.model_bytes + r1.cache_bytes +
+             r1.activation_bytes + r1.data_bytes + features + 10 * row;
+    o.given |= TRAIN_GIVEN_VRAM;
+    free(run(&o, &c, &r2));
+    assert_int_equal(r2.eval_bytes, features + 10 * row);
+    assert_true(r2.knn_accuracy == r1.knn_accuracy);
+    /* one row less than the features need: refused, saying why */
+    base(&o, &c, CON_GRADCACHE, 64, 32);
+    o.steps = 1;
+    o.vram = clg_context_device_bytes(tu_ctx) + r1.model_bytes + r1.cache_bytes +
+             r1.activation_bytes + r1.data_bytes + features;
+    o.given |= TRAIN_GIVEN_VRAM;
+    char err[2048] = "";
+    float *w = tu_xmalloc(n_params * 4);
+    train_io io = {tu_ctx, &train_ds, &test_ds, w, n_params};
+    assert_int_equal(train_options_check(&o, err, sizeof err), 0);
+    assert_int_equal(con_options_check(&c, &o, err, sizeof err), 0);
+    assert_int_equal(contrastive_run(&o, &c, &io, &r2, err, sizeof err), -1);
+    assert_non_null(strstr(err, "do not fit the budget"));
+    free(w);
+}
+
 /* ------------------------------------------------------------ checkpoints */
 
 static void test_resume_bit_exact(void **state)
@@ -582,6 +619,7 @@ int main(void)
         cmocka_unit_test(test_methods_learn),
         cmocka_unit_test(test_loss_falls),
         cmocka_unit_test(test_knn_against_host),
+        cmocka_unit_test(test_knn_under_budget),
         cmocka_unit_test(test_resume_bit_exact),
         cmocka_unit_test(test_cli),
     };

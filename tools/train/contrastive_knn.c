@@ -8,7 +8,8 @@
  * chunks of test rows; the label most frequent among its k most similar
  * training samples (a tie goes to the label of larger summed similarity)
  * against its own. The buffers are charged to the budget for the
- * evaluation only. */
+ * evaluation only, and the chunk shrinks to what the budget leaves; the
+ * features themselves must fit (a message says so). */
 #include "contrastive_internal.h"
 
 #include <clblast_c.h>
@@ -17,11 +18,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHUNK 256 /* test rows per similarity GEMM */
+#define CHUNK 256 /* test rows per similarity GEMM, unless the budget allows fewer */
 
 typedef struct knn_buffers {
     cl_mem ident, emb_train, emb_test, sims;
     uint64_t bytes;
+    size_t chunk; /* test rows per GEMM */
 } knn_buffers;
 
 static void release(con_trainer *t, knn_buffers *k)
@@ -48,10 +50,22 @@ static int allocate(con_trainer *t, knn_buffers *k, size_t n_train, size_t n_tes
 {
     size_t d;
     eval_layer(t, &d);
-    uint64_t bytes = 4ull * (n_train + (n_train + n_test) * d + (uint64_t)CHUNK * n_train);
+    /* the features and identity order, then as many test rows per GEMM as
+     * the budget leaves room for (at most CHUNK) */
+    uint64_t fixed = 4ull * (n_train + (n_train + n_test) * d), row = 4ull * n_train;
+    uint64_t budget = clg_context_budget(t->ctx), used = clg_context_device_bytes(t->ctx);
+    k->chunk = CHUNK;
+    if (budget && (used + fixed + row > budget))
+        return con_fail(t, "kNN evaluation: the features of %zu training and %zu test samples "
+                        "(%" PRIu64 " B) and one row of similarities do not fit the budget "
+                        "(%" PRIu64 " B in use of %" PRIu64 "); use a smaller --train-limit or "
+                        "--knn-on embedding", n_train, n_test, fixed, used, budget);
+    if (budget && (budget - used - fixed) / row < k->chunk)
+        k->chunk = (size_t)((budget - used - fixed) / row);
+    uint64_t bytes = fixed + row * k->chunk;
     clg_status st = clg_context_reserve(t->ctx, bytes);
     if (st != CLG_SUCCESS)
-        return con_fail(t, "kNN evaluation: %" PRIu64 " B of embeddings and similarities: %s",
+        return con_fail(t, "kNN evaluation: %" PRIu64 " B of features and similarities: %s",
                         bytes, clg_last_error(t->ctx));
     k->bytes = bytes;
     t->res->eval_bytes = bytes;
@@ -66,7 +80,7 @@ static int allocate(con_trainer *t, knn_buffers *k, size_t n_train, size_t n_tes
     free(ident);
     k->emb_train = clCreateBuffer(cl, CL_MEM_READ_WRITE, n_train * d * 4, NULL, &e[1]);
     k->emb_test = clCreateBuffer(cl, CL_MEM_READ_WRITE, n_test * d * 4, NULL, &e[2]);
-    k->sims = clCreateBuffer(cl, CL_MEM_READ_WRITE, (size_t)CHUNK * n_train * 4, NULL, &e[3]);
+    k->sims = clCreateBuffer(cl, CL_MEM_READ_WRITE, k->chunk * n_train * 4, NULL, &e[3]);
     for (int i = 0; i < 4; i++)
         if (e[i] != CL_SUCCESS)
             return con_fail_cl(t, "kNN evaluation buffers", e[i]);
@@ -139,20 +153,22 @@ int con_knn_eval(con_trainer *t, double *accuracy)
     eval_layer(t, &d);
     unsigned k = t->c->knn < n_train ? t->c->knn : (unsigned)n_train;
     knn_buffers kb = {0};
-    float *sims = malloc((size_t)CHUNK * n_train * sizeof *sims);
+    float *sims = NULL;
     int rc = -1;
+    if (allocate(t, &kb, n_train, n_test) != 0)
+        goto out;
+    sims = malloc(kb.chunk * n_train * sizeof *sims);
     if (!sims) {
         con_fail(t, "out of host memory for the kNN evaluation");
         goto out;
     }
-    if (allocate(t, &kb, n_train, n_test) != 0 ||
-        embed(t, t->dtrain.images, kb.ident, n_train, kb.emb_train) != 0 ||
+    if (embed(t, t->dtrain.images, kb.ident, n_train, kb.emb_train) != 0 ||
         embed(t, t->dtest.images, t->dtest.idx, n_test, kb.emb_test) != 0)
         goto out;
     cl_command_queue q = clg_context_queue(t->ctx);
     size_t correct = 0;
-    for (size_t off = 0; off < n_test; off += CHUNK) {
-        size_t rows = n_test - off < CHUNK ? n_test - off : CHUNK;
+    for (size_t off = 0; off < n_test; off += kb.chunk) {
+        size_t rows = n_test - off < kb.chunk ? n_test - off : kb.chunk;
         /* S[rows x n_train] = E_test[rows x d] E_train^T */
         CLBlastStatusCode s = CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo,
                                            CLBlastTransposeYes, rows, n_train, d, 1.0f,

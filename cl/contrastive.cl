@@ -125,8 +125,8 @@ inline float lane_sum(vec_w v)
  * zeros. Each chunk of DK of d is staged row-major in local memory and
  * multiplied VW lanes at a time into one accumulator per entry: lane j
  * sums the products of k = j mod VW, in order of k, and the lanes are
- * summed at the end (lane_sum). On CPUs VW = 16 is one SIMD register
- * (measured on PoCL, 2 cores: 5x the scalar loop's speed). */
+ * summed at the end (lane_sum). The host picks VW (4 or 8); on PoCL, 2
+ * cores, explicit vectors ran 5x the scalar loop's speed. */
 inline void tile_dots(global const void *a, uint na, uint row0, global const void *b, uint nb,
                       uint col0, uint dim, local float *at, local float *bt, float *acc)
 {
@@ -187,6 +187,8 @@ kernel void con_prep(CON_PREP_PARAMS)
  * keep only their absolute error. No negatives: x = -inf, cp = loss = 0. */
 inline float softplus(float x) { return fmax(x, 0.0f) + log1p(exp(-fabs(x))); }
 
+__attribute__((reqd_work_group_size(WG, 1, 1)))
+__attribute__((reqd_work_group_size(WG, 1, 1)))
 kernel void con_lse(CON_LSE_PARAMS)
 {
     local float at[DK * TR], bt[DK * TC], s[TR * TCP];
@@ -242,6 +244,8 @@ kernel void con_lse(CON_LSE_PARAMS)
  * of the loss with respect to the normalized row of a (times nothing yet:
  * con_finish applies the normalization's backward). A coefficient of 0
  * never reads its lse (which may hold anything). */
+__attribute__((reqd_work_group_size(WG, 1, 1)))
+__attribute__((reqd_work_group_size(WG, 1, 1)))
 kernel void con_grad(CON_GRAD_PARAMS)
 {
     local float at[DK * TR], bt[DK * TC], g[TR * TCP], bs[TC * DO];
@@ -334,6 +338,8 @@ kernel void con_finish(CON_FINISH_PARAMS)
 
 /* One work-group: loss[0] = sum over i < n of cq * rloss_q[i] + ck *
  * rloss_k[i], in a fixed order (common.cl's group_sum). */
+__attribute__((reqd_work_group_size(WG, 1, 1)))
+__attribute__((reqd_work_group_size(WG, 1, 1)))
 kernel void con_loss(CON_LOSS_PARAMS)
 {
     local float scratch[WG];

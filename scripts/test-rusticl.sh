@@ -56,16 +56,6 @@ PY
 
 start=$(date +%s)
 status=0
-# KNOWN FAILURE, set aside: test_contrastive's tiled InfoNCE kernels give
-# wrong losses and gradients on rusticl/llvmpipe at some shapes (n 4096 d 16
-# with a bank; vector width 1 at n 257 d 130) while they match the double
-# reference on PoCL. Until that is found and fixed, the suite runs on PoCL
-# only (make test), and this run says so instead of hiding it.
-KNOWN_BAD="contrastive"
-tests=$(meson test -C "$build" --suite device --list 2>/dev/null |
-        sed -n 's#^[^ ]*:device / ##p' | grep -vxF "$KNOWN_BAD")
-echo "test-rusticl: NOT RUN on rusticl (known failure, see this script): $KNOWN_BAD"
-# shellcheck disable=SC2086
-meson test -C "$build" --print-errorlogs --logbase testlog-rusticl $tests || status=$?
+meson test -C "$build" --suite device --print-errorlogs --logbase testlog-rusticl || status=$?
 echo "test-rusticl: device suites on rusticl took $(($(date +%s) - start)) s (exit $status)"
 exit $status

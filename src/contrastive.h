@@ -56,9 +56,12 @@ clg_status clg__con_check_filled(const clg_contrastive *c, size_t rows, const ch
 
 /* contrastive_kernels.c */
 #ifdef CLG_FAULT_INJECTION
-/* Test hook (test build only): a VW (1, 4 or 16) for the next creates
- * instead of the device's, so one device runs every variant; 0: none. */
+/* Test hooks (test build only), so that one device runs the variants
+ * other devices get; 0: none. A VW (4 or 8; 1 and 16 also build) for the
+ * next creates instead of the device's, and a cap on their work-group
+ * size (the tiles shrink with it). */
 extern size_t clg__con_test_vw;
+extern size_t clg__con_test_max_wg;
 #endif
 /* Picks tile sizes, builds the program and creates every kernel. */
 clg_status clg__con_kernels_create(clg_contrastive *c);

@@ -9,6 +9,7 @@
 
 #ifdef CLG_FAULT_INJECTION
 size_t clg__con_test_vw;
+size_t clg__con_test_max_wg;
 #endif
 
 static const char *const kernel_names[CON_KERNELS] = {
@@ -34,26 +35,38 @@ static uint64_t local_bytes(const clg_con_tiles *t)
     return 4 * (t->dk * t->tr + t->dk * t->tc + t->tr * (t->tc + 1) + t->tc * t->dout);
 }
 
-/* 32 x 32 tiles, d in chunks of 16, and a gradient slice of up to 128
- * (all of d = 128 at once: its logits are computed once per tile). The
- * work-group is the largest power of two <= min(256, the device's), which
- * divides both 32 * 32 and 32 * DO (DO is a multiple of 8). DK is a
- * multiple of both vector widths. */
+/* Up to 32 x 32 tiles, d in chunks of 16, and a gradient slice of up to
+ * 128 (all of d = 128 at once: its logits are computed once per tile).
+ * The work-group is the largest power of two <= min(256, max_wg); tiles
+ * shrink with it so that each work-item keeps at most 8 of a tile's
+ * entries, and TR <= WG (con_lse folds each row in one work-item). DO is
+ * a multiple of 8, so WG divides TR * TC and TR * DO. */
 static void pick_tiles(const clg_contrastive *c, size_t max_wg, uint64_t local_mem,
-                       clg_con_tiles *t)
+                       cl_uint native_float_width, clg_con_tiles *t)
 {
+#ifdef CLG_FAULT_INJECTION
+    if (clg__con_test_max_wg && clg__con_test_max_wg < max_wg)
+        max_wg = clg__con_test_max_wg;
+#endif
     t->wg = 1;
     while (t->wg * 2 <= max_wg && t->wg * 2 <= 256)
         t->wg *= 2;
-    t->tr = t->tc = 32;
+    t->tr = t->tc = t->wg >= 128 ? 32 : t->wg >= 32 ? 16 : t->wg >= 8 ? 8 : t->wg;
     t->dk = 16;
     size_t d8 = (c->cfg.dim + 7) / 8 * 8;
     t->dout = d8 < 128 ? d8 : 128;
     while (t->dout > 8 && local_bytes(t) > local_mem)
         t->dout = (t->dout / 2 + 7) / 8 * 8;
-    /* 16 lanes (one AVX-512 or two AVX registers) on CPUs, 4 elsewhere;
-     * the gradient's vectors must divide each work-item's share */
-    t->vw = c->ctx->info.type & CL_DEVICE_TYPE_CPU ? 16 : 4;
+    /* Explicit vectors where the compiler vectorizes within a work-item
+     * (PoCL reports its SIMD width, 16 floats with AVX-512), float4 loads
+     * elsewhere (GPUs; llvmpipe, which vectorizes across work-items and
+     * reports 1). On PoCL (2 cores, B 4096, d 128) VW 4, 8 and 16 ran
+     * within 10% of each other, 5x the scalar loop; 8 is the cap because
+     * rusticl 22.3 on llvmpipe, at the 32 work-items it allows, computes
+     * wrong log-sum-exps with VW 16 and wrong gradients with VO 1
+     * (deterministically, from about 4096 columns on), where VW 2 to 8
+     * and every width at 64 or more work-items are right. */
+    t->vw = native_float_width >= 8 ? 8 : 4;
 #ifdef CLG_FAULT_INJECTION
     if (clg__con_test_vw)
         t->vw = clg__con_test_vw;
@@ -87,11 +100,15 @@ void clg__con_kernels_release(clg_contrastive *c)
     }
 }
 
-/* The smallest work-group size any of the kernels allows on the device. */
+/* The smallest work-group size the tiled kernels (launched in work-groups
+ * of WG, reqd_work_group_size) allow on the device; the others run in
+ * whatever local size the driver reports for each. */
 static size_t kernels_max_wg(const clg_contrastive *c)
 {
+    static const int tiled[] = {CON_LSE, CON_GRAD, CON_LOSS};
     size_t min = SIZE_MAX;
-    for (int i = 0; i < CON_KERNELS; i++) {
+    for (size_t j = 0; j < sizeof tiled / sizeof tiled[0]; j++) {
+        int i = tiled[j];
         size_t k = 0;
         if (clGetKernelWorkGroupInfo(c->kernels[i], c->ctx->device, CL_KERNEL_WORK_GROUP_SIZE,
                                      sizeof k, &k, NULL) == CL_SUCCESS &&
@@ -106,8 +123,11 @@ clg_status clg__con_kernels_create(clg_contrastive *c)
     cl_ulong local_mem = 32768;
     clGetDeviceInfo(c->ctx->device, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local_mem, &local_mem,
                     NULL);
+    cl_uint native_width = 1;
+    clGetDeviceInfo(c->ctx->device, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT, sizeof native_width,
+                    &native_width, NULL);
     size_t max_wg = c->ctx->info.max_work_group_size ? c->ctx->info.max_work_group_size : 1;
-    pick_tiles(c, max_wg, local_mem, &c->tiles);
+    pick_tiles(c, max_wg, local_mem, native_width, &c->tiles);
     if (local_bytes(&c->tiles) > local_mem)
         return clg__fail(c->ctx, CLG_ERR_UNSUPPORTED,
                          "clg_contrastive_create: the tiles need %llu bytes of local memory, "
@@ -120,7 +140,7 @@ clg_status clg__con_kernels_create(clg_contrastive *c)
     size_t kmax = st == CLG_SUCCESS ? kernels_max_wg(c) : SIZE_MAX;
     if (st == CLG_SUCCESS && kmax < c->tiles.wg) {
         clg__con_kernels_release(c);
-        pick_tiles(c, kmax, local_mem, &c->tiles);
+        pick_tiles(c, kmax, local_mem, native_width, &c->tiles);
         st = build(c);
     }
     if (st != CLG_SUCCESS)

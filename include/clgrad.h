@@ -520,8 +520,38 @@ CLG_API clg_status clg_step(clg_model *model, const clg_grads *grads, float weig
 /* Applies the update now with what the current cycle holds (a partial last
  * window divides by its own weights). CLG_ERR_STATE if the cycle is empty. */
 CLG_API clg_status clg_flush(clg_model *model, const clg_events *events);
-/* Drops the current cycle's gradients (accumulator content is ignored). */
+/* Drops the current cycle's gradients (accumulator content is ignored),
+ * a pending collected cycle (below) included. */
 CLG_API clg_status clg_reset_cycle(clg_model *model);
+
+/* The end of a cycle, deferred: for callers that must combine the
+ * accumulator before the update sees it (data-parallel ranks summing their
+ * accumulators, libclgrad-mpi). clg_step_collect is clg_step (paths A and
+ * B, weights, events) except on the cycle's last micro-step: that one only
+ * accumulates (never the fused path C, no statistics, no update) and sets
+ * *cycle_ready (may be NULL) to 1. The model is then pending: clg_step,
+ * clg_step_collect, clg_flush and clg_checkpoint_save refuse with
+ * CLG_ERR_STATE until clg_finish_cycle (or clg_reset_cycle, which drops
+ * the cycle). In between, the caller may read and overwrite the
+ * accumulator through clg_model_acc_view (on the context's queue, or
+ * ordered before clg_finish_cycle by its events).
+ * clg_finish_cycle runs what clg_step's last micro-step would have: the
+ * statistics the config needs (norm, non-finite check, over the
+ * accumulator as it is now), the prologue with weight_sum as the cycle's
+ * total weight W (mean mode divides by it; pass the sum of every weight
+ * that went into the accumulator), and the update; then the cycle counts
+ * as done. With nothing done in between, the params are clg_step's
+ * (bitwise on paths A and B without statistics; with them, the norm comes
+ * from a pass of its own instead of the last accumulate pass, which may
+ * round differently on some device: tests/test_cycle_collect.c allows
+ * fp32 tolerances there, and saw bitwise equality on PoCL).
+ * CLG_NONFINITE_SKIP_MICRO is refused (CLG_ERR_UNSUPPORTED):
+ * the device decides there which micro-steps count, and the weights the
+ * caller would combine would not be known on the host. */
+CLG_API clg_status clg_step_collect(clg_model *model, const clg_grads *grads, float weight,
+                                    int *cycle_ready, const clg_events *events);
+CLG_API clg_status clg_finish_cycle(clg_model *model, float weight_sum,
+                                    const clg_events *events);
 
 /* ------------------------------------------------------------ statistics */
 

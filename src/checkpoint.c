@@ -487,6 +487,12 @@ clg_status clg_checkpoint_save(clg_model *model, const char *path, const char *c
                          "clg_checkpoint_save: an earlier step failed half-way (%s); the model "
                          "state is inconsistent and is not saved (load a checkpoint to continue)",
                          clg_status_string(model->failed));
+    /* A collected cycle is half done: its accumulator holds the whole cycle
+     * but no update ran, a state no checkpoint format describes. */
+    if (model->pending)
+        return clg__fail(ctx, CLG_ERR_STATE,
+                         "clg_checkpoint_save: a collected cycle is pending (clg_step_collect); "
+                         "call clg_finish_cycle or clg_reset_cycle first");
     char err[512];
     clg_status st = check_meta(meta_keys, meta_values, n_meta, err, sizeof err);
     if (st != CLG_SUCCESS)

@@ -8,7 +8,12 @@
  * gradient, an advanced step block) that the host counters don't reflect:
  * the model then refuses every further step until a checkpoint is loaded,
  * rather than silently computing a wrong update. Parameters are never half
- * updated within a chunk: the update of a chunk is one launch. */
+ * updated within a chunk: the update of a chunk is one launch.
+ *
+ * Deferred end of cycle (clg_step_collect, clg_finish_cycle): the last
+ * micro-step only accumulates and leaves the model pending, so that the
+ * caller can combine the accumulators (data-parallel ranks summing theirs)
+ * before the statistics, prologue and update run on the combined sum. */
 #include "kernels.h"
 #include "model.h"
 
@@ -87,6 +92,18 @@ static clg_status check_usable(clg_model *m, const char *who)
     return CLG_SUCCESS;
 }
 
+/* The micro-steps and clg_flush, which must not start a new cycle (or end
+ * one) over a collected cycle still waiting for clg_finish_cycle. */
+static clg_status check_not_pending(clg_model *m, const char *who)
+{
+    if (m->pending)
+        return clg__fail(m->ctx, CLG_ERR_STATE,
+                         "%s: the cycle's last micro-step was collected (clg_step_collect) and is "
+                         "pending; call clg_finish_cycle (or clg_reset_cycle to drop it) first",
+                         who);
+    return CLG_SUCCESS;
+}
+
 /* Marks the model unusable when a failed call had already enqueued work. */
 static clg_status settle(clg_model *m, clg_status st, uint64_t launched_before)
 {
@@ -95,21 +112,33 @@ static clg_status settle(clg_model *m, clg_status st, uint64_t launched_before)
     return st;
 }
 
-static clg_status check_step(clg_model *m, const clg_grads *g, float w)
+static clg_status check_step(clg_model *m, const clg_grads *g, float w, bool collect,
+                             const char *who)
 {
-    clg_status st = check_usable(m, "clg_step");
+    clg_status st = check_usable(m, who);
+    if (st == CLG_SUCCESS)
+        st = check_not_pending(m, who);
     if (st != CLG_SUCCESS)
         return st;
     if (!(isfinite(w) && w > 0.0f))
         return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT,
-                         "clg_step: weight %g must be finite and > 0", (double)w);
+                         "%s: weight %g must be finite and > 0", who, (double)w);
     if (g != NULL && g->model != m)
         return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT,
-                         "clg_step: the gradient buffers belong to another model");
+                         "%s: the gradient buffers belong to another model", who);
+    /* Skip-micro decides on the device which micro-steps count; a deferred
+     * end would have to carry that count (and its weights) out to the
+     * caller and back, which it does not. */
+    if (collect && m->cfg.nonfinite == CLG_NONFINITE_SKIP_MICRO)
+        return clg__fail(m->ctx, CLG_ERR_UNSUPPORTED,
+                         "%s: CLG_NONFINITE_SKIP_MICRO is not supported with a deferred end "
+                         "of cycle; use CLG_NONFINITE_SKIP_UPDATE",
+                         who);
     if (g == NULL && m->cfg.nonfinite == CLG_NONFINITE_SKIP_MICRO)
         return clg__fail(m->ctx, CLG_ERR_UNSUPPORTED,
-                         "clg_step: skipping single micro-steps needs external gradients (path "
-                         "A); on path B the backward has already added them");
+                         "%s: skipping single micro-steps needs external gradients (path "
+                         "A); on path B the backward has already added them",
+                         who);
     return CLG_SUCCESS;
 }
 
@@ -156,12 +185,15 @@ static clg_status step_skip_micro(clg_model *m, const clg_grads *g, float w, uns
     return CLG_SUCCESS;
 }
 
-/* One micro-step on path A, B or C. */
-static clg_status step_plain(clg_model *m, const clg_grads *g, float w, unsigned k, int *updated)
+/* One micro-step on path A, B or C. collect: the last one only
+ * accumulates (no path C, no statistics) and leaves the model pending. */
+static clg_status step_plain(clg_model *m, const clg_grads *g, float w, unsigned k, bool collect,
+                             int *updated)
 {
     const clg_config *c = &m->cfg;
     bool first = m->micro == 0;
     bool last = m->micro + 1 >= k;
+    bool end = last && !collect; /* the end of the cycle runs in this call */
     bool stats = needs_stats(c);
     /* the noise scale needs the first micro-step's norm on its own */
     bool small = c->noise_scale && first && !last;
@@ -169,20 +201,20 @@ static clg_status step_plain(clg_model *m, const clg_grads *g, float w, unsigned
     clg_status st = CLG_SUCCESS;
 
     if (g != NULL) {
-        bool path_c = last && c->fuse_last_micro_step && !stats && !c->tensor_norms;
+        bool path_c = end && c->fuse_last_micro_step && !stats && !c->tensor_norms;
         if (path_c) {
             st = end_cycle(m, g, w, weight_sum, true);
         } else {
-            int region = last && stats ? CLG_REGION_MAIN : small ? CLG_REGION_SMALL : -1;
+            int region = end && stats ? CLG_REGION_MAIN : small ? CLG_REGION_SMALL : -1;
             st = clg__launch_accumulate(m, g, w, first, region, false);
         }
-        if (st == CLG_SUCCESS && last && !path_c)
+        if (st == CLG_SUCCESS && end && !path_c)
             st = end_cycle(m, NULL, 0.0f, weight_sum, stats);
     } else {
         /* path B: the gradients are in the accumulator already */
         if (small)
             st = clg__launch_acc_sumsq(m, CLG_REGION_SMALL);
-        if (st == CLG_SUCCESS && last)
+        if (st == CLG_SUCCESS && end)
             st = end_cycle(m, NULL, 0.0f, weight_sum, false);
     }
     if (st == CLG_SUCCESS && small)
@@ -191,9 +223,14 @@ static clg_status step_plain(clg_model *m, const clg_grads *g, float w, unsigned
         return st;
 
     m->micro_total++;
-    if (last) {
+    if (end) {
         cycle_done(m);
         *updated = 1;
+    } else if (last) {
+        m->micro = k;
+        m->weight_sum = weight_sum;
+        m->pending = true;
+        *updated = 1; /* *cycle_ready */
     } else {
         m->micro++;
         m->weight_sum = weight_sum;
@@ -201,27 +238,70 @@ static clg_status step_plain(clg_model *m, const clg_grads *g, float w, unsigned
     return CLG_SUCCESS;
 }
 
-clg_status clg_step(clg_model *m, const clg_grads *g, float w, int *updated,
-                    const clg_events *ev)
+static clg_status step(clg_model *m, const clg_grads *g, float w, int *updated,
+                       const clg_events *ev, bool collect, const char *who)
 {
     clg__events_clear(ev);
     int dummy;
     updated = updated ? updated : &dummy;
     *updated = 0;
-    clg_status st = check_step(m, g, w);
+    clg_status st = check_step(m, g, w, collect, who);
     if (st == CLG_SUCCESS)
-        st = clg__events_check(m->ctx, ev, "clg_step");
+        st = clg__events_check(m->ctx, ev, who);
     unsigned k = 0;
     if (st == CLG_SUCCESS)
         st = cycle_length(m, &k);
     if (st == CLG_SUCCESS)
-        st = clg__events_wait(m->ctx, ev, "clg_step");
+        st = clg__events_wait(m->ctx, ev, who);
     if (st != CLG_SUCCESS)
         return st;
     uint64_t before = m->launched;
     st = m->cfg.nonfinite == CLG_NONFINITE_SKIP_MICRO ? step_skip_micro(m, g, w, k, updated)
-                                                      : step_plain(m, g, w, k, updated);
-    return clg__events_finish(m->ctx, ev, settle(m, st, before), "clg_step");
+                                                      : step_plain(m, g, w, k, collect, updated);
+    return clg__events_finish(m->ctx, ev, settle(m, st, before), who);
+}
+
+clg_status clg_step(clg_model *m, const clg_grads *g, float w, int *updated,
+                    const clg_events *ev)
+{
+    return step(m, g, w, updated, ev, false, "clg_step");
+}
+
+clg_status clg_step_collect(clg_model *m, const clg_grads *g, float w, int *cycle_ready,
+                            const clg_events *ev)
+{
+    return step(m, g, w, cycle_ready, ev, true, "clg_step_collect");
+}
+
+clg_status clg_finish_cycle(clg_model *m, float weight_sum, const clg_events *ev)
+{
+    const char *who = "clg_finish_cycle";
+    clg__events_clear(ev);
+    clg_status st = check_usable(m, who);
+    if (st != CLG_SUCCESS)
+        return st;
+    if (!m->pending)
+        return clg__fail(m->ctx, CLG_ERR_STATE,
+                         "%s: no collected cycle is pending (clg_step_collect has not reported "
+                         "*cycle_ready = 1 since the last update)",
+                         who);
+    if (!(isfinite(weight_sum) && weight_sum > 0.0f))
+        return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT,
+                         "%s: weight_sum %g must be finite and > 0", who, (double)weight_sum);
+    st = clg__events_check(m->ctx, ev, who);
+    if (st == CLG_SUCCESS)
+        st = clg__events_wait(m->ctx, ev, who);
+    if (st != CLG_SUCCESS)
+        return st;
+    /* The accumulator holds the whole (possibly combined) cycle: the
+     * statistics pass reads it as it is now, as clg_flush's does. */
+    uint64_t before = m->launched;
+    st = settle(m, end_cycle(m, NULL, 0.0f, weight_sum, false), before);
+    if (st == CLG_SUCCESS) {
+        m->pending = false;
+        cycle_done(m);
+    }
+    return clg__events_finish(m->ctx, ev, st, who);
 }
 
 /* The update of a partial window, once clg_flush has checked it. */
@@ -252,6 +332,8 @@ clg_status clg_flush(clg_model *m, const clg_events *ev)
     clg__events_clear(ev);
     clg_status st = check_usable(m, "clg_flush");
     if (st == CLG_SUCCESS)
+        st = check_not_pending(m, "clg_flush");
+    if (st == CLG_SUCCESS)
         st = clg__events_check(m->ctx, ev, "clg_flush");
     if (st != CLG_SUCCESS)
         return st;
@@ -278,5 +360,6 @@ clg_status clg_reset_cycle(clg_model *m)
     }
     m->micro = 0;
     m->weight_sum = 0.0f;
+    m->pending = false;
     return CLG_SUCCESS;
 }

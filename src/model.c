@@ -812,6 +812,7 @@ clg_status clg__cycle_state_set(clg_model *m, const clg_cycle_state *s)
     m->weight_sum = s->weight_sum;
     m->cycles = s->cycles;
     m->micro_total = s->micro_total;
+    m->pending = false;      /* a checkpoint holds no collected cycle */
     m->failed = CLG_SUCCESS; /* the whole state was just written */
     return CLG_SUCCESS;
 }

@@ -113,6 +113,10 @@ struct clg_model {
     float weight_sum;     /* their weights */
     uint64_t cycles;      /* completed cycles (applied or skipped updates) */
     uint64_t micro_total; /* all micro-steps ever taken */
+    /* clg_step_collect took the cycle's last micro-step (micro == k, its
+     * weights in weight_sum) and the end of the cycle waits for
+     * clg_finish_cycle: every other step, flush and save refuses. */
+    bool pending;
 
     /* non-blocking read-back of the step block */
     uint32_t sb_host[CLG_SB_WORDS];    /* last completed read (initial block

@@ -5,7 +5,7 @@
  * tensor and CLG_ALL_TENSORS), bad struct_size, malformed clg_events
  * (num_wait 1 with a NULL wait list, a wait list with num_wait 0, a NULL
  * entry), and calls in the wrong state (before finalize, after it, an
- * empty cycle, no update yet). For each case (one line of the table
+ * empty cycle, no update yet, a collected cycle pending or none). For each case (one line of the table
  * below):
  *  - the status is the expected one;
  *  - clg_last_error of the call's context (the model's or the grads'; NULL
@@ -63,6 +63,7 @@ typedef struct fixture {
     clg_model *empty;  /* no tensors */
     clg_model *norms;  /* tensor_norms on, no update yet */
     clg_model *skipm;  /* CLG_NONFINITE_SKIP_MICRO (no path B) */
+    clg_model *pend;   /* k = 1, its cycle collected (clg_step_collect): pending */
     clg_device_info *devices;
     size_t n_devices;
     char *tmp;         /* scratch directory */
@@ -158,6 +159,12 @@ static int setup(void **state)
     c = cfg;
     c.nonfinite = CLG_NONFINITE_SKIP_MICRO;
     F.skipm = build(c, 1);
+    c = cfg;
+    c.accum_steps = 1;
+    F.pend = build(c, 1);
+    int ready = 0;
+    OK(clg_step_collect(F.pend, NULL, 1.0f, &ready, NULL));
+    assert_int_equal(ready, 1);
 
     OK(clg_devices_list(&F.devices, &F.n_devices));
     devices_small = malloc(F.n_devices * sizeof *devices_small);
@@ -214,6 +221,7 @@ static int teardown(void **state)
     free(F.tmp);
     free(devices_small);
     clg_devices_free(F.devices);
+    clg_model_destroy(F.pend);
     clg_model_destroy(F.skipm);
     clg_model_destroy(F.norms);
     clg_model_destroy(F.empty);
@@ -581,6 +589,42 @@ static const char *missing_path(void)
     X(flush_ev_num0, "clg_flush", INV, CTX, "num_wait is 0", NULL, clg_flush(M, &EV_LIST_NUM0))    \
     X(flush_ev_entry, "clg_flush", INV, CTX, "wait_list[0]", NULL, clg_flush(M, &EV_NULL_ENTRY))   \
     X(reset_model, "clg_reset_cycle", INV, NOCTX, NULL, NULL, clg_reset_cycle(NULL))               \
+    X(step_pending, "clg_step", STATE, CTX, "pending", NULL,                                       \
+      clg_step(F.pend, NULL, 1.0f, &updated_out, &EV))                                             \
+    X(flush_pending, "clg_flush", STATE, CTX, "pending", NULL, clg_flush(F.pend, &EV))             \
+    /* the deferred end of cycle */                                                                \
+    X(collect_model, "clg_step_collect", INV, NOCTX, NULL, NULL,                                   \
+      clg_step_collect(NULL, G, 1.0f, &updated_out, &EV))                                          \
+    X(collect_unfin, "clg_step_collect", STATE, CTX, NULL, NULL,                                   \
+      clg_step_collect(F.unfin, NULL, 1.0f, &updated_out, &EV))                                    \
+    X(collect_w0, "clg_step_collect", INV, CTX, "weight 0", NULL,                                  \
+      clg_step_collect(M, G, 0.0f, &updated_out, &EV))                                             \
+    X(collect_wnan, "clg_step_collect", INV, CTX, "nan", NULL,                                     \
+      clg_step_collect(M, G, NAN, &updated_out, &EV))                                              \
+    X(collect_other_grads, "clg_step_collect", INV, CTX, "another model", NULL,                    \
+      clg_step_collect(M, F.other.grads, 1.0f, &updated_out, &EV))                                 \
+    X(collect_skip_micro, "clg_step_collect", CLG_ERR_UNSUPPORTED, CTX, "SKIP_MICRO", NULL,        \
+      clg_step_collect(F.skipm, NULL, 1.0f, &updated_out, &EV))                                    \
+    X(collect_pending, "clg_step_collect", STATE, CTX, "pending", "clg_finish_cycle",              \
+      clg_step_collect(F.pend, NULL, 1.0f, &updated_out, &EV))                                     \
+    X(collect_ev_num1, "clg_step_collect", INV, CTX, "num_wait is 1", NULL,                        \
+      clg_step_collect(M, G, 1.0f, &updated_out, &EV_NUM1_NULL))                                   \
+    X(collect_ev_entry, "clg_step_collect", INV, CTX, "wait_list[0]", NULL,                        \
+      clg_step_collect(M, G, 1.0f, &updated_out, &EV_NULL_ENTRY))                                  \
+    X(finish_model, "clg_finish_cycle", INV, NOCTX, NULL, NULL, clg_finish_cycle(NULL, 1.0f, &EV)) \
+    X(finish_unfin, "clg_finish_cycle", STATE, CTX, NULL, NULL,                                    \
+      clg_finish_cycle(F.unfin, 1.0f, &EV))                                                        \
+    X(finish_not_pending, "clg_finish_cycle", STATE, CTX, "no collected cycle", NULL,              \
+      clg_finish_cycle(M, 1.0f, &EV))                                                              \
+    X(finish_w0, "clg_finish_cycle", INV, CTX, "weight_sum 0", NULL,                               \
+      clg_finish_cycle(F.pend, 0.0f, &EV))                                                         \
+    X(finish_wneg, "clg_finish_cycle", INV, CTX, "-2", NULL, clg_finish_cycle(F.pend, -2.0f, &EV)) \
+    X(finish_winf, "clg_finish_cycle", INV, CTX, "inf", NULL,                                      \
+      clg_finish_cycle(F.pend, INFINITY, &EV))                                                     \
+    X(finish_ev_num1, "clg_finish_cycle", INV, CTX, "num_wait is 1", NULL,                         \
+      clg_finish_cycle(F.pend, 1.0f, &EV_NUM1_NULL))                                               \
+    X(finish_ev_num0, "clg_finish_cycle", INV, CTX, "num_wait is 0", NULL,                         \
+      clg_finish_cycle(F.pend, 1.0f, &EV_LIST_NUM0))                                               \
     /* statistics */                                                                               \
     X(stats_model, "clg_model_stats", INV, NOCTX, NULL, NULL, clg_model_stats(NULL, 1, &stats_out)) \
     X(stats_unfin, "clg_model_stats", STATE, CTX, NULL, NULL, clg_model_stats(F.unfin, 1, &stats_out)) \
@@ -616,6 +660,8 @@ static const char *missing_path(void)
       clg_checkpoint_save(M, NULL, NULL, NULL, 0))                                                 \
     X(save_unfin, "clg_checkpoint_save", STATE, CTX, NULL, NULL,                                   \
       clg_checkpoint_save(F.unfin, missing_path(), NULL, NULL, 0))                                 \
+    X(save_pending, "clg_checkpoint_save", STATE, CTX, "pending", NULL,                            \
+      clg_checkpoint_save(F.pend, missing_path(), NULL, NULL, 0))                                  \
     X(save_dir, "clg_checkpoint_save", CLG_ERR_IO, CTX, "no-such-dir", NULL,                       \
       clg_checkpoint_save(M, missing_path(), NULL, NULL, 0))                                       \
     X(save_meta_key, "clg_checkpoint_save", INV, CTX, "clgrad.step", NULL,                         \
@@ -696,7 +742,8 @@ static const char *const walked[] = {
     "clg_grads_upload",       "clg_step",                  "clg_flush",
     "clg_reset_cycle",        "clg_model_stats",           "clg_model_loss_scale",
     "clg_model_loss_scale_view", "clg_model_tensor_norms", "clg_model_sync",
-    "clg_checkpoint_save",    "clg_checkpoint_load",
+    "clg_checkpoint_save",    "clg_checkpoint_load",       "clg_step_collect",
+    "clg_finish_cycle",
 };
 
 /* The functions that take a clg_events: on failure *event is NULL. */
@@ -704,7 +751,8 @@ static int takes_events(const char *fn)
 {
     static const char *const with[] = {
         "clg_model_upload_params", "clg_model_download_params", "clg_model_download_acc",
-        "clg_model_download_state", "clg_grads_upload", "clg_step", "clg_flush"};
+        "clg_model_download_state", "clg_grads_upload", "clg_step", "clg_flush",
+        "clg_step_collect", "clg_finish_cycle"};
     for (size_t i = 0; i < sizeof with / sizeof with[0]; i++)
         if (strcmp(fn, with[i]) == 0)
             return 1;
@@ -844,7 +892,8 @@ static void check_outs(const error_case *c)
         fail_msg("%s: %s failed, but its event is %p, not NULL", c->id, c->fn, (void *)ev_out);
     if (!takes_events(c->fn) && ev_out != SENTINEL_EVENT)
         fail_msg("%s: the event was written by a call that takes none", c->id);
-    if (strcmp(c->fn, "clg_step") == 0 ? updated_out != 0 : updated_out != 7)
+    int steps = strcmp(c->fn, "clg_step") == 0 || strcmp(c->fn, "clg_step_collect") == 0;
+    if (steps ? updated_out != 0 : updated_out != 7)
         fail_msg("%s: *updated is %d after a failed call", c->id, updated_out);
     assert_int_equal(int_out, -77);
     float f = 7.5f;

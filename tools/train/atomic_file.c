@@ -1,6 +1,7 @@
 /* atomic_file.c - all-or-nothing output files (see atomic_file.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "atomic_file.h"
+#include "errbuf.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -10,16 +11,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 static char *dup_str(const char *s)
 {

@@ -1,24 +1,14 @@
 /* contrastive_options.c - the contrastive task's flags (see
  * contrastive_options.h). */
 #include "contrastive_options.h"
+#include "errbuf.h"
 
 #include <ctype.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 void con_options_default(con_options *c)
 {

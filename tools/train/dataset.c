@@ -1,20 +1,10 @@
 /* dataset.c - loading and validation of image/label pairs (see dataset.h). */
 #include "dataset.h"
+#include "errbuf.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 static int check_labels(const uint8_t *labels, size_t count, const char *name, char *err,
                         size_t errlen)

@@ -1,24 +1,14 @@
 /* mlp.c - MLP layout, init, activations, forward and backward (see mlp.h). */
 #include "mlp.h"
+#include "errbuf.h"
 #include "mlp_gemms.h"
 #include "rng.h"
 
 #include <clblast_c.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 int mlp_create(clg_context *ctx, const unsigned *dims, int n_dims, mlp **out, char *err,
                size_t errlen)

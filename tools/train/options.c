@@ -1,5 +1,6 @@
 /* options.c - command-line parsing and validation (see options.h). */
 #include "options.h"
+#include "errbuf.h"
 #include "dataset.h"
 #include "runconfig.h"
 
@@ -8,7 +9,6 @@
 #include <float.h>
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,16 +16,6 @@
 
 #define MAX_BATCH 1048576u
 #define MAX_WIDTH 65536u
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 void train_options_default(train_options *o)
 {

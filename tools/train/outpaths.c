@@ -1,25 +1,15 @@
 /* outpaths.c - checks of the run's files before it starts (see outpaths.h). */
 #include "outpaths.h"
+#include "errbuf.h"
 #include "dataset.h"
 
 #include <errno.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* Splits path into its directory ("." for a bare name) and base name. */
 static void split(const char *path, char *dir, size_t dlen, const char **base)

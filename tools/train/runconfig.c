@@ -1,6 +1,7 @@
 /* runconfig.c - a run's training settings in its checkpoints, compared on
  * resume (see runconfig.h). */
 #include "runconfig.h"
+#include "errbuf.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -54,16 +55,6 @@ static const setting settings[] = {
     {"data", "data (CRC-32 of the training samples, --data)", NULL, NULL},
 };
 enum { N_SETTINGS = sizeof settings / sizeof *settings };
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 static const setting *find_setting(const char *name)
 {

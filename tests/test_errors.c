@@ -86,6 +86,7 @@ static clg_model *model_out;
 static clg_grads *grads_out;
 static clg_context *ctx_out;
 static cl_program program_out;
+static char cache_dir_out[4096], device_key_out[65];
 static clg_stats stats_out;
 static clg_memory_plan plan_out;
 static clg_config config_out;
@@ -376,6 +377,13 @@ static const char *missing_path(void)
       clg_context_program(tu_ctx, "update", "", NULL, NULL))                                       \
     X(program_option, "clg_context_program", INV, CTX, "-cl-fast-relaxed-math", NULL,              \
       clg_context_program(tu_ctx, "update", "-cl-fast-relaxed-math", &program_out, NULL))          \
+    X(cache_dir_buf, "clg_cache_dir", INV, NOCTX, "buf", NULL, clg_cache_dir(NULL, 64))           \
+    X(cache_dir_size, "clg_cache_dir", INV, NOCTX, "needs", "size is 1",                           \
+      clg_cache_dir(cache_dir_out, 1))                                                             \
+    X(device_key_ctx, "clg_context_device_key", INV, NOCTX, "ctx", NULL,                           \
+      clg_context_device_key(NULL, device_key_out))                                                \
+    X(device_key_out, "clg_context_device_key", INV, CTX, "key", NULL,                             \
+      clg_context_device_key(tu_ctx, NULL))                                                        \
     /* configs and rules */                                                                        \
     X(config_null, "clg_config_init", INV, NOCTX, NULL, NULL,                                      \
       clg_config_init_sized(NULL, sizeof(clg_config), CLG_SGD))                                    \

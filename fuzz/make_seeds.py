@@ -2,7 +2,8 @@
 """make_seeds.py - writes the small seed corpora of the fuzz harnesses:
 corpus/checkpoint (valid clgrad checkpoints, format version 2, for
 fuzz_checkpoint.c's layout and configuration, and a few near misses) and
-corpus/idx (valid IDX files and near misses). Run from any directory; the
+corpus/idx (valid IDX files and near misses) and corpus/tuning (a CLBlast
+tuning file of clgrad-tune's and near misses). Run from any directory; the
 corpora are committed, so this only documents how they were made. The
 checkpoint writer here follows src/checkpoint.h: the header begins with the
 clgrad.header_crc32 field, whose CRC-32 covers the 8 length bytes and the
@@ -133,6 +134,16 @@ def main():
     write("idx", "four_dims", idx(0x08, [2, 2, 2, 2]))
     write("idx", "truncated", idx(0x08, [3, 4, 5])[:-7])
     write("idx", "float_type", idx(0x0D, [2]))
+
+    # corpus/tuning: clgrad-tune's file for this repository's machine, and
+    # near misses (a changed byte under the CRC, cut short, no CRC line)
+    with open(os.path.join(HERE, "..", "bench", "results", "clblast-tuning-vm.tune"), "rb") as f:
+        tune = f.read()
+    write("tuning", "valid", tune)
+    at = tune.index(b"budget ") + 7
+    write("tuning", "bad_crc", tune[:at] + b"9" + tune[at + 1:])
+    write("tuning", "truncated", tune[: len(tune) // 2])
+    write("tuning", "no_crc", tune[: tune.rindex(b"crc32 ")])
 
 
 if __name__ == "__main__":

@@ -25,10 +25,10 @@ if [ ! -f "$build/build.ninja" ]; then
         { cat "$setup_log" >&2; rm -f "$setup_log"; exit 1; }
     rm -f "$setup_log"
 fi
-ninja -C "$build" fuzz/fuzz_checkpoint fuzz/fuzz_idx
+ninja -C "$build" fuzz/fuzz_checkpoint fuzz/fuzz_idx fuzz/fuzz_tuning
 
 status=0
-for name in checkpoint idx; do
+for name in checkpoint idx tuning; do
     corpus="$build/fuzz-corpus/$name"
     artifacts="$build/fuzz-artifacts/$name/"
     mkdir -p "$corpus" "$artifacts"

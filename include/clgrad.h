@@ -578,7 +578,7 @@ typedef struct clg_stats {
     float loss_scale;         /* current loss scale (1 if none) */
     float weight_sum;         /* weights accumulated in the current cycle */
     int last_nonfinite;       /* last update saw inf/NaN */
-    float noise_scale;        /* B_simple EMA (NaN until two estimates) */
+    float noise_scale;        /* B_simple EMA (NaN until the first estimate) */
     float noise_g2;           /* EMA of |G|^2 estimate */
     float noise_trace;        /* EMA of tr(Sigma) estimate */
     /* Added in 0.2. A struct_size that ends before them (a consumer built

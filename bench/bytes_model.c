@@ -58,8 +58,10 @@ double bm_handrolled_update(bm_shape shape)
  * read and write acc; the norm is fused into the last accumulate. B: the
  * backward writes the accumulator; the update (after a norm pass reading
  * acc when needed) is all. C: the last micro-step's gradients go straight
- * into the update (g + acc read once, acc not written); a norm pass over
- * acc + g precedes it when needed. */
+ * into the update (g + acc read once, acc not written). When the cycle
+ * needs statistics, src/cycle.c does not take path C: its last micro-step
+ * runs as on path A (the norm needs the whole sum before the update), and
+ * so does this model. */
 static void fused_cycle(bm_shape s, char path, unsigned k, bm_cycle *c)
 {
     double g = s.grad_bytes;
@@ -78,9 +80,10 @@ static void fused_cycle(bm_shape s, char path, unsigned k, bm_cycle *c)
     default: /* 'C' */
         c->first_micro = g + 4.0;
         c->later_micro = g + 8.0;
-        /* k == 1: acc holds nothing, so only g is read */
-        c->final_step = (s.stats ? g + (k == 1 ? 0.0 : 4.0) : 0.0) + g
-                        + (k == 1 ? 0.0 : 4.0) + (update - 4.0);
+        if (s.stats) /* as path A */
+            c->final_step = (k == 1 ? g + 4.0 : g + 8.0) + update;
+        else /* k == 1: acc holds nothing, so only g is read */
+            c->final_step = g + (k == 1 ? 0.0 : 4.0) + (update - 4.0);
         break;
     }
 }

@@ -74,11 +74,16 @@ static void test_bytes_target_bounds(void **state)
     double ub = cycle_of(adamw_clip, BENCH_UNFUSED, 'B', 4).cycle;
     assert_float_equal(fb, 32.0, 0.0); /* norm pass 4 + update 28 */
     assert_float_equal(ub, 52.0, 0.0);
-    /* path C with a norm: a pass over acc + g, then the fused update: the
-     * same 40 bytes as path A's last accumulate + in-place update */
+    /* path C with a norm runs as path A (src/cycle.c takes path C only
+     * without statistics): the last accumulate (12) + the update in place
+     * (28); with fp16 gradients 10 + 28; for k = 1, 8 + 28 */
     bm_cycle cc = cycle_of(adamw_clip, BENCH_FUSED, 'C', 4);
     bm_cycle ca = cycle_of(adamw_clip, BENCH_FUSED, 'A', 4);
+    assert_float_equal(cc.final_step, 40.0, 0.0);
     assert_float_equal(cc.final_step, ca.final_step, 0.0);
+    const bm_shape fp16_clip = {2, 2, 1, 1, 0.0, 0};
+    assert_float_equal(cycle_of(fp16_clip, BENCH_FUSED, 'C', 4).final_step, 38.0, 0.0);
+    assert_float_equal(cycle_of(adamw_clip, BENCH_FUSED, 'C', 1).cycle, 36.0, 0.0);
     /* the per_tensor variant moves what fused moves */
     assert_float_equal(cycle_of(adamw_clip, BENCH_PER_TENSOR, 'A', 4).cycle, fa, 0.0);
 }

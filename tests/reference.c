@@ -106,9 +106,9 @@ double ref_schedule_lr(const clg_config *cfg, uint64_t t)
     return min_lr + (lr - min_lr) * 0.5 * (1.0 + cos(M_PI * p));
 }
 
-unsigned ref_cycle_length(const clg_config *cfg, uint64_t t)
+unsigned ref_cycle_length(const clg_config *cfg, uint64_t cycle)
 {
-    return cfg->k_schedule ? cfg->k_schedule(t, cfg->k_schedule_user) : cfg->accum_steps;
+    return cfg->k_schedule ? cfg->k_schedule(cycle, cfg->k_schedule_user) : cfg->accum_steps;
 }
 
 void ref_loss_scale_update(const clg_config *cfg, double *scale, unsigned *tracker, int found_inf)
@@ -309,7 +309,7 @@ int ref_micro(ref_model *r, const double *g, double w)
         }
     }
     if (r->micro == 0) {
-        r->k = ref_cycle_length(c, r->t);
+        r->k = ref_cycle_length(c, r->cycles);
         r->w1 = w;
         for (size_t i = 0; i < r->n; i++)
             r->acc[i] = r->acc1[i] = w * g[i];

@@ -84,8 +84,9 @@ void ref_reset_cycle(ref_model *r);
 
 /* lr of update t (before the group's lr_mult). */
 double ref_schedule_lr(const clg_config *cfg, uint64_t t);
-/* The cycle length for update t (k_schedule or accum_steps). */
-unsigned ref_cycle_length(const clg_config *cfg, uint64_t t);
+/* The length of the cycle after `cycle` completed ones, skipped updates
+ * included (k_schedule or accum_steps), as clgrad.h defines the index. */
+unsigned ref_cycle_length(const clg_config *cfg, uint64_t cycle);
 /* GradScaler's update of (scale, tracker) after one cycle, with clgrad's
  * min/max clamp. */
 void ref_loss_scale_update(const clg_config *cfg, double *scale, unsigned *tracker, int found_inf);

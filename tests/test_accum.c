@@ -228,6 +228,42 @@ static void test_variable_k(void **state)
     twin_free(&tw);
 }
 
+/* The k schedule's index counts completed cycles, skipped ones included
+ * (clgrad.h): the host knows it without reading the device. Cycle 1 holds
+ * a NaN and is skipped; the cycles after it still get k_of(2), k_of(3),
+ * ..., so an index of applied updates would end them one micro-step off. */
+static void test_variable_k_counts_skipped_cycles(void **state)
+{
+    (void)state;
+    clg_config cfg = clg_config_default(CLG_ADAMW);
+    cfg.lr = 1e-2f;
+    cfg.k_schedule = k_of;
+    cfg.nonfinite = CLG_NONFINITE_SKIP_UPDATE;
+    twin tw;
+    twin_init(&tw, tu_ctx, &cfg, &twin_default_layout, 78);
+    float *g = tu_xmalloc(tw.n * sizeof(float));
+    for (uint64_t t = 0; t < 6; t++) {
+        unsigned k = k_of(t, NULL);
+        for (unsigned m = 0; m < k; m++) {
+            twin_gradient(&tw, t, m, g);
+            if (t == 1 && m == 0)
+                g[tw.n / 2] = NAN;
+            assert_int_equal(twin_micro(&tw, g, 1.0f), m == k - 1);
+        }
+        char what[64];
+        snprintf(what, sizeof what, "k schedule with a skipped cycle, after cycle %u",
+                 (unsigned)t + 1);
+        twin_check(&tw, REF_RTOL, REF_ATOL, what);
+    }
+    clg_stats s = twin_stats(&tw);
+    assert_int_equal(s.cycles, 6);
+    assert_int_equal(s.updates, 5);
+    assert_int_equal(s.skipped_updates, 1);
+    assert_int_equal(s.micro_steps, 12);
+    free(g);
+    twin_free(&tw);
+}
+
 static unsigned k_two_then_one(uint64_t t, void *user)
 {
     (void)user;
@@ -328,6 +364,7 @@ int main(void)
         cmocka_unit_test(test_mean_is_exact),         cmocka_unit_test(test_sum_is_exact),
         cmocka_unit_test(test_weighted_mean),         cmocka_unit_test(test_token_weighted),
         cmocka_unit_test(test_partial_window),        cmocka_unit_test(test_variable_k),
+        cmocka_unit_test(test_variable_k_counts_skipped_cycles),
         cmocka_unit_test(test_k1_after_longer_cycle), cmocka_unit_test(test_accumulator_contents),
         cmocka_unit_test(test_reset_cycle),
     };

@@ -544,7 +544,7 @@ CLG_API clg_status clg_reset_cycle(clg_model *model);
  * (bitwise on paths A and B without statistics; with them, the norm comes
  * from a pass of its own instead of the last accumulate pass, which may
  * round differently on some device: tests/test_cycle_collect.c allows
- * fp32 tolerances there, and saw bitwise equality on PoCL).
+ * fp32 tolerances there, and saw bitwise equality on PoCL and rusticl).
  * CLG_NONFINITE_SKIP_MICRO is refused (CLG_ERR_UNSUPPORTED):
  * the device decides there which micro-steps count, and the weights the
  * caller would combine would not be known on the host. */

@@ -11,6 +11,8 @@ set -eu
 # pthread: an optimized BLAS for the PyTorch peer of bench/peer/compare.py
 # (Debian's torch links the generic libblas.so.3; installing it also makes
 # OpenBLAS that library's default through the alternatives system).
+# libopenmpi-dev and openmpi-bin: Open MPI, for libclgrad-mpi (data-parallel
+# training over MPI) and mpirun, which runs its tests.
 PACKAGES="
 build-essential
 pkg-config
@@ -36,6 +38,8 @@ python3-venv
 python3-torch
 clblast-utils
 libopenblas0-pthread
+libopenmpi-dev
+openmpi-bin
 "
 
 missing=""

@@ -1,0 +1,112 @@
+/* clgrad_mpi.h - data-parallel training over MPI (libclgrad-mpi, optional;
+ * the core library never depends on MPI).
+ *
+ * Replicated mode (DDP): every rank holds the whole model and runs its own
+ * micro-steps on its own samples; ranks talk only at the end of a cycle
+ * (the accumulation boundary, as DDP's no_sync or DeepSpeed): the
+ * accumulators are summed across ranks, the micro-step weights too (so
+ * that mean mode divides by the global sum of weights), and every rank
+ * runs the same update on the same sum. Intermediate micro-steps
+ * communicate nothing.
+ *
+ * The sum is deterministic and bitwise the same on every rank, whatever
+ * the MPI library's own reduction order: each rank owns a shard of the
+ * accumulator, receives the R contributions to it (MPI_Alltoallv), adds
+ * them in rank order 0..R-1, and the summed shards are all-gathered
+ * (MPI_Allgatherv). Host-staged, in rounds of a few MiB of the
+ * accumulator (device -> host, exchange, host -> device), so that host
+ * memory stays bounded; fp32 accumulators only. The global norm, the
+ * non-finite decision and the dynamic loss scale are computed by each
+ * rank's clg_finish_cycle from that same sum: every rank clips, skips and
+ * scales identically. The gradient noise-scale estimate (config
+ * noise_scale) takes each rank's own first micro-step as its small batch,
+ * so it may differ by rank; it never touches the params.
+ *
+ * Errors: every call that communicates (clg_dist_create, and clg_dist_step
+ * at the end of a cycle) agrees on the outcome before it commits
+ * anything, so that a failure on any rank (an OpenCL error, an MPI error,
+ * bad input) returns the same status on every rank, with a message naming
+ * the rank that failed and why (clg_dist_last_error). A failed cycle end
+ * drops the cycle on every rank (params, states and counters unchanged).
+ * MPI errors come back as CLG_ERR_IO: the library works on its own
+ * duplicate of the communicator with MPI_ERRORS_RETURN, and never prints
+ * or exits. A failure of an intermediate micro-step is that rank's alone
+ * (nothing is communicated there): retry it, or stop every rank. */
+#ifndef CLGRAD_MPI_H
+#define CLGRAD_MPI_H
+
+#include <clgrad.h>
+#include <mpi.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(CLGRAD_MPI_BUILDING) && defined(__GNUC__)
+#define CLG_MPI_API __attribute__((visibility("default")))
+#else
+#define CLG_MPI_API
+#endif
+
+typedef struct clg_dist clg_dist;
+
+/* Replicated mode over comm (collective: every rank of comm calls it). The
+ * model must be finalized, at the start of a cycle, with an fp32
+ * accumulator and not under CLG_NONFINITE_SKIP_MICRO; every rank must hold
+ * the same layout (parameter and tensor counts, tensor names and sizes)
+ * and the config fields that shape the update (optimizer, k, mean or sum,
+ * clipping, non-finite policy, loss scaling, lr and schedule, betas, eps,
+ * weight decay): checked collectively, and a difference fails on every
+ * rank with CLG_ERR_MISMATCH naming the field and the ranks. The model is
+ * borrowed: it must outlive the clg_dist. Params are not broadcast: upload
+ * the same initial params on every rank. */
+CLG_MPI_API clg_status clg_dist_create(clg_model *model, MPI_Comm comm, clg_dist **out);
+/* Collective too (it frees the duplicate communicator), before
+ * MPI_Finalize; the model stays. */
+CLG_MPI_API void clg_dist_destroy(clg_dist *dist);
+
+/* One micro-step of this rank (clg_step_collect: grads != NULL is path A,
+ * NULL path B, weight w). On the cycle's last micro-step (collective) it
+ * sums the accumulators and the weights across ranks and runs the update
+ * (clg_finish_cycle with the global weight sum); *updated (may be NULL) is
+ * then 1. Blocking at the end of a cycle (it waits for the queue to stage
+ * the accumulator), non-blocking before. */
+CLG_MPI_API clg_status clg_dist_step(clg_dist *dist, const clg_grads *grads, float weight,
+                                     int *updated);
+
+/* What the cycle ends cost this rank. Bytes count what this rank's MPI
+ * calls sent to and received from other ranks (its own shard excluded),
+ * the accumulator and the small agreement messages; about 2 (R-1)/R * 4 *
+ * params each way per update. */
+typedef struct clg_dist_counters {
+    size_t struct_size;           /* set by clg_dist_counters_init */
+    uint64_t updates;             /* cycle ends (applied or skipped updates) */
+    uint64_t bytes_sent;          /* all cycle ends */
+    uint64_t bytes_received;
+    uint64_t last_bytes_sent;     /* the last cycle end */
+    uint64_t last_bytes_received;
+    double comm_seconds;          /* in MPI calls, all cycle ends */
+    double staging_seconds;       /* accumulator device <-> host copies */
+    double last_comm_seconds;     /* the last cycle end */
+} clg_dist_counters;
+static inline clg_dist_counters clg_dist_counters_init(void)
+{
+    clg_dist_counters c = {0};
+    c.struct_size = sizeof c;
+    return c;
+}
+/* Writes the first struct_size bytes (structs that grow, as clgrad.h's). */
+CLG_MPI_API clg_status clg_dist_counters_get(const clg_dist *dist, clg_dist_counters *counters);
+
+/* The rank and size of the clg_dist's communicator. */
+CLG_MPI_API int clg_dist_rank(const clg_dist *dist);
+CLG_MPI_API int clg_dist_size(const clg_dist *dist);
+
+/* The message of this thread's last failed clg_dist_ call ("" if none). */
+CLG_MPI_API const char *clg_dist_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CLGRAD_MPI_H */

@@ -1,0 +1,62 @@
+/* dist.h - libclgrad-mpi's internals: the clg_dist object, the agreement
+ * of all ranks on one outcome, the layout check and the ordered sum. */
+#ifndef CLGRAD_MPI_DIST_H
+#define CLGRAD_MPI_DIST_H
+
+#include "clgrad_mpi.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* One tensor's accumulator: where it lives and where it starts in the
+ * flat order (tensor order, padding excluded) the ranks sum in. */
+typedef struct dist_span {
+    cl_mem mem;
+    size_t offset; /* elements, in mem */
+    size_t count;
+    size_t flat;   /* first element in the flat order */
+} dist_span;
+
+struct clg_dist {
+    clg_model *model;
+    MPI_Comm comm; /* our duplicate, MPI_ERRORS_RETURN */
+    int rank, size;
+    dist_span *spans;
+    size_t n_spans;
+    size_t n;          /* accumulator elements (the model's params) */
+    float weight_sum;  /* this rank's weights in the current cycle */
+    clg_status broken; /* a cycle end failed after some rank updated */
+    float *stage, *recv, *sum; /* round buffers (reduce.c) */
+    clg_dist_counters counters;
+};
+
+/* Sets this thread's message (clg_dist_last_error) and returns st. */
+clg_status clg__dist_fail(clg_status st, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* The message of an MPI error code. */
+const char *clg__dist_mpi_string(int err, char *buf, size_t size);
+
+/* Every rank brings its status (and message, when it failed) and a value;
+ * every rank returns the status of the lowest rank that failed, with the
+ * message "who: rank r: its message" (CLG_SUCCESS if none did), and, when
+ * sum is not NULL, the values added in rank order (the same bits
+ * everywhere). Counts its bytes and seconds into the last-cycle counters
+ * when count is set. */
+clg_status clg__dist_agree(clg_dist *d, MPI_Comm comm, int rank, int size, clg_status st,
+                           const char *msg, double value, double *sum, bool count,
+                           const char *who);
+
+/* Collective: the same model layout and update config on every rank
+ * (CLG_ERR_MISMATCH naming the first difference otherwise). */
+clg_status clg__dist_check_layout(clg_dist *d);
+
+/* Round buffers for the ordered sum, and the sum itself: the accumulator
+ * of every rank replaced by the sum over ranks in rank order. A local
+ * OpenCL failure keeps this rank in the exchange (with what it has) so
+ * that no other rank waits forever; the status says so. */
+clg_status clg__dist_reduce_init(clg_dist *d);
+void clg__dist_reduce_free(clg_dist *d);
+clg_status clg__dist_reduce(clg_dist *d);
+
+#endif /* CLGRAD_MPI_DIST_H */

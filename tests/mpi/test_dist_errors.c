@@ -1,0 +1,114 @@
+/* test_dist_errors.c - failures of clg_dist that every rank must see the
+ * same: a model that differs on one rank (one tensor's size; the
+ * clip_norm of its config; a bf16 accumulator on the last rank only) makes
+ * clg_dist_create fail on every rank with one status and a message naming
+ * the difference and the rank; a bad weight on the last micro-step of one
+ * rank makes clg_dist_step fail on every rank, dropping the cycle
+ * everywhere (params unchanged), after which the next cycle updates on
+ * every rank; the counters refuse a struct_size too small. */
+#include "dist_util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int rank, R;
+
+/* Every rank got want, and the message names each needle. */
+static void expect_everywhere(clg_status st, clg_status want, const char *what,
+                              const char *n1, const char *n2)
+{
+    const char *msg = clg_dist_last_error();
+    int ok = st == want && (!n1 || strstr(msg, n1)) && (!n2 || strstr(msg, n2));
+    if (!ok)
+        fprintf(stderr, "rank %d: %s: %s (want %s), '%s' (want '%s', '%s')\n", rank, what,
+                clg_status_string(st), clg_status_string(want), msg, n1 ? n1 : "",
+                n2 ? n2 : "");
+    int all = 0;
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (!all)
+        du_fail("%s: not the same failure on every rank (above)", what);
+    if (rank == 0)
+        printf("%s: every rank %s: %s\n", what, clg_status_string(st), msg);
+}
+
+static clg_config base(void)
+{
+    clg_config c = clg_config_default(CLG_ADAMW);
+    c.accum_steps = 1;
+    return c;
+}
+
+static void create_fails(clg_context *ctx, const clg_config *c, const size_t *counts,
+                         clg_status want, const char *what, const char *n1, const char *n2)
+{
+    clg_model *m = du_model(ctx, c, counts, 3);
+    clg_dist *d = (clg_dist *)(uintptr_t)1;
+    clg_status st = clg_dist_create(m, MPI_COMM_WORLD, &d);
+    if (d != NULL)
+        du_fail("%s: *out not NULL after a failure", what);
+    expect_everywhere(st, want, what, n1, n2);
+    clg_model_destroy(m);
+}
+
+int main(int argc, char **argv)
+{
+    clg_context *ctx = du_init(&argc, &argv, &rank, &R);
+    const size_t same[3] = {1000, 37, 24};
+    const size_t other[3] = {1000, 38, 24};
+    int last = rank == R - 1;
+    char rank_s[32];
+    snprintf(rank_s, sizeof rank_s, "rank %d", R - 1);
+
+    clg_config c = base();
+    create_fails(ctx, &c, last ? other : same, CLG_ERR_MISMATCH, "one tensor's size",
+                 "parameter count", rank_s);
+    c = base();
+    if (last)
+        c.clip_norm = 1.0f;
+    create_fails(ctx, &c, same, CLG_ERR_MISMATCH, "clip_norm on one rank", "clip_norm", rank_s);
+    c = base();
+    if (last)
+        c.acc_dtype = CLG_BF16;
+    create_fails(ctx, &c, same, CLG_ERR_UNSUPPORTED, "a bf16 accumulator on one rank", "bf16",
+                 rank_s);
+
+    /* a bad weight at the cycle's end on the last rank only */
+    c = base();
+    clg_model *m = du_model(ctx, &c, same, 3);
+    clg_grads *g;
+    DU_OK(clg_grads_create(m, CLG_FP32, &g));
+    size_t n = (size_t)clg_model_param_count(m);
+    float *host = malloc(n * sizeof *host), *before = malloc(n * sizeof *before),
+          *after = malloc(n * sizeof *after);
+    if (!host || !before || !after)
+        du_fail("out of memory");
+    clg_dist *d;
+    DU_OK(clg_dist_create(m, MPI_COMM_WORLD, &d));
+    du_gradient(host, n, 0, (unsigned)rank);
+    DU_OK(clg_grads_upload(g, CLG_ALL_TENSORS, host, n, NULL));
+    DU_OK(clg_model_download_params(m, CLG_ALL_TENSORS, before, n, NULL));
+    int upd = 7;
+    clg_status st = clg_dist_step(d, g, last ? 0.0f : 1.0f, &upd);
+    expect_everywhere(st, CLG_ERR_INVALID_ARGUMENT, "weight 0 on one rank", rank_s, "weight 0");
+    if (upd != 0)
+        du_fail("*updated %d after a failed cycle end", upd);
+    DU_OK(clg_model_download_params(m, CLG_ALL_TENSORS, after, n, NULL));
+    if (memcmp(before, after, n * sizeof *after) != 0 || clg_micro_step_index(m) != 0)
+        du_fail("the failed cycle changed the params or was not dropped");
+    DU_OK(clg_dist_step(d, g, 1.0f, &upd));
+    if (upd != 1)
+        du_fail("the cycle after the failure did not update");
+    clg_dist_counters k = clg_dist_counters_init();
+    k.struct_size = 4;
+    expect_everywhere(clg_dist_counters_get(d, &k), CLG_ERR_INVALID_ARGUMENT,
+                      "counters with struct_size 4", "struct_size 4", NULL);
+    clg_dist_destroy(d);
+    clg_grads_destroy(g);
+    clg_model_destroy(m);
+    free(host);
+    free(before);
+    free(after);
+    du_finish(ctx);
+    return 0;
+}

@@ -26,6 +26,12 @@ typedef struct bench_options {
     const char *tuning;   /* the GEMM section's tuning: NULL/"auto", "off" or a file */
     const char *json_path, *csv_path, *plot_path;
     uint64_t fit, reserve, fit_params; /* --fit (0: a benchmark run), its reserve */
+    /* --dist: communication only, under mpirun (dist_run.c); its sizes are
+     * `sizes` (default 2^22, 2^24; --quick 2^20) and its k the list below
+     * (default 4 and 8; --quick 4; --k K: K alone) */
+    int dist;
+    unsigned dist_k[BENCH_MAX_SIZES];
+    size_t n_dist_k;
 } bench_options;
 
 /* Parses argv into o (defaults first, then --quick's, then the flags).
@@ -36,6 +42,9 @@ int bench_parse_options(bench_options *o, int argc, char **argv);
 int bench_options_wants(const bench_options *o, const bench_config *bc);
 /* Parses "16777216", "2^24", "8G", "8GiB", "512M"; 0 on error. */
 uint64_t bench_parse_size(const char *s);
+
+/* The report's device fields from the context's device (main.c). */
+void bench_copy_device(bench_device *d, const clg_device_info *info);
 
 int bench_memory_section(bench_report *r, uint64_t budget, unsigned k);
 int bench_launch_section(bench_report *r, clg_context *ctx, const bench_options *o);
@@ -49,5 +58,9 @@ int bench_gemm_section(bench_report *r, clg_context *ctx, const bench_options *o
 int bench_e2e_section(bench_report *r, clg_context *ctx, const bench_options *o);
 /* --fit: the planner alone (fit.h); returns the exit status. */
 int bench_fit_run(clg_context *ctx, const bench_options *o);
+/* --dist: initializes MPI, measures, finalizes; returns the exit status
+ * (dist_run.c with libclgrad-mpi, else dist_none.c: refused). Nothing
+ * else in clgrad-bench calls MPI. */
+int bench_dist_main(const bench_options *o);
 
 #endif /* BENCH_MAIN_H */

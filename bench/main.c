@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static void copy_device(bench_device *d, const clg_device_info *info)
+void bench_copy_device(bench_device *d, const clg_device_info *info)
 {
     snprintf(d->name, sizeof d->name, "%s", info->name);
     snprintf(d->vendor, sizeof d->vendor, "%s", info->vendor);
@@ -51,6 +51,8 @@ int main(int argc, char **argv)
     int rc = bench_parse_options(&o, argc, argv);
     if (rc)
         return rc > 0 ? 0 : 2;
+    if (o.dist) /* under mpirun: its own run (dist_run.c); MPI is never touched otherwise */
+        return bench_dist_main(&o);
 
     clg_context *ctx = NULL;
     clg_status st = clg_context_create(&ctx, o.device);
@@ -70,7 +72,7 @@ int main(int argc, char **argv)
     }
 
     bench_report r = {0};
-    copy_device(&r.device, clg_context_device_info(ctx));
+    bench_copy_device(&r.device, clg_context_device_info(ctx));
     r.quick = o.quick;
     r.k = o.k;
     r.tensors = o.tensors;

@@ -47,6 +47,11 @@ static void usage(FILE *f)
             "  --reserve BYTES   with --fit: memory kept for activations (default 0)\n"
             "  --fit-params N    with --fit: the configuration a model of N parameters needs\n"
             "                    (default: for 0.5, 1, 2 and 4 billion)\n"
+            "  --dist            under mpirun -np R (R >= 2), with libclgrad-mpi: bytes on the\n"
+            "                    wire and seconds of communication per update, DDP (one\n"
+            "                    reduction per k micro-steps) against reducing every\n"
+            "                    micro-step; N from --sizes (default 2^22,2^24), k = 4 and 8\n"
+            "                    (--k K: K only); nothing else runs; writes the table, --json\n"
             "  --json FILE       --csv FILE       --plot FILE.png\n"
             "                    (checked before the run: their directories must exist and be\n"
             "                    writable)\n");
@@ -236,6 +241,7 @@ int bench_parse_options(bench_options *o, int argc, char **argv)
             quick = 1;
     o->configs = NULL;
     set_defaults(o, quick);
+    int sizes_set = 0, k_set = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -254,6 +260,9 @@ int bench_parse_options(bench_options *o, int argc, char **argv)
         } else if (strcmp(a, "--no-gemm") == 0) {
             o->no_gemm = 1;
             used = 0;
+        } else if (strcmp(a, "--dist") == 0) {
+            o->dist = 1;
+            used = 0;
         } else if (!v) {
             bad = 1;
         } else if (strcmp(a, "--device") == 0) {
@@ -263,8 +272,10 @@ int bench_parse_options(bench_options *o, int argc, char **argv)
             bad = !*v;
         } else if (strcmp(a, "--sizes") == 0) {
             bad = parse_list(o, v);
+            sizes_set = 1;
         } else if (strcmp(a, "--k") == 0) {
             bad = parse_unsigned(v, &o->k, 1);
+            k_set = 1;
         } else if (strcmp(a, "--tensors") == 0) {
             bad = parse_unsigned(v, &o->tensors, 1);
         } else if (strcmp(a, "--vram") == 0) {
@@ -333,6 +344,21 @@ int bench_parse_options(bench_options *o, int argc, char **argv)
     if (!o->fit && (o->reserve || o->fit_params)) {
         fprintf(stderr, "clgrad-bench: --reserve and --fit-params go with --fit\n");
         return -1;
+    }
+    if (o->dist && (o->fit || o->e2e || o->csv_path || o->plot_path)) {
+        fprintf(stderr, "clgrad-bench: --dist measures the communication alone and writes the "
+                        "table and --json: not with --fit, --e2e, --csv or --plot\n");
+        return -1;
+    }
+    if (o->dist) {
+        if (!sizes_set) {
+            o->n_sizes = quick ? 1 : 2;
+            o->sizes[0] = quick ? 1ull << 20 : 1ull << 22;
+            o->sizes[1] = 1ull << 24;
+        }
+        o->n_dist_k = k_set || quick ? 1 : 2;
+        o->dist_k[0] = k_set ? o->k : 4;
+        o->dist_k[1] = 8;
     }
     if (o->fit && o->csv_path) {
         fprintf(stderr, "clgrad-bench: --fit writes --json and --plot, not --csv\n");

@@ -56,6 +56,11 @@ bench_gemm *bench_report_add_gemm(bench_report *r)
     return grow((void **)&r->gemm, &r->n_gemm, &r->cap_gemm, sizeof *r->gemm);
 }
 
+bench_dist *bench_report_add_dist(bench_report *r)
+{
+    return grow((void **)&r->dist, &r->n_dist, &r->cap_dist, sizeof *r->dist);
+}
+
 int bench_report_note(bench_report *r, const char *fmt, ...)
 {
     char buf[512];
@@ -86,6 +91,7 @@ void bench_report_free(bench_report *r)
     free(r->launch_checks);
     free(r->e2e);
     free(r->gemm);
+    free(r->dist);
     free(r->sweep);
     memset(r, 0, sizeof *r);
 }

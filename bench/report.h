@@ -99,6 +99,33 @@ typedef struct bench_gemm {
     double gflops_triad_bound;
 } bench_gemm;
 
+/* --dist (mpirun -np R clgrad-bench --dist): what one update costs in
+ * communication over libclgrad-mpi's replicated mode (DDP), beside a
+ * baseline that reduces every micro-step's gradient. DDP: one cycle of k
+ * micro-steps, one reduction at its end. Baseline ("sync every
+ * micro-step", as DDP without no_sync): a model with accum_steps = 1
+ * stepped k times through clg_dist_step, i.e. k cycle ends and k
+ * reductions per k micro-steps (it also runs k optimizer updates, which
+ * DDP without no_sync would not; only its communication is compared).
+ * Everything from rank 0's clg_dist_counters (deltas per update), medians
+ * over repetitions that alternate which of the two runs first. */
+typedef struct bench_dist {
+    char mode[8];      /* "ddp" */
+    int ranks;
+    uint64_t n;
+    unsigned k, tensors, reps;
+    double model_bytes; /* the documented 2 (R-1)/R * 4 * n, each way */
+    /* bytes per update (medians; the same every repetition) */
+    double ddp_bytes_sent, ddp_bytes_received, sync_bytes_sent, sync_bytes_received;
+    double bytes_ratio; /* sync_bytes_sent / ddp_bytes_sent */
+    /* ms per update in MPI calls (counters' comm_seconds), in staging
+     * copies (staging_seconds), and wall clock of the k micro-steps */
+    bench_stat ddp_comm_ms, sync_comm_ms, ddp_staging_ms, sync_staging_ms;
+    bench_stat ddp_update_ms, sync_update_ms;
+    /* per repetition sync_comm / ddp_comm, paired like frac_of_triad */
+    bench_stat comm_ratio;
+} bench_dist;
+
 /* One STREAM kernel configuration tried at setup (median GB/s over the
  * sweep's rounds). form: "copy", "triad", "triad_nt", "triad_inplace". */
 typedef struct bench_stream_trial {
@@ -143,6 +170,9 @@ typedef struct bench_report {
     size_t n_e2e, cap_e2e;
     bench_gemm *gemm;
     size_t n_gemm, cap_gemm;
+    bench_dist *dist;  /* --dist only */
+    size_t n_dist, cap_dist;
+    int dist_run;      /* a --dist run: the table has no STREAM or cases */
     /* the tuning the "tuned" GEMM figures ran with: its file, or "" when
      * there was none (then tuned = CLBlast's defaults, said in the notes) */
     char gemm_tuning[1024];
@@ -161,6 +191,7 @@ bench_memory *bench_report_add_memory(bench_report *r);
 bench_launch_check *bench_report_add_launch_check(bench_report *r);
 bench_e2e *bench_report_add_e2e(bench_report *r);
 bench_gemm *bench_report_add_gemm(bench_report *r);
+bench_dist *bench_report_add_dist(bench_report *r);
 /* Adds a printf-formatted note; returns 0 or -1. */
 int bench_report_note(bench_report *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

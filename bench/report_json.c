@@ -1,6 +1,6 @@
 /* report_json.c - the --json output: one object with device, stream,
- * cases, speedup, memory, launches, e2e and notes (schema in issue 6 and
- * bench/README.md). Numbers are plain JSON numbers; every one is finite. */
+ * cases, speedup, memory, launches, e2e, gemm, dist and notes (schema in
+ * issue 6 and bench/README.md). Numbers are plain JSON numbers; every one is finite. */
 #include "report.h"
 
 #include <cjson/cJSON.h>
@@ -155,6 +155,31 @@ static cJSON *gemm_json(const bench_gemm *g)
     return o;
 }
 
+static cJSON *dist_json(const bench_dist *d)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "mode", d->mode);
+    cJSON_AddNumberToObject(o, "ranks", d->ranks);
+    cJSON_AddNumberToObject(o, "n", (double)d->n);
+    cJSON_AddNumberToObject(o, "k", d->k);
+    cJSON_AddNumberToObject(o, "tensors", d->tensors);
+    cJSON_AddNumberToObject(o, "reps", d->reps);
+    cJSON_AddNumberToObject(o, "model_bytes_per_update", d->model_bytes);
+    cJSON_AddNumberToObject(o, "ddp_bytes_sent_per_update", d->ddp_bytes_sent);
+    cJSON_AddNumberToObject(o, "ddp_bytes_received_per_update", d->ddp_bytes_received);
+    cJSON_AddNumberToObject(o, "sync_bytes_sent_per_update", d->sync_bytes_sent);
+    cJSON_AddNumberToObject(o, "sync_bytes_received_per_update", d->sync_bytes_received);
+    cJSON_AddNumberToObject(o, "bytes_ratio", d->bytes_ratio);
+    add_stat(o, "ddp_comm_ms", d->ddp_comm_ms);
+    add_stat(o, "sync_comm_ms", d->sync_comm_ms);
+    add_stat(o, "comm_ratio", d->comm_ratio);
+    add_stat(o, "ddp_staging_ms", d->ddp_staging_ms);
+    add_stat(o, "sync_staging_ms", d->sync_staging_ms);
+    add_stat(o, "ddp_update_ms", d->ddp_update_ms);
+    add_stat(o, "sync_update_ms", d->sync_update_ms);
+    return o;
+}
+
 static cJSON *report_json(const bench_report *r)
 {
     cJSON *root = cJSON_CreateObject();
@@ -210,6 +235,9 @@ static cJSON *report_json(const bench_report *r)
     cJSON *gemm = cJSON_AddArrayToObject(root, "gemm");
     for (size_t i = 0; i < r->n_gemm; i++)
         cJSON_AddItemToArray(gemm, gemm_json(&r->gemm[i]));
+    cJSON *dist = cJSON_AddArrayToObject(root, "dist");
+    for (size_t i = 0; i < r->n_dist; i++)
+        cJSON_AddItemToArray(dist, dist_json(&r->dist[i]));
     cJSON *gt = cJSON_AddObjectToObject(root, "gemm_tuning");
     cJSON_AddBoolToObject(gt, "tuned", r->gemm_tuned);
     cJSON_AddStringToObject(gt, "file", r->gemm_tuning);

@@ -125,14 +125,54 @@ static void print_launches(const bench_report *r)
     }
 }
 
+/* "a [b-c]" of a stat, in a fixed buffer. */
+static const char *stat_str(bench_stat s, char *buf, size_t len)
+{
+    snprintf(buf, len, "%.4g [%.4g-%.4g]", s.median, s.min, s.max);
+    return buf;
+}
+
+static void print_dist(const bench_report *r)
+{
+    if (!r->n_dist)
+        return;
+    printf("\nData parallel over MPI (%s, %d ranks): communication per update, rank 0's "
+           "clg_dist_counters;\n  ddp = one cycle of k micro-steps, one reduction at its end; "
+           "sync = every micro-step\n  reduced (k cycles of one micro-step: k reductions); "
+           "ms: median [min-max] of reps, interleaved\n",
+           r->dist[0].mode, r->dist[0].ranks);
+    printf("%-6s %3s %4s %9s %12s %12s %7s %-24s %-24s %-22s %-20s %-20s\n", "N", "k",
+           "reps", "doc MB", "ddp MB/upd", "sync MB/upd", "bytes x", "ddp comm ms", "sync comm ms",
+           "comm x (paired)", "ddp staging ms", "sync staging ms");
+    for (size_t i = 0; i < r->n_dist; i++) {
+        const bench_dist *d = &r->dist[i];
+        char nb[32], a[64], b[64], c[64], e[64], f[64];
+        printf("%-6s %3u %4u %9.3f %12.3f %12.3f %6.2fx %-24s %-24s %-22s %-20s %-20s\n",
+               size_str(d->n, nb, sizeof nb), d->k, d->reps, d->model_bytes / 1e6,
+               d->ddp_bytes_sent / 1e6,
+               d->sync_bytes_sent / 1e6, d->bytes_ratio, stat_str(d->ddp_comm_ms, a, sizeof a),
+               stat_str(d->sync_comm_ms, b, sizeof b), stat_str(d->comm_ratio, c, sizeof c),
+               stat_str(d->ddp_staging_ms, e, sizeof e),
+               stat_str(d->sync_staging_ms, f, sizeof f));
+    }
+    printf("  (MB sent per update, as many received, agreement messages included; doc = the "
+           "library's 2 (R-1)/R x 4 bytes x N each way)\n");
+}
+
 void bench_print_table(const bench_report *r)
 {
     const bench_device *d = &r->device;
-    printf("clgrad-bench%s on %s (%s, %s; %s)\n", r->quick ? " --quick" : "", d->name,
-           d->vendor, d->platform, d->driver);
+    printf("clgrad-bench%s%s on %s (%s, %s; %s)\n", r->dist_run ? " --dist" : "",
+           r->quick ? " --quick" : "", d->name, d->vendor, d->platform, d->driver);
     printf("  global memory %.2f GiB, max alloc %.2f GiB, %u compute units\n",
            d->global_mem_bytes / 1073741824.0, d->max_alloc_bytes / 1073741824.0,
            d->compute_units);
+    if (r->dist_run) { /* communication only: no STREAM, no cases */
+        print_dist(r);
+        for (size_t i = 0; i < r->n_notes; i++)
+            printf("note: %s\n", r->notes[i]);
+        return;
+    }
     printf("STREAM (%llu floats per array, %zu reps interleaved with the cases; "
            "median [min-max]):\n",
            (unsigned long long)r->stream_n, r->triad_gbs.count);

@@ -565,6 +565,35 @@ static void test_output_paths(void **state)
     rmdir(tmpdir);
 }
 
+/* --dist: its own sizes and k (2^22, 2^24 x 4, 8; --quick 2^20 x 4; --k K
+ * alone), and refused with what it does not write (--csv, --plot) or run. */
+static void test_dist_options(void **state)
+{
+    (void)state;
+    bench_options o;
+    char *full[] = {"clgrad-bench", "--dist", NULL};
+    assert_int_equal(bench_parse_options(&o, 2, full), 0);
+    assert_true(o.dist);
+    assert_int_equal(o.n_sizes, 2);
+    assert_true(o.sizes[0] == 1ull << 22 && o.sizes[1] == 1ull << 24);
+    assert_int_equal(o.n_dist_k, 2);
+    assert_true(o.dist_k[0] == 4 && o.dist_k[1] == 8);
+    char *quick[] = {"clgrad-bench", "--quick", "--dist", NULL};
+    assert_int_equal(bench_parse_options(&o, 3, quick), 0);
+    assert_true(o.n_sizes == 1 && o.sizes[0] == 1ull << 20 && o.n_dist_k == 1
+                && o.dist_k[0] == 4);
+    char *one[] = {"clgrad-bench", "--dist", "--k", "6", "--sizes", "2^21", NULL};
+    assert_int_equal(bench_parse_options(&o, 6, one), 0);
+    assert_true(o.n_sizes == 1 && o.sizes[0] == 1ull << 21 && o.n_dist_k == 1
+                && o.dist_k[0] == 6);
+    char *plain[] = {"clgrad-bench", NULL};
+    assert_int_equal(bench_parse_options(&o, 1, plain), 0);
+    assert_false(o.dist);
+    assert_int_equal(parse_bench("--dist", "--csv", "x.csv", NULL), -1);
+    assert_int_equal(parse_bench("--dist", "--plot", "x.png", NULL), -1);
+    assert_int_equal(parse_bench("--dist", "--e2e", NULL, NULL), -1);
+}
+
 /* A --plot that cannot be written is said so, not blamed on gnuplot, and
  * leaves no temporary files behind (issue 14). */
 /* The bytes model of the smaller states (docs/design.md, section 2): the
@@ -758,6 +787,10 @@ static void test_quick_run(void **state)
      * bench_config_has_handrolled) */
     assert_int_equal(n_cases, 6 * 7 - 3 + 3 * 5);
     assert_true(cJSON_IsTrue(cJSON_GetObjectItem(root, "quick")));
+    /* without --dist nothing of MPI runs: the dist list is there, empty */
+    const cJSON *dist = cJSON_GetObjectItemCaseSensitive(root, "dist");
+    assert_true(cJSON_IsArray(dist));
+    assert_int_equal(cJSON_GetArraySize(dist), 0);
     assert_true(cJSON_GetArraySize(cJSON_GetObjectItem(root, "speedup")) >= 12);
     /* 9 configs x 2 (their own path and path B) */
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(root, "memory")), 9 * 2);
@@ -814,6 +847,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_parse_size),         cmocka_unit_test(test_json_schema),
         cmocka_unit_test(test_paired_fracs),
         cmocka_unit_test(test_output_paths),       cmocka_unit_test(test_plot_bad_path),
+        cmocka_unit_test(test_dist_options),
         cmocka_unit_test(test_bytes_state_dtypes),  cmocka_unit_test(test_fit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -10,6 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#ifdef CLGRAD_TRAIN_MPI
+#include "train_mpi.h"
+#include <mpi.h>
+#endif
+
 static void print_json(const train_options *o, const train_result *r)
 {
     cJSON *j = cJSON_CreateObject();
@@ -49,6 +54,63 @@ static void print_json(const train_options *o, const train_result *r)
     cJSON_Delete(j);
 }
 
+static int print_summary(const train_options *opt, const train_result *res)
+{
+    char split[64];
+    train_split_text(split, sizeof split, res->update_samples, res->micro_batch);
+    printf("test accuracy %.4f (loss %.4f) after %llu updates of %u samples (%s)%s in %u "
+           "epoch(s): %.1f s training, %.0f samples/s, peak device bytes %llu\n",
+           res->test_accuracy, res->test_loss, (unsigned long long)res->updates,
+           res->update_samples, split,
+           res->update_samples < res->batch ? ", the whole training set" : "", res->epochs,
+           res->train_seconds, res->samples_per_s, (unsigned long long)res->peak_device_bytes);
+    if (res->overridden[0])
+        printf("resumed from %s with settings overridden: %s\n", opt->resume, res->overridden);
+    if (opt->json)
+        print_json(opt, res);
+    return fflush(stdout) == 0 ? 0 : 1;
+}
+
+/* --dist: one rank of an mpirun job. MPI is initialised here and only
+ * here: a run without --dist never calls MPI. Every rank prints its
+ * failure (the same one: train_run agrees on it); rank 0 alone the
+ * summary. */
+static int dist_main(train_options *opt)
+{
+#ifndef CLGRAD_TRAIN_MPI
+    (void)opt;
+    fputs("clgrad-train: --dist: this clgrad-train was built without MPI (it needs "
+          "libclgrad-mpi: install Open MPI's libopenmpi-dev and reconfigure with "
+          "meson -Dmpi=enabled)\n",
+          stderr);
+    return 2;
+#else
+    char err[4096] = "";
+    if (MPI_Init(NULL, NULL) != MPI_SUCCESS) {
+        fputs("clgrad-train: --dist: MPI_Init failed\n", stderr);
+        return 1;
+    }
+    train_dist_hooks d;
+    if (train_mpi_open(&d, err, sizeof err) != 0) {
+        fprintf(stderr, "clgrad-train: --dist: %s\n", err);
+        MPI_Finalize();
+        return 1;
+    }
+    int rank = d.rank, size = d.size;
+    if (rank != 0)
+        opt->quiet = 1; /* progress and the plan from rank 0 only */
+    train_result res;
+    int rc = train_run_dist(opt, NULL, &d, &res, err, sizeof err);
+    train_mpi_close(&d);
+    if (rc != 0)
+        fprintf(stderr, "clgrad-train (rank %d of %d): %s\n", rank, size, err);
+    else if (rank == 0)
+        rc = print_summary(opt, &res);
+    MPI_Finalize();
+    return rc != 0 ? 1 : 0;
+#endif
+}
+
 int main(int argc, char **argv)
 {
     train_options opt;
@@ -73,6 +135,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "clgrad-train: %s\n", err);
         return 2;
     }
+    if (opt.dist && con.enabled) {
+        fputs("clgrad-train: --dist: not with --task contrastive (the MLP task only)\n", stderr);
+        return 2;
+    }
+    if (opt.dist)
+        return dist_main(&opt);
     if (con.enabled)
         return contrastive_main(&opt, &con);
     train_result res;
@@ -80,17 +148,5 @@ int main(int argc, char **argv)
         fprintf(stderr, "clgrad-train: %s\n", err);
         return 1;
     }
-    char split[64];
-    train_split_text(split, sizeof split, res.update_samples, res.micro_batch);
-    printf("test accuracy %.4f (loss %.4f) after %llu updates of %u samples (%s)%s in %u "
-           "epoch(s): %.1f s training, %.0f samples/s, peak device bytes %llu\n",
-           res.test_accuracy, res.test_loss, (unsigned long long)res.updates,
-           res.update_samples, split,
-           res.update_samples < res.batch ? ", the whole training set" : "", res.epochs,
-           res.train_seconds, res.samples_per_s, (unsigned long long)res.peak_device_bytes);
-    if (res.overridden[0])
-        printf("resumed from %s with settings overridden: %s\n", opt.resume, res.overridden);
-    if (opt.json)
-        print_json(&opt, &res);
-    return fflush(stdout) == 0 ? 0 : 1;
+    return print_summary(&opt, &res);
 }

@@ -102,6 +102,13 @@ const char *train_usage(void)
            "                         schedule (split a run across --checkpoint/--resume)\n"
            "  --train-limit N        use only the first N training samples\n"
            "  --test-limit N         use only the first N test samples\n"
+           "  --dist ddp             data-parallel over MPI, under mpirun -np R (needs a build\n"
+           "                         with libclgrad-mpi): every rank holds the model, --batch\n"
+           "                         stays the effective batch, rank r takes the r-th\n"
+           "                         contiguous 1/R of each batch (R x micro-batch must divide\n"
+           "                         it); rank 0 alone prints, writes --metrics,\n"
+           "                         --dump-weights and the one --checkpoint file, which\n"
+           "                         resumes on any R or on a plain process\n"
            "  --json                 print a JSON summary as the last line of stdout\n"
            "  --quiet                no progress on stderr\n"
            "  --help                 this text\n"
@@ -431,6 +438,13 @@ int train_options_check(train_options *o, char *err, size_t errlen)
                 "from the checkpoint's)");
         return -1;
     }
+    /* Each rank would halve on its own memory: ranks could end up with
+     * different micro-batches, and so different shares of a batch. */
+    if (o->dist && o->auto_micro_batch) {
+        set_err(err, errlen, "--auto-micro-batch: not with --dist (every rank must use the same "
+                "--micro-batch; give one that fits)");
+        return -1;
+    }
     return 0;
 }
 
@@ -530,7 +544,7 @@ int train_options_parse(int argc, char **argv, train_options *o, char *err, size
             "--state-dtype", "--state-rounding", "--state-min-size", "--master-dtype",
             "--base-batch", "--device", "--tuning", "--vram", "--metrics", "--dump-weights",
             "--checkpoint", "--save-every", "--resume", "--stop-after", "--train-limit",
-            "--test-limit", "--override"};
+            "--test-limit", "--override", "--dist"};
         int known = 0;
         for (size_t k = 0; k < sizeof valued / sizeof *valued; k++)
             known |= !strcmp(flag, valued[k]);
@@ -673,6 +687,17 @@ int train_options_parse(int argc, char **argv, train_options *o, char *err, size
             o->given |= TRAIN_GIVEN_TEST_LIMIT;
         } else if (!strcmp(flag, "--override")) {
             rc = parse_overrides(val, o, err, errlen);
+        } else if (!strcmp(flag, "--dist")) {
+            if (!strcmp(val, "ddp")) {
+                o->dist = TRAIN_DIST_DDP;
+            } else if (!strcmp(val, "zero1")) {
+                set_err(err, errlen, "--dist zero1: not implemented yet (libclgrad-mpi has the "
+                                     "replicated mode only); use --dist ddp");
+                return -1;
+            } else {
+                set_err(err, errlen, "--dist: expected ddp, got '%s'", val);
+                return -1;
+            }
         }
         if (rc != 0)
             return -1;

@@ -11,6 +11,9 @@
 #define TRAIN_MAX_HIDDEN 8
 #define TRAIN_OVERRIDES_MAX 512
 
+/* --dist: none (a plain process, no MPI at all) or replicated (DDP). */
+typedef enum train_dist_mode { TRAIN_DIST_NONE = 0, TRAIN_DIST_DDP = 1 } train_dist_mode;
+
 typedef enum grad_path { GRAD_PATH_A = 0, GRAD_PATH_B = 1, GRAD_PATH_C = 2 } grad_path;
 
 /* Which flags were on the command line (train_options.given): a value is
@@ -64,6 +67,7 @@ typedef struct train_options {
     const char *dump_weights;
     int json;
     int quiet;
+    train_dist_mode dist; /* --dist: data-parallel under mpirun (needs MPI) */
     grad_path path;
     int path_given;       /* --grad-path was on the command line */
     const char *checkpoint;

@@ -81,7 +81,7 @@ static int finish_outputs(trainer *t, const train_io *io)
     int rc = 0;
     if (io && io->weights)
         memcpy(io->weights, host, (n < io->weights_cap ? n : io->weights_cap) * sizeof *host);
-    if (t->opt->dump_weights)
+    if (t->opt->dump_weights && (!t->dist || t->dist->rank == 0))
         rc = dump_weights(t, host, n);
     free(host);
     return rc;
@@ -91,6 +91,12 @@ static int finish_outputs(trainer *t, const train_io *io)
 int train_run(const train_options *opt, const train_io *io, train_result *res, char *err,
               size_t errlen)
 {
+    return train_run_dist(opt, io, NULL, res, err, errlen);
+}
+
+int train_run_dist(const train_options *opt, const train_io *io, train_dist_hooks *dist,
+                   train_result *res, char *err, size_t errlen)
+{
     double t_start = progress_now();
     trainer tr = {0}, *t = &tr;
     memset(res, 0, sizeof *res);
@@ -98,6 +104,8 @@ int train_run(const train_options *opt, const train_io *io, train_result *res, c
     t->res = res;
     t->err = err;
     t->errlen = errlen;
+    t->dist = dist;
+    t->dist_pending = t->dist != NULL; /* train_run's failures reach the others at `out' */
     t->b = opt->micro_batch ? opt->micro_batch : (opt->batch < 32 ? opt->batch : 32);
     t->k = (opt->batch + t->b - 1) / t->b;
     progress_init(&t->prog, opt->quiet, 1);
@@ -166,6 +174,8 @@ int train_run(const train_options *opt, const train_io *io, train_result *res, c
     }
     if (trainer_fit_activations(t) != 0)
         goto out;
+    if (t->dist && trainer_dist_check(t) != 0)
+        goto out;
     trainer_build_config(t);
     res->micro_batch = t->b;
     res->accum_steps = t->k;
@@ -202,7 +212,7 @@ int train_run(const train_options *opt, const train_io *io, train_result *res, c
 
     if (opt->resume && trainer_resume(t) != 0)
         goto out;
-    if (opt->metrics) {
+    if (opt->metrics && (!t->dist || t->dist->rank == 0)) {
         char why[1024];
         t->metrics = malloc(sizeof *t->metrics);
         if (!t->metrics || metrics_open(t->metrics, opt->metrics, why, sizeof why) != 0) {
@@ -215,10 +225,22 @@ int train_run(const train_options *opt, const train_io *io, train_result *res, c
             goto out;
         }
     }
-    if (trainer_loop(t) != 0)
-        goto out;
-    if (opt->checkpoint && trainer_save(t) != 0)
-        goto out;
+    if (t->dist) {
+        /* Every rank set up (or the failed one's message on every rank),
+         * then the collective part: from here to the end every rank
+         * fails together. */
+        t->dist_pending = 0;
+        if (trainer_dist_agree(t, 0) != 0 ||
+            t->dist->start(t->dist, t->model, err, errlen) != 0 || trainer_dist_loop(t) != 0 ||
+            (opt->checkpoint && trainer_dist_save(t, 0) != 0))
+            goto out;
+        t->dist_pending = 1; /* rank 0's outputs: agreed at `out' */
+    } else {
+        if (trainer_loop(t) != 0)
+            goto out;
+        if (opt->checkpoint && trainer_save(t) != 0)
+            goto out;
+    }
     if (t->metrics) {
         char why[1024];
         int bad = metrics_close(t->metrics, why, sizeof why);
@@ -248,6 +270,11 @@ int train_run(const train_options *opt, const train_io *io, train_result *res, c
     res->activation_bytes = t->net->act_bytes;
     rc = 0;
 out:
+    if (t->dist) {
+        if (t->dist_pending && trainer_dist_agree(t, rc) != 0)
+            rc = -1;
+        t->dist->stop(t->dist); /* collective: every rank gets here, together */
+    }
     trainer_teardown(t);
     res->total_seconds = progress_now() - t_start;
     return rc;

@@ -5,6 +5,7 @@
 
 #include "clgrad.h"
 #include "dataset.h"
+#include "dist_hooks.h"
 #include "options.h"
 
 #include <stddef.h>
@@ -48,5 +49,10 @@ typedef struct train_result {
  * were (a --checkpoint saved by --save-every stays). */
 int train_run(const train_options *opt, const train_io *io, train_result *res, char *err,
               size_t errlen);
+/* train_run as one rank of a --dist run (dist: the MPI side, train_mpi.h;
+ * NULL: train_run). Collective: every rank returns the same status, with
+ * the failed rank's message. */
+int train_run_dist(const train_options *opt, const train_io *io, train_dist_hooks *dist,
+                   train_result *res, char *err, size_t errlen);
 
 #endif /* TRAIN_TRAINER_H */

@@ -59,7 +59,10 @@ typedef struct trainer {
     uint64_t updates_at_start;
     double train_seconds;
     cl_event ahead[2];         /* the ends of the last updates enqueued (trainer_loop.c) */
-    atomic_file *metrics;      /* --metrics while it is open */
+    atomic_file *metrics;      /* --metrics while it is open (rank 0 only under --dist) */
+    train_dist_hooks *dist;    /* --dist (trainer_dist.c), else NULL */
+    int dist_pending;          /* --dist: in a phase whose failures the next agreement
+                                  (at the latest train_run's end) must still carry */
     progress prog;
 } trainer;
 
@@ -90,5 +93,27 @@ void trainer_build_config(trainer *t);
 int trainer_resume(trainer *t);
 int trainer_save(trainer *t);
 int trainer_loop(trainer *t);
+/* The parts of the loop trainer_dist.c shares: one micro-batch's forward,
+ * backward and gradient stores (rows samples from position off of the
+ * epoch's order), the evaluation, the queue bound, the sums, and a
+ * --metrics row with the update's mean loss. */
+int trainer_micro_compute(trainer *t, size_t off, cl_uint rows);
+int trainer_evaluate(trainer *t, double *loss, double *acc);
+int trainer_bound_queue(trainer *t);
+int trainer_zero_sums(trainer *t, cl_mem sums);
+int trainer_read_sums(trainer *t, cl_mem sums, float out[4]);
+int trainer_clear_update_loss(trainer *t);
+int trainer_metrics_row(trainer *t, double loss);
+
+/* trainer_dist.c: --dist ddp (t->dist set) */
+/* This rank's share of the batches is whole: refused with the numbers. */
+int trainer_dist_check(trainer *t);
+/* Collective: the run's status so far on every rank (0, or -1 with the
+ * failed rank's message in t->err). */
+int trainer_dist_agree(trainer *t, int rc);
+/* Collective: rank 0 writes the checkpoint after every rank agreed on
+ * rc; every rank learns whether the write succeeded. */
+int trainer_dist_save(trainer *t, int rc);
+int trainer_dist_loop(trainer *t);
 
 #endif /* TRAIN_TRAINER_INTERNAL_H */

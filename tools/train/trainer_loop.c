@@ -108,7 +108,7 @@ int trainer_resume(trainer *t)
 
 /* ------------------------------------------------------------ training */
 
-static int zero_sums(trainer *t, cl_mem sums)
+int trainer_zero_sums(trainer *t, cl_mem sums)
 {
     float z = 0.0f;
     cl_int e = clEnqueueFillBuffer(clg_context_queue(t->ctx), sums, &z, sizeof z, 0, 4 * sizeof z,
@@ -116,16 +116,16 @@ static int zero_sums(trainer *t, cl_mem sums)
     return e == CL_SUCCESS ? 0 : trainer_fail_cl(t, "clearing sums", e);
 }
 
-static int read_sums(trainer *t, cl_mem sums, float out[4])
+int trainer_read_sums(trainer *t, cl_mem sums, float out[4])
 {
     cl_int e = clEnqueueReadBuffer(clg_context_queue(t->ctx), sums, CL_TRUE, 0, 4 * sizeof(float),
                                    out, 0, NULL, NULL);
     return e == CL_SUCCESS ? 0 : trainer_fail_cl(t, "reading sums", e);
 }
 
-static int evaluate(trainer *t, double *loss, double *acc)
+int trainer_evaluate(trainer *t, double *loss, double *acc)
 {
-    if (zero_sums(t, t->eval_sums) != 0)
+    if (trainer_zero_sums(t, t->eval_sums) != 0)
         return -1;
     unsigned cap = t->net->cap;
     for (size_t off = 0; off < t->dtest.n; off += cap) {
@@ -138,7 +138,7 @@ static int evaluate(trainer *t, double *loss, double *acc)
             return trainer_fail_cl(t, "evaluation", e);
     }
     float s[4];
-    if (read_sums(t, t->eval_sums, s) != 0)
+    if (trainer_read_sums(t, t->eval_sums, s) != 0)
         return -1;
     *loss = s[0] / (double)t->dtest.n;
     *acc = s[1] / (double)t->dtest.n;
@@ -151,7 +151,7 @@ static int evaluate(trainer *t, double *loss, double *acc)
  * linear in the commands pending for every command it completes: a
  * profile of a 1-epoch run had 78% of the time in that list walk, and the
  * throughput fell with the run's length. Two updates keep the device fed. */
-static int bound_queue(trainer *t)
+int trainer_bound_queue(trainer *t)
 {
     const size_t n = sizeof t->ahead / sizeof *t->ahead;
     cl_event *slot = &t->ahead[t->updates % n];
@@ -168,6 +168,30 @@ static int bound_queue(trainer *t)
     return e == CL_SUCCESS ? 0 : trainer_fail_cl(t, "bounding the queue", e);
 }
 
+int trainer_micro_compute(trainer *t, size_t off, cl_uint rows)
+{
+    const train_options *o = t->opt;
+    mlp_source src = {t->dtrain.images, t->dtrain.labels, t->dtrain.idx, (cl_uint)off};
+    /* Path B: the backward writes rows x mean gradient (the sum) into
+     * the accumulator itself. Paths A/C: clgrad multiplies the
+     * gradients by the weight, so they carry the mean. Either way the
+     * library divides by the sum of weights: the exact mean over B. */
+    float mult = o->path == GRAD_PATH_B ? 1.0f : 1.0f / (float)rows;
+    cl_int e = mlp_forward(t->net, &src, rows, t->scale.mem, t->scale.offset, mult, 1);
+    if (e == CL_SUCCESS)
+        e = mlp_sum(t->net, rows, t->sums);
+    float beta = o->path == GRAD_PATH_B ? clg_accum_beta(t->model) : 0.0f;
+    if (e == CL_SUCCESS)
+        e = mlp_backward(t->net, rows, t->targets, beta);
+    for (int j = 0; j < t->n_tensors && e == CL_SUCCESS && t->scratch; j++)
+        e = mlp_convert(&t->net->k, o->grad_dtype, t->scratch, t->scratch_view[j].offset,
+                        t->grad_view[j].mem, t->grad_view[j].offset,
+                        (cl_uint)t->scratch_view[j].count);
+    if (e != CL_SUCCESS)
+        return trainer_fail_cl(t, "micro-step", e);
+    return 0;
+}
+
 /* One effective batch perm[start .. start + len) as micro-batches of b. */
 static int run_batch(trainer *t, size_t start, size_t len)
 {
@@ -177,25 +201,8 @@ static int run_batch(trainer *t, size_t start, size_t len)
     int updated = 0;
     for (size_t i = 0; i < km; i++) {
         cl_uint rows = (cl_uint)order_micro_len(len, t->b, i);
-        mlp_source src = {t->dtrain.images, t->dtrain.labels, t->dtrain.idx,
-                          (cl_uint)(start + i * t->b)};
-        /* Path B: the backward writes rows x mean gradient (the sum) into
-         * the accumulator itself. Paths A/C: clgrad multiplies the
-         * gradients by the weight, so they carry the mean. Either way the
-         * library divides by the sum of weights: the exact mean over B. */
-        float mult = o->path == GRAD_PATH_B ? 1.0f : 1.0f / (float)rows;
-        cl_int e = mlp_forward(t->net, &src, rows, t->scale.mem, t->scale.offset, mult, 1);
-        if (e == CL_SUCCESS)
-            e = mlp_sum(t->net, rows, t->sums);
-        float beta = o->path == GRAD_PATH_B ? clg_accum_beta(t->model) : 0.0f;
-        if (e == CL_SUCCESS)
-            e = mlp_backward(t->net, rows, t->targets, beta);
-        for (int j = 0; j < t->n_tensors && e == CL_SUCCESS && t->scratch; j++)
-            e = mlp_convert(&t->net->k, o->grad_dtype, t->scratch, t->scratch_view[j].offset,
-                            t->grad_view[j].mem, t->grad_view[j].offset,
-                            (cl_uint)t->scratch_view[j].count);
-        if (e != CL_SUCCESS)
-            return trainer_fail_cl(t, "micro-step", e);
+        if (trainer_micro_compute(t, start + i * t->b, rows) != 0)
+            return -1;
         /* Weight = samples in the micro-batch. */
         clg_status st = clg_step(t->model, o->path == GRAD_PATH_B ? NULL : t->grads, (float)rows,
                                  &updated, NULL);
@@ -212,19 +219,30 @@ static int run_batch(trainer *t, size_t start, size_t len)
     t->updates++;
     if (trainer_widen_weights(t) != 0) /* bf16 master: the next forward's fp32 copy */
         return -1;
-    return bound_queue(t);
+    return trainer_bound_queue(t);
+}
+
+/* sums[2] holds the loss of the update since the last row. */
+int trainer_clear_update_loss(trainer *t)
+{
+    float z = 0.0f;
+    cl_int e = clEnqueueFillBuffer(clg_context_queue(t->ctx), t->sums, &z, sizeof z,
+                                   2 * sizeof z, sizeof z, 0, NULL, NULL);
+    return e == CL_SUCCESS ? 0 : trainer_fail_cl(t, "clearing sums", e);
 }
 
 static int write_metrics_row(trainer *t, size_t len)
 {
     float s[4];
-    if (read_sums(t, t->sums, s) != 0)
+    if (trainer_read_sums(t, t->sums, s) != 0)
         return -1;
-    float z = 0.0f;
-    cl_int e = clEnqueueFillBuffer(clg_context_queue(t->ctx), t->sums, &z, sizeof z,
-                                   2 * sizeof z, sizeof z, 0, NULL, NULL);
-    if (e != CL_SUCCESS)
-        return trainer_fail_cl(t, "clearing sums", e);
+    if (trainer_clear_update_loss(t) != 0)
+        return -1;
+    return trainer_metrics_row(t, s[2] / (double)len);
+}
+
+int trainer_metrics_row(trainer *t, double loss)
+{
     clg_stats st = clg_stats_init();
     clg_status cs = clg_model_stats(t->model, 1, &st);
     if (cs != CLG_SUCCESS)
@@ -234,7 +252,7 @@ static int write_metrics_row(trainer *t, size_t len)
         .micro_steps = t->micro_steps,
         .samples = t->samples,
         .epoch = (unsigned)t->epoch + 1,
-        .loss = s[2] / (double)len,
+        .loss = loss,
         .lr = st.lr,
         .grad_norm = st.grad_norm,
         .loss_scale = st.loss_scale,
@@ -263,7 +281,7 @@ int trainer_loop(trainer *t)
     int done = t->updates >= t->total_updates;
     if (done) { /* resumed at the end: nothing left but the evaluation */
         double loss, acc;
-        if (evaluate(t, &loss, &acc) != 0)
+        if (trainer_evaluate(t, &loss, &acc) != 0)
             return -1;
         t->res->test_loss = loss;
         t->res->test_accuracy = acc;
@@ -273,7 +291,7 @@ int trainer_loop(trainer *t)
         cl_int e = devdata_set_order(&t->dtrain, t->order.perm);
         if (e != CL_SUCCESS)
             return trainer_fail_cl(t, "uploading the data order", e);
-        if (zero_sums(t, t->sums) != 0)
+        if (trainer_zero_sums(t, t->sums) != 0)
             return -1;
         double epoch_t0 = t->train_seconds;
         uint64_t epoch_samples = 0;
@@ -302,7 +320,7 @@ int trainer_loop(trainer *t)
                 return -1;
             if (print_due) {
                 float s[4];
-                if (read_sums(t, t->sums, s) != 0)
+                if (trainer_read_sums(t, t->sums, s) != 0)
                     return -1;
                 progress_update(&t->prog, t->updates, t->samples - start_samples,
                                 t->train_seconds, (unsigned)t->epoch + 1,
@@ -320,10 +338,10 @@ int trainer_loop(trainer *t)
             return trainer_fail_cl(t, "training", e);
         t->train_seconds += progress_now() - mark;
         float s[4];
-        if (read_sums(t, t->sums, s) != 0)
+        if (trainer_read_sums(t, t->sums, s) != 0)
             return -1;
         double test_loss = 0, test_acc = 0;
-        if (evaluate(t, &test_loss, &test_acc) != 0)
+        if (trainer_evaluate(t, &test_loss, &test_acc) != 0)
             return -1;
         double secs = t->train_seconds - epoch_t0;
         t->res->train_loss = epoch_samples ? s[0] / (double)epoch_samples : 0;

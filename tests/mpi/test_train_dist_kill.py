@@ -1,0 +1,88 @@
+"""A rank of `mpirun -np 2 clgrad-train --dist ddp` killed outright
+(SIGKILL) mid-run, saving a checkpoint after every update: mpirun must
+exit non-zero within LIMIT_S seconds, naming the dead rank, and the
+checkpoint on disk must be a whole one (a plain process resumes from it:
+clg_checkpoint_load checks every CRC). Once for rank 1 and once for rank
+0, the rank that writes the file. argv: mpirun, clgrad-train."""
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+from train_dist_util import BASE, fail, mpirun_args, run, write_data
+
+LIMIT_S = 30.0
+
+mpirun, exe = sys.argv[1], sys.argv[2]
+tmp = tempfile.mkdtemp(prefix="clgrad-train-kill-")
+data = os.path.join(tmp, "data")
+write_data(data)
+# Long enough that the kill lands mid-run: the checkpoint after every update.
+args = [exe, "--data", data] + [a if a != "6" else "100000" for a in BASE]
+
+
+def rank_pid(parent, rank):
+    """The pid of MPI rank `rank` among mpirun's children (Open MPI sets
+    OMPI_COMM_WORLD_RANK in each rank's environment)."""
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            if ppid != parent:
+                continue
+            with open("/proc/%s/environ" % d, "rb") as f:
+                env = f.read().split(b"\0")
+        except (OSError, ValueError, IndexError):
+            continue
+        if ("OMPI_COMM_WORLD_RANK=%d" % rank).encode() in env:
+            return int(d)
+    return None
+
+
+def kill_one(rank):
+    ck = os.path.join(tmp, "ck%d.safetensors" % rank)
+    p = subprocess.Popen(mpirun_args(mpirun, 2) + args +
+                         ["--dist", "ddp", "--checkpoint", ck, "--save-every", "1"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while not os.path.exists(ck):  # the first save: the ranks are training
+        if p.poll() is not None or time.time() > deadline:
+            out, err = p.communicate()
+            fail("no checkpoint appeared (exit %s):\n%s\n%s" % (p.returncode, out, err))
+        time.sleep(0.05)
+    time.sleep(0.5)  # some updates (and saves) later
+    pid = rank_pid(p.pid, rank)
+    if pid is None:
+        p.kill()
+        fail("rank %d not found among mpirun's children" % rank)
+    os.kill(pid, signal.SIGKILL)
+    t0 = time.time()
+    try:
+        out, err = p.communicate(timeout=LIMIT_S)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.communicate()
+        fail("mpirun still running %.0f s after rank %d was killed" % (LIMIT_S, rank))
+    dt = time.time() - t0
+    if p.returncode == 0:
+        fail("mpirun exited 0 after rank %d was killed" % rank)
+    # Open MPI 4.1 names the rank (its PID there reads 0 in containers).
+    named = "process rank %d with PID" % rank
+    if named not in err or "signal 9" not in err:
+        fail("mpirun's message does not name the dead rank ('%s', signal 9):\n%s" % (named, err))
+    print("rank %d (pid %d) killed: mpirun exited %d after %.2f s (limit %.0f s):\n%s" %
+          (rank, pid, p.returncode, dt, LIMIT_S, err.strip()), flush=True)
+    # The file is the last complete checkpoint: a plain process resumes it.
+    r = run(args + ["--resume", ck, "--stop-after", "1"], expect_ok=False)
+    if r.returncode != 0:
+        fail("the checkpoint left by the killed run does not resume:\n%s" % r.stderr)
+    print("its checkpoint resumes on a plain process", flush=True)
+
+
+kill_one(1)
+kill_one(0)
+print("PASS")

@@ -1,0 +1,77 @@
+"""Shared by the clgrad-train --dist tests: a small synthetic data set in
+IDX files, running the trainer (plain or under mpirun), reading
+--dump-weights files and their relative L2 distance."""
+import math
+import os
+import random
+import struct
+import subprocess
+import sys
+
+TRAIN_N, TEST_N = 256, 128
+# Small and quick: 784-16-10, effective batch 64 = 4 x 16 (2 x 16 per rank
+# for R = 2), 6 updates across an epoch boundary (4 batches per epoch).
+BASE = ["--hidden", "16", "--batch", "64", "--micro-batch", "16", "--steps", "6",
+        "--lr", "0.01", "--clip", "1", "--train-limit", str(TRAIN_N), "--test-limit", str(TEST_N),
+        "--quiet", "--json", "--tuning", "off"]
+
+
+def fail(msg):
+    print("FAIL: " + msg, flush=True)
+    sys.exit(1)
+
+
+def write_idx(path, dims, data):
+    with open(path, "wb") as f:
+        f.write(bytes([0, 0, 8, len(dims)]))
+        for d in dims:
+            f.write(struct.pack(">I", d))
+        f.write(data)
+
+
+def write_data(d):
+    """Fashion-MNIST-shaped files whose class the pixels tell apart."""
+    os.makedirs(d, exist_ok=True)
+    rng = random.Random(5)
+    for prefix, n in (("train", TRAIN_N), ("t10k", TEST_N)):
+        labels = bytes(rng.randrange(10) for _ in range(n))
+        img = bytearray()
+        for lab in labels:
+            img += bytes(min(255, lab * 25 + rng.randrange(40)) for _ in range(784))
+        write_idx(os.path.join(d, prefix + "-images-idx3-ubyte"), [n, 28, 28], bytes(img))
+        write_idx(os.path.join(d, prefix + "-labels-idx1-ubyte"), [n], labels)
+
+
+def mpirun_args(mpirun, np):
+    return [mpirun, "--oversubscribe", "--allow-run-as-root", "-np", str(np)]
+
+
+def run(argv, timeout=300, expect_ok=True):
+    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       timeout=timeout)
+    if expect_ok and p.returncode != 0:
+        fail("%s exited %d\nstdout:\n%s\nstderr:\n%s" % (" ".join(argv), p.returncode,
+                                                       p.stdout, p.stderr))
+    return p
+
+
+def summary(p):
+    import json
+    lines = [l for l in p.stdout.splitlines() if l.startswith("{")]
+    if len(lines) != 1:
+        fail("expected one JSON line (rank 0's) on stdout, got %d:\n%s" % (len(lines), p.stdout))
+    return json.loads(lines[0])
+
+
+def read_weights(path):
+    with open(path, "rb") as f:
+        b = f.read()
+    return struct.unpack("<%df" % (len(b) // 4), b)
+
+
+def rel_l2(a, b):
+    if len(a) != len(b):
+        fail("weight files differ in length: %d and %d floats" % (len(a), len(b)))
+    num = sum((x - y) ** 2 for x, y in zip(a, b))
+    den = sum(y * y for y in b)
+    return math.sqrt(num / den) if den > 0 else math.sqrt(num)

@@ -3,8 +3,11 @@
 exit non-zero within LIMIT_S seconds, naming the dead rank, and the
 checkpoint on disk must be a whole one (a plain process resumes from it:
 clg_checkpoint_load checks every CRC). Once for rank 1 and once for rank
-0, the rank that writes the file. argv: mpirun, clgrad-train."""
+0, the rank that writes the file. And a checkpoint write that fails on
+rank 0 (its directory removed mid-run): every rank exits with rank 0's
+message. argv: mpirun, clgrad-train."""
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -83,6 +86,40 @@ def kill_one(rank):
     print("its checkpoint resumes on a plain process", flush=True)
 
 
+def failed_write():
+    d = os.path.join(tmp, "ckdir")
+    os.mkdir(d)
+    ck = os.path.join(d, "ck.safetensors")
+    p = subprocess.Popen(mpirun_args(mpirun, 2) + args +
+                         ["--dist", "ddp", "--checkpoint", ck, "--save-every", "1"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while not os.path.exists(ck):
+        if p.poll() is not None or time.time() > deadline:
+            out, err = p.communicate()
+            fail("no checkpoint appeared (exit %s):\n%s\n%s" % (p.returncode, out, err))
+        time.sleep(0.05)
+    shutil.rmtree(d)  # the next save cannot create its temporary file
+    t0 = time.time()
+    try:
+        out, err = p.communicate(timeout=LIMIT_S)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.communicate()
+        fail("still running %.0f s after the checkpoint directory went away" % LIMIT_S)
+    dt = time.time() - t0
+    for r in (0, 1):
+        line = "clgrad-train (rank %d of 2): rank 0: --checkpoint" % r
+        if line not in err:
+            fail("failed checkpoint write: expected '%s...' (exit %d):\n%s" %
+                 (line, p.returncode, err))
+    if p.returncode == 0:
+        fail("failed checkpoint write: mpirun exited 0")
+    print("checkpoint write failed on rank 0: mpirun exited %d after %.2f s:\n%s" %
+          (p.returncode, dt, err.strip()), flush=True)
+
+
 kill_one(1)
 kill_one(0)
+failed_write()
 print("PASS")

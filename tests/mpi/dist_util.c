@@ -59,6 +59,20 @@ void du_finish(clg_context *ctx)
     MPI_Finalize();
 }
 
+/* x[i] uniform in [-1, 1): splitmix64 from seed, the top 24 bits. */
+static void fill_uniform(float *x, size_t n, uint64_t seed)
+{
+    uint64_t s = seed;
+    for (size_t i = 0; i < n; i++) {
+        s += 0x9e3779b97f4a7c15ull;
+        uint64_t z = s;
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        z ^= z >> 31;
+        x[i] = (float)(z >> 40) * (2.0f / 16777216.0f) - 1.0f;
+    }
+}
+
 clg_model *du_model(clg_context *ctx, const clg_config *cfg, const size_t *counts, size_t n)
 {
     clg_model *m;
@@ -75,15 +89,7 @@ clg_model *du_model(clg_context *ctx, const clg_config *cfg, const size_t *count
     float *p = malloc(np * sizeof *p);
     if (!p)
         du_fail("out of memory");
-    uint64_t s = 12345;
-    for (size_t i = 0; i < np; i++) {
-        s += 0x9e3779b97f4a7c15ull;
-        uint64_t z = s;
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        z ^= z >> 31;
-        p[i] = (float)(z >> 40) * (2.0f / 16777216.0f) - 1.0f;
-    }
+    fill_uniform(p, np, 12345);
     DU_OK(clg_model_upload_params(m, CLG_ALL_TENSORS, p, np, NULL));
     free(p);
     return m;
@@ -91,13 +97,6 @@ clg_model *du_model(clg_context *ctx, const clg_config *cfg, const size_t *count
 
 void du_gradient(float *g, size_t n, unsigned u, unsigned j)
 {
-    uint64_t s = 0x5851f42d4c957f2dull * (1 + (uint64_t)u) ^ (0x14057b7ef767814full * (1 + j));
-    for (size_t i = 0; i < n; i++) {
-        s += 0x9e3779b97f4a7c15ull;
-        uint64_t z = s;
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        z ^= z >> 31;
-        g[i] = (float)(z >> 40) * (2.0f / 16777216.0f) - 1.0f;
-    }
+    fill_uniform(g, n,
+                 0x5851f42d4c957f2dull * (1 + (uint64_t)u) ^ (0x14057b7ef767814full * (1 + j)));
 }

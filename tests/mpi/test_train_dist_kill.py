@@ -46,31 +46,43 @@ def rank_pid(parent, rank):
     return None
 
 
-def kill_one(rank):
-    ck = os.path.join(tmp, "ck%d.safetensors" % rank)
+def start_saving(ck):
+    """mpirun -np 2 of the training, saving ck after every update, once its
+    first checkpoint is there (the ranks are training)."""
     p = subprocess.Popen(mpirun_args(mpirun, 2) + args +
                          ["--dist", "ddp", "--checkpoint", ck, "--save-every", "1"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
-    while not os.path.exists(ck):  # the first save: the ranks are training
+    while not os.path.exists(ck):
         if p.poll() is not None or time.time() > deadline:
             out, err = p.communicate()
             fail("no checkpoint appeared (exit %s):\n%s\n%s" % (p.returncode, out, err))
         time.sleep(0.05)
+    return p
+
+
+def wait_exit(p, what):
+    """(stderr, seconds) of p's exit, which must come within LIMIT_S."""
+    t0 = time.time()
+    try:
+        _, err = p.communicate(timeout=LIMIT_S)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.communicate()
+        fail("mpirun still running %.0f s after %s" % (LIMIT_S, what))
+    return err, time.time() - t0
+
+
+def kill_one(rank):
+    ck = os.path.join(tmp, "ck%d.safetensors" % rank)
+    p = start_saving(ck)
     time.sleep(0.5)  # some updates (and saves) later
     pid = rank_pid(p.pid, rank)
     if pid is None:
         p.kill()
         fail("rank %d not found among mpirun's children" % rank)
     os.kill(pid, signal.SIGKILL)
-    t0 = time.time()
-    try:
-        out, err = p.communicate(timeout=LIMIT_S)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.communicate()
-        fail("mpirun still running %.0f s after rank %d was killed" % (LIMIT_S, rank))
-    dt = time.time() - t0
+    err, dt = wait_exit(p, "rank %d was killed" % rank)
     if p.returncode == 0:
         fail("mpirun exited 0 after rank %d was killed" % rank)
     # Open MPI 4.1 names the rank (its PID there reads 0 in containers).
@@ -90,24 +102,9 @@ def failed_write():
     d = os.path.join(tmp, "ckdir")
     os.mkdir(d)
     ck = os.path.join(d, "ck.safetensors")
-    p = subprocess.Popen(mpirun_args(mpirun, 2) + args +
-                         ["--dist", "ddp", "--checkpoint", ck, "--save-every", "1"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 120
-    while not os.path.exists(ck):
-        if p.poll() is not None or time.time() > deadline:
-            out, err = p.communicate()
-            fail("no checkpoint appeared (exit %s):\n%s\n%s" % (p.returncode, out, err))
-        time.sleep(0.05)
+    p = start_saving(ck)
     shutil.rmtree(d)  # the next save cannot create its temporary file
-    t0 = time.time()
-    try:
-        out, err = p.communicate(timeout=LIMIT_S)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.communicate()
-        fail("still running %.0f s after the checkpoint directory went away" % LIMIT_S)
-    dt = time.time() - t0
+    err, dt = wait_exit(p, "the checkpoint directory went away")
     for r in (0, 1):
         line = "clgrad-train (rank %d of 2): rank 0: --checkpoint" % r
         if line not in err:

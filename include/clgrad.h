@@ -553,6 +553,49 @@ CLG_API clg_status clg_step_collect(clg_model *model, const clg_grads *grads, fl
 CLG_API clg_status clg_finish_cycle(clg_model *model, float weight_sum,
                                     const clg_events *events);
 
+/* ------------------------------------------------- sharded states (ZeRO-1) */
+
+/* The layout space: the model's chunks end to end (clg_model_chunk_view),
+ * each a whole number of 1024-element segments, tensor padding included.
+ * Data-parallel ranks exchange accumulators and params in it. */
+typedef enum clg_part { CLG_PART_PARAMS = 0, CLG_PART_ACC = 1 } clg_part;
+CLG_API size_t clg_model_chunk_count(const clg_model *model);
+/* Chunk c of the params or accumulators: offset 0, count its elements. */
+CLG_API clg_status clg_model_chunk_view(const clg_model *model, clg_part part, size_t chunk,
+                                        clg_view *view);
+
+/* Before clg_model_finalize: the model keeps its optimizer states only for
+ * shard `index` of `count` equal shards of the layout space (ZeRO-1;
+ * libclgrad-mpi, one shard per rank), and its update touches only the
+ * params of that shard. Params and accumulators stay whole: the forward
+ * and backward need every param, and every micro-step accumulates every
+ * gradient. Not with Q8/Q4 states, a param copy, bf16 params, per-tensor
+ * norms or CLG_NONFINITE_SKIP_MICRO (CLG_ERR_UNSUPPORTED at finalize). */
+CLG_API clg_status clg_model_set_shard(clg_model *model, unsigned index, unsigned count);
+/* Shard `index`'s elements [*first, *first + *count) of the layout space
+ * (of *total elements); any of the pointers may be NULL. A model without
+ * shards has one: index 0 of 1, the whole space. */
+CLG_API clg_status clg_model_shard_range(const clg_model *model, unsigned index,
+                                         uint64_t *first, uint64_t *count, uint64_t *total);
+/* A sharded model ends its cycles in three calls, so that the ranks can
+ * combine what each holds: after clg_step_collect (and the caller's sum of
+ * the shard's accumulators across ranks), clg_shard_sumsq returns the sum
+ * of squares of the accumulator over this shard (blocking; inf or NaN if an
+ * element is not finite); clg_finish_cycle_sharded then runs the cycle's
+ * prologue and this shard's update, with sumsq the sum over every shard
+ * (clipping, the non-finite decision and the loss scale see the whole
+ * gradient) and weight_sum the cycle's total weight. clg_step's and
+ * clg_flush's own end of cycle, clg_finish_cycle and the per-tensor state
+ * downloads refuse on a sharded model. */
+CLG_API clg_status clg_shard_sumsq(clg_model *model, double *sumsq);
+CLG_API clg_status clg_finish_cycle_sharded(clg_model *model, float weight_sum, double sumsq,
+                                            const clg_events *events);
+/* The states of this shard as stored (fp32 or bf16 elements), the shard's
+ * range of the layout space in order; bytes must be the shard's count
+ * times the state's element size. Blocking. */
+CLG_API clg_status clg_model_download_shard_state(clg_model *model, int state, void *host,
+                                                  size_t bytes);
+
 /* ------------------------------------------------------------ statistics */
 
 /* Read back from the device step block.
@@ -619,6 +662,17 @@ CLG_API clg_status clg_checkpoint_save(clg_model *model, const char *path,
 typedef void (*clg_meta_fn)(const char *key, const char *value, void *user);
 CLG_API clg_status clg_checkpoint_load(clg_model *model, const char *path, clg_meta_fn meta,
                                        void *user);
+/* clg_checkpoint_save for a sharded model, with the states of every shard
+ * gathered by the caller: states[s] is state s over the whole layout space
+ * (clg_model_shard_range's total elements, fp32 or bf16 as stored, the
+ * shards' clg_model_download_shard_state end to end); n_states must equal
+ * clg_model_state_count. The file is the one an unsharded model saves: it
+ * loads into a model with any shards or none. A sharded model loads any
+ * checkpoint of its layout with clg_checkpoint_load, keeping its shard. */
+CLG_API clg_status clg_checkpoint_save_gathered(clg_model *model, const char *path,
+                                                const char *const *meta_keys,
+                                                const char *const *meta_values, size_t n_meta,
+                                                const void *const *states, size_t n_states);
 
 /* ----------------------------------------------------- contrastive losses */
 

@@ -213,8 +213,17 @@ clg_status clg__ckpt_header(clg_ckpt_layout *layout, const uint8_t *data,
 
 /* ------------------------------------------------------------ snapshot */
 
-clg_status clg__ckpt_collect(clg_model *model, const clg_ckpt_layout *layout, uint8_t **data,
-                             clg_cycle_state *state)
+/* A tensor's state from a gathered host image of the layout space. */
+static void from_image(const clg_model *m, const void *image, int source, int t, uint8_t *dst)
+{
+    const clg_tensor_slot *ts = &m->tensors[t];
+    size_t esz = m->states[source - CLG_ARENA_STATE0].elem_size;
+    uint64_t at = clg__layout_first(m, ts->chunk) + ts->offset;
+    memcpy(dst, (const uint8_t *)image + at * esz, ts->count * esz);
+}
+
+clg_status clg__ckpt_collect(clg_model *model, const clg_ckpt_layout *layout,
+                             const void *const *images, uint8_t **data, clg_cycle_state *state)
 {
     *data = NULL;
     if (layout->data_size > SIZE_MAX)
@@ -244,6 +253,8 @@ clg_status clg__ckpt_collect(clg_model *model, const clg_ckpt_layout *layout, ui
         } else if (e->source <= CLG_CKPT_SRC_SCALE0) {
             st = clg__state_scales_io(model, (size_t)(CLG_CKPT_SRC_SCALE0 - e->source),
                                       (size_t)e->tensor, dst, 0);
+        } else if (images != NULL && e->source >= CLG_ARENA_STATE0) {
+            from_image(model, images[e->source - CLG_ARENA_STATE0], e->source, e->tensor, dst);
         } else {
             st = clg__arena_read(model, e->source, e->tensor, dst);
         }
@@ -466,52 +477,52 @@ out:
 
 /* ------------------------------------------------------------ save */
 
-clg_status clg_checkpoint_save(clg_model *model, const char *path, const char *const *meta_keys,
-                               const char *const *meta_values, size_t n_meta)
+/* images: the gathered states of a sharded model (NULL: from the device). */
+static clg_status save(clg_model *model, const char *path, const char *const *meta_keys,
+                       const char *const *meta_values, size_t n_meta,
+                       const void *const *images, const char *who)
 {
-    if (!model)
-        return clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT, "clg_checkpoint_save: model is NULL");
     clg_context *ctx = model->ctx;
     if (!path || !*path)
-        return clg__fail(ctx, CLG_ERR_INVALID_ARGUMENT, "clg_checkpoint_save: path is %s",
+        return clg__fail(ctx, CLG_ERR_INVALID_ARGUMENT, "%s: path is %s", who,
                          path ? "empty" : "NULL");
     if (!model->finalized)
         return clg__fail(ctx, CLG_ERR_STATE,
-                         "clg_checkpoint_save: the model is not finalized (call "
-                         "clg_model_finalize first)");
+                         "%s: the model is not finalized (call clg_model_finalize first)", who);
     /* After a step failed half-way the device holds part of a step the
      * counters don't reflect: a checkpoint of that would load as a valid,
      * silently wrong state. */
     if (model->failed != CLG_SUCCESS)
         return clg__fail(ctx, CLG_ERR_STATE,
-                         "clg_checkpoint_save: an earlier step failed half-way (%s); the model "
-                         "state is inconsistent and is not saved (load a checkpoint to continue)",
-                         clg_status_string(model->failed));
+                         "%s: an earlier step failed half-way (%s); the model state is "
+                         "inconsistent and is not saved (load a checkpoint to continue)",
+                         who, clg_status_string(model->failed));
     /* A collected cycle is half done: its accumulator holds the whole cycle
      * but no update ran, a state no checkpoint format describes. */
     if (model->pending)
         return clg__fail(ctx, CLG_ERR_STATE,
-                         "clg_checkpoint_save: a collected cycle is pending (clg_step_collect); "
-                         "call clg_finish_cycle or clg_reset_cycle first");
+                         "%s: a collected cycle is pending (clg_step_collect); call "
+                         "clg_finish_cycle or clg_reset_cycle first",
+                         who);
     char err[512];
     clg_status st = check_meta(meta_keys, meta_values, n_meta, err, sizeof err);
     if (st != CLG_SUCCESS)
-        return clg__fail(ctx, st, "clg_checkpoint_save: %s", err);
+        return clg__fail(ctx, st, "%s: %s", who, err);
 
     clg_ckpt_layout layout;
     st = clg__ckpt_layout_model(model, &layout, err, sizeof err);
     if (st != CLG_SUCCESS)
-        return clg__fail(ctx, st, "clg_checkpoint_save: '%s': %s", path, err);
+        return clg__fail(ctx, st, "%s: '%s': %s", who, path, err);
     uint8_t *data = NULL;
     char *header = NULL;
     size_t header_len = 0;
     clg_cycle_state state;
-    st = clg__ckpt_collect(model, &layout, &data, &state);
+    st = clg__ckpt_collect(model, &layout, images, &data, &state);
     if (st == CLG_SUCCESS) {
         st = clg__ckpt_header(&layout, data, &state, meta_keys, meta_values, n_meta, &header,
                               &header_len, err, sizeof err);
         if (st != CLG_SUCCESS)
-            clg__fail(ctx, st, "clg_checkpoint_save: '%s': %s", path, err);
+            clg__fail(ctx, st, "%s: '%s': %s", who, path, err);
     }
     if (st == CLG_SUCCESS)
         st = write_durably(ctx, path, header, header_len, &layout, data);
@@ -519,4 +530,39 @@ clg_status clg_checkpoint_save(clg_model *model, const char *path, const char *c
     free(data);
     clg__ckpt_layout_free(&layout);
     return st;
+}
+
+clg_status clg_checkpoint_save(clg_model *model, const char *path, const char *const *meta_keys,
+                               const char *const *meta_values, size_t n_meta)
+{
+    const char *who = "clg_checkpoint_save";
+    if (!model)
+        return clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT, "%s: model is NULL", who);
+    clg_status st = clg__shard_refuse(model, who);
+    return st == CLG_SUCCESS ? save(model, path, meta_keys, meta_values, n_meta, NULL, who) : st;
+}
+
+clg_status clg_checkpoint_save_gathered(clg_model *model, const char *path,
+                                        const char *const *meta_keys,
+                                        const char *const *meta_values, size_t n_meta,
+                                        const void *const *states, size_t n_states)
+{
+    const char *who = "clg_checkpoint_save_gathered";
+    if (!model)
+        return clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT, "%s: model is NULL", who);
+    if (model->finalized && n_states != model->n_states)
+        return clg__fail(model->ctx, CLG_ERR_INVALID_ARGUMENT,
+                         "%s: %zu state images given, the optimizer has %zu states", who,
+                         n_states, model->n_states);
+    for (size_t s = 0; s < n_states; s++)
+        if (states == NULL || states[s] == NULL)
+            return clg__fail(model->ctx, CLG_ERR_INVALID_ARGUMENT, "%s: state image %zu is NULL",
+                             who, s);
+    for (size_t s = 0; model->finalized && s < n_states; s++)
+        if (model->states[s].elem_size == 0)
+            return clg__fail(model->ctx, CLG_ERR_UNSUPPORTED,
+                             "%s: state %zu is Q8/Q4; gathered saves hold fp32 or bf16 states",
+                             who, s);
+    static const void *const none[1] = {NULL};
+    return save(model, path, meta_keys, meta_values, n_meta, n_states ? states : none, who);
 }

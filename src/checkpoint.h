@@ -209,9 +209,11 @@ void clg__ckpt_parsed_free(clg_ckpt_parsed *parsed);
  * clg__ckpt_copy_io in checkpoint_load.c. */
 
 /* Reads every entry of layout from the device into one malloc'ed buffer
- * (at the canonical offsets) and the cycle state into *state. Blocking. */
-clg_status clg__ckpt_collect(clg_model *model, const clg_ckpt_layout *layout, uint8_t **data,
-                             clg_cycle_state *state);
+ * (at the canonical offsets) and the cycle state into *state. Blocking.
+ * images: NULL, or a host image of every optimizer state over the layout
+ * space (a sharded model's, gathered) to take the states from instead. */
+clg_status clg__ckpt_collect(clg_model *model, const clg_ckpt_layout *layout,
+                             const void *const *images, uint8_t **data, clg_cycle_state *state);
 /* Writes every entry from data to the device, then sets the cycle state.
  * Entries are taken at their file offsets (file_offsets != 0, after a
  * parse) or at the canonical ones (a buffer from clg__ckpt_collect).

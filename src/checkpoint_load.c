@@ -177,7 +177,11 @@ clg_status clg_checkpoint_load(clg_model *model, const char *path, clg_meta_fn m
     /* All checks passed. Keep the live state, so that a device failure
      * half-way through the writes can be undone. */
     clg_cycle_state backup_state;
-    st = clg__ckpt_collect(model, &layout, &backup, &backup_state);
+    void **own = NULL; /* a sharded model's backup: its own shard's states */
+    st = model->sharded ? clg__shard_images(model, &own) : CLG_SUCCESS;
+    if (st == CLG_SUCCESS)
+        st = clg__ckpt_collect(model, &layout, (const void *const *)own, &backup, &backup_state);
+    clg__shard_images_free(model, own);
     if (st != CLG_SUCCESS)
         goto done; /* nothing changed yet; message set by the failing call */
     /* A successful load clears a failed step's refusal (the whole state is

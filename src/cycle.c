@@ -251,6 +251,9 @@ static clg_status step(clg_model *m, const clg_grads *g, float w, int *updated,
     unsigned k = 0;
     if (st == CLG_SUCCESS)
         st = cycle_length(m, &k);
+    /* a shard's norm is not the gradient's: only the caller can end it */
+    if (st == CLG_SUCCESS && !collect && m->micro + 1 >= k)
+        st = clg__shard_refuse(m, who);
     if (st == CLG_SUCCESS)
         st = clg__events_wait(m->ctx, ev, who);
     if (st != CLG_SUCCESS)
@@ -273,30 +276,43 @@ clg_status clg_step_collect(clg_model *m, const clg_grads *g, float w, int *cycl
     return step(m, g, w, cycle_ready, ev, true, "clg_step_collect");
 }
 
-clg_status clg_finish_cycle(clg_model *m, float weight_sum, const clg_events *ev)
+/* The checks of clg_finish_cycle and clg_finish_cycle_sharded. */
+static clg_status check_pending(clg_model *m, const char *who)
 {
-    const char *who = "clg_finish_cycle";
-    clg__events_clear(ev);
     clg_status st = check_usable(m, who);
+    if (st == CLG_SUCCESS && !m->pending)
+        st = clg__fail(m->ctx, CLG_ERR_STATE,
+                       "%s: no collected cycle is pending (clg_step_collect has not reported "
+                       "*cycle_ready = 1 since the last update)",
+                       who);
+    return st;
+}
+
+/* sumsq NULL: the statistics pass reads the accumulator as it is now, as
+ * clg_flush's does; else the caller's sum over every shard stands in for
+ * it, as the main region's one partial. */
+static clg_status finish(clg_model *m, float weight_sum, const double *sumsq,
+                         const clg_events *ev, const char *who)
+{
+    clg__events_clear(ev);
+    clg_status st = check_pending(m, who);
     if (st != CLG_SUCCESS)
         return st;
-    if (!m->pending)
-        return clg__fail(m->ctx, CLG_ERR_STATE,
-                         "%s: no collected cycle is pending (clg_step_collect has not reported "
-                         "*cycle_ready = 1 since the last update)",
-                         who);
     if (!(isfinite(weight_sum) && weight_sum > 0.0f))
         return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT,
                          "%s: weight_sum %g must be finite and > 0", who, (double)weight_sum);
+    if (sumsq != NULL && *sumsq < 0.0)
+        return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT,
+                         "%s: sumsq %g is negative; it is a sum of squares", who, *sumsq);
     st = clg__events_check(m->ctx, ev, who);
     if (st == CLG_SUCCESS)
         st = clg__events_wait(m->ctx, ev, who);
+    if (st == CLG_SUCCESS && sumsq != NULL && needs_stats(&m->cfg))
+        st = clg__partials_set_main(m, (float)*sumsq, who);
     if (st != CLG_SUCCESS)
-        return st;
-    /* The accumulator holds the whole (possibly combined) cycle: the
-     * statistics pass reads it as it is now, as clg_flush's does. */
+        return clg__events_finish(m->ctx, ev, st, who);
     uint64_t before = m->launched;
-    st = settle(m, end_cycle(m, NULL, 0.0f, weight_sum, false), before);
+    st = settle(m, end_cycle(m, NULL, 0.0f, weight_sum, sumsq != NULL), before);
     if (st == CLG_SUCCESS) {
         m->pending = false;
         cycle_done(m);
@@ -304,10 +320,42 @@ clg_status clg_finish_cycle(clg_model *m, float weight_sum, const clg_events *ev
     return clg__events_finish(m->ctx, ev, st, who);
 }
 
+clg_status clg_finish_cycle(clg_model *m, float weight_sum, const clg_events *ev)
+{
+    const char *who = "clg_finish_cycle";
+    clg_status st = m != NULL ? clg__shard_refuse(m, who) : CLG_SUCCESS;
+    if (st != CLG_SUCCESS) {
+        clg__events_clear(ev);
+        return st;
+    }
+    return finish(m, weight_sum, NULL, ev, who);
+}
+
+clg_status clg_shard_sumsq(clg_model *m, double *sumsq)
+{
+    const char *who = "clg_shard_sumsq";
+    clg_status st = check_pending(m, who);
+    if (st == CLG_SUCCESS && sumsq == NULL)
+        st = clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT, "%s: sumsq is NULL", who);
+    if (st != CLG_SUCCESS)
+        return st;
+    /* only the partials change: a failure leaves the cycle as it was */
+    st = clg__launch_shard_sumsq(m);
+    return st == CLG_SUCCESS ? clg__partials_shard_sum(m, sumsq, who) : st;
+}
+
+clg_status clg_finish_cycle_sharded(clg_model *m, float weight_sum, double sumsq,
+                                    const clg_events *ev)
+{
+    return finish(m, weight_sum, &sumsq, ev, "clg_finish_cycle_sharded");
+}
+
 /* The update of a partial window, once clg_flush has checked it. */
 static clg_status flush(clg_model *m)
 {
-    clg_status st;
+    clg_status st = clg__shard_refuse(m, "clg_flush");
+    if (st != CLG_SUCCESS)
+        return st;
     if (m->cfg.nonfinite == CLG_NONFINITE_SKIP_MICRO) {
         cl_uint finite = 0;
         st = read_finite_count(m, &finite, "clg_flush");

@@ -248,6 +248,32 @@ clg_status clg__launch_fold_small(clg_model *m, float weight)
     return fold_region(m, "fold_small", CLG_REGION_SMALL, weight);
 }
 
+/* The norm pass over the shard's part of every chunk only (sharded
+ * models: clg_shard_sumsq), into the main region; the partials of a chunk
+ * are its first reduce groups of the shard's count. */
+clg_status clg__launch_shard_sumsq(clg_model *m)
+{
+    char opt[64];
+    snprintf(opt, sizeof opt, "-DACC_DTYPE=%d -DWG=%zu -DITEMS=%d", (int)m->acc.dtype, m->wg,
+             REDUCE_ITEMS);
+    cl_kernel k;
+    clg_status st = get_kernel(m, "stats", opt, "acc_sumsq", &k);
+    for (size_t c = 0; c < m->n_chunks && st == CLG_SUCCESS; c++) {
+        if (m->own_n[c] == 0)
+            continue;
+        size_t n4 = n4_of(m->own_n[c]);
+        const clg_args_reduce a = {
+            .src = clg__shard_mem(m, CLG_ARENA_ACC, c),
+            .n4 = n4,
+            .partials = m->partials,
+            .pbase = region_base(m, CLG_REGION_MAIN, c),
+        };
+        SET_ARGS(reduce, k, &a);
+        st = launch(m, k, clg__kernels_reduce_groups(m, n4), "acc_sumsq");
+    }
+    return st;
+}
+
 clg_status clg__launch_acc_sumsq(clg_model *m, int region)
 {
     char opt[64];
@@ -359,18 +385,20 @@ static size_t q_local(const clg_model *m)
     return m->wg < 64 ? m->wg : 64;
 }
 
-/* The program and global size of chunk ch's update. */
+/* The program and global size of chunk ch's update (over the elements
+ * the states cover: the shard's part of the chunk, or all of it). */
 static const char *update_program(const clg_model *m, size_t ch, size_t *global, size_t *local)
 {
     clg_dtype fmt = clg__state_format(m, 0, ch);
+    size_t elems = clg__state_elems(m, ch);
     if (clg__dtype_quantized(fmt)) {
-        size_t blocks = m->chunk_elems[ch] / clg__qblock(fmt);
+        size_t blocks = elems / clg__qblock(fmt);
         *local = q_local(m);
         *global = (blocks + *local - 1) / *local * *local;
         return "update_q";
     }
     *local = m->wg;
-    *global = groups_for(m, n4_of(m->chunk_elems[ch])) * m->wg;
+    *global = groups_for(m, n4_of(elems)) * m->wg;
     return "update";
 }
 
@@ -379,6 +407,8 @@ clg_status clg__launch_update(clg_model *m, const clg_grads *last, float w_last,
 {
     const clg_config *c = &m->cfg;
     for (size_t ch = 0; ch < m->n_chunks; ch++) {
+        if (clg__state_elems(m, ch) == 0)
+            continue; /* another shard's */
         bool single = m->chunk_segs[ch] == 1;
         char opt[260];
         update_options(m, last != NULL, last ? last->dtype : CLG_FP32, single,
@@ -392,8 +422,8 @@ clg_status clg__launch_update(clg_model *m, const clg_grads *last, float w_last,
         /* a single-group chunk: its group's values as arguments */
         const clg_group_slot *grp = &m->groups[m->segments[m->chunk_first_seg[ch]].group];
         const clg_args_update a = {
-            .p = m->params.chunks[ch],
-            .acc = m->acc.chunks[ch],
+            .p = clg__shard_mem(m, CLG_ARENA_PARAMS, ch),
+            .acc = clg__shard_mem(m, CLG_ARENA_ACC, ch),
             .g = last ? last->arena.chunks[ch] : NULL,
             .w_last = w_last,
             .acc_empty = acc_empty ? 1u : 0u,
@@ -414,7 +444,7 @@ clg_status clg__launch_update(clg_model *m, const clg_grads *last, float w_last,
             .s0_scale = m->scales[0].chunks ? m->scales[0].chunks[ch] : NULL,
             .s1_scale = m->scales[1].chunks ? m->scales[1].chunks[ch] : NULL,
             .seed = update_seed(m, ch),
-            .n4 = n4_of(m->chunk_elems[ch]),
+            .n4 = n4_of(clg__state_elems(m, ch)),
         };
         SET_ARGS(update, k, &a);
         st = clg__launch(m->ctx, k, global, local, program);
@@ -426,8 +456,17 @@ clg_status clg__launch_update(clg_model *m, const clg_grads *last, float w_last,
     return CLG_SUCCESS;
 }
 
+/* Rows of chunk ch's group table: one per work-group of its update launch
+ * (over the shard's part of the chunk; 0 when it has none). */
+static size_t group_rows(const clg_model *m, size_t ch)
+{
+    size_t elems = clg__state_elems(m, ch);
+    return elems ? groups_for(m, n4_of(elems)) : 0;
+}
+
 /* For every chunk with several param groups, (lr_mult, weight decay) per
- * work-group of its update launch: segments are whole work-groups. */
+ * work-group of its update launch: segments are whole work-groups. A
+ * shard's table is its rows of the chunk's. */
 clg_status clg__kernels_group_params(clg_model *m)
 {
     size_t nc = m->n_chunks;
@@ -442,7 +481,7 @@ clg_status clg__kernels_group_params(clg_model *m)
     }
     clg_status st = CLG_SUCCESS;
     for (size_t ch = 0; ch < nc && st == CLG_SUCCESS; ch++) {
-        if (m->chunk_segs[ch] < 2)
+        if (m->chunk_segs[ch] < 2 || group_rows(m, ch) == 0)
             continue;
         size_t groups = groups_for(m, n4_of(m->chunk_elems[ch]));
         cl_float2 *rows = calloc(groups, sizeof *rows);
@@ -458,10 +497,11 @@ clg_status clg__kernels_group_params(clg_model *m)
                  gi++)
                 rows[gi] = (cl_float2){{grp->lr_mult, grp->weight_decay}};
         }
-        st = clg__buffer_create(m->ctx, groups * sizeof *rows, &m->group_params[ch]);
+        size_t n = group_rows(m, ch), row0 = m->own_lo[ch] / per_group;
+        st = clg__buffer_create(m->ctx, n * sizeof *rows, &m->group_params[ch]);
         if (st == CLG_SUCCESS) {
             cl_int err = clEnqueueWriteBuffer(m->ctx->queue, m->group_params[ch], CL_TRUE, 0,
-                                              groups * sizeof *rows, rows, 0, NULL, NULL);
+                                              n * sizeof *rows, rows + row0, 0, NULL, NULL);
             if (err != CL_SUCCESS)
                 st = clg__cl_fail(m->ctx, err, "clg_model_finalize", "clEnqueueWriteBuffer");
         }
@@ -475,7 +515,7 @@ uint64_t clg__kernels_group_params_bytes(const clg_model *m)
     uint64_t bytes = 0;
     for (size_t ch = 0; m->group_params != NULL && ch < m->n_chunks; ch++)
         if (m->group_params[ch] != NULL)
-            bytes += groups_for(m, n4_of(m->chunk_elems[ch])) * sizeof(cl_float2);
+            bytes += group_rows(m, ch) * sizeof(cl_float2);
     return bytes;
 }
 
@@ -483,8 +523,7 @@ void clg__kernels_free_group_params(clg_model *m)
 {
     for (size_t ch = 0; m->group_params != NULL && ch < m->n_chunks; ch++)
         if (m->group_params[ch] != NULL)
-            clg__buffer_release(m->ctx, m->group_params[ch],
-                                groups_for(m, n4_of(m->chunk_elems[ch])) * sizeof(cl_float2));
+            clg__buffer_release(m->ctx, m->group_params[ch], group_rows(m, ch) * sizeof(cl_float2));
     free(m->group_params);
     free(m->chunk_segs);
     free(m->chunk_first_seg);

@@ -28,6 +28,8 @@ clg_status clg__launch_accumulate(clg_model *m, const clg_grads *g, float w, boo
 clg_status clg__launch_check_micro(clg_model *m, const clg_grads *g, float w);
 /* Sum of squares and non-finite flag of the accumulator into region. */
 clg_status clg__launch_acc_sumsq(clg_model *m, int region);
+/* The same over the shard's part of each chunk, into the main region. */
+clg_status clg__launch_shard_sumsq(clg_model *m);
 /* Per-tensor sums of squares of the accumulator. */
 clg_status clg__launch_tensor_sumsq(clg_model *m);
 /* Noise scale: the first micro-step's statistics (CLG_REGION_SMALL) and

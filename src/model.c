@@ -86,6 +86,7 @@ static void release_device(clg_model *m)
     }
     clg__kernels_destroy(m);
     clg__kernels_free_group_params(m);
+    clg__shard_free(m);
     free_norm_tables(m);
     clg__arena_free(m, &m->params);
     clg__arena_free(m, &m->acc);
@@ -341,6 +342,8 @@ clg_status clg_model_finalize(clg_model *m)
     /* Check the budget for the whole model first, so that an over-budget
      * model fails with its full size rather than at some arena. */
     clg_status st = clg__layout(m);
+    if (st == CLG_SUCCESS)
+        st = clg__shard_layout(m); /* the states' size depends on it */
     if (st != CLG_SUCCESS)
         goto fail;
     m->wg = clg__kernels_wg(m->ctx);
@@ -380,6 +383,8 @@ clg_status clg_model_finalize(clg_model *m)
     if (st == CLG_SUCCESS && m->cfg.param_copy_dtype != CLG_DTYPE_NONE)
         st = clg__arena_alloc(m, &m->copy, m->cfg.param_copy_dtype,
                               clg__dtype_size(m->cfg.param_copy_dtype));
+    if (st == CLG_SUCCESS)
+        st = clg__shard_buffers(m);
     if (st == CLG_SUCCESS)
         st = clg__buffer_create(m->ctx, 4 * CLG_SB_WORDS, &m->step_block);
     if (st == CLG_SUCCESS)

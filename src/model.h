@@ -135,6 +135,17 @@ struct clg_model {
     clg_status failed;
     /* Parts of other objects its checkpoints carry (src/ckpt_ext.h). */
     struct clg_ckpt_ext *ckpt_ext;
+
+    /* ZeRO-1 (src/shard.c): the model keeps optimizer states for shard
+     * shard_index of shard_count only, a contiguous range of the layout
+     * space (the chunks end to end, padding included), in whole segments.
+     * Per chunk: the first owned element and the owned count (0: none), and
+     * sub-buffers of params and accumulators over that range, which the
+     * update and the norm pass read instead of the whole chunk. */
+    bool sharded;
+    unsigned shard_index, shard_count;
+    size_t *own_lo, *own_n;
+    cl_mem *params_sub, *acc_sub;
 };
 
 /* External gradient buffers, laid out like the accumulator. */
@@ -175,5 +186,34 @@ clg_status clg__arena_write(clg_model *model, int arena_id, int tensor, const vo
 /* Blocking read / write of the cycle state (host counters + step block). */
 clg_status clg__cycle_state_get(clg_model *model, clg_cycle_state *state);
 clg_status clg__cycle_state_set(clg_model *model, const clg_cycle_state *state);
+
+/* Shards (src/shard.c). The elements of chunk c that the states cover: all
+ * of them, or the chunk's part of the shard. */
+size_t clg__state_elems(const clg_model *model, size_t chunk);
+/* At finalize: the shard's range per chunk (after the layout), its
+ * sub-buffers (after the params and accumulators); and their release. */
+clg_status clg__shard_layout(clg_model *model);
+clg_status clg__shard_buffers(clg_model *model);
+void clg__shard_free(clg_model *model);
+/* Refuses calls that would need the states of other shards. */
+clg_status clg__shard_refuse(const clg_model *model, const char *who);
+/* The params (CLG_ARENA_PARAMS) or accumulator (CLG_ARENA_ACC) buffer over
+ * the shard's part of chunk c: a sub-buffer, or the chunk's own. */
+cl_mem clg__shard_mem(const clg_model *model, int arena_id, size_t chunk);
+/* Checkpoint load: the part of tensor t's state s (host: the whole
+ * tensor, as stored) that lies in the shard. */
+clg_status clg__shard_state_write(clg_model *model, size_t s, size_t t, const void *host);
+/* Host images of every state over the layout space holding this shard's
+ * states (zeros elsewhere), for a checkpoint load's backup; and their
+ * release (images may be NULL). */
+clg_status clg__shard_images(clg_model *model, void ***images);
+void clg__shard_images_free(const clg_model *model, void **images);
+/* Where chunk c starts in the layout space. */
+uint64_t clg__layout_first(const clg_model *model, size_t chunk);
+/* The shard's sum of squares from the main region's partials (after
+ * clg__launch_shard_sumsq), and the main region set to one partial, the
+ * sum over every shard, for the prologue. Blocking. */
+clg_status clg__partials_shard_sum(clg_model *model, double *sumsq, const char *who);
+clg_status clg__partials_set_main(clg_model *model, float sumsq, const char *who);
 
 #endif /* CLGRAD_MODEL_H */

@@ -79,7 +79,7 @@ clg_status clg__qstate_config_check(clg_context *ctx, const clg_config *c, const
 
 uint64_t clg__qstate_state_bytes(const clg_model *m, size_t s, size_t c)
 {
-    return clg__format_bytes(clg__state_format(m, s, c), m->chunk_elems[c]);
+    return clg__format_bytes(clg__state_format(m, s, c), clg__state_elems(m, c));
 }
 
 uint64_t clg__qstate_scale_bytes(const clg_model *m, size_t s, size_t c)

@@ -72,6 +72,11 @@ static clg_status write(clg_model *m, cl_mem mem, uint64_t offset, uint64_t byte
 
 clg_status clg__state_codes_io(clg_model *m, size_t s, size_t t, void *host, int to_device)
 {
+    if (m->sharded && to_device)
+        return clg__shard_state_write(m, s, t, host);
+    if (m->sharded) /* the callers refuse first: this is a clgrad bug */
+        return clg__fail(m->ctx, CLG_ERR_STATE,
+                         "internal error: a per-tensor read of a sharded model's state");
     state_region r = region_of(m, s, t);
     const char *who = "checkpoint: optimizer state";
     return to_device ? write(m, r.codes, r.code_offset, r.code_bytes, host, who)
@@ -128,6 +133,8 @@ clg_status clg_model_download_state(clg_model *m, int s, int t, float *host, siz
     clg__events_clear(ev);
     const char *who = "clg_model_download_state";
     clg_status st = check_state(m, s, t, true, who);
+    if (st == CLG_SUCCESS)
+        st = clg__shard_refuse(m, who);
     if (st == CLG_SUCCESS && host == NULL)
         st = clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT, "%s: NULL host", who);
     if (st == CLG_SUCCESS)
@@ -169,6 +176,8 @@ clg_status clg_model_download_state_raw(clg_model *m, int s, int t, void *codes,
     clg__events_clear(ev);
     const char *who = "clg_model_download_state_raw";
     clg_status st = check_state(m, s, t, false, who);
+    if (st == CLG_SUCCESS)
+        st = clg__shard_refuse(m, who);
     if (st != CLG_SUCCESS)
         return st;
     state_region r = region_of(m, (size_t)s, (size_t)t);

@@ -162,7 +162,7 @@ static void take_snap(clg_model *m, snap *s)
     char err[256];
     clg_ckpt_layout layout;
     OK(clg__ckpt_layout_model(m, &layout, err, sizeof err));
-    OK(clg__ckpt_collect(m, &layout, &s->raw, &s->cs));
+    OK(clg__ckpt_collect(m, &layout, NULL, &s->raw, &s->cs));
     s->raw_n = (size_t)layout.data_size;
     clg__ckpt_layout_free(&layout);
     s->n = clg_model_param_count(m);

@@ -81,6 +81,8 @@ static int updated_out;
 static int int_out;
 static size_t size_out;
 static float float_out;
+static double double_out;
+static uint64_t u64_out;
 static clg_view view_out;
 static clg_model *model_out;
 static clg_grads *grads_out;
@@ -299,6 +301,10 @@ static const char *missing_path(void)
     snprintf(p, sizeof p, "%s/no-such-dir/x.ckpt", F.tmp);
     return p;
 }
+
+/* State images for clg_checkpoint_save_gathered: two, and one then NULL. */
+static const void *const two_images[2] = {F.host, F.host};
+static const void *const one_image[2] = {F.host, NULL};
 
 /* ------------------------------------------------------------ the table
  *
@@ -661,6 +667,65 @@ static const char *missing_path(void)
       clg_model_tensor_norms(F.norms, norms_out, 1))                                               \
     X(sync_model, "clg_model_sync", INV, NOCTX, NULL, NULL, clg_model_sync(NULL))                  \
     X(sync_unfin, "clg_model_sync", STATE, CTX, NULL, NULL, clg_model_sync(F.unfin))              \
+    /* sharded states (ZeRO-1) */                                                                  \
+    X(shard_model, "clg_model_set_shard", INV, NOCTX, NULL, NULL, clg_model_set_shard(NULL, 0, 2)) \
+    X(shard_finalized, "clg_model_set_shard", STATE, CTX, "before clg_model_finalize", NULL,       \
+      clg_model_set_shard(M, 0, 2))                                                                \
+    X(shard_index, "clg_model_set_shard", INV, CTX, "shard 2 of 2", NULL,                          \
+      clg_model_set_shard(F.unfin, 2, 2))                                                          \
+    X(shard_count0, "clg_model_set_shard", INV, CTX, "of 0", NULL,                                 \
+      clg_model_set_shard(F.unfin, 0, 0))                                                          \
+    X(range_model, "clg_model_shard_range", INV, NOCTX, NULL, NULL,                                \
+      clg_model_shard_range(NULL, 0, &u64_out, NULL, NULL))                                        \
+    X(range_unfin, "clg_model_shard_range", STATE, CTX, NULL, NULL,                                \
+      clg_model_shard_range(F.unfin, 0, &u64_out, NULL, NULL))                                     \
+    X(range_index, "clg_model_shard_range", INV, CTX, "no shard 1", NULL,                          \
+      clg_model_shard_range(M, 1, &u64_out, NULL, NULL))                                           \
+    X(chunk_model, "clg_model_chunk_view", INV, NOCTX, NULL, NULL,                                 \
+      clg_model_chunk_view(NULL, CLG_PART_ACC, 0, &view_out))                                      \
+    X(chunk_unfin, "clg_model_chunk_view", STATE, CTX, NULL, NULL,                                 \
+      clg_model_chunk_view(F.unfin, CLG_PART_ACC, 0, &view_out))                                   \
+    X(chunk_index, "clg_model_chunk_view", INV, CTX, "no chunk 99", NULL,                          \
+      clg_model_chunk_view(M, CLG_PART_PARAMS, 99, &view_out))                                     \
+    X(chunk_part, "clg_model_chunk_view", INV, CTX, "part 5", NULL,                                \
+      clg_model_chunk_view(M, (clg_part)5, 0, &view_out))                                          \
+    X(chunk_view_null, "clg_model_chunk_view", INV, CTX, "view", NULL,                             \
+      clg_model_chunk_view(M, CLG_PART_ACC, 0, NULL))                                              \
+    X(sumsq_model, "clg_shard_sumsq", INV, NOCTX, NULL, NULL, clg_shard_sumsq(NULL, &double_out))  \
+    X(sumsq_unfin, "clg_shard_sumsq", STATE, CTX, NULL, NULL, clg_shard_sumsq(F.unfin, &double_out)) \
+    X(sumsq_not_pending, "clg_shard_sumsq", STATE, CTX, "no collected cycle", NULL,               \
+      clg_shard_sumsq(M, &double_out))                                                             \
+    X(sumsq_null, "clg_shard_sumsq", INV, CTX, "sumsq", NULL, clg_shard_sumsq(F.pend, NULL))       \
+    X(fshard_model, "clg_finish_cycle_sharded", INV, NOCTX, NULL, NULL,                            \
+      clg_finish_cycle_sharded(NULL, 1.0f, 1.0, &EV))                                              \
+    X(fshard_unfin, "clg_finish_cycle_sharded", STATE, CTX, NULL, NULL,                            \
+      clg_finish_cycle_sharded(F.unfin, 1.0f, 1.0, &EV))                                           \
+    X(fshard_not_pending, "clg_finish_cycle_sharded", STATE, CTX, "no collected cycle", NULL,     \
+      clg_finish_cycle_sharded(M, 1.0f, 1.0, &EV))                                                 \
+    X(fshard_w0, "clg_finish_cycle_sharded", INV, CTX, "weight_sum 0", NULL,                       \
+      clg_finish_cycle_sharded(F.pend, 0.0f, 1.0, &EV))                                            \
+    X(fshard_sumsq, "clg_finish_cycle_sharded", INV, CTX, "-3", "negative",                        \
+      clg_finish_cycle_sharded(F.pend, 1.0f, -3.0, &EV))                                           \
+    X(fshard_ev_num1, "clg_finish_cycle_sharded", INV, CTX, "num_wait is 1", NULL,                 \
+      clg_finish_cycle_sharded(F.pend, 1.0f, 1.0, &EV_NUM1_NULL))                                  \
+    X(sstate_model, "clg_model_download_shard_state", INV, NOCTX, NULL, NULL,                      \
+      clg_model_download_shard_state(NULL, 0, H, 4))                                               \
+    X(sstate_unfin, "clg_model_download_shard_state", STATE, CTX, NULL, NULL,                      \
+      clg_model_download_shard_state(F.unfin, 0, H, 4))                                            \
+    X(sstate_index, "clg_model_download_shard_state", INV, CTX, "no state 2", NULL,                \
+      clg_model_download_shard_state(M, 2, H, 4))                                                  \
+    X(sstate_bytes, "clg_model_download_shard_state", INV, CTX, "4 bytes", NULL,                   \
+      clg_model_download_shard_state(M, 0, H, 4))                                                  \
+    X(gsave_model, "clg_checkpoint_save_gathered", INV, NOCTX, NULL, NULL,                         \
+      clg_checkpoint_save_gathered(NULL, missing_path(), NULL, NULL, 0, two_images, 2))            \
+    X(gsave_count, "clg_checkpoint_save_gathered", INV, CTX, "1 state images", "2 states",         \
+      clg_checkpoint_save_gathered(M, missing_path(), NULL, NULL, 0, two_images, 1))               \
+    X(gsave_null, "clg_checkpoint_save_gathered", INV, CTX, "image 1 is NULL", NULL,               \
+      clg_checkpoint_save_gathered(M, missing_path(), NULL, NULL, 0, one_image, 2))                \
+    X(gsave_path, "clg_checkpoint_save_gathered", INV, CTX, "path", NULL,                          \
+      clg_checkpoint_save_gathered(M, NULL, NULL, NULL, 0, two_images, 2))                         \
+    X(gsave_pending, "clg_checkpoint_save_gathered", STATE, CTX, "pending", NULL,                  \
+      clg_checkpoint_save_gathered(F.pend, missing_path(), NULL, NULL, 0, two_images, 2))          \
     /* checkpoints */                                                                              \
     X(save_model, "clg_checkpoint_save", INV, NOCTX, NULL, NULL,                                   \
       clg_checkpoint_save(NULL, missing_path(), NULL, NULL, 0))                                    \
@@ -751,7 +816,9 @@ static const char *const walked[] = {
     "clg_reset_cycle",        "clg_model_stats",           "clg_model_loss_scale",
     "clg_model_loss_scale_view", "clg_model_tensor_norms", "clg_model_sync",
     "clg_checkpoint_save",    "clg_checkpoint_load",       "clg_step_collect",
-    "clg_finish_cycle",
+    "clg_finish_cycle",       "clg_model_set_shard",       "clg_model_shard_range",
+    "clg_model_chunk_view",   "clg_shard_sumsq",           "clg_finish_cycle_sharded",
+    "clg_model_download_shard_state", "clg_checkpoint_save_gathered",
 };
 
 /* The functions that take a clg_events: on failure *event is NULL. */
@@ -760,7 +827,7 @@ static int takes_events(const char *fn)
     static const char *const with[] = {
         "clg_model_upload_params", "clg_model_download_params", "clg_model_download_acc",
         "clg_model_download_state", "clg_grads_upload", "clg_step", "clg_flush",
-        "clg_step_collect", "clg_finish_cycle"};
+        "clg_step_collect", "clg_finish_cycle", "clg_finish_cycle_sharded"};
     for (size_t i = 0; i < sizeof with / sizeof with[0]; i++)
         if (strcmp(fn, with[i]) == 0)
             return 1;
@@ -878,6 +945,8 @@ static void reset_outs(void)
     int_out = -77;
     size_out = 777;
     float_out = 7.5f;
+    double_out = 7.5;
+    u64_out = 77;
     memset(&view_out, 0x5a, sizeof view_out);
     model_out = NULL;
     grads_out = NULL;
@@ -906,6 +975,8 @@ static void check_outs(const error_case *c)
     assert_int_equal(int_out, -77);
     float f = 7.5f;
     assert_memory_equal(&float_out, &f, sizeof f);
+    assert_true(double_out == 7.5);
+    assert_int_equal(u64_out, 77);
     clg_view v;
     memset(&v, 0x5a, sizeof v);
     assert_memory_equal(&view_out, &v, sizeof v);

@@ -170,7 +170,7 @@ static void take_state(clg_model *m, full_state *s)
 {
     char err[256];
     OK(clg__ckpt_layout_model(m, &s->layout, err, sizeof err));
-    OK(clg__ckpt_collect(m, &s->layout, &s->raw, &s->cs));
+    OK(clg__ckpt_collect(m, &s->layout, NULL, &s->raw, &s->cs));
     s->micro = clg_micro_step_index(m);
 }
 
@@ -463,7 +463,7 @@ static void snapshot(clg_model *m, uint8_t **raw, size_t *n, clg_cycle_state *cs
     char err[256];
     clg_ckpt_layout layout;
     OK(clg__ckpt_layout_model(m, &layout, err, sizeof err));
-    OK(clg__ckpt_collect(m, &layout, raw, cs));
+    OK(clg__ckpt_collect(m, &layout, NULL, raw, cs));
     *n = (size_t)layout.data_size;
     clg__ckpt_layout_free(&layout);
 }

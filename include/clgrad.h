@@ -572,6 +572,8 @@ CLG_API clg_status clg_model_chunk_view(const clg_model *model, clg_part part, s
  * gradient. Not with Q8/Q4 states, a param copy, bf16 params, per-tensor
  * norms or CLG_NONFINITE_SKIP_MICRO (CLG_ERR_UNSUPPORTED at finalize). */
 CLG_API clg_status clg_model_set_shard(clg_model *model, unsigned index, unsigned count);
+/* The model's shard: index 0 of 1 if it has none. */
+CLG_API clg_status clg_model_shard(const clg_model *model, unsigned *index, unsigned *count);
 /* Shard `index`'s elements [*first, *first + *count) of the layout space
  * (of *total elements); any of the pointers may be NULL. A model without
  * shards has one: index 0 of 1, the whole space. */

@@ -63,6 +63,16 @@ clg_status clg_model_set_shard(clg_model *m, unsigned index, unsigned count)
     return CLG_SUCCESS;
 }
 
+clg_status clg_model_shard(const clg_model *m, unsigned *index, unsigned *count)
+{
+    if (m == NULL || index == NULL || count == NULL)
+        return clg__fail(m ? m->ctx : NULL, CLG_ERR_INVALID_ARGUMENT, "clg_model_shard: NULL %s",
+                         m == NULL ? "model" : index == NULL ? "index" : "count");
+    *index = m->shard_index;
+    *count = shard_count(m);
+    return CLG_SUCCESS;
+}
+
 clg_status clg__shard_refuse(const clg_model *m, const char *who)
 {
     if (!m->sharded)

@@ -83,6 +83,7 @@ static size_t size_out;
 static float float_out;
 static double double_out;
 static uint64_t u64_out;
+static unsigned uint_out;
 static clg_view view_out;
 static clg_model *model_out;
 static clg_grads *grads_out;
@@ -675,6 +676,9 @@ static const void *const one_image[2] = {F.host, NULL};
       clg_model_set_shard(F.unfin, 2, 2))                                                          \
     X(shard_count0, "clg_model_set_shard", INV, CTX, "of 0", NULL,                                 \
       clg_model_set_shard(F.unfin, 0, 0))                                                          \
+    X(shardof_model, "clg_model_shard", INV, NOCTX, "model", NULL,                                 \
+      clg_model_shard(NULL, &uint_out, &uint_out))                                                 \
+    X(shardof_index, "clg_model_shard", INV, CTX, "index", NULL, clg_model_shard(M, NULL, &uint_out)) \
     X(range_model, "clg_model_shard_range", INV, NOCTX, NULL, NULL,                                \
       clg_model_shard_range(NULL, 0, &u64_out, NULL, NULL))                                        \
     X(range_unfin, "clg_model_shard_range", STATE, CTX, NULL, NULL,                                \
@@ -817,8 +821,9 @@ static const char *const walked[] = {
     "clg_model_loss_scale_view", "clg_model_tensor_norms", "clg_model_sync",
     "clg_checkpoint_save",    "clg_checkpoint_load",       "clg_step_collect",
     "clg_finish_cycle",       "clg_model_set_shard",       "clg_model_shard_range",
-    "clg_model_chunk_view",   "clg_shard_sumsq",           "clg_finish_cycle_sharded",
-    "clg_model_download_shard_state", "clg_checkpoint_save_gathered",
+    "clg_model_chunk_view",   "clg_shard_sumsq",           "clg_model_shard",
+    "clg_finish_cycle_sharded", "clg_model_download_shard_state",
+    "clg_checkpoint_save_gathered",
 };
 
 /* The functions that take a clg_events: on failure *event is NULL. */
@@ -947,6 +952,7 @@ static void reset_outs(void)
     float_out = 7.5f;
     double_out = 7.5;
     u64_out = 77;
+    uint_out = 77;
     memset(&view_out, 0x5a, sizeof view_out);
     model_out = NULL;
     grads_out = NULL;
@@ -977,6 +983,7 @@ static void check_outs(const error_case *c)
     assert_memory_equal(&float_out, &f, sizeof f);
     assert_true(double_out == 7.5);
     assert_int_equal(u64_out, 77);
+    assert_int_equal(uint_out, 77);
     clg_view v;
     memset(&v, 0x5a, sizeof v);
     assert_memory_equal(&view_out, &v, sizeof v);

@@ -50,6 +50,23 @@ extern "C" {
 
 typedef struct clg_dist clg_dist;
 
+/* How the ranks share the work of the update.
+ *  CLG_DIST_DDP: replicated, as above.
+ *  CLG_DIST_ZERO1: ZeRO stage 1. Each rank's model keeps the optimizer
+ *  states of its own shard only (clg_model_set_shard(model, rank, R)
+ *  before clg_model_finalize: 1/R of the states, in whole 1024-element
+ *  segments of the layout space, so within one segment of 1/R); params and
+ *  accumulators stay whole on every rank. At the end of a cycle the
+ *  accumulators are reduce-scattered (each rank receives the R
+ *  contributions to its shard and adds them in rank order), the shards'
+ *  sums of squares are added in rank order into the global norm that
+ *  every rank clips with and tests for inf/NaN, each rank updates its
+ *  shard's params, and the updated params are all-gathered: bitwise the
+ *  same params on every rank. The bytes moved per update are DDP's (one
+ *  reduce-scatter and one all-gather of the layout space); the states are
+ *  1/R. */
+typedef enum clg_dist_mode { CLG_DIST_DDP = 0, CLG_DIST_ZERO1 = 1 } clg_dist_mode;
+
 /* Replicated mode over comm (collective: every rank of comm calls it). The
  * model must be finalized, at the start of a cycle, with an fp32
  * accumulator and not under CLG_NONFINITE_SKIP_MICRO; every rank must hold
@@ -61,6 +78,13 @@ typedef struct clg_dist clg_dist;
  * borrowed: it must outlive the clg_dist. Params are not broadcast: upload
  * the same initial params on every rank. */
 CLG_MPI_API clg_status clg_dist_create(clg_model *model, MPI_Comm comm, clg_dist **out);
+/* The same in either mode (clg_dist_create is CLG_DIST_DDP). ZeRO-1 needs
+ * a model sharded as (rank, size) of comm, and the layout space the same
+ * on every rank (the same CLGRAD_MAX_ALLOC): checked collectively, a
+ * difference fails on every rank with CLG_ERR_MISMATCH. */
+CLG_MPI_API clg_status clg_dist_create_mode(clg_model *model, MPI_Comm comm, clg_dist_mode mode,
+                                            clg_dist **out);
+CLG_MPI_API clg_dist_mode clg_dist_get_mode(const clg_dist *dist);
 /* Collective too (it frees the duplicate communicator), before
  * MPI_Finalize; the model stays. */
 CLG_MPI_API void clg_dist_destroy(clg_dist *dist);
@@ -74,10 +98,22 @@ CLG_MPI_API void clg_dist_destroy(clg_dist *dist);
 CLG_MPI_API clg_status clg_dist_step(clg_dist *dist, const clg_grads *grads, float weight,
                                      int *updated);
 
+/* Collective: one checkpoint of the whole training state, written by rank
+ * 0 with clg_checkpoint_save's durable writer (meta as there). Under
+ * ZeRO-1 the shards' states are first gathered on rank 0's host (the
+ * states of the whole model in host memory there, for the save only). The
+ * file is an ordinary clgrad checkpoint: every rank loads it with
+ * clg_checkpoint_load (a sharded model keeps its shard), with any R, in
+ * either mode or in a single process. The status is agreed: every rank
+ * returns rank 0's failure too. */
+CLG_MPI_API clg_status clg_dist_checkpoint_save(clg_dist *dist, const char *path,
+                                                const char *const *meta_keys,
+                                                const char *const *meta_values, size_t n_meta);
+
 /* What the cycle ends cost this rank. Bytes count what this rank's MPI
  * calls sent to and received from other ranks (its own shard excluded),
- * the accumulator and the small agreement messages; about 2 (R-1)/R * 4 *
- * params each way per update. */
+ * the accumulator (and under ZeRO-1 the params' all-gather) and the small
+ * agreement messages; about 2 (R-1)/R * 4 * params each way per update. */
 typedef struct clg_dist_counters {
     size_t struct_size;           /* set by clg_dist_counters_init */
     uint64_t updates;             /* cycle ends (applied or skipped updates) */

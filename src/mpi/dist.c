@@ -1,16 +1,21 @@
-/* dist.c - clg_dist: replicated data parallelism (DDP) over MPI on top of
- * the core's deferred end of cycle (clg_step_collect, clg_finish_cycle).
+/* dist.c - clg_dist: data parallelism over MPI on top of the core's
+ * deferred end of cycle (clg_step_collect, then clg_finish_cycle, or for
+ * ZeRO-1's sharded models clg_shard_sumsq and clg_finish_cycle_sharded).
  *
  * At the end of a cycle, in this order, each step agreed by every rank
  * before the next (clg__dist_agree), so that all ranks take the same path:
  *  1. the last micro-step is collected (accumulated, no update) and the
  *     ranks' cycle weights are summed in rank order;
- *  2. the accumulators are summed across ranks (reduce.c);
- *  3. every rank runs the update on that sum with the global weight sum.
+ *  2. DDP: the accumulators are summed across ranks (reduce.c); ZeRO-1:
+ *     reduce-scattered into each rank's shard (zero1.c), and the shards'
+ *     sums of squares added in rank order;
+ *  3. every rank runs the update (of its shard) with the global weight
+ *     sum (and norm);
+ *  4. ZeRO-1: the updated params are all-gathered.
  * A failure in 1 or 2 drops the cycle on every rank (clg_reset_cycle:
- * nothing was updated anywhere). A failure in 3 leaves the ranks that did
- * update out of step with those that did not: every rank returns the
- * error and refuses further steps (load a checkpoint). */
+ * nothing was updated anywhere). A failure in 3 or 4 leaves the ranks out
+ * of step: every rank returns the error and refuses further steps (load a
+ * checkpoint). */
 #include "dist.h"
 
 #include <stdlib.h>
@@ -73,6 +78,7 @@ void clg_dist_destroy(clg_dist *d)
     if (d == NULL)
         return;
     clg__dist_reduce_free(d);
+    clg__dist_zero1_free(d);
     free(d->spans);
     if (d->comm != MPI_COMM_NULL)
         MPI_Comm_free(&d->comm);
@@ -81,12 +87,21 @@ void clg_dist_destroy(clg_dist *d)
 
 clg_status clg_dist_create(clg_model *m, MPI_Comm comm, clg_dist **out)
 {
+    return clg_dist_create_mode(m, comm, CLG_DIST_DDP, out);
+}
+
+clg_status clg_dist_create_mode(clg_model *m, MPI_Comm comm, clg_dist_mode mode, clg_dist **out)
+{
     const char *who = "clg_dist_create";
     if (out == NULL)
         return clg__dist_fail(CLG_ERR_INVALID_ARGUMENT, "%s: out is NULL", who);
     *out = NULL;
     if (m == NULL)
         return clg__dist_fail(CLG_ERR_INVALID_ARGUMENT, "%s: model is NULL", who);
+    if (mode != CLG_DIST_DDP && mode != CLG_DIST_ZERO1)
+        return clg__dist_fail(CLG_ERR_INVALID_ARGUMENT,
+                              "%s: mode %d must be CLG_DIST_DDP or CLG_DIST_ZERO1", who,
+                              (int)mode);
     int init = 0;
     MPI_Initialized(&init);
     if (!init || comm == MPI_COMM_NULL)
@@ -96,6 +111,7 @@ clg_status clg_dist_create(clg_model *m, MPI_Comm comm, clg_dist **out)
     if (d == NULL)
         return clg__dist_fail(CLG_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", who);
     d->model = m;
+    d->mode = mode;
     d->comm = MPI_COMM_NULL;
     d->counters = clg_dist_counters_init();
     /* our own communicator: MPI errors on it come back as codes instead of
@@ -114,9 +130,11 @@ clg_status clg_dist_create(clg_model *m, MPI_Comm comm, clg_dist **out)
                               clg__dist_mpi_string(err, e, sizeof e));
     }
     clg_status st = local_checks(m);
-    if (st == CLG_SUCCESS)
+    if (st == CLG_SUCCESS && mode == CLG_DIST_ZERO1)
+        st = clg__dist_zero1_init(d);
+    else if (st == CLG_SUCCESS)
         st = build_spans(d);
-    if (st == CLG_SUCCESS)
+    if (st == CLG_SUCCESS && mode == CLG_DIST_DDP)
         st = clg__dist_reduce_init(d);
     st = clg__dist_agree(d, d->comm, d->rank, d->size, st, clg_dist_last_error(), 0.0, NULL,
                          false, who);
@@ -150,13 +168,29 @@ static clg_status end_cycle(clg_dist *d, clg_status st, float w_local, int *upda
                          &w_global, true, who);
     if (st != CLG_SUCCESS)
         return drop_cycle(d, st);
-    st = clg__dist_reduce(d);
+    st = d->mode == CLG_DIST_ZERO1 ? clg__dist_reduce_scatter(d) : clg__dist_reduce(d);
     st = clg__dist_agree(d, d->comm, d->rank, d->size, st, clg_dist_last_error(), 0.0, NULL,
                          true, who);
     if (st != CLG_SUCCESS)
         return drop_cycle(d, st);
-    st = clg_finish_cycle(d->model, (float)w_global, NULL);
+    double sumsq = 0.0; /* ZeRO-1: the whole gradient's, from the shards' */
+    if (d->mode == CLG_DIST_ZERO1) {
+        double part = 0.0;
+        st = clg_shard_sumsq(d->model, &part);
+        st = clg__dist_agree(d, d->comm, d->rank, d->size, st, core_msg(d), part, &sumsq, true,
+                             who);
+        if (st != CLG_SUCCESS)
+            return drop_cycle(d, st);
+    }
+    st = d->mode == CLG_DIST_ZERO1
+             ? clg_finish_cycle_sharded(d->model, (float)w_global, sumsq, NULL)
+             : clg_finish_cycle(d->model, (float)w_global, NULL);
     st = clg__dist_agree(d, d->comm, d->rank, d->size, st, core_msg(d), 0.0, NULL, true, who);
+    if (st == CLG_SUCCESS && d->mode == CLG_DIST_ZERO1) {
+        st = clg__dist_gather_params(d);
+        st = clg__dist_agree(d, d->comm, d->rank, d->size, st, clg_dist_last_error(), 0.0, NULL,
+                             true, who);
+    }
     c->updates++;
     c->bytes_sent += c->last_bytes_sent;
     c->bytes_received += c->last_bytes_received;
@@ -217,6 +251,37 @@ clg_status clg_dist_counters_get(const clg_dist *d, clg_dist_counters *out)
     if (size > sizeof full)
         memset((char *)out + sizeof full, 0, size - sizeof full);
     return CLG_SUCCESS;
+}
+
+clg_dist_mode clg_dist_get_mode(const clg_dist *d) { return d ? d->mode : CLG_DIST_DDP; }
+
+clg_status clg_dist_checkpoint_save(clg_dist *d, const char *path, const char *const *keys,
+                                    const char *const *values, size_t n_meta)
+{
+    const char *who = "clg_dist_checkpoint_save";
+    if (d == NULL)
+        return clg__dist_fail(CLG_ERR_INVALID_ARGUMENT, "%s: dist is NULL", who);
+    if (d->broken != CLG_SUCCESS)
+        return clg__dist_fail(CLG_ERR_STATE,
+                              "%s: an earlier cycle end failed on some rank after others had "
+                              "updated (%s): the ranks hold different states, none is saved",
+                              who, clg_status_string(d->broken));
+    void **images = NULL;
+    size_t ns = 0;
+    clg_status st = CLG_SUCCESS;
+    if (d->mode == CLG_DIST_ZERO1)
+        st = clg__dist_gather_states(d, &images, &ns);
+    if (st == CLG_SUCCESS && d->rank == 0) {
+        st = d->mode == CLG_DIST_ZERO1
+                 ? clg_checkpoint_save_gathered(d->model, path, keys, values, n_meta,
+                                                (const void *const *)images, ns)
+                 : clg_checkpoint_save(d->model, path, keys, values, n_meta);
+        if (st != CLG_SUCCESS)
+            clg__dist_fail(st, "%s", core_msg(d));
+    }
+    clg__dist_free_images(images, ns);
+    return clg__dist_agree(d, d->comm, d->rank, d->size, st, clg_dist_last_error(), 0.0, NULL,
+                           false, who);
 }
 
 int clg_dist_rank(const clg_dist *d) { return d ? d->rank : -1; }

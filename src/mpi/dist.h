@@ -20,6 +20,7 @@ typedef struct dist_span {
 
 struct clg_dist {
     clg_model *model;
+    clg_dist_mode mode;
     MPI_Comm comm; /* our duplicate, MPI_ERRORS_RETURN */
     int rank, size;
     dist_span *spans;
@@ -27,7 +28,12 @@ struct clg_dist {
     size_t n;          /* accumulator elements (the model's params) */
     float weight_sum;  /* this rank's weights in the current cycle */
     clg_status broken; /* a cycle end failed after some rank updated */
-    float *stage, *recv, *sum; /* round buffers (reduce.c) */
+    float *stage, *recv, *sum; /* round buffers (reduce.c, zero1.c) */
+    /* ZeRO-1 (zero1.c): spans hold the accumulator's chunks and pspans the
+     * params', both in the layout space (n its elements); rank r's shard
+     * is [first[r], first[r] + count[r]). */
+    dist_span *pspans;
+    uint64_t *first, *count;
     clg_dist_counters counters;
 };
 
@@ -58,5 +64,18 @@ clg_status clg__dist_check_layout(clg_dist *d);
 clg_status clg__dist_reduce_init(clg_dist *d);
 void clg__dist_reduce_free(clg_dist *d);
 clg_status clg__dist_reduce(clg_dist *d);
+
+/* ZeRO-1: the spans and shards of the layout space and the round buffers;
+ * the reduce-scatter of the accumulators into each rank's shard; the
+ * all-gather of the updated params; the gather of the states on rank 0
+ * for a checkpoint (images[s] on rank 0: the layout space's state s). The
+ * exchanges keep a rank with a local OpenCL failure in step, as
+ * clg__dist_reduce does. */
+clg_status clg__dist_zero1_init(clg_dist *d);
+void clg__dist_zero1_free(clg_dist *d);
+clg_status clg__dist_reduce_scatter(clg_dist *d);
+clg_status clg__dist_gather_params(clg_dist *d);
+clg_status clg__dist_gather_states(clg_dist *d, void ***images, size_t *n_states);
+void clg__dist_free_images(void **images, size_t n_states);
 
 #endif /* CLGRAD_MPI_DIST_H */

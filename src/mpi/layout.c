@@ -30,6 +30,10 @@ static const field fields[] = {
     {"schedule kind", 0},   {"warmup", 0},       {"schedule total", 0},
     {"loss_scale_init", 1}, {"amsgrad", 0},      {"state_dtype", 0},
     {"master_dtype", 0},
+    {"mode (DDP or ZeRO-1)", 0},
+    {"shard count (clg_model_set_shard)", 0},
+    {"chunk count (CLGRAD_MAX_ALLOC)", 0},
+    {"layout elements (chunks with padding)", 0},
 };
 enum { N_FIELDS = sizeof fields / sizeof fields[0] };
 _Static_assert(N_FIELDS <= 32, "layout_record holds 32 fields");
@@ -57,9 +61,14 @@ static uint64_t layout_hash(const clg_model *m, size_t n_tensors)
     return h;
 }
 
-static void describe(const clg_model *m, layout_record *r)
+static void describe(const clg_dist *d, layout_record *r)
 {
+    const clg_model *m = d->model;
     const clg_config *c = clg_model_config(m);
+    unsigned index = 0, shards = 1;
+    clg_model_shard(m, &index, &shards);
+    uint64_t total = 0;
+    clg_model_shard_range(m, 0, NULL, NULL, &total);
     size_t nt = clg_model_tensor_count(m);
     const uint64_t v[N_FIELDS] = {
         clg_model_param_count(m),  nt,
@@ -74,7 +83,9 @@ static void describe(const clg_model *m, layout_record *r)
         (uint64_t)c->schedule.kind, c->schedule.warmup,
         c->schedule.total,         fbits(c->loss_scale_init),
         (uint64_t)c->amsgrad,      (uint64_t)c->state_dtype,
-        (uint64_t)c->master_dtype,
+        (uint64_t)c->master_dtype, (uint64_t)d->mode,
+        shards,                    clg_model_chunk_count(m),
+        total,
     };
     memset(r, 0, sizeof *r);
     memcpy(r->v, v, sizeof v);
@@ -96,7 +107,7 @@ static void show(char *buf, size_t size, const field *f, uint64_t v)
 clg_status clg__dist_check_layout(clg_dist *d)
 {
     layout_record mine;
-    describe(d->model, &mine);
+    describe(d, &mine);
     layout_record *all = calloc((size_t)d->size, sizeof *all);
     if (all == NULL)
         return clg__dist_fail(CLG_ERR_OUT_OF_HOST_MEMORY,

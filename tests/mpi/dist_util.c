@@ -75,6 +75,12 @@ static void fill_uniform(float *x, size_t n, uint64_t seed)
 
 clg_model *du_model(clg_context *ctx, const clg_config *cfg, const size_t *counts, size_t n)
 {
+    return du_model_sharded(ctx, cfg, counts, n, 0, 0);
+}
+
+clg_model *du_model_sharded(clg_context *ctx, const clg_config *cfg, const size_t *counts,
+                            size_t n, unsigned shard, unsigned shards)
+{
     clg_model *m;
     DU_OK(clg_model_create(ctx, cfg, &m));
     int g1, t;
@@ -84,6 +90,8 @@ clg_model *du_model(clg_context *ctx, const clg_config *cfg, const size_t *count
         snprintf(name, sizeof name, "t%zu", i);
         DU_OK(clg_model_add_tensor(m, name, counts[i], i % 2 ? g1 : 0, &t));
     }
+    if (shards)
+        DU_OK(clg_model_set_shard(m, shard, shards));
     DU_OK(clg_model_finalize(m));
     size_t np = (size_t)clg_model_param_count(m);
     float *p = malloc(np * sizeof *p);

@@ -26,6 +26,10 @@ void du_finish(clg_context *ctx);
  * groups: odd-numbered tensors in "no_decay"), uploads params uniform in
  * [-1, 1) from a fixed seed. */
 clg_model *du_model(clg_context *ctx, const clg_config *cfg, const size_t *counts, size_t n);
+/* The same, keeping the states of shard `shard` of `shards` (ZeRO-1;
+ * shards 0: none). */
+clg_model *du_model_sharded(clg_context *ctx, const clg_config *cfg, const size_t *counts,
+                            size_t n, unsigned shard, unsigned shards);
 
 /* Gradient of global micro-step j of update u: uniform in [-1, 1), the
  * same on every rank that asks (splitmix64 of (u, j), then per element). */

@@ -1,5 +1,5 @@
-/* test_dist_equiv.c - replicated data parallelism (clg_dist, DDP) against
- * one process: R ranks x K micro-steps per cycle give the params of a
+/* test_dist_equiv.c - data parallelism (clg_dist, DDP, or ZeRO-1 when
+ * run with the argument "zero1") against one process: R ranks x K micro-steps per cycle give the params of a
  * single model (on rank 0, beside its distributed one) taking the same
  * R*K micro-steps per cycle with clg_step, for 20 updates of AdamW with
  * clipping (engaged: clip_norm below the gradients' norm) and dynamic loss
@@ -18,15 +18,21 @@
  *  - every rank's params and states bitwise equal to rank 0's;
  *  - bytes per update: what the ordered reduce-scatter + allgather must
  *    move, 2 (R-1)/R * 4 bytes per element each way, plus R-1 agreement
- *    records of 256 bytes per agreement (3 per update). */
+ *    records of 256 bytes per agreement (3 per update; ZeRO-1: 5);
+ *  - ZeRO-1: the states are taken from a checkpoint that clg_dist gathered
+ *    (clg_dist_checkpoint_save) and rank 0 loaded into an unsharded model,
+ *    and each rank's state memory, through the context's accounting, is at
+ *    most 1/R of the whole model's plus one 1024-element segment per
+ *    state, the shards' together exactly the whole's. */
 #include "dist_util.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-enum { K = 3, UPDATES = 20, INF_UPDATE = 7, N_TENSORS = 5, AGREE_RECORD = 256 };
+enum { K = 3, UPDATES = 20, INF_UPDATE = 7, N_TENSORS = 5, AGREE_RECORD = 256, SEGMENT = 1024 };
 static const size_t counts[N_TENSORS] = {600011, 400009, 17, 150003, 1};
 #define REL_L2_MAX 1e-6
 
@@ -60,6 +66,80 @@ static void download_all(clg_model *m, float *out, size_t n)
     DU_OK(clg_model_download_state(m, 1, CLG_ALL_TENSORS, out + 2 * n, n, NULL));
 }
 
+/* The exact bytes each way per update, agreements included. DDP: per round
+ * of len flat elements, (len - mine) + mine * (R-1). ZeRO-1: the
+ * reduce-scatter and the all-gather of the layout space: (total - shard)
+ * + shard * (R-1), with two more agreements (the norm, the gather). */
+static uint64_t expected_bytes(clg_dist *d, clg_model *m, size_t n, int rank, int R)
+{
+    uint64_t bytes = 0;
+    if (clg_dist_get_mode(d) == CLG_DIST_ZERO1) {
+        uint64_t shard, total;
+        DU_OK(clg_model_shard_range(m, (unsigned)rank, NULL, &shard, &total));
+        return ((total - shard) + shard * (uint64_t)(R - 1)) * 4 +
+               5ull * (uint64_t)(R - 1) * AGREE_RECORD;
+    }
+    for (size_t a = 0; a < n; a += (size_t)1 << 20) {
+        size_t len = n - a < ((size_t)1 << 20) ? n - a : (size_t)1 << 20;
+        size_t b0 = (size_t)((unsigned long long)len * (unsigned)rank / (unsigned)R);
+        size_t b1 = (size_t)((unsigned long long)len * (unsigned)(rank + 1) / (unsigned)R);
+        bytes += ((len - (b1 - b0)) + (b1 - b0) * (size_t)(R - 1)) * 4;
+    }
+    return bytes + 3ull * (uint64_t)(R - 1) * AGREE_RECORD;
+}
+
+/* ZeRO-1: params from m, states from a gathered checkpoint loaded into an
+ * unsharded model (rank 0; the others get params only). */
+static void download_zero1(clg_dist *d, clg_model *m, clg_context *ctx, float *out, size_t n,
+                           int rank)
+{
+    DU_OK(clg_model_download_params(m, CLG_ALL_TENSORS, out, n, NULL));
+    const char *dir = getenv("TMPDIR");
+    char path[512];
+    snprintf(path, sizeof path, "%s/clgrad-dist-equiv-%d.ckpt", dir ? dir : "/tmp",
+             (int)getpid()); /* rank 0 alone writes and reads it */
+    DU_OK(clg_dist_checkpoint_save(d, path, NULL, NULL, 0));
+    memset(out + n, 0, 2 * n * sizeof *out);
+    if (rank == 0) {
+        clg_config c = config(K);
+        clg_model *u = du_model(ctx, &c, counts, N_TENSORS);
+        DU_OK(clg_checkpoint_load(u, path, NULL, NULL));
+        float *p = malloc(n * sizeof *p);
+        if (!p)
+            du_fail("out of memory");
+        DU_OK(clg_model_download_params(u, CLG_ALL_TENSORS, p, n, NULL));
+        if (memcmp(p, out, n * sizeof *p) != 0)
+            du_fail("the gathered checkpoint's params differ from the model's");
+        free(p);
+        DU_OK(clg_model_download_state(u, 0, CLG_ALL_TENSORS, out + n, n, NULL));
+        DU_OK(clg_model_download_state(u, 1, CLG_ALL_TENSORS, out + 2 * n, n, NULL));
+        clg_model_destroy(u);
+        remove(path);
+    }
+}
+
+/* Each rank's states bytes against the whole model's (ZeRO-1). */
+static void check_state_memory(clg_model *m, int rank, int R)
+{
+    clg_memory_plan p = clg_memory_plan_init(), whole = clg_memory_plan_init();
+    DU_OK(clg_model_memory(m, &p));
+    clg_config c = config(K);
+    DU_OK(clg_memory_estimate(&c, clg_model_param_count(m), &whole));
+    unsigned long long mine = p.states, sum = 0, most = 0;
+    MPI_Allreduce(&mine, &sum, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(&mine, &most, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+    /* the whole model's states as laid out (padding included): the sum */
+    unsigned long long bound = sum / (unsigned)R + 2ull * 4 * SEGMENT;
+    if (rank == 0)
+        printf("ZeRO-1 states per rank: largest %llu bytes of %llu (1/R + one segment per "
+               "state: %llu); unsharded estimate %llu; device bytes of rank 0's model %llu\n",
+               most, sum, bound, (unsigned long long)whole.states,
+               (unsigned long long)p.total);
+    if (most > bound || sum < whole.states)
+        du_fail("ZeRO-1 states: largest %llu, sum %llu, bound %llu, whole %llu", most, sum,
+                bound, (unsigned long long)whole.states);
+}
+
 static double rel_l2(const float *a, const float *ref, size_t n)
 {
     double d = 0.0, r = 0.0;
@@ -76,11 +156,13 @@ int main(int argc, char **argv)
     int rank, R;
     clg_context *ctx = du_init(&argc, &argv, &rank, &R);
     clg_config c = config(K);
-    clg_model *m = du_model(ctx, &c, counts, N_TENSORS);
+    int zero1 = argc > 1 && strcmp(argv[1], "zero1") == 0;
+    clg_model *m = du_model_sharded(ctx, &c, counts, N_TENSORS, (unsigned)rank,
+                                    zero1 ? (unsigned)R : 0);
     clg_grads *g;
     DU_OK(clg_grads_create(m, CLG_FP32, &g));
     clg_dist *d;
-    DU_OK(clg_dist_create(m, MPI_COMM_WORLD, &d));
+    DU_OK(clg_dist_create_mode(m, MPI_COMM_WORLD, zero1 ? CLG_DIST_ZERO1 : CLG_DIST_DDP, &d));
     if (clg_dist_rank(d) != rank || clg_dist_size(d) != R)
         du_fail("clg_dist_rank/size %d/%d, want %d/%d", clg_dist_rank(d), clg_dist_size(d), rank,
                 R);
@@ -121,14 +203,19 @@ int main(int argc, char **argv)
     float *all = malloc(3 * n * sizeof *all), *root = malloc(3 * n * sizeof *root);
     if (!all || !root)
         du_fail("out of memory");
-    download_all(m, all, n);
+    if (zero1)
+        download_zero1(d, m, ctx, all, n, rank);
+    else
+        download_all(m, all, n);
     memcpy(root, all, 3 * n * sizeof *all);
-    /* every rank bitwise equal to rank 0 (in pieces: counts are ints) */
-    for (size_t off = 0; off < 3 * n; off += (size_t)1 << 24) {
-        size_t len = 3 * n - off < ((size_t)1 << 24) ? 3 * n - off : (size_t)1 << 24;
+    /* every rank bitwise equal to rank 0 (in pieces: counts are ints); the
+     * params only under ZeRO-1, where each rank holds its own states */
+    size_t compared = zero1 ? n : 3 * n;
+    for (size_t off = 0; off < compared; off += (size_t)1 << 24) {
+        size_t len = compared - off < ((size_t)1 << 24) ? compared - off : (size_t)1 << 24;
         MPI_Bcast(root + off, (int)len, MPI_FLOAT, 0, MPI_COMM_WORLD);
     }
-    int differ = memcmp(all, root, 3 * n * sizeof *all) != 0, any = 0;
+    int differ = memcmp(all, root, compared * sizeof *all) != 0, any = 0;
     MPI_Allreduce(&differ, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     if (any)
         du_fail("ranks' params or states are not bitwise equal (this rank: %s)",
@@ -136,15 +223,9 @@ int main(int argc, char **argv)
 
     clg_dist_counters k = clg_dist_counters_init();
     DU_OK(clg_dist_counters_get(d, &k));
-    uint64_t mine = 0;
-    /* the exact bytes: per round of len elements, (len - mine) + mine * (R-1) */
-    for (size_t a = 0; a < n; a += (size_t)1 << 20) {
-        size_t len = n - a < ((size_t)1 << 20) ? n - a : (size_t)1 << 20;
-        size_t b0 = (size_t)((unsigned long long)len * (unsigned)rank / (unsigned)R);
-        size_t b1 = (size_t)((unsigned long long)len * (unsigned)(rank + 1) / (unsigned)R);
-        mine += ((len - (b1 - b0)) + (b1 - b0) * (size_t)(R - 1)) * 4;
-    }
-    mine += 3ull * (uint64_t)(R - 1) * AGREE_RECORD;
+    uint64_t mine = expected_bytes(d, m, n, rank, R);
+    if (zero1)
+        check_state_memory(m, rank, R);
     if (k.updates != UPDATES || k.last_bytes_sent != mine || k.last_bytes_received != mine ||
         k.bytes_sent != mine * UPDATES)
         du_fail("counters: updates %llu, last sent %llu received %llu, total %llu; want %d, "
@@ -164,9 +245,9 @@ int main(int argc, char **argv)
         download_all(single, ref, n);
         double ep = rel_l2(all, ref, n), em = rel_l2(all + n, ref + n, n),
                ev = rel_l2(all + 2 * n, ref + 2 * n, n);
-        printf("R = %d, %zu params, %d updates (%llu applied, %llu skipped), loss scale %g, "
+        printf("%s: R = %d, %zu params, %d updates (%llu applied, %llu skipped), loss scale %g, "
                "last clip coef %.4g (norm %.4g)\n",
-               R, n, UPDATES, (unsigned long long)sd.updates,
+               zero1 ? "ZeRO-1" : "DDP", R, n, UPDATES, (unsigned long long)sd.updates,
                (unsigned long long)sd.skipped_updates, (double)sd.loss_scale,
                (double)sd.clip_coef, (double)sd.grad_norm);
         printf("rel L2 vs one process with %d micro-steps: params %.3g, m %.3g, v %.3g (max %g)\n",

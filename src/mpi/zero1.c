@@ -1,0 +1,358 @@
+/* zero1.c - the exchanges of ZeRO-1, host-staged, in the layout space
+ * (the model's chunks end to end, clg_model_chunk_view) where the core
+ * cuts its shards (clg_model_shard_range): rank r owns
+ * [first[r], first[r] + count[r]).
+ *
+ * Both exchanges go in rounds: in round o every rank handles elements
+ * [o, o + PIECE) of every shard, so host memory stays a few MiB whatever
+ * the model.
+ *  - Reduce-scatter: each rank stages its accumulator's part of every
+ *    shard, MPI_Alltoallv brings each owner the R contributions to its
+ *    own, the owner adds them in rank order 0..R-1 (fixed, as reduce.c's
+ *    sum) and writes the sum into its accumulator's shard: bitwise what
+ *    DDP's sum holds there.
+ *  - All-gather: each rank stages its shard's updated params,
+ *    MPI_Allgatherv gives every rank every shard, and each writes the
+ *    others' into its params. */
+#include "dist.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Elements per shard per round: 1 Mi elements across all shards, as
+ * reduce.c's rounds. */
+#define ROUND ((size_t)1 << 20)
+
+static size_t piece_of(const clg_dist *d)
+{
+    size_t p = ROUND / (size_t)d->size;
+    return p ? p : 1;
+}
+
+static clg_status chunk_spans(clg_dist *d, clg_part part, dist_span **out)
+{
+    size_t nc = clg_model_chunk_count(d->model);
+    dist_span *s = calloc(nc ? nc : 1, sizeof *s);
+    if (s == NULL)
+        return clg__dist_fail(CLG_ERR_OUT_OF_HOST_MEMORY,
+                              "clg_dist_create: no host memory for %zu chunks", nc);
+    size_t flat = 0;
+    for (size_t c = 0; c < nc; c++) {
+        clg_view v;
+        if (clg_model_chunk_view(d->model, part, c, &v) != CLG_SUCCESS) {
+            free(s);
+            return clg__dist_fail(CLG_ERR_STATE, "clg_dist_create: chunk %zu: %s", c,
+                                  clg_last_error(clg_model_context(d->model)));
+        }
+        s[c] = (dist_span){v.mem, v.offset, v.count, flat};
+        flat += v.count;
+    }
+    *out = s;
+    d->n_spans = nc;
+    d->n = flat;
+    return CLG_SUCCESS;
+}
+
+clg_status clg__dist_zero1_init(clg_dist *d)
+{
+    unsigned index = 0, shards = 0;
+    clg_model_shard(d->model, &index, &shards);
+    if (shards != (unsigned)d->size || index != (unsigned)d->rank)
+        return clg__dist_fail(CLG_ERR_MISMATCH,
+                              "clg_dist_create: ZeRO-1 on rank %d of %d needs the model's shard "
+                              "%d of %d (clg_model_set_shard before clg_model_finalize); it has "
+                              "shard %u of %u",
+                              d->rank, d->size, d->rank, d->size, index, shards);
+    clg_status st = chunk_spans(d, CLG_PART_ACC, &d->spans);
+    if (st == CLG_SUCCESS)
+        st = chunk_spans(d, CLG_PART_PARAMS, &d->pspans);
+    if (st != CLG_SUCCESS)
+        return st;
+    d->first = calloc((size_t)d->size, sizeof *d->first);
+    d->count = calloc((size_t)d->size, sizeof *d->count);
+    size_t piece = piece_of(d);
+    d->stage = malloc(piece * (size_t)d->size * sizeof(float));
+    d->recv = malloc(piece * (size_t)d->size * sizeof(float));
+    d->sum = malloc(piece * sizeof(float));
+    if (!d->first || !d->count || !d->stage || !d->recv || !d->sum)
+        return clg__dist_fail(CLG_ERR_OUT_OF_HOST_MEMORY,
+                              "clg_dist_create: no host memory for the ZeRO-1 round buffers");
+    for (int r = 0; r < d->size && st == CLG_SUCCESS; r++)
+        if (clg_model_shard_range(d->model, (unsigned)r, &d->first[r], &d->count[r], NULL) !=
+            CLG_SUCCESS)
+            st = clg__dist_fail(CLG_ERR_STATE, "clg_dist_create: shard %d: %s", r,
+                                clg_last_error(clg_model_context(d->model)));
+    return st;
+}
+
+void clg__dist_zero1_free(clg_dist *d)
+{
+    free(d->pspans);
+    free(d->first);
+    free(d->count);
+    d->pspans = NULL;
+    d->first = d->count = NULL;
+}
+
+/* Enqueues the copies of layout elements [a, a + len) of spans between the
+ * device and host (no wait). */
+static cl_int enqueue(const clg_dist *d, const dist_span *spans, uint64_t a, size_t len,
+                      float *host, int write)
+{
+    cl_command_queue q = clg_context_queue(clg_model_context(d->model));
+    cl_int err = CL_SUCCESS;
+    for (size_t s = 0; s < d->n_spans && err == CL_SUCCESS; s++) {
+        const dist_span *sp = &spans[s];
+        uint64_t lo = sp->flat > a ? sp->flat : a;
+        uint64_t hi = sp->flat + sp->count < a + len ? sp->flat + sp->count : a + len;
+        if (lo >= hi)
+            continue;
+        size_t dev = (sp->offset + (size_t)(lo - sp->flat)) * sizeof(float);
+        size_t bytes = (size_t)(hi - lo) * sizeof(float);
+        float *h = host + (lo - a);
+        err = write ? clEnqueueWriteBuffer(q, sp->mem, CL_FALSE, dev, bytes, h, 0, NULL, NULL)
+                    : clEnqueueReadBuffer(q, sp->mem, CL_FALSE, dev, bytes, h, 0, NULL, NULL);
+    }
+    return err;
+}
+
+static cl_int finish(const clg_dist *d, cl_int err)
+{
+    cl_int fin = clFinish(clg_context_queue(clg_model_context(d->model)));
+    return err != CL_SUCCESS ? err : fin;
+}
+
+/* Round o's part of shard r. */
+static size_t part(const clg_dist *d, int r, uint64_t o)
+{
+    size_t piece = piece_of(d);
+    if (d->count[r] <= o)
+        return 0;
+    uint64_t left = d->count[r] - o;
+    return left < piece ? (size_t)left : piece;
+}
+
+static uint64_t largest_shard(const clg_dist *d)
+{
+    uint64_t m = 0;
+    for (int r = 0; r < d->size; r++)
+        m = d->count[r] > m ? d->count[r] : m;
+    return m;
+}
+
+static clg_status exchange_failed(const clg_dist *d, const char *what, uint64_t o, int err)
+{
+    char e[256];
+    return clg__dist_fail(CLG_ERR_IO,
+                          "clg_dist_step: the %s failed on rank %d (round at shard element "
+                          "%llu): %s",
+                          what, d->rank, (unsigned long long)o,
+                          clg__dist_mpi_string(err, e, sizeof e));
+}
+
+static clg_status staging_failed(const clg_dist *d, const char *what, cl_int err)
+{
+    return clg__dist_fail((clg_status)err,
+                          "clg_dist_step: staging the %s through the host failed on rank %d: %s",
+                          what, d->rank, clg_status_string((clg_status)err));
+}
+
+clg_status clg__dist_reduce_scatter(clg_dist *d)
+{
+    const int R = d->size, me = d->rank;
+    const size_t piece = piece_of(d);
+    int *cnt = malloc(4 * (size_t)R * sizeof(int));
+    if (cnt == NULL)
+        return clg__dist_fail(CLG_ERR_OUT_OF_HOST_MEMORY,
+                              "clg_dist_step: no host memory for %d counts", 4 * R);
+    int *displ = cnt + R, *rcnt = cnt + 2 * R, *rdispl = cnt + 3 * R;
+    clg_status st = CLG_SUCCESS;
+    cl_int cl_err = CL_SUCCESS;
+    clg_dist_counters *c = &d->counters;
+    for (uint64_t o = 0; o < largest_shard(d); o += piece) {
+        const int mine = (int)part(d, me, o);
+        for (int r = 0; r < R; r++) {
+            cnt[r] = (int)part(d, r, o);
+            displ[r] = r * (int)piece;
+            rcnt[r] = mine;
+            rdispl[r] = r * (int)piece;
+        }
+        double t0 = MPI_Wtime();
+        cl_int e = CL_SUCCESS;
+        for (int r = 0; r < R && cl_err == CL_SUCCESS && e == CL_SUCCESS; r++)
+            e = enqueue(d, d->spans, d->first[r] + o, (size_t)cnt[r], d->stage + displ[r], 0);
+        if (cl_err == CL_SUCCESS)
+            cl_err = finish(d, e);
+        if (cl_err != CL_SUCCESS) /* stay in the exchange so that no rank waits on this one */
+            memset(d->stage, 0, piece * (size_t)R * sizeof(float));
+        double t1 = MPI_Wtime();
+        int err = MPI_Alltoallv(d->stage, cnt, displ, MPI_FLOAT, d->recv, rcnt, rdispl,
+                                MPI_FLOAT, d->comm);
+        double t2 = MPI_Wtime();
+        if (err != MPI_SUCCESS) {
+            st = exchange_failed(d, "reduce-scatter of the accumulator", o, err);
+            break;
+        }
+        for (int i = 0; i < mine; i++) {
+            float s = d->recv[i];
+            for (int r = 1; r < R; r++)
+                s += d->recv[(size_t)r * piece + (size_t)i];
+            d->sum[i] = s;
+        }
+        if (cl_err == CL_SUCCESS)
+            cl_err = finish(d, enqueue(d, d->spans, d->first[me] + o, (size_t)mine, d->sum, 1));
+        double t3 = MPI_Wtime();
+        uint64_t sent = 0;
+        for (int r = 0; r < R; r++)
+            sent += r == me ? 0 : (uint64_t)cnt[r];
+        c->last_bytes_sent += sent * sizeof(float);
+        c->last_bytes_received += (uint64_t)mine * (uint64_t)(R - 1) * sizeof(float);
+        c->last_comm_seconds += t2 - t1;
+        c->staging_seconds += (t1 - t0) + (t3 - t2);
+    }
+    free(cnt);
+    if (st == CLG_SUCCESS && cl_err != CL_SUCCESS)
+        st = staging_failed(d, "accumulator", cl_err);
+    return st;
+}
+
+clg_status clg__dist_gather_params(clg_dist *d)
+{
+    const int R = d->size, me = d->rank;
+    const size_t piece = piece_of(d);
+    int *cnt = malloc(2 * (size_t)R * sizeof(int));
+    if (cnt == NULL)
+        return clg__dist_fail(CLG_ERR_OUT_OF_HOST_MEMORY,
+                              "clg_dist_step: no host memory for %d counts", 2 * R);
+    int *displ = cnt + R;
+    clg_status st = CLG_SUCCESS;
+    cl_int cl_err = CL_SUCCESS;
+    clg_dist_counters *c = &d->counters;
+    for (uint64_t o = 0; o < largest_shard(d); o += piece) {
+        for (int r = 0; r < R; r++) {
+            cnt[r] = (int)part(d, r, o);
+            displ[r] = r * (int)piece;
+        }
+        const int mine = cnt[me];
+        double t0 = MPI_Wtime();
+        if (cl_err == CL_SUCCESS)
+            cl_err = finish(d, enqueue(d, d->pspans, d->first[me] + o, (size_t)mine, d->sum, 0));
+        if (cl_err != CL_SUCCESS)
+            memset(d->sum, 0, piece * sizeof(float));
+        double t1 = MPI_Wtime();
+        int err = MPI_Allgatherv(d->sum, mine, MPI_FLOAT, d->recv, cnt, displ, MPI_FLOAT,
+                                 d->comm);
+        double t2 = MPI_Wtime();
+        if (err != MPI_SUCCESS) {
+            st = exchange_failed(d, "all-gather of the params", o, err);
+            break;
+        }
+        cl_int e = CL_SUCCESS;
+        for (int r = 0; r < R && cl_err == CL_SUCCESS && e == CL_SUCCESS; r++)
+            if (r != me)
+                e = enqueue(d, d->pspans, d->first[r] + o, (size_t)cnt[r], d->recv + displ[r], 1);
+        if (cl_err == CL_SUCCESS)
+            cl_err = finish(d, e);
+        double t3 = MPI_Wtime();
+        uint64_t received = 0;
+        for (int r = 0; r < R; r++)
+            received += r == me ? 0 : (uint64_t)cnt[r];
+        c->last_bytes_sent += (uint64_t)mine * (uint64_t)(R - 1) * sizeof(float);
+        c->last_bytes_received += received * sizeof(float);
+        c->last_comm_seconds += t2 - t1;
+        c->staging_seconds += (t1 - t0) + (t3 - t2);
+    }
+    free(cnt);
+    if (st == CLG_SUCCESS && cl_err != CL_SUCCESS)
+        st = staging_failed(d, "params", cl_err);
+    return st;
+}
+
+/* ------------------------------------------------------------ checkpoints */
+
+static void free_images(void **images, size_t n)
+{
+    for (size_t s = 0; images != NULL && s < n; s++)
+        free(images[s]);
+    free(images);
+}
+
+/* State s's element size (fp32 or bf16: a sharded model has no Q8/Q4). */
+static size_t state_elem_size(clg_model *m, size_t s)
+{
+    clg_dtype dt = CLG_FP32;
+    clg_model_state_format(m, (int)s, 0, &dt, NULL, NULL);
+    return dt == CLG_BF16 ? 2 : 4;
+}
+
+clg_status clg__dist_gather_states(clg_dist *d, void ***out, size_t *n_out)
+{
+    const char *who = "clg_dist_checkpoint_save";
+    *out = NULL;
+    size_t ns = clg_model_state_count(d->model);
+    *n_out = ns;
+    const int R = d->size, me = d->rank;
+    size_t mine = (size_t)d->count[me];
+    /* 1. every buffer, agreed: the gathers below then cannot fail half-way
+     * for want of memory on one rank while the others wait in them */
+    clg_status st = CLG_SUCCESS;
+    if (d->n > INT_MAX)
+        st = clg__dist_fail(CLG_ERR_UNSUPPORTED,
+                            "%s: the layout space's %llu elements exceed one MPI count (%d)",
+                            who, (unsigned long long)d->n, INT_MAX);
+    void **images = calloc(ns ? ns : 1, sizeof *images);
+    int *cnt = malloc(2 * (size_t)R * sizeof(int));
+    void *part_buf = malloc(mine ? mine * 4 : 4);
+    if (st == CLG_SUCCESS && (!images || !cnt || !part_buf))
+        st = clg__dist_fail(CLG_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", who);
+    for (size_t s = 0; me == 0 && st == CLG_SUCCESS && s < ns; s++) {
+        images[s] = calloc(d->n ? d->n : 1, state_elem_size(d->model, s));
+        if (images[s] == NULL)
+            st = clg__dist_fail(CLG_ERR_OUT_OF_HOST_MEMORY,
+                                "%s: no host memory on rank 0 for state %zu of the whole model "
+                                "(%llu elements)",
+                                who, s, (unsigned long long)d->n);
+    }
+    st = clg__dist_agree(d, d->comm, me, R, st, clg_dist_last_error(), 0.0, NULL, false, who);
+    if (st != CLG_SUCCESS)
+        goto done;
+    int *displ = cnt + R;
+    for (int r = 0; r < R; r++) {
+        cnt[r] = (int)d->count[r];
+        displ[r] = (int)d->first[r];
+    }
+    /* 2. the gathers: every rank takes part in each, whatever happened */
+    for (size_t s = 0; s < ns; s++) {
+        size_t esz = state_elem_size(d->model, s);
+        if (st == CLG_SUCCESS &&
+            clg_model_download_shard_state(d->model, (int)s, part_buf, mine * esz) != CLG_SUCCESS)
+            st = clg__dist_fail(CLG_ERR_STATE, "%s: rank %d: %s", who, me,
+                                clg_last_error(clg_model_context(d->model)));
+        MPI_Datatype el;
+        int err = MPI_Type_contiguous((int)esz, MPI_BYTE, &el);
+        if (err == MPI_SUCCESS)
+            err = MPI_Type_commit(&el);
+        if (err == MPI_SUCCESS) {
+            err = MPI_Gatherv(part_buf, (int)mine, el, me == 0 ? images[s] : NULL, cnt, displ,
+                              el, 0, d->comm);
+            MPI_Type_free(&el);
+        }
+        if (err != MPI_SUCCESS && st == CLG_SUCCESS) {
+            char e[256];
+            st = clg__dist_fail(CLG_ERR_IO, "%s: gathering state %zu failed on rank %d: %s",
+                                who, s, me, clg__dist_mpi_string(err, e, sizeof e));
+        }
+    }
+done:
+    free(cnt);
+    free(part_buf);
+    if (st != CLG_SUCCESS) {
+        free_images(images, ns);
+        return st;
+    }
+    *out = images;
+    return CLG_SUCCESS;
+}
+
+void clg__dist_free_images(void **images, size_t n) { free_images(images, n); }

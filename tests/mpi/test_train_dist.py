@@ -1,8 +1,9 @@
-"""clgrad-train --dist ddp against a plain process: argv: mpirun,
-clgrad-train. R = 2 ranks and one process take the same samples per
-update (the same effective batch): the final weights (--dump-weights)
-must agree within rel L2 1e-6 and the test accuracy exactly; checkpoints
-cross R (2 -> 1 and 1 -> 2) and continue to the same weights; a batch
+"""clgrad-train --dist ddp and --dist zero1 against a plain process: argv:
+mpirun, clgrad-train. R = 2 ranks (and R = 3 under zero1) and one process
+take the same samples per update (the same effective batch): the final
+weights (--dump-weights) must agree within rel L2 1e-6 and the test
+accuracy exactly; checkpoints cross R (2 -> 1 and 1 -> 2) and modes
+(zero1 -> ddp, ddp -> zero1) and continue to the same weights; a batch
 the ranks cannot share and a bad data file on one rank fail on every
 rank with a message saying what was wrong."""
 import os
@@ -55,6 +56,33 @@ compare("checkpoint of R=2 at update 3 resumed on 1 process", path("w21"), path(
 run(args + ["--stop-after", "3", "--checkpoint", path("ck1")])
 run(ddp + ["--resume", path("ck1"), "--dump-weights", path("w12")])
 compare("checkpoint of 1 process at update 3 resumed on R=2", path("w12"), path("w1"))
+
+# ZeRO-1: R = 2 against the same process, and R = 3 (2 micro-steps of 16
+# per rank, --batch 96 over 192 samples) against a process of its own.
+zero1 = mpirun_args(mpirun, 2) + args + ["--dist", "zero1"]
+z2 = summary(run(zero1 + ["--dump-weights", path("z2")]))
+compare("zero1 R=2 vs 1 process", path("z2"), path("w1"))
+if z2["test_accuracy"] != one["test_accuracy"] or z2["updates"] != one["updates"]:
+    fail("zero1 R=2: accuracy %r updates %r, 1 process %r %r" %
+         (z2["test_accuracy"], z2["updates"], one["test_accuracy"], one["updates"]))
+three = ["--batch", "96", "--train-limit", "192"]
+one3 = summary(run(args + three + ["--dump-weights", path("w1_96")]))
+z3 = summary(run(mpirun_args(mpirun, 3) + args + three +
+                 ["--dist", "zero1", "--dump-weights", path("z3")]))
+compare("zero1 R=3 vs 1 process", path("z3"), path("w1_96"))
+if z3["test_accuracy"] != one3["test_accuracy"]:
+    fail("zero1 R=3: accuracy %r, 1 process %r" % (z3["test_accuracy"], one3["test_accuracy"]))
+print("zero1: test accuracy %.4f (R=2) and %.4f (R=3) as one process" %
+      (z2["test_accuracy"], z3["test_accuracy"]), flush=True)
+# Its one checkpoint holds every shard's states: it resumes on 1 process
+# and under ddp; a ddp checkpoint resumes under zero1.
+run(zero1 + ["--stop-after", "3", "--checkpoint", path("ckz")])
+run(args + ["--resume", path("ckz"), "--dump-weights", path("wz1")])
+compare("zero1 checkpoint of R=2 at update 3 resumed on 1 process", path("wz1"), path("w1"))
+run(ddp + ["--resume", path("ckz"), "--dump-weights", path("wzd")])
+compare("zero1 checkpoint of R=2 resumed under ddp R=2", path("wzd"), path("w1"))
+run(zero1 + ["--resume", path("ck2"), "--dump-weights", path("wdz")])
+compare("ddp checkpoint of R=2 resumed under zero1 R=2", path("wdz"), path("w1"))
 
 # A batch the ranks cannot share: refused on every rank, naming the numbers.
 p = run(mpirun_args(mpirun, 2) + [exe, "--data", data, "--dist", "ddp"] +

@@ -1,11 +1,12 @@
-"""A rank of `mpirun -np 2 clgrad-train --dist ddp` killed outright
+"""A rank of `mpirun -np 2 clgrad-train --dist MODE` killed outright
 (SIGKILL) mid-run, saving a checkpoint after every update: mpirun must
 exit non-zero within LIMIT_S seconds, naming the dead rank, and the
 checkpoint on disk must be a whole one (a plain process resumes from it:
 clg_checkpoint_load checks every CRC). Once for rank 1 and once for rank
 0, the rank that writes the file. And a checkpoint write that fails on
 rank 0 (its directory removed mid-run): every rank exits with rank 0's
-message. argv: mpirun, clgrad-train."""
+message. argv: mpirun, clgrad-train, and the mode (ddp, the default, or
+zero1, whose checkpoint rank 0 writes from every rank's shard)."""
 import os
 import shutil
 import signal
@@ -19,6 +20,7 @@ from train_dist_util import BASE, fail, mpirun_args, run, write_data
 LIMIT_S = 30.0
 
 mpirun, exe = sys.argv[1], sys.argv[2]
+mode = sys.argv[3] if len(sys.argv) > 3 else "ddp"
 tmp = tempfile.mkdtemp(prefix="clgrad-train-kill-")
 data = os.path.join(tmp, "data")
 write_data(data)
@@ -50,7 +52,7 @@ def start_saving(ck):
     """mpirun -np 2 of the training, saving ck after every update, once its
     first checkpoint is there (the ranks are training)."""
     p = subprocess.Popen(mpirun_args(mpirun, 2) + args +
-                         ["--dist", "ddp", "--checkpoint", ck, "--save-every", "1"],
+                         ["--dist", mode, "--checkpoint", ck, "--save-every", "1"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
     while not os.path.exists(ck):
@@ -103,7 +105,10 @@ def failed_write():
     os.mkdir(d)
     ck = os.path.join(d, "ck.safetensors")
     p = start_saving(ck)
-    shutil.rmtree(d)  # the next save cannot create its temporary file
+    # The next save cannot create its temporary file (nor rename one in
+    # flight into place). A rename, not rmtree: a save may create a file
+    # in it between rmtree's listing and its rmdir.
+    os.rename(d, d + ".gone")
     err, dt = wait_exit(p, "the checkpoint directory went away")
     for r in (0, 1):
         line = "clgrad-train (rank %d of 2): rank 0: --checkpoint" % r
@@ -114,8 +119,10 @@ def failed_write():
         fail("failed checkpoint write: mpirun exited 0")
     print("checkpoint write failed on rank 0: mpirun exited %d after %.2f s:\n%s" %
           (p.returncode, dt, err.strip()), flush=True)
+    shutil.rmtree(d + ".gone")
 
 
+print("--dist %s" % mode, flush=True)
 kill_one(1)
 kill_one(0)
 failed_write()

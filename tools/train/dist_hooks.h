@@ -23,11 +23,19 @@ struct train_dist_hooks {
     /* Collective, as agree, and s[0..n) becomes the sum over the ranks, in
      * rank order 0..R-1 (deterministic, the same on every rank). */
     int (*sum)(train_dist_hooks *d, int status, float *s, int n, char *err, size_t errlen);
-    /* clg_dist_create / clg_dist_step / clg_dist_destroy (clgrad_mpi.h). */
+    /* ZeRO-1 (set before the model is built): the model keeps the
+     * optimizer states of shard `rank` of `size` (clg_model_set_shard). */
+    int zero1;
+    /* clg_dist_create_mode / clg_dist_step / clg_dist_destroy (clgrad_mpi.h). */
     int (*start)(train_dist_hooks *d, clg_model *model, char *err, size_t errlen);
     int (*step)(train_dist_hooks *d, const clg_grads *grads, float weight, int *updated,
                 char *err, size_t errlen);
     void (*stop)(train_dist_hooks *d);
+    /* Collective, after start: clg_dist_checkpoint_save (rank 0 writes the
+     * whole state; the status is agreed, with clg_dist_last_error's message
+     * in err). */
+    clg_status (*save)(train_dist_hooks *d, const char *path, const char *const *keys,
+                       const char *const *values, size_t n, char *err, size_t errlen);
 };
 
 #endif /* TRAIN_DIST_HOOKS_H */

@@ -37,9 +37,12 @@ void memplan_print(FILE *f, const memplan *p, const char *device_name, uint64_t 
              dtype[(unsigned)p->master_dtype < 6 ? p->master_dtype : 3]);
     row(f, label, p->model.params);
     row(f, "accumulators", p->model.accumulators);
-    snprintf(label, sizeof label, "optimizer states (%s%s)",
+    char shard[40] = "";
+    if (p->shards > 1)
+        snprintf(shard, sizeof shard, ", shard %u of %u", p->shard, p->shards);
+    snprintf(label, sizeof label, "optimizer states (%s%s%s)",
              dtype[(unsigned)p->state_dtype < 6 ? p->state_dtype : 3],
-             p->state_dtype == CLG_Q8 || p->state_dtype == CLG_Q4 ? ", small fp32" : "");
+             p->state_dtype == CLG_Q8 || p->state_dtype == CLG_Q4 ? ", small fp32" : "", shard);
     row(f, label, p->model.states);
     if (p->model.state_scales)
         row(f, "state absmax (one per block)", p->model.state_scales);

@@ -16,6 +16,7 @@ typedef struct memplan {
     uint64_t grad_scratch;  /* fp32 scratch for fp16/bf16 gradients */
     uint64_t weights;       /* fp32 copy of bf16 master weights for the GEMMs */
     clg_dtype state_dtype, master_dtype; /* for the rows' labels */
+    unsigned shard, shards; /* ZeRO-1: the states are shard `shard` of `shards` */
     uint64_t data;          /* data set and index buffers */
     uint64_t total;
     uint64_t available;     /* budget, or device global memory */

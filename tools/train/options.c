@@ -102,13 +102,15 @@ const char *train_usage(void)
            "                         schedule (split a run across --checkpoint/--resume)\n"
            "  --train-limit N        use only the first N training samples\n"
            "  --test-limit N         use only the first N test samples\n"
-           "  --dist ddp             data-parallel over MPI, under mpirun -np R (needs a build\n"
-           "                         with libclgrad-mpi): every rank holds the model, --batch\n"
+           "  --dist ddp|zero1       data-parallel over MPI, under mpirun -np R (needs a build\n"
+           "                         with libclgrad-mpi): every rank holds the params (ddp:\n"
+           "                         and all optimizer states; zero1: 1/R of them), --batch\n"
            "                         stays the effective batch, rank r takes the r-th\n"
            "                         contiguous 1/R of each batch (R x micro-batch must divide\n"
            "                         it); rank 0 alone prints, writes --metrics,\n"
-           "                         --dump-weights and the one --checkpoint file, which\n"
-           "                         resumes on any R or on a plain process\n"
+           "                         --dump-weights and the one --checkpoint file (the whole\n"
+           "                         state, gathered under zero1), which resumes in either\n"
+           "                         mode on any R or on a plain process\n"
            "  --json                 print a JSON summary as the last line of stdout\n"
            "  --quiet                no progress on stderr\n"
            "  --help                 this text\n"
@@ -691,11 +693,9 @@ int train_options_parse(int argc, char **argv, train_options *o, char *err, size
             if (!strcmp(val, "ddp")) {
                 o->dist = TRAIN_DIST_DDP;
             } else if (!strcmp(val, "zero1")) {
-                set_err(err, errlen, "--dist zero1: not implemented yet (libclgrad-mpi has the "
-                                     "replicated mode only); use --dist ddp");
-                return -1;
+                o->dist = TRAIN_DIST_ZERO1;
             } else {
-                set_err(err, errlen, "--dist: expected ddp, got '%s'", val);
+                set_err(err, errlen, "--dist: expected ddp or zero1, got '%s'", val);
                 return -1;
             }
         }

@@ -12,7 +12,11 @@
 #define TRAIN_OVERRIDES_MAX 512
 
 /* --dist: none (a plain process, no MPI at all) or replicated (DDP). */
-typedef enum train_dist_mode { TRAIN_DIST_NONE = 0, TRAIN_DIST_DDP = 1 } train_dist_mode;
+typedef enum train_dist_mode {
+    TRAIN_DIST_NONE = 0,
+    TRAIN_DIST_DDP = 1,
+    TRAIN_DIST_ZERO1 = 2,
+} train_dist_mode;
 
 typedef enum grad_path { GRAD_PATH_A = 0, GRAD_PATH_B = 1, GRAD_PATH_C = 2 } grad_path;
 

@@ -25,6 +25,13 @@ clg_status position_save(clg_model *model, const char *path, const train_positio
                          const char *const *extra_keys, const char *const *extra_values,
                          size_t n_extra)
 {
+    return position_save_with(model, path, p, extra_keys, extra_values, n_extra, NULL, NULL);
+}
+
+clg_status position_save_with(clg_model *model, const char *path, const train_position *p,
+                              const char *const *extra_keys, const char *const *extra_values,
+                              size_t n_extra, position_saver save, void *user)
+{
     char v[N_FIELDS][24];
     size_t n = N_FIELDS + 1 + n_extra;
     const char **all_keys = malloc(n * sizeof *all_keys);
@@ -46,7 +53,8 @@ clg_status position_save(clg_model *model, const char *path, const train_positio
         all_keys[N_FIELDS + 1 + i] = extra_keys[i];
         vals[N_FIELDS + 1 + i] = extra_values[i];
     }
-    clg_status st = clg_checkpoint_save(model, path, all_keys, vals, n);
+    clg_status st = save ? save(user, model, path, all_keys, vals, n)
+                         : clg_checkpoint_save(model, path, all_keys, vals, n);
     free(all_keys);
     free(vals);
     return st;

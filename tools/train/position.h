@@ -22,6 +22,14 @@ typedef struct train_position {
 clg_status position_save(clg_model *model, const char *path, const train_position *p,
                          const char *const *extra_keys, const char *const *extra_values,
                          size_t n_extra);
+/* The same through save instead of clg_checkpoint_save (a collective save
+ * of every rank of a --dist run: libclgrad-mpi's). */
+typedef clg_status (*position_saver)(void *user, clg_model *model, const char *path,
+                                     const char *const *keys, const char *const *values,
+                                     size_t n);
+clg_status position_save_with(clg_model *model, const char *path, const train_position *p,
+                              const char *const *extra_keys, const char *const *extra_values,
+                              size_t n_extra, position_saver save, void *user);
 /* clg_checkpoint_load, then reads the position back; every other key/value
  * pair of the metadata goes to other (may be NULL). Returns 0, or -1 with
  * a message naming path in err (the model is unchanged when the load

@@ -1,7 +1,7 @@
 /* train_mpi.c - the MPI side of clgrad-train --dist (dist_hooks.h, built
  * only with libclgrad-mpi): agreement on every rank's status, the
  * deterministic sum of the trainer's small counters, and libclgrad-mpi's
- * replicated model. The trainer talks on its own duplicate of
+ * data-parallel model (DDP or ZeRO-1) and its collective checkpoint. The trainer talks on its own duplicate of
  * MPI_COMM_WORLD with MPI_ERRORS_RETURN, so that an MPI failure is a
  * message and an exit code, not an abort without one. */
 #include "train_mpi.h"
@@ -120,7 +120,8 @@ out:
 static int start(train_dist_hooks *d, clg_model *model, char *err, size_t errlen)
 {
     mpi_state *m = d->state;
-    clg_status st = clg_dist_create(model, m->comm, &m->dist);
+    clg_status st = clg_dist_create_mode(model, m->comm,
+                                         d->zero1 ? CLG_DIST_ZERO1 : CLG_DIST_DDP, &m->dist);
     if (st != CLG_SUCCESS) {
         snprintf(err, errlen, "clg_dist_create: %s (%s)", clg_dist_last_error(),
                  clg_status_string(st));
@@ -141,6 +142,16 @@ static int step(train_dist_hooks *d, const clg_grads *grads, float weight, int *
         return -1;
     }
     return 0;
+}
+
+static clg_status save(train_dist_hooks *d, const char *path, const char *const *keys,
+                       const char *const *values, size_t n, char *err, size_t errlen)
+{
+    mpi_state *m = d->state;
+    clg_status st = clg_dist_checkpoint_save(m->dist, path, keys, values, n);
+    if (st != CLG_SUCCESS)
+        snprintf(err, errlen, "%s", clg_dist_last_error());
+    return st;
 }
 
 static void stop(train_dist_hooks *d)
@@ -173,6 +184,7 @@ int train_mpi_open(train_dist_hooks *d, char *err, size_t errlen)
     d->start = start;
     d->step = step;
     d->stop = stop;
+    d->save = save;
     return 0;
 }
 

@@ -105,6 +105,8 @@ int train_run_dist(const train_options *opt, const train_io *io, train_dist_hook
     t->err = err;
     t->errlen = errlen;
     t->dist = dist;
+    if (dist)
+        dist->zero1 = opt->dist == TRAIN_DIST_ZERO1;
     t->dist_pending = t->dist != NULL; /* train_run's failures reach the others at `out' */
     t->b = opt->micro_batch ? opt->micro_batch : (opt->batch < 32 ? opt->batch : 32);
     t->k = (opt->batch + t->b - 1) / t->b;

@@ -55,13 +55,13 @@ int trainer_dist_agree(trainer *t, int rc)
 int trainer_dist_save(trainer *t, int rc)
 {
     /* Every rank's update went through (else there is nothing to save),
-     * then rank 0 alone writes the one file: every rank holds the whole
-     * state. The write is atomic (atomic_file.c): the file on disk is the
-     * old one or the new one whatever happens to any rank. */
+     * then the collective save: rank 0 writes the one file, with the
+     * states of every shard under ZeRO-1 (libclgrad-mpi gathers them),
+     * durably (temp file, fsync, rename): the file on disk is the old one
+     * or the new one whatever happens to any rank. */
     if (trainer_dist_agree(t, rc) != 0)
         return -1;
-    int wrote = t->dist->rank == 0 ? trainer_save(t) : 0;
-    return trainer_dist_agree(t, wrote);
+    return trainer_dist_agree(t, trainer_save(t));
 }
 
 /* One effective batch perm[start .. start + len): this rank's share of it

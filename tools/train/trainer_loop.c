@@ -31,9 +31,33 @@ void trainer_build_config(trainer *t)
     runconfig_meta(&t->config);
 }
 
+/* A --dist run's save: collective (every rank calls it; rank 0 writes). */
+typedef struct dist_save {
+    trainer *t;
+    char msg[1024];
+} dist_save;
+
+static clg_status save_dist(void *user, clg_model *model, const char *path,
+                            const char *const *keys, const char *const *values, size_t n)
+{
+    (void)model;
+    dist_save *s = user;
+    return s->t->dist->save(s->t->dist, path, keys, values, n, s->msg, sizeof s->msg);
+}
+
 int trainer_save(trainer *t)
 {
     train_position p = current_position(t);
+    if (t->dist) {
+        dist_save s = {t, ""};
+        clg_status st = position_save_with(t->model, t->opt->checkpoint, &p, t->config.key_ptr,
+                                           t->config.value_ptr, (size_t)t->config.n, save_dist,
+                                           &s);
+        if (st != CLG_SUCCESS)
+            return trainer_fail(t, "--checkpoint: %s (%s)", s.msg[0] ? s.msg : "out of memory",
+                                clg_status_string(st));
+        return 0;
+    }
     clg_status st = position_save(t->model, t->opt->checkpoint, &p, t->config.key_ptr,
                                   t->config.value_ptr, (size_t)t->config.n);
     if (st != CLG_SUCCESS)

@@ -72,6 +72,9 @@ int trainer_build_model(trainer *t)
     st = clg_model_add_group(t->model, "no_decay", 1.0f, 0.0f, &no_decay);
     if (st == CLG_SUCCESS)
         st = mlp_add_tensors(t->net, t->model, no_decay);
+    /* --dist zero1: this rank keeps the optimizer states of its shard */
+    if (st == CLG_SUCCESS && t->dist && t->dist->zero1)
+        st = clg_model_set_shard(t->model, (unsigned)t->dist->rank, (unsigned)t->dist->size);
     if (st != CLG_SUCCESS)
         return trainer_fail_clg(t, "defining the model", st);
     st = clg_model_finalize(t->model);
@@ -223,6 +226,7 @@ void trainer_print_plan(trainer *t)
     p.weights = t->weights_bytes;
     p.state_dtype = t->opt->state_dtype;
     p.master_dtype = t->opt->master_dtype;
+    clg_model_shard(t->model, &p.shard, &p.shards);
     p.data = t->dtrain.bytes + t->dtest.bytes;
     memplan_total(&p);
     p.is_budget = clg_context_budget(t->ctx) != 0;

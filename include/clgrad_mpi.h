@@ -124,6 +124,14 @@ typedef struct clg_dist_counters {
     double comm_seconds;          /* in MPI calls, all cycle ends */
     double staging_seconds;       /* accumulator device <-> host copies */
     double last_comm_seconds;     /* the last cycle end */
+    /* Added with ZeRO-1 (not written for a struct_size that ends before):
+     * the wall time of the cycle-end clg_dist_step on this rank, all of it
+     * (agreements, copies, MPI, the update's enqueue, ZeRO-1's gather);
+     * MPI and the copies overlap, so it is less than their sum. */
+    double cycle_seconds;         /* all cycle ends */
+    double last_cycle_seconds;    /* the last cycle end */
+    int pinned;                   /* 1: the round buffers are pinned (mapped
+                                     CL_MEM_ALLOC_HOST_PTR) memory */
 } clg_dist_counters;
 static inline clg_dist_counters clg_dist_counters_init(void)
 {

@@ -77,7 +77,7 @@ void clg_dist_destroy(clg_dist *d)
 {
     if (d == NULL)
         return;
-    clg__dist_reduce_free(d);
+    clg__dist_slots_free(d);
     clg__dist_zero1_free(d);
     free(d->spans);
     if (d->comm != MPI_COMM_NULL)
@@ -163,6 +163,7 @@ static clg_status end_cycle(clg_dist *d, clg_status st, float w_local, int *upda
     clg_dist_counters *c = &d->counters;
     c->last_bytes_sent = c->last_bytes_received = 0;
     c->last_comm_seconds = 0.0;
+    double t0 = MPI_Wtime();
     double w_global = 0.0;
     st = clg__dist_agree(d, d->comm, d->rank, d->size, st, core_msg(d), (double)w_local,
                          &w_global, true, who);
@@ -192,6 +193,8 @@ static clg_status end_cycle(clg_dist *d, clg_status st, float w_local, int *upda
                              true, who);
     }
     c->updates++;
+    c->last_cycle_seconds = MPI_Wtime() - t0;
+    c->cycle_seconds += c->last_cycle_seconds;
     c->bytes_sent += c->last_bytes_sent;
     c->bytes_received += c->last_bytes_received;
     c->comm_seconds += c->last_comm_seconds;
@@ -246,6 +249,7 @@ clg_status clg_dist_counters_get(const clg_dist *d, clg_dist_counters *out)
     /* a newer caller's larger struct: what this library does not know is 0 */
     clg_dist_counters full = d->counters;
     full.struct_size = size;
+    full.pinned = clg__dist_pinned(d);
     size_t n = size < sizeof full ? size : sizeof full;
     memcpy(out, &full, n);
     if (size > sizeof full)

@@ -18,6 +18,16 @@ typedef struct dist_span {
     size_t flat;   /* first element in the flat order */
 } dist_span;
 
+/* One set of round buffers (stage.c): pinned host memory when the device
+ * maps it, and the event after the copies into it still in flight. */
+typedef struct dist_slot {
+    cl_mem mem;   /* the CL_MEM_ALLOC_HOST_PTR buffer mapped at host, or NULL */
+    float *host;  /* stage, recv and sum end to end */
+    bool pinned;
+    float *stage, *recv, *sum;
+    cl_event ready;
+} dist_slot;
+
 struct clg_dist {
     clg_model *model;
     clg_dist_mode mode;
@@ -28,7 +38,7 @@ struct clg_dist {
     size_t n;          /* accumulator elements (the model's params) */
     float weight_sum;  /* this rank's weights in the current cycle */
     clg_status broken; /* a cycle end failed after some rank updated */
-    float *stage, *recv, *sum; /* round buffers (reduce.c, zero1.c) */
+    dist_slot slot[2]; /* round buffers, used in turn (stage.c) */
     /* ZeRO-1 (zero1.c): spans hold the accumulator's chunks and pspans the
      * params', both in the layout space (n its elements); rank r's shard
      * is [first[r], first[r] + count[r]). */
@@ -57,12 +67,25 @@ clg_status clg__dist_agree(clg_dist *d, MPI_Comm comm, int rank, int size, clg_s
  * (CLG_ERR_MISMATCH naming the first difference otherwise). */
 clg_status clg__dist_check_layout(clg_dist *d);
 
+/* Two slots of stage + recv + sum floats each; their release. */
+clg_status clg__dist_slots_init(clg_dist *d, size_t stage, size_t recv, size_t sum);
+void clg__dist_slots_free(clg_dist *d);
+bool clg__dist_pinned(const clg_dist *d);
+/* Enqueues the copies of elements [a, a + len) of spans (flat order)
+ * between the device and host (write: host to device); no wait. */
+cl_int clg__dist_copy(const clg_dist *d, const dist_span *spans, uint64_t a, size_t len,
+                      float *host, int write);
+/* An event after everything enqueued so far, kept in the slot (and the
+ * queue flushed); waiting for it, and for both slots and the queue. */
+cl_int clg__dist_mark(const clg_dist *d, dist_slot *s);
+cl_int clg__dist_await(dist_slot *s);
+cl_int clg__dist_drain(const clg_dist *d);
+
 /* Round buffers for the ordered sum, and the sum itself: the accumulator
  * of every rank replaced by the sum over ranks in rank order. A local
  * OpenCL failure keeps this rank in the exchange (with what it has) so
  * that no other rank waits forever; the status says so. */
 clg_status clg__dist_reduce_init(clg_dist *d);
-void clg__dist_reduce_free(clg_dist *d);
 clg_status clg__dist_reduce(clg_dist *d);
 
 /* ZeRO-1: the spans and shards of the layout space and the round buffers;

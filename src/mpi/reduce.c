@@ -26,47 +26,15 @@ clg_status clg__dist_reduce_init(clg_dist *d)
 {
     size_t round = d->n < ROUND ? d->n : ROUND;
     size_t slice = round / (size_t)d->size + 1;
-    d->stage = malloc((round ? round : 1) * sizeof(float));
-    d->recv = malloc(slice * (size_t)d->size * sizeof(float));
-    d->sum = malloc(slice * sizeof(float));
-    if (!d->stage || !d->recv || !d->sum) {
-        clg__dist_reduce_free(d);
-        return clg__dist_fail(CLG_ERR_OUT_OF_HOST_MEMORY,
-                              "clg_dist_create: no host memory for the %zu-element round "
-                              "buffers",
-                              round);
-    }
-    return CLG_SUCCESS;
+    return clg__dist_slots_init(d, round ? round : 1, slice * (size_t)d->size, slice);
 }
 
-void clg__dist_reduce_free(clg_dist *d)
+/* Enqueues the copy of round a's accumulator into slot s, then its event. */
+static cl_int read_round(const clg_dist *d, size_t a, dist_slot *s)
 {
-    free(d->stage);
-    free(d->recv);
-    free(d->sum);
-    d->stage = d->recv = d->sum = NULL;
-}
-
-/* Enqueues the copies of flat elements [a, a + len) between the
- * accumulator and host, then waits for them. */
-static cl_int stage(clg_dist *d, size_t a, size_t len, float *host, int write)
-{
-    cl_command_queue q = clg_context_queue(clg_model_context(d->model));
-    cl_int err = CL_SUCCESS;
-    for (size_t s = 0; s < d->n_spans && err == CL_SUCCESS; s++) {
-        const dist_span *sp = &d->spans[s];
-        size_t lo = sp->flat > a ? sp->flat : a;
-        size_t hi = sp->flat + sp->count < a + len ? sp->flat + sp->count : a + len;
-        if (lo >= hi)
-            continue;
-        size_t dev = (sp->offset + (lo - sp->flat)) * sizeof(float);
-        size_t bytes = (hi - lo) * sizeof(float);
-        float *h = host + (lo - a);
-        err = write ? clEnqueueWriteBuffer(q, sp->mem, CL_FALSE, dev, bytes, h, 0, NULL, NULL)
-                    : clEnqueueReadBuffer(q, sp->mem, CL_FALSE, dev, bytes, h, 0, NULL, NULL);
-    }
-    cl_int fin = clFinish(q);
-    return err != CL_SUCCESS ? err : fin;
+    size_t len = d->n - a < ROUND ? d->n - a : ROUND;
+    cl_int err = clg__dist_copy(d, d->spans, a, len, s->stage, 0);
+    return err == CL_SUCCESS ? clg__dist_mark(d, s) : err;
 }
 
 clg_status clg__dist_reduce(clg_dist *d)
@@ -80,7 +48,10 @@ clg_status clg__dist_reduce(clg_dist *d)
     clg_status st = CLG_SUCCESS;
     cl_int cl_err = CL_SUCCESS; /* the first local OpenCL failure */
     clg_dist_counters *c = &d->counters;
-    for (size_t a = 0; a < d->n; a += ROUND) {
+    if (d->n > 0)
+        cl_err = read_round(d, 0, &d->slot[0]);
+    for (size_t a = 0, i = 0; a < d->n; a += ROUND, i++) {
+        dist_slot *s = &d->slot[i % 2];
         size_t len = d->n - a < ROUND ? d->n - a : ROUND;
         for (int r = 0; r < R; r++) {
             displ[r] = (int)slice_begin(len, r, R);
@@ -93,22 +64,27 @@ clg_status clg__dist_reduce(clg_dist *d)
         }
         double t0 = MPI_Wtime();
         if (cl_err == CL_SUCCESS)
-            cl_err = stage(d, a, len, d->stage, 0);
-        else /* stay in the exchange so that no rank waits on this one */
-            memset(d->stage, 0, len * sizeof(float));
+            cl_err = clg__dist_await(s);
+        /* the next round's copy runs while this one is in MPI */
+        if (cl_err == CL_SUCCESS && a + ROUND < d->n)
+            cl_err = read_round(d, a + ROUND, &d->slot[(i + 1) % 2]);
+        if (cl_err != CL_SUCCESS) { /* stay in the exchange so that no rank waits on this one */
+            clg__dist_drain(d);
+            memset(s->stage, 0, len * sizeof(float));
+        }
         double t1 = MPI_Wtime();
-        int err = MPI_Alltoallv(d->stage, cnt, displ, MPI_FLOAT, d->recv, rcnt, rdispl,
+        int err = MPI_Alltoallv(s->stage, cnt, displ, MPI_FLOAT, s->recv, rcnt, rdispl,
                                 MPI_FLOAT, d->comm);
         double t2 = MPI_Wtime();
-        for (int i = 0; err == MPI_SUCCESS && i < mine; i++) {
-            float s = d->recv[i];
+        for (int k = 0; err == MPI_SUCCESS && k < mine; k++) {
+            float sum = s->recv[k];
             for (int r = 1; r < R; r++)
-                s += d->recv[(size_t)r * (size_t)mine + (size_t)i];
-            d->sum[i] = s;
+                sum += s->recv[(size_t)r * (size_t)mine + (size_t)k];
+            s->sum[k] = sum;
         }
         double t3 = MPI_Wtime();
         if (err == MPI_SUCCESS)
-            err = MPI_Allgatherv(d->sum, mine, MPI_FLOAT, d->stage, cnt, displ, MPI_FLOAT,
+            err = MPI_Allgatherv(s->sum, mine, MPI_FLOAT, s->stage, cnt, displ, MPI_FLOAT,
                                  d->comm);
         double t4 = MPI_Wtime();
         if (err != MPI_SUCCESS) {
@@ -119,16 +95,20 @@ clg_status clg__dist_reduce(clg_dist *d)
                                 me, a, a + len, clg__dist_mpi_string(err, e, sizeof e));
             break;
         }
-        if (cl_err == CL_SUCCESS)
-            cl_err = stage(d, a, len, d->stage, 1);
-        double t5 = MPI_Wtime();
+        if (cl_err == CL_SUCCESS) /* waited for at the next round's await, or below */
+            cl_err = clg__dist_copy(d, d->spans, a, len, s->stage, 1);
         uint64_t others = (uint64_t)(len - (size_t)mine) * sizeof(float);
         uint64_t own = (uint64_t)mine * (uint64_t)(R - 1) * sizeof(float);
         c->last_bytes_sent += others + own;
         c->last_bytes_received += own + others;
         c->last_comm_seconds += (t2 - t1) + (t4 - t3);
-        c->staging_seconds += (t1 - t0) + (t5 - t4);
+        c->staging_seconds += t1 - t0;
     }
+    double t5 = MPI_Wtime();
+    cl_int drained = clg__dist_drain(d);
+    c->staging_seconds += MPI_Wtime() - t5;
+    if (cl_err == CL_SUCCESS)
+        cl_err = drained;
     free(cnt);
     if (st == CLG_SUCCESS && cl_err != CL_SUCCESS)
         st = clg__dist_fail((clg_status)cl_err,

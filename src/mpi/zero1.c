@@ -13,7 +13,9 @@
  *    DDP's sum holds there.
  *  - All-gather: each rank stages its shard's updated params,
  *    MPI_Allgatherv gives every rank every shard, and each writes the
- *    others' into its params. */
+ *    others' into its params.
+ * In both, round o+1's copies from the device run while round o is in MPI
+ * (stage.c's two slots of pinned memory). */
 #include "dist.h"
 
 #include <limits.h>
@@ -71,13 +73,11 @@ clg_status clg__dist_zero1_init(clg_dist *d)
         return st;
     d->first = calloc((size_t)d->size, sizeof *d->first);
     d->count = calloc((size_t)d->size, sizeof *d->count);
-    size_t piece = piece_of(d);
-    d->stage = malloc(piece * (size_t)d->size * sizeof(float));
-    d->recv = malloc(piece * (size_t)d->size * sizeof(float));
-    d->sum = malloc(piece * sizeof(float));
-    if (!d->first || !d->count || !d->stage || !d->recv || !d->sum)
+    if (!d->first || !d->count)
         return clg__dist_fail(CLG_ERR_OUT_OF_HOST_MEMORY,
-                              "clg_dist_create: no host memory for the ZeRO-1 round buffers");
+                              "clg_dist_create: no host memory for %d shard ranges", d->size);
+    size_t piece = piece_of(d);
+    st = clg__dist_slots_init(d, piece * (size_t)d->size, piece * (size_t)d->size, piece);
     for (int r = 0; r < d->size && st == CLG_SUCCESS; r++)
         if (clg_model_shard_range(d->model, (unsigned)r, &d->first[r], &d->count[r], NULL) !=
             CLG_SUCCESS)
@@ -93,34 +93,6 @@ void clg__dist_zero1_free(clg_dist *d)
     free(d->count);
     d->pspans = NULL;
     d->first = d->count = NULL;
-}
-
-/* Enqueues the copies of layout elements [a, a + len) of spans between the
- * device and host (no wait). */
-static cl_int enqueue(const clg_dist *d, const dist_span *spans, uint64_t a, size_t len,
-                      float *host, int write)
-{
-    cl_command_queue q = clg_context_queue(clg_model_context(d->model));
-    cl_int err = CL_SUCCESS;
-    for (size_t s = 0; s < d->n_spans && err == CL_SUCCESS; s++) {
-        const dist_span *sp = &spans[s];
-        uint64_t lo = sp->flat > a ? sp->flat : a;
-        uint64_t hi = sp->flat + sp->count < a + len ? sp->flat + sp->count : a + len;
-        if (lo >= hi)
-            continue;
-        size_t dev = (sp->offset + (size_t)(lo - sp->flat)) * sizeof(float);
-        size_t bytes = (size_t)(hi - lo) * sizeof(float);
-        float *h = host + (lo - a);
-        err = write ? clEnqueueWriteBuffer(q, sp->mem, CL_FALSE, dev, bytes, h, 0, NULL, NULL)
-                    : clEnqueueReadBuffer(q, sp->mem, CL_FALSE, dev, bytes, h, 0, NULL, NULL);
-    }
-    return err;
-}
-
-static cl_int finish(const clg_dist *d, cl_int err)
-{
-    cl_int fin = clFinish(clg_context_queue(clg_model_context(d->model)));
-    return err != CL_SUCCESS ? err : fin;
 }
 
 /* Round o's part of shard r. */
@@ -158,6 +130,56 @@ static clg_status staging_failed(const clg_dist *d, const char *what, cl_int err
                           what, d->rank, clg_status_string((clg_status)err));
 }
 
+/* Round o's accumulator, every shard's part, into slot s (reduce-scatter). */
+static cl_int read_parts(const clg_dist *d, uint64_t o, dist_slot *s)
+{
+    size_t piece = piece_of(d);
+    cl_int err = CL_SUCCESS;
+    for (int r = 0; r < d->size && err == CL_SUCCESS; r++)
+        err = clg__dist_copy(d, d->spans, d->first[r] + o, part(d, r, o),
+                             s->stage + (size_t)r * piece, 0);
+    return err == CL_SUCCESS ? clg__dist_mark(d, s) : err;
+}
+
+/* Round o's params of this rank's shard into slot s (all-gather). */
+static cl_int read_own(const clg_dist *d, uint64_t o, dist_slot *s)
+{
+    cl_int err = clg__dist_copy(d, d->pspans, d->first[d->rank] + o, part(d, d->rank, o), s->sum,
+                                0);
+    return err == CL_SUCCESS ? clg__dist_mark(d, s) : err;
+}
+
+typedef cl_int (*read_fn)(const clg_dist *d, uint64_t o, dist_slot *s);
+
+/* The start of round i (at shard element o): this round's copies waited
+ * for, the next round's started, so that they run while this round is in
+ * MPI. After a local failure the slot is zeroed instead: the rank stays in
+ * the exchange. Returns the slot. */
+static dist_slot *begin_round(clg_dist *d, size_t i, uint64_t o, read_fn read, cl_int *cl_err,
+                              size_t zero_floats, float *zero)
+{
+    dist_slot *s = &d->slot[i % 2];
+    double t0 = MPI_Wtime();
+    if (*cl_err == CL_SUCCESS)
+        *cl_err = clg__dist_await(s);
+    if (*cl_err == CL_SUCCESS && o + piece_of(d) < largest_shard(d))
+        *cl_err = read(d, o + piece_of(d), &d->slot[(i + 1) % 2]);
+    if (*cl_err != CL_SUCCESS) {
+        clg__dist_drain(d);
+        memset(zero == NULL ? s->stage : zero, 0, zero_floats * sizeof(float));
+    }
+    d->counters.staging_seconds += MPI_Wtime() - t0;
+    return s;
+}
+
+static cl_int end_rounds(clg_dist *d, cl_int cl_err)
+{
+    double t0 = MPI_Wtime();
+    cl_int e = clg__dist_drain(d);
+    d->counters.staging_seconds += MPI_Wtime() - t0;
+    return cl_err != CL_SUCCESS ? cl_err : e;
+}
+
 clg_status clg__dist_reduce_scatter(clg_dist *d)
 {
     const int R = d->size, me = d->rank;
@@ -168,9 +190,10 @@ clg_status clg__dist_reduce_scatter(clg_dist *d)
                               "clg_dist_step: no host memory for %d counts", 4 * R);
     int *displ = cnt + R, *rcnt = cnt + 2 * R, *rdispl = cnt + 3 * R;
     clg_status st = CLG_SUCCESS;
-    cl_int cl_err = CL_SUCCESS;
+    cl_int cl_err = largest_shard(d) > 0 ? read_parts(d, 0, &d->slot[0]) : CL_SUCCESS;
     clg_dist_counters *c = &d->counters;
-    for (uint64_t o = 0; o < largest_shard(d); o += piece) {
+    size_t i = 0;
+    for (uint64_t o = 0; o < largest_shard(d); o += piece, i++) {
         const int mine = (int)part(d, me, o);
         for (int r = 0; r < R; r++) {
             cnt[r] = (int)part(d, r, o);
@@ -178,39 +201,30 @@ clg_status clg__dist_reduce_scatter(clg_dist *d)
             rcnt[r] = mine;
             rdispl[r] = r * (int)piece;
         }
-        double t0 = MPI_Wtime();
-        cl_int e = CL_SUCCESS;
-        for (int r = 0; r < R && cl_err == CL_SUCCESS && e == CL_SUCCESS; r++)
-            e = enqueue(d, d->spans, d->first[r] + o, (size_t)cnt[r], d->stage + displ[r], 0);
-        if (cl_err == CL_SUCCESS)
-            cl_err = finish(d, e);
-        if (cl_err != CL_SUCCESS) /* stay in the exchange so that no rank waits on this one */
-            memset(d->stage, 0, piece * (size_t)R * sizeof(float));
+        dist_slot *s = begin_round(d, i, o, read_parts, &cl_err, piece * (size_t)R, NULL);
         double t1 = MPI_Wtime();
-        int err = MPI_Alltoallv(d->stage, cnt, displ, MPI_FLOAT, d->recv, rcnt, rdispl,
+        int err = MPI_Alltoallv(s->stage, cnt, displ, MPI_FLOAT, s->recv, rcnt, rdispl,
                                 MPI_FLOAT, d->comm);
-        double t2 = MPI_Wtime();
+        c->last_comm_seconds += MPI_Wtime() - t1;
         if (err != MPI_SUCCESS) {
             st = exchange_failed(d, "reduce-scatter of the accumulator", o, err);
             break;
         }
-        for (int i = 0; i < mine; i++) {
-            float s = d->recv[i];
+        for (int k = 0; k < mine; k++) {
+            float sum = s->recv[k];
             for (int r = 1; r < R; r++)
-                s += d->recv[(size_t)r * piece + (size_t)i];
-            d->sum[i] = s;
+                sum += s->recv[(size_t)r * piece + (size_t)k];
+            s->sum[k] = sum;
         }
-        if (cl_err == CL_SUCCESS)
-            cl_err = finish(d, enqueue(d, d->spans, d->first[me] + o, (size_t)mine, d->sum, 1));
-        double t3 = MPI_Wtime();
+        if (cl_err == CL_SUCCESS) /* waited for two rounds on, or at the end */
+            cl_err = clg__dist_copy(d, d->spans, d->first[me] + o, (size_t)mine, s->sum, 1);
         uint64_t sent = 0;
         for (int r = 0; r < R; r++)
             sent += r == me ? 0 : (uint64_t)cnt[r];
         c->last_bytes_sent += sent * sizeof(float);
         c->last_bytes_received += (uint64_t)mine * (uint64_t)(R - 1) * sizeof(float);
-        c->last_comm_seconds += t2 - t1;
-        c->staging_seconds += (t1 - t0) + (t3 - t2);
     }
+    cl_err = end_rounds(d, cl_err);
     free(cnt);
     if (st == CLG_SUCCESS && cl_err != CL_SUCCESS)
         st = staging_failed(d, "accumulator", cl_err);
@@ -227,42 +241,35 @@ clg_status clg__dist_gather_params(clg_dist *d)
                               "clg_dist_step: no host memory for %d counts", 2 * R);
     int *displ = cnt + R;
     clg_status st = CLG_SUCCESS;
-    cl_int cl_err = CL_SUCCESS;
+    cl_int cl_err = largest_shard(d) > 0 ? read_own(d, 0, &d->slot[0]) : CL_SUCCESS;
     clg_dist_counters *c = &d->counters;
-    for (uint64_t o = 0; o < largest_shard(d); o += piece) {
+    size_t i = 0;
+    for (uint64_t o = 0; o < largest_shard(d); o += piece, i++) {
         for (int r = 0; r < R; r++) {
             cnt[r] = (int)part(d, r, o);
             displ[r] = r * (int)piece;
         }
         const int mine = cnt[me];
-        double t0 = MPI_Wtime();
-        if (cl_err == CL_SUCCESS)
-            cl_err = finish(d, enqueue(d, d->pspans, d->first[me] + o, (size_t)mine, d->sum, 0));
-        if (cl_err != CL_SUCCESS)
-            memset(d->sum, 0, piece * sizeof(float));
+        dist_slot *s = begin_round(d, i, o, read_own, &cl_err, piece, d->slot[i % 2].sum);
         double t1 = MPI_Wtime();
-        int err = MPI_Allgatherv(d->sum, mine, MPI_FLOAT, d->recv, cnt, displ, MPI_FLOAT,
+        int err = MPI_Allgatherv(s->sum, mine, MPI_FLOAT, s->recv, cnt, displ, MPI_FLOAT,
                                  d->comm);
-        double t2 = MPI_Wtime();
+        c->last_comm_seconds += MPI_Wtime() - t1;
         if (err != MPI_SUCCESS) {
             st = exchange_failed(d, "all-gather of the params", o, err);
             break;
         }
-        cl_int e = CL_SUCCESS;
-        for (int r = 0; r < R && cl_err == CL_SUCCESS && e == CL_SUCCESS; r++)
+        for (int r = 0; r < R && cl_err == CL_SUCCESS; r++)
             if (r != me)
-                e = enqueue(d, d->pspans, d->first[r] + o, (size_t)cnt[r], d->recv + displ[r], 1);
-        if (cl_err == CL_SUCCESS)
-            cl_err = finish(d, e);
-        double t3 = MPI_Wtime();
+                cl_err = clg__dist_copy(d, d->pspans, d->first[r] + o, (size_t)cnt[r],
+                                        s->recv + displ[r], 1);
         uint64_t received = 0;
         for (int r = 0; r < R; r++)
             received += r == me ? 0 : (uint64_t)cnt[r];
         c->last_bytes_sent += (uint64_t)mine * (uint64_t)(R - 1) * sizeof(float);
         c->last_bytes_received += received * sizeof(float);
-        c->last_comm_seconds += t2 - t1;
-        c->staging_seconds += (t1 - t0) + (t3 - t2);
     }
+    cl_err = end_rounds(d, cl_err);
     free(cnt);
     if (st == CLG_SUCCESS && cl_err != CL_SUCCESS)
         st = staging_failed(d, "params", cl_err);

@@ -253,10 +253,17 @@ int main(int argc, char **argv)
         printf("rel L2 vs one process with %d micro-steps: params %.3g, m %.3g, v %.3g (max %g)\n",
                R * K, ep, em, ev, REL_L2_MAX);
         printf("rank 0 per update: %llu bytes sent, %llu received (%.3f x 4 bytes/param), "
-               "%.4f s in MPI, %.4f s staging\n",
+               "%.4f s in MPI, %.4f s waiting for copies, %.4f s the whole cycle end "
+               "(round buffers %s)\n",
                (unsigned long long)k.last_bytes_sent, (unsigned long long)k.last_bytes_received,
                (double)k.last_bytes_sent / (4.0 * (double)n), k.comm_seconds / UPDATES,
-               k.staging_seconds / UPDATES);
+               k.staging_seconds / UPDATES, k.cycle_seconds / UPDATES,
+               k.pinned ? "pinned" : "pageable");
+        if (!(k.cycle_seconds > 0.0 && k.last_cycle_seconds > 0.0)) {
+            fprintf(stderr, "FAIL: cycle seconds %g, last %g\n", k.cycle_seconds,
+                    k.last_cycle_seconds);
+            bad = 1;
+        }
         if (!(ep <= REL_L2_MAX && em <= REL_L2_MAX && ev <= REL_L2_MAX)) {
             fprintf(stderr, "FAIL: relative L2 above %g\n", REL_L2_MAX);
             bad = 1;

@@ -1,16 +1,19 @@
-/* dist_measure.c - one row of clgrad-bench --dist: the communication of one
- * update for DDP (one cycle of k micro-steps through clg_dist_step, one
- * reduction at its end) and for the baseline that reduces every
- * micro-step's gradient (a model with accum_steps = 1 stepped k times: k
- * cycle ends, k reductions), both measured by libclgrad-mpi's own counters.
+/* dist_measure.c - one N and k of clgrad-bench --dist: the communication
+ * of one update under DDP and under ZeRO-1 (each one cycle of k
+ * micro-steps through clg_dist_step, one exchange at its end), and for
+ * each the baseline that exchanges every micro-step's gradient (a model
+ * with accum_steps = 1 stepped k times: k cycle ends, k exchanges), all
+ * four measured by libclgrad-mpi's own counters.
  *
- * Plain SGD (no state): the bytes and the time of the exchange depend on
- * the parameter count only, and a stateless update keeps the compute
- * between exchanges short on a small machine. Path A, gradients uploaded
- * once and reused (their values do not change what is sent). Before every
- * micro-step that ends a cycle, each rank drains its queue and all ranks
- * meet at a barrier (outside the counters), so that the communication time
- * is the exchange's, not one rank waiting for another's kernels. */
+ * AdamW on every side: ZeRO-1 is about the optimizer states, so the model
+ * must have some, and DDP runs the same update so that the two modes
+ * differ only in how they share it (the bytes depend on the layout alone;
+ * the update runs outside DDP's exchange and between ZeRO-1's two). Path
+ * A, gradients uploaded once and reused (their values do not change what
+ * is sent). Before every micro-step that ends a cycle, each rank drains
+ * its queue and all ranks meet at a barrier (outside the counters), so
+ * that the communication time is the exchange's, not one rank waiting for
+ * another's kernels. */
 #include "dist_bench.h"
 
 #include <stdio.h>
@@ -21,7 +24,11 @@ typedef struct side {
     clg_model *model;
     clg_grads *grads;
     clg_dist *dist;
+    int every; /* the baseline: accum_steps = 1, a cycle end every micro-step */
 } side;
+
+/* The four sides of one N and k, in the order a repetition starts from. */
+enum { S_DDP, S_DDP_SYNC, S_ZERO1, S_ZERO1_SYNC, N_SIDES };
 
 /* What one update cost rank 0 (counter deltas, wall clock). */
 typedef struct sample {
@@ -34,13 +41,14 @@ static void ok(clg_status st, const char *what)
         bench_dist_die(what, st);
 }
 
-static void side_make(side *s, clg_context *ctx, unsigned k, uint64_t n, unsigned tensors,
-                      const float *host)
+static void side_make(side *s, clg_context *ctx, unsigned k, int every, clg_dist_mode mode,
+                      uint64_t n, unsigned tensors, const float *host)
 {
-    clg_config c = clg_config_default(CLG_SGD);
+    clg_config c = clg_config_default(CLG_ADAMW);
     c.lr = 1e-3f;
-    c.accum_steps = k;
+    c.accum_steps = every ? 1 : k;
     s->ctx = ctx;
+    s->every = every;
     ok(clg_model_create(ctx, &c, &s->model), "clg_model_create");
     uint64_t per = n / tensors;
     for (unsigned t = 0; t < tensors; t++) {
@@ -50,12 +58,18 @@ static void side_make(side *s, clg_context *ctx, unsigned k, uint64_t n, unsigne
         uint64_t count = t + 1 < tensors ? per : n - per * (tensors - 1);
         ok(clg_model_add_tensor(s->model, name, (size_t)count, 0, &id), "clg_model_add_tensor");
     }
+    if (mode == CLG_DIST_ZERO1) { /* ZeRO-1 needs the shard of this rank of R */
+        int rank, size;
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        MPI_Comm_size(MPI_COMM_WORLD, &size);
+        ok(clg_model_set_shard(s->model, (unsigned)rank, (unsigned)size), "clg_model_set_shard");
+    }
     ok(clg_model_finalize(s->model), "clg_model_finalize");
     ok(clg_model_upload_params(s->model, CLG_ALL_TENSORS, host, (size_t)n, NULL),
        "clg_model_upload_params");
     ok(clg_grads_create(s->model, CLG_FP32, &s->grads), "clg_grads_create");
     ok(clg_grads_upload(s->grads, CLG_ALL_TENSORS, host, (size_t)n, NULL), "clg_grads_upload");
-    ok(clg_dist_create(s->model, MPI_COMM_WORLD, &s->dist), "clg_dist_create");
+    ok(clg_dist_create_mode(s->model, MPI_COMM_WORLD, mode, &s->dist), "clg_dist_create_mode");
 }
 
 static void side_free(side *s)
@@ -74,14 +88,14 @@ static void settle(const side *s)
     MPI_Barrier(MPI_COMM_WORLD);
 }
 
-/* k micro-steps of s: one cycle when every is 0, k cycles of one when 1. */
-static sample one_update(const side *s, unsigned k, int every)
+/* k micro-steps of s: one cycle, or k cycles of one for the baseline. */
+static sample one_update(const side *s, unsigned k)
 {
     clg_dist_counters a = clg_dist_counters_init(), b = clg_dist_counters_init();
     ok(clg_dist_counters_get(s->dist, &a), "clg_dist_counters_get");
     double t0 = MPI_Wtime();
     for (unsigned j = 0; j < k; j++) {
-        int ends = every || j + 1 == k, updated = 0;
+        int ends = s->every || j + 1 == k, updated = 0;
         if (ends)
             settle(s);
         ok(clg_dist_step(s->dist, s->grads, 1.0f, &updated), "clg_dist_step");
@@ -121,50 +135,34 @@ static bench_stat stat_of(const sample *x, size_t n, int f, double *tmp)
     return bench_summarize(tmp, n);
 }
 
-void bench_dist_measure(clg_context *ctx, const bench_options *o, uint64_t n, unsigned k,
-                        bench_dist *out)
+/* The median over repetitions of num / den comm ms of the same one. */
+static bench_stat paired(const sample *num, const sample *den, size_t n, double *tmp)
 {
-    int size;
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    unsigned tensors = n / o->tensors ? o->tensors : 1;
-    float *host = malloc((size_t)n * sizeof *host);
-    if (!host)
-        bench_dist_die("host buffer", CLG_ERR_OUT_OF_HOST_MEMORY);
-    for (uint64_t i = 0; i < n; i++) /* the same on every rank: params must agree */
-        host[i] = 0.01f * (float)((int)(i % 97) - 48);
-    side ddp = {0}, sync = {0};
-    side_make(&ddp, ctx, k, n, tensors, host);
-    side_make(&sync, ctx, 1, n, tensors, host);
-    free(host);
+    for (size_t i = 0; i < n; i++)
+        tmp[i] = den[i].comm_ms > 0 ? num[i].comm_ms / den[i].comm_ms : 0.0;
+    return bench_summarize(tmp, n);
+}
 
-    double one_ms = 0.0;
-    for (unsigned w = 0; w < o->run.warmup; w++) {
-        sample a = one_update(&ddp, k, 0), b = one_update(&sync, k, 1);
-        one_ms = a.wall_ms + b.wall_ms;
-    }
-    /* rank 0 decides, every rank runs as many */
-    unsigned reps = bench_calibrate_reps(o->run.target_ms, one_ms, o->run.min_reps,
-                                         o->run.max_reps);
-    MPI_Bcast(&reps, 1, MPI_UNSIGNED, 0, MPI_COMM_WORLD);
-    sample *xd = calloc(reps, sizeof *xd), *xs = calloc(reps, sizeof *xs);
-    double *tmp = calloc(reps, sizeof *tmp);
-    if (!xd || !xs || !tmp)
-        bench_dist_die("samples", CLG_ERR_OUT_OF_HOST_MEMORY);
-    for (unsigned r = 0; r < reps; r++) { /* interleaved: who goes first alternates */
-        if (r % 2 == 0) {
-            xd[r] = one_update(&ddp, k, 0);
-            xs[r] = one_update(&sync, k, 1);
-        } else {
-            xs[r] = one_update(&sync, k, 1);
-            xd[r] = one_update(&ddp, k, 0);
-        }
-    }
-    side_free(&ddp);
-    side_free(&sync);
+/* Optimizer-state bytes: rank 0's shard, the largest over ranks (every
+ * rank's must fit its device), and the unsharded DDP model's. */
+static void state_bytes(const side *zero1, const side *ddp, bench_dist_zero1 *z)
+{
+    clg_memory_plan mine = clg_memory_plan_init(), whole = clg_memory_plan_init();
+    ok(clg_model_memory(zero1->model, &mine), "clg_model_memory");
+    ok(clg_model_memory(ddp->model, &whole), "clg_model_memory");
+    uint64_t states = mine.states, largest = 0;
+    MPI_Allreduce(&states, &largest, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+    z->states_rank0 = states; /* rank 0 keeps its own */
+    z->states_max = largest;
+    z->states_unsharded = whole.states;
+    ok(clg_model_shard_range(zero1->model, 0, NULL, &z->shard_elements, &z->layout_elements),
+       "clg_model_shard_range");
+}
 
-    *out = (bench_dist){.mode = "ddp", .ranks = size, .n = n, .k = k, .tensors = tensors,
-                        .reps = reps};
-    out->model_bytes = 2.0 * (size - 1) / size * 4.0 * (double)n;
+static void fill_ddp(bench_dist *out, sample *const x[N_SIDES], unsigned reps, double *tmp)
+{
+    const sample *xd = x[S_DDP], *xs = x[S_DDP_SYNC];
+    out->model_bytes = 2.0 * (out->ranks - 1) / out->ranks * 4.0 * (double)out->n;
     out->ddp_bytes_sent = stat_of(xd, reps, F_SENT, tmp).median;
     out->ddp_bytes_received = stat_of(xd, reps, F_RECEIVED, tmp).median;
     out->sync_bytes_sent = stat_of(xs, reps, F_SENT, tmp).median;
@@ -176,10 +174,84 @@ void bench_dist_measure(clg_context *ctx, const bench_options *o, uint64_t n, un
     out->sync_staging_ms = stat_of(xs, reps, F_STAGING, tmp);
     out->ddp_update_ms = stat_of(xd, reps, F_WALL, tmp);
     out->sync_update_ms = stat_of(xs, reps, F_WALL, tmp);
+    out->comm_ratio = paired(xs, xd, reps, tmp);
+}
+
+static void fill_zero1(bench_dist_zero1 *z, sample *const x[N_SIDES], unsigned reps,
+                       double *tmp)
+{
+    const sample *xz = x[S_ZERO1], *xs = x[S_ZERO1_SYNC];
+    z->bytes_sent = stat_of(xz, reps, F_SENT, tmp).median;
+    z->bytes_received = stat_of(xz, reps, F_RECEIVED, tmp).median;
+    z->sync_bytes_sent = stat_of(xs, reps, F_SENT, tmp).median;
+    z->sync_bytes_received = stat_of(xs, reps, F_RECEIVED, tmp).median;
+    z->bytes_ratio = z->bytes_sent > 0 ? z->sync_bytes_sent / z->bytes_sent : 0;
+    z->comm_ms = stat_of(xz, reps, F_COMM, tmp);
+    z->sync_comm_ms = stat_of(xs, reps, F_COMM, tmp);
+    z->staging_ms = stat_of(xz, reps, F_STAGING, tmp);
+    z->sync_staging_ms = stat_of(xs, reps, F_STAGING, tmp);
+    z->update_ms = stat_of(xz, reps, F_WALL, tmp);
+    z->sync_update_ms = stat_of(xs, reps, F_WALL, tmp);
+    z->comm_ratio = paired(xs, xz, reps, tmp);
+    z->vs_ddp = paired(xz, x[S_DDP], reps, tmp);
+}
+
+void bench_dist_measure(clg_context *ctx, const bench_options *o, uint64_t n, unsigned k,
+                        bench_dist *ddp, bench_dist_zero1 *zero1)
+{
+    int size;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    unsigned tensors = n / o->tensors ? o->tensors : 1;
+    float *host = malloc((size_t)n * sizeof *host);
+    if (!host)
+        bench_dist_die("host buffer", CLG_ERR_OUT_OF_HOST_MEMORY);
+    for (uint64_t i = 0; i < n; i++) /* the same on every rank: params must agree */
+        host[i] = 0.01f * (float)((int)(i % 97) - 48);
+    side s[N_SIDES] = {0};
+    side_make(&s[S_DDP], ctx, k, 0, CLG_DIST_DDP, n, tensors, host);
+    side_make(&s[S_DDP_SYNC], ctx, k, 1, CLG_DIST_DDP, n, tensors, host);
+    side_make(&s[S_ZERO1], ctx, k, 0, CLG_DIST_ZERO1, n, tensors, host);
+    side_make(&s[S_ZERO1_SYNC], ctx, k, 1, CLG_DIST_ZERO1, n, tensors, host);
+    free(host);
+    *zero1 = (bench_dist_zero1){.ranks = size, .n = n, .k = k, .tensors = tensors};
+    state_bytes(&s[S_ZERO1], &s[S_DDP], zero1); /* collective */
+
+    double one_ms = 0.0;
+    for (unsigned w = 0; w < o->run.warmup; w++) {
+        one_ms = 0.0;
+        for (int i = 0; i < N_SIDES; i++)
+            one_ms += one_update(&s[i], k).wall_ms;
+    }
+    /* rank 0 decides, every rank runs as many */
+    unsigned reps = bench_calibrate_reps(o->run.target_ms, one_ms, o->run.min_reps,
+                                         o->run.max_reps);
+    MPI_Bcast(&reps, 1, MPI_UNSIGNED, 0, MPI_COMM_WORLD);
+    sample *x[N_SIDES];
+    double *tmp = calloc(reps, sizeof *tmp);
+    int short_of_memory = !tmp;
+    for (int i = 0; i < N_SIDES; i++) {
+        x[i] = calloc(reps, sizeof *x[i]);
+        short_of_memory |= !x[i];
+    }
+    if (short_of_memory)
+        bench_dist_die("samples", CLG_ERR_OUT_OF_HOST_MEMORY);
+    /* interleaved against the machine's drift: repetition r starts at side
+     * r mod 4, so each side runs in each place as often */
     for (unsigned r = 0; r < reps; r++)
-        tmp[r] = xd[r].comm_ms > 0 ? xs[r].comm_ms / xd[r].comm_ms : 0.0;
-    out->comm_ratio = bench_summarize(tmp, reps);
-    free(xd);
-    free(xs);
+        for (int j = 0; j < N_SIDES; j++) {
+            int i = (int)((r + (unsigned)j) % N_SIDES);
+            x[i][r] = one_update(&s[i], k);
+        }
+    for (int i = 0; i < N_SIDES; i++)
+        side_free(&s[i]);
+
+    *ddp = (bench_dist){.mode = "ddp", .ranks = size, .n = n, .k = k, .tensors = tensors,
+                        .reps = reps};
+    fill_ddp(ddp, x, reps, tmp);
+    zero1->reps = reps;
+    fill_zero1(zero1, x, reps, tmp);
+    zero1->ddp_bytes_sent = ddp->ddp_bytes_sent;
+    for (int i = 0; i < N_SIDES; i++)
+        free(x[i]);
     free(tmp);
 }

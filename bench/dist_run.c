@@ -1,7 +1,7 @@
 /* dist_run.c - clgrad-bench --dist under mpirun: MPI and a context on every
- * rank, the rows of dist_measure.c for every N and k, and rank 0's table and
- * JSON. The only file of clgrad-bench that initializes MPI; main() comes
- * here for --dist alone. */
+ * rank, the DDP and ZeRO-1 rows of dist_measure.c for every N and k, and
+ * rank 0's table and JSON. The only file of clgrad-bench that initializes
+ * MPI; main() comes here for --dist alone. */
 #include "dist_bench.h"
 
 #include <stdio.h>
@@ -65,23 +65,54 @@ static int note_hosts(bench_report *r, int size)
     return rc;
 }
 
+/* Notes are at most 511 characters (report.c): the setup takes three. */
 static int note_setup(bench_report *r, int size)
 {
     return note_hosts(r, size) || bench_report_note(r,
-                             "--dist: %d ranks, libclgrad-mpi's replicated mode (DDP), plain "
-                             "SGD, path A, fp32 accumulator. ddp: one cycle of k micro-steps "
-                             "through clg_dist_step, one reduction at its end. sync (the "
-                             "baseline, as DDP without no_sync): a model with accum_steps = 1 "
-                             "stepped k times, i.e. k cycle ends with k reductions of one "
-                             "micro-step's gradient (and k optimizer updates, not timed here). "
-                             "Bytes and comm ms: rank 0's clg_dist_counters, per update; each "
-                             "cycle end is preceded by clFinish and MPI_Barrier outside the "
-                             "counters",
+                             "--dist: %d ranks, libclgrad-mpi's replicated mode (DDP) and "
+                             "ZeRO-1 (each rank's model sharded as (rank, R), "
+                             "CLG_DIST_ZERO1), AdamW on every model, path A, fp32 accumulator. "
+                             "ddp, zero1: one cycle of k micro-steps through clg_dist_step, one "
+                             "exchange at its end (DDP: the summed accumulator; ZeRO-1: a "
+                             "reduce-scatter of the accumulators and an all-gather of the "
+                             "updated params)",
                              size)
            || bench_report_note(r,
-                                "--dist: repetitions alternate which of ddp and sync runs first; "
-                                "comm_ratio is the median over repetitions of sync / ddp comm ms "
-                                "of the same repetition");
+                                "--dist: sync (the baseline of each mode, as without no_sync): "
+                                "a model with accum_steps = 1 stepped k times, i.e. k cycle "
+                                "ends with k exchanges of one micro-step's gradient (and k "
+                                "optimizer updates, not timed here). Bytes and comm ms: rank "
+                                "0's clg_dist_counters, per update; each cycle end is preceded "
+                                "by clFinish and MPI_Barrier outside the counters")
+           || bench_report_note(r,
+                                "--dist: the four (ddp, its sync, zero1, its sync) run in "
+                                "turn, repetition r starting at the (r mod 4)-th; comm_ratio "
+                                "is the median over repetitions of sync / ddp (or zero1) comm "
+                                "ms of the same repetition, comm_vs_ddp of zero1 / ddp");
+}
+
+/* Rank 0's ZeRO-1 rows, beside the report's DDP rows. */
+typedef struct zero1_rows {
+    bench_dist_zero1 *row;
+    size_t n;
+} zero1_rows;
+
+/* The DDP table, the ZeRO-1 table, then the notes (which report_table.c
+ * would print right after the DDP table), and the JSON. */
+static int write_out(bench_report *r, const zero1_rows *z, const char *json_path)
+{
+    size_t notes = r->n_notes;
+    r->n_notes = 0;
+    bench_print_table(r);
+    r->n_notes = notes;
+    bench_dist_print_zero1(z->row, z->n);
+    for (size_t i = 0; i < r->n_notes; i++)
+        printf("note: %s\n", r->notes[i]);
+    if (!json_path)
+        return 0;
+    return bench_write_json(r, json_path) || bench_dist_json_add_zero1(json_path, z->row, z->n)
+               ? 1
+               : 0;
 }
 
 int bench_dist_main(const bench_options *o)
@@ -105,6 +136,7 @@ int bench_dist_main(const bench_options *o)
     if (clg_context_set_budget(ctx, o->vram) != CLG_SUCCESS)
         bench_dist_die("--vram", CLG_ERR_INVALID_ARGUMENT);
     bench_report r = {0};
+    zero1_rows z = {0};
     r.dist_run = 1;
     r.quick = o->quick;
     r.k = o->dist_k[0];
@@ -119,19 +151,22 @@ int bench_dist_main(const bench_options *o)
                 fprintf(stderr, "clgrad-bench --dist: %d ranks, N = %llu, k = %u\n", size,
                         (unsigned long long)o->sizes[i], o->dist_k[j]);
             bench_dist row;
-            bench_dist_measure(ctx, o, o->sizes[i], o->dist_k[j], &row);
-            bench_dist *slot = my_rank == 0 ? bench_report_add_dist(&r) : NULL;
-            if (my_rank == 0 && !slot)
+            bench_dist_zero1 row1;
+            bench_dist_measure(ctx, o, o->sizes[i], o->dist_k[j], &row, &row1);
+            if (my_rank != 0)
+                continue;
+            bench_dist *slot = bench_report_add_dist(&r);
+            bench_dist_zero1 *more = realloc(z.row, (z.n + 1) * sizeof *z.row);
+            if (!slot || !more)
                 bench_dist_die("a row", CLG_ERR_OUT_OF_HOST_MEMORY);
-            if (slot)
-                *slot = row;
+            *slot = row;
+            z.row = more;
+            z.row[z.n++] = row1;
         }
     }
-    if (my_rank == 0) {
-        bench_print_table(&r);
-        if (o->json_path && bench_write_json(&r, o->json_path))
-            rc = 1;
-    }
+    if (my_rank == 0)
+        rc = write_out(&r, &z, o->json_path);
+    free(z.row);
     bench_report_free(&r);
     clg_context_destroy(ctx);
     MPI_Finalize();

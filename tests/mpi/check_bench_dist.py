@@ -6,7 +6,15 @@ accumulator, (len - mine) + mine (R-1) floats per round of 2^20 elements,
 which is 2 (R-1)/R x 4 bytes x N each way (exactly so when R divides every
 round), plus R-1 agreement records of 256 bytes for each of the 3
 agreements of a cycle end; the every-micro-step baseline k times that, so
-the measured ratio is k exactly; every time is positive. Exits with the
+the measured ratio is k exactly; every time is positive. Its `dist_zero1`
+rows, one per DDP row: rank r's ZeRO-1 update reduce-scatters the
+accumulators into its shard and all-gathers the params from the shards,
+(total - shard_r) + shard_r (R-1) floats each way (total: the layout
+space, shard_r: rank r's part, from the JSON), plus R-1 agreement records
+for each of the 5 agreements of a ZeRO-1 cycle end; within 1% of DDP's;
+the baseline k times that; each rank's optimizer states at most 1/R of the
+unsharded model's plus one 1024-element segment of its 2 fp32 states
+(AdamW). Exits with the
 bench's status when it fails (77, no device: meson's skip, which
 require_device.sh turns into a failure under CLGRAD_REQUIRE_DEVICE)."""
 import json
@@ -18,6 +26,8 @@ import tempfile
 
 ROUND = 1 << 20
 AGREE_RECORD, AGREEMENTS = 256, 3
+ZERO1_AGREEMENTS = 5  # weights, reduce-scatter, norm, update, all-gather
+SEGMENT, STATES = 1024, 2  # the shards' granularity (elements); AdamW's m and v
 
 
 def expected_bytes(n, ranks, rank=0):
@@ -28,6 +38,14 @@ def expected_bytes(n, ranks, rank=0):
         mine = length * (rank + 1) // ranks - length * rank // ranks
         total += ((length - mine) + mine * (ranks - 1)) * 4
     return total + AGREEMENTS * (ranks - 1) * AGREE_RECORD
+
+
+def expected_zero1_bytes(total, shard, ranks):
+    """What a ZeRO-1 rank holding `shard` of `total` layout elements sends
+    (and receives) per update: the others' parts of its accumulator, then
+    its shard's params to each other rank; the reverse coming in."""
+    return (((total - shard) + shard * (ranks - 1)) * 4
+            + ZERO1_AGREEMENTS * (ranks - 1) * AGREE_RECORD)
 
 
 def fail(msg):
@@ -87,6 +105,65 @@ def main():
                                                        row["sync_bytes_sent_per_update"],
                                                        row["bytes_ratio"], row["ddp_comm_ms"],
                                                        row["sync_comm_ms"], row["comm_ratio"]))
+
+    check_zero1(doc, rows, ranks)
+
+
+def positive(row, where, keys):
+    for key in keys:
+        if not row[key + "_min"] > 0:
+            fail("%s: %s_min %r is not positive" % (where, key, row[key + "_min"]))
+
+
+def check_zero1(doc, ddp_rows, ranks):
+    rows = doc.get("dist_zero1")
+    if not isinstance(rows, list) or len(rows) != len(ddp_rows):
+        fail("dist_zero1: %r rows for %d DDP rows" % (None if rows is None else len(rows),
+                                                       len(ddp_rows)))
+    ddp = {(int(r["n"]), int(r["k"])): r for r in ddp_rows}
+    for row in rows:
+        n, k = int(row["n"]), int(row["k"])
+        where = "ZeRO-1 N = %d, k = %d" % (n, k)
+        for key, v in row.items():
+            if isinstance(v, float) and not math.isfinite(v):
+                fail("%s: %s is %r" % (where, key, v))
+        if row["mode"] != "zero1" or row["ranks"] != ranks or (n, k) not in ddp:
+            fail("%s: mode %s ranks %s, DDP row %s" % (where, row["mode"], row["ranks"],
+                                                       (n, k) in ddp))
+        total, shard = int(row["layout_elements"]), int(row["shard_elements"])
+        if total < n or shard % SEGMENT or abs(shard - total / ranks) > SEGMENT:
+            fail("%s: rank 0's shard %d of %d elements is not 1/%d in whole segments"
+                 % (where, shard, total, ranks))
+        want = expected_zero1_bytes(total, shard, ranks)
+        for side, mult in (("zero1", 1), ("sync", k)):
+            for way in ("sent", "received"):
+                got = row["%s_bytes_%s_per_update" % (side, way)]
+                if got != want * mult:
+                    fail("%s: %s bytes %s per update %r, want %d" % (where, side, way, got,
+                                                                     want * mult))
+        ddp_bytes = ddp[(n, k)]["ddp_bytes_sent_per_update"]
+        if abs(row["zero1_bytes_sent_per_update"] - ddp_bytes) > 0.01 * ddp_bytes:
+            fail("%s: %r bytes per update, not within 1%% of DDP's %r"
+                 % (where, row["zero1_bytes_sent_per_update"], ddp_bytes))
+        if row["bytes_ratio"] != k:
+            fail("%s: bytes_ratio %r, want exactly %d" % (where, row["bytes_ratio"], k))
+        whole, mine, largest = (row["state_bytes_unsharded"], row["state_bytes_rank0"],
+                                row["state_bytes_max_rank"])
+        bound = whole / ranks + STATES * 4 * SEGMENT
+        if not (whole > 0 and 0 < mine <= largest <= bound):
+            fail("%s: state bytes rank 0 %r, largest %r, unsharded %r: want 0 < rank 0 <= "
+                 "largest <= unsharded/R + one segment = %r" % (where, mine, largest, whole,
+                                                                bound))
+        positive(row, where, ("zero1_comm_ms", "sync_comm_ms", "zero1_staging_ms",
+                              "sync_staging_ms", "zero1_update_ms", "sync_update_ms",
+                              "comm_ratio", "comm_vs_ddp"))
+        print("%s, R = %d: %d bytes per update each way (zero1), %d (sync), ratio %g; comm "
+              "%.3f ms vs %.3f ms, paired ratio %.2f, %.2f x ddp's; states %d of %d bytes "
+              "(largest rank %d)" % (where, ranks, row["zero1_bytes_sent_per_update"],
+                                     row["sync_bytes_sent_per_update"], row["bytes_ratio"],
+                                     row["zero1_comm_ms"], row["sync_comm_ms"],
+                                     row["comm_ratio"], row["comm_vs_ddp"], mine, whole,
+                                     largest))
 
 
 if __name__ == "__main__":

@@ -80,6 +80,17 @@ cl_int clg__dist_copy(const clg_dist *d, const dist_span *spans, uint64_t a, siz
 cl_int clg__dist_mark(const clg_dist *d, dist_slot *s);
 cl_int clg__dist_await(dist_slot *s);
 cl_int clg__dist_drain(const clg_dist *d);
+/* The rounds of an exchange: read(d, i, slot) enqueues round i's copies
+ * from the device into the slot and marks it. The caller enqueues round 0
+ * (slot 0) before the first clg__dist_round_begin(i), which returns round
+ * i's slot with its copies done and round i+1's started in the other slot
+ * (after a local failure *cl_err is set and `zero_floats` of `zero`, or of
+ * the slot's stage, are zeroed, so that the rank stays in the exchange).
+ * clg__dist_rounds_end waits for every copy still in flight. */
+typedef cl_int (*dist_read_fn)(const clg_dist *d, size_t round, dist_slot *s);
+dist_slot *clg__dist_round_begin(clg_dist *d, size_t i, size_t rounds, dist_read_fn read,
+                                 cl_int *cl_err, float *zero, size_t zero_floats);
+cl_int clg__dist_rounds_end(clg_dist *d, cl_int cl_err);
 
 /* Round buffers for the ordered sum, and the sum itself: the accumulator
  * of every rank replaced by the sum over ranks in rank order. A local

@@ -29,9 +29,10 @@ clg_status clg__dist_reduce_init(clg_dist *d)
     return clg__dist_slots_init(d, round ? round : 1, slice * (size_t)d->size, slice);
 }
 
-/* Enqueues the copy of round a's accumulator into slot s, then its event. */
-static cl_int read_round(const clg_dist *d, size_t a, dist_slot *s)
+/* Enqueues the copy of round i's accumulator into slot s, then its event. */
+static cl_int read_round(const clg_dist *d, size_t i, dist_slot *s)
 {
+    size_t a = i * ROUND;
     size_t len = d->n - a < ROUND ? d->n - a : ROUND;
     cl_int err = clg__dist_copy(d, d->spans, a, len, s->stage, 0);
     return err == CL_SUCCESS ? clg__dist_mark(d, s) : err;
@@ -48,10 +49,10 @@ clg_status clg__dist_reduce(clg_dist *d)
     clg_status st = CLG_SUCCESS;
     cl_int cl_err = CL_SUCCESS; /* the first local OpenCL failure */
     clg_dist_counters *c = &d->counters;
-    if (d->n > 0)
+    const size_t rounds = (d->n + ROUND - 1) / ROUND;
+    if (rounds > 0)
         cl_err = read_round(d, 0, &d->slot[0]);
     for (size_t a = 0, i = 0; a < d->n; a += ROUND, i++) {
-        dist_slot *s = &d->slot[i % 2];
         size_t len = d->n - a < ROUND ? d->n - a : ROUND;
         for (int r = 0; r < R; r++) {
             displ[r] = (int)slice_begin(len, r, R);
@@ -62,16 +63,7 @@ clg_status clg__dist_reduce(clg_dist *d)
             rcnt[r] = mine;
             rdispl[r] = r * mine;
         }
-        double t0 = MPI_Wtime();
-        if (cl_err == CL_SUCCESS)
-            cl_err = clg__dist_await(s);
-        /* the next round's copy runs while this one is in MPI */
-        if (cl_err == CL_SUCCESS && a + ROUND < d->n)
-            cl_err = read_round(d, a + ROUND, &d->slot[(i + 1) % 2]);
-        if (cl_err != CL_SUCCESS) { /* stay in the exchange so that no rank waits on this one */
-            clg__dist_drain(d);
-            memset(s->stage, 0, len * sizeof(float));
-        }
+        dist_slot *s = clg__dist_round_begin(d, i, rounds, read_round, &cl_err, NULL, len);
         double t1 = MPI_Wtime();
         int err = MPI_Alltoallv(s->stage, cnt, displ, MPI_FLOAT, s->recv, rcnt, rdispl,
                                 MPI_FLOAT, d->comm);
@@ -102,13 +94,8 @@ clg_status clg__dist_reduce(clg_dist *d)
         c->last_bytes_sent += others + own;
         c->last_bytes_received += own + others;
         c->last_comm_seconds += (t2 - t1) + (t4 - t3);
-        c->staging_seconds += t1 - t0;
     }
-    double t5 = MPI_Wtime();
-    cl_int drained = clg__dist_drain(d);
-    c->staging_seconds += MPI_Wtime() - t5;
-    if (cl_err == CL_SUCCESS)
-        cl_err = drained;
+    cl_err = clg__dist_rounds_end(d, cl_err);
     free(cnt);
     if (st == CLG_SUCCESS && cl_err != CL_SUCCESS)
         st = clg__dist_fail((clg_status)cl_err,

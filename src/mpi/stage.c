@@ -135,3 +135,28 @@ cl_int clg__dist_drain(const clg_dist *d)
     cl_int fin = clFinish(queue_of(d));
     return err != CL_SUCCESS ? err : fin;
 }
+
+dist_slot *clg__dist_round_begin(clg_dist *d, size_t i, size_t rounds, dist_read_fn read,
+                                 cl_int *cl_err, float *zero, size_t zero_floats)
+{
+    dist_slot *s = &d->slot[i % 2];
+    double t0 = MPI_Wtime();
+    if (*cl_err == CL_SUCCESS)
+        *cl_err = clg__dist_await(s);
+    if (*cl_err == CL_SUCCESS && i + 1 < rounds) /* runs while round i is in MPI */
+        *cl_err = read(d, i + 1, &d->slot[(i + 1) % 2]);
+    if (*cl_err != CL_SUCCESS) {
+        clg__dist_drain(d);
+        memset(zero != NULL ? zero : s->stage, 0, zero_floats * sizeof(float));
+    }
+    d->counters.staging_seconds += MPI_Wtime() - t0;
+    return s;
+}
+
+cl_int clg__dist_rounds_end(clg_dist *d, cl_int cl_err)
+{
+    double t0 = MPI_Wtime();
+    cl_int e = clg__dist_drain(d);
+    d->counters.staging_seconds += MPI_Wtime() - t0;
+    return cl_err != CL_SUCCESS ? cl_err : e;
+}

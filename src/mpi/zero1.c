@@ -130,10 +130,16 @@ static clg_status staging_failed(const clg_dist *d, const char *what, cl_int err
                           what, d->rank, clg_status_string((clg_status)err));
 }
 
-/* Round o's accumulator, every shard's part, into slot s (reduce-scatter). */
-static cl_int read_parts(const clg_dist *d, uint64_t o, dist_slot *s)
+static size_t rounds_of(const clg_dist *d)
+{
+    return (size_t)((largest_shard(d) + piece_of(d) - 1) / piece_of(d));
+}
+
+/* Round i's accumulator, every shard's part, into slot s (reduce-scatter). */
+static cl_int read_parts(const clg_dist *d, size_t i, dist_slot *s)
 {
     size_t piece = piece_of(d);
+    uint64_t o = (uint64_t)i * piece;
     cl_int err = CL_SUCCESS;
     for (int r = 0; r < d->size && err == CL_SUCCESS; r++)
         err = clg__dist_copy(d, d->spans, d->first[r] + o, part(d, r, o),
@@ -141,43 +147,13 @@ static cl_int read_parts(const clg_dist *d, uint64_t o, dist_slot *s)
     return err == CL_SUCCESS ? clg__dist_mark(d, s) : err;
 }
 
-/* Round o's params of this rank's shard into slot s (all-gather). */
-static cl_int read_own(const clg_dist *d, uint64_t o, dist_slot *s)
+/* Round i's params of this rank's shard into slot s (all-gather). */
+static cl_int read_own(const clg_dist *d, size_t i, dist_slot *s)
 {
+    uint64_t o = (uint64_t)i * piece_of(d);
     cl_int err = clg__dist_copy(d, d->pspans, d->first[d->rank] + o, part(d, d->rank, o), s->sum,
                                 0);
     return err == CL_SUCCESS ? clg__dist_mark(d, s) : err;
-}
-
-typedef cl_int (*read_fn)(const clg_dist *d, uint64_t o, dist_slot *s);
-
-/* The start of round i (at shard element o): this round's copies waited
- * for, the next round's started, so that they run while this round is in
- * MPI. After a local failure the slot is zeroed instead: the rank stays in
- * the exchange. Returns the slot. */
-static dist_slot *begin_round(clg_dist *d, size_t i, uint64_t o, read_fn read, cl_int *cl_err,
-                              size_t zero_floats, float *zero)
-{
-    dist_slot *s = &d->slot[i % 2];
-    double t0 = MPI_Wtime();
-    if (*cl_err == CL_SUCCESS)
-        *cl_err = clg__dist_await(s);
-    if (*cl_err == CL_SUCCESS && o + piece_of(d) < largest_shard(d))
-        *cl_err = read(d, o + piece_of(d), &d->slot[(i + 1) % 2]);
-    if (*cl_err != CL_SUCCESS) {
-        clg__dist_drain(d);
-        memset(zero == NULL ? s->stage : zero, 0, zero_floats * sizeof(float));
-    }
-    d->counters.staging_seconds += MPI_Wtime() - t0;
-    return s;
-}
-
-static cl_int end_rounds(clg_dist *d, cl_int cl_err)
-{
-    double t0 = MPI_Wtime();
-    cl_int e = clg__dist_drain(d);
-    d->counters.staging_seconds += MPI_Wtime() - t0;
-    return cl_err != CL_SUCCESS ? cl_err : e;
 }
 
 clg_status clg__dist_reduce_scatter(clg_dist *d)
@@ -190,7 +166,8 @@ clg_status clg__dist_reduce_scatter(clg_dist *d)
                               "clg_dist_step: no host memory for %d counts", 4 * R);
     int *displ = cnt + R, *rcnt = cnt + 2 * R, *rdispl = cnt + 3 * R;
     clg_status st = CLG_SUCCESS;
-    cl_int cl_err = largest_shard(d) > 0 ? read_parts(d, 0, &d->slot[0]) : CL_SUCCESS;
+    const size_t rounds = rounds_of(d);
+    cl_int cl_err = rounds > 0 ? read_parts(d, 0, &d->slot[0]) : CL_SUCCESS;
     clg_dist_counters *c = &d->counters;
     size_t i = 0;
     for (uint64_t o = 0; o < largest_shard(d); o += piece, i++) {
@@ -201,7 +178,8 @@ clg_status clg__dist_reduce_scatter(clg_dist *d)
             rcnt[r] = mine;
             rdispl[r] = r * (int)piece;
         }
-        dist_slot *s = begin_round(d, i, o, read_parts, &cl_err, piece * (size_t)R, NULL);
+        dist_slot *s =
+            clg__dist_round_begin(d, i, rounds, read_parts, &cl_err, NULL, piece * (size_t)R);
         double t1 = MPI_Wtime();
         int err = MPI_Alltoallv(s->stage, cnt, displ, MPI_FLOAT, s->recv, rcnt, rdispl,
                                 MPI_FLOAT, d->comm);
@@ -224,7 +202,7 @@ clg_status clg__dist_reduce_scatter(clg_dist *d)
         c->last_bytes_sent += sent * sizeof(float);
         c->last_bytes_received += (uint64_t)mine * (uint64_t)(R - 1) * sizeof(float);
     }
-    cl_err = end_rounds(d, cl_err);
+    cl_err = clg__dist_rounds_end(d, cl_err);
     free(cnt);
     if (st == CLG_SUCCESS && cl_err != CL_SUCCESS)
         st = staging_failed(d, "accumulator", cl_err);
@@ -241,7 +219,8 @@ clg_status clg__dist_gather_params(clg_dist *d)
                               "clg_dist_step: no host memory for %d counts", 2 * R);
     int *displ = cnt + R;
     clg_status st = CLG_SUCCESS;
-    cl_int cl_err = largest_shard(d) > 0 ? read_own(d, 0, &d->slot[0]) : CL_SUCCESS;
+    const size_t rounds = rounds_of(d);
+    cl_int cl_err = rounds > 0 ? read_own(d, 0, &d->slot[0]) : CL_SUCCESS;
     clg_dist_counters *c = &d->counters;
     size_t i = 0;
     for (uint64_t o = 0; o < largest_shard(d); o += piece, i++) {
@@ -250,7 +229,8 @@ clg_status clg__dist_gather_params(clg_dist *d)
             displ[r] = r * (int)piece;
         }
         const int mine = cnt[me];
-        dist_slot *s = begin_round(d, i, o, read_own, &cl_err, piece, d->slot[i % 2].sum);
+        dist_slot *s =
+            clg__dist_round_begin(d, i, rounds, read_own, &cl_err, d->slot[i % 2].sum, piece);
         double t1 = MPI_Wtime();
         int err = MPI_Allgatherv(s->sum, mine, MPI_FLOAT, s->recv, cnt, displ, MPI_FLOAT,
                                  d->comm);
@@ -269,7 +249,7 @@ clg_status clg__dist_gather_params(clg_dist *d)
         c->last_bytes_sent += (uint64_t)mine * (uint64_t)(R - 1) * sizeof(float);
         c->last_bytes_received += received * sizeof(float);
     }
-    cl_err = end_rounds(d, cl_err);
+    cl_err = clg__dist_rounds_end(d, cl_err);
     free(cnt);
     if (st == CLG_SUCCESS && cl_err != CL_SUCCESS)
         st = staging_failed(d, "params", cl_err);

@@ -7,6 +7,7 @@ clg_checkpoint_load checks every CRC). Once for rank 1 and once for rank
 rank 0 (its directory removed mid-run): every rank exits with rank 0's
 message. argv: mpirun, clgrad-train, and the mode (ddp, the default, or
 zero1, whose checkpoint rank 0 writes from every rank's shard)."""
+import atexit
 import os
 import shutil
 import signal
@@ -48,12 +49,30 @@ def rank_pid(parent, rank):
     return None
 
 
+started = []
+
+
+@atexit.register
+def end_started():
+    """A failed check must not leave a 100000-update run behind: every
+    mpirun started here is ended with its ranks (its own session)."""
+    for p in started:
+        if p.poll() is None:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait()
+
+
 def start_saving(ck):
     """mpirun -np 2 of the training, saving ck after every update, once its
     first checkpoint is there (the ranks are training)."""
     p = subprocess.Popen(mpirun_args(mpirun, 2) + args +
                          ["--dist", mode, "--checkpoint", ck, "--save-every", "1"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    started.append(p)
     deadline = time.time() + 120
     while not os.path.exists(ck):
         if p.poll() is not None or time.time() > deadline:

@@ -248,16 +248,22 @@ clg_status clg__launch_fold_small(clg_model *m, float weight)
     return fold_region(m, "fold_small", CLG_REGION_SMALL, weight);
 }
 
+/* A kernel of stats.cl, built for the model's accumulator. */
+static clg_status stats_kernel(clg_model *m, const char *name, cl_kernel *k)
+{
+    char opt[64];
+    snprintf(opt, sizeof opt, "-DACC_DTYPE=%d -DWG=%zu -DITEMS=%d", (int)m->acc.dtype, m->wg,
+             REDUCE_ITEMS);
+    return get_kernel(m, "stats", opt, name, k);
+}
+
 /* The norm pass over the shard's part of every chunk only (sharded
  * models: clg_shard_sumsq), into the main region; the partials of a chunk
  * are its first reduce groups of the shard's count. */
 clg_status clg__launch_shard_sumsq(clg_model *m)
 {
-    char opt[64];
-    snprintf(opt, sizeof opt, "-DACC_DTYPE=%d -DWG=%zu -DITEMS=%d", (int)m->acc.dtype, m->wg,
-             REDUCE_ITEMS);
     cl_kernel k;
-    clg_status st = get_kernel(m, "stats", opt, "acc_sumsq", &k);
+    clg_status st = stats_kernel(m, "acc_sumsq", &k);
     for (size_t c = 0; c < m->n_chunks && st == CLG_SUCCESS; c++) {
         if (m->own_n[c] == 0)
             continue;
@@ -276,21 +282,15 @@ clg_status clg__launch_shard_sumsq(clg_model *m)
 
 clg_status clg__launch_acc_sumsq(clg_model *m, int region)
 {
-    char opt[64];
-    snprintf(opt, sizeof opt, "-DACC_DTYPE=%d -DWG=%zu -DITEMS=%d", (int)m->acc.dtype, m->wg,
-             REDUCE_ITEMS);
     cl_kernel k;
-    clg_status st = get_kernel(m, "stats", opt, "acc_sumsq", &k);
+    clg_status st = stats_kernel(m, "acc_sumsq", &k);
     return st == CLG_SUCCESS ? reduce_arena(m, k, &m->acc, region, "acc_sumsq") : st;
 }
 
 clg_status clg__launch_tensor_sumsq(clg_model *m)
 {
-    char opt[64];
-    snprintf(opt, sizeof opt, "-DACC_DTYPE=%d -DWG=%zu -DITEMS=%d", (int)m->acc.dtype, m->wg,
-             REDUCE_ITEMS);
     cl_kernel k;
-    clg_status st = get_kernel(m, "stats", opt, "tensor_sumsq", &k);
+    clg_status st = stats_kernel(m, "tensor_sumsq", &k);
     if (st != CLG_SUCCESS)
         return st;
     for (size_t c = 0; c < m->n_chunks; c++) {

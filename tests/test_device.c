@@ -353,8 +353,11 @@ static void test_wrap_callers_queue(void **state)
         assert_non_null(strstr(clg_last_error(NULL), "in-order"));
         clReleaseCommandQueue(ooo);
     }
-    assert_int_equal(refcount_queue(q), qref);
-    assert_int_equal(refcount_context(c), cref);
+    /* not raised: a refused wrap retains nothing. (At most the snapshot, not
+     * equal to it: rusticl drops the released buffer's hold on the context
+     * asynchronously, after clFinish; seen once in CI as 1 against 2.) */
+    assert_true(refcount_queue(q) <= qref);
+    assert_true(refcount_context(c) <= cref);
     clReleaseContext(c2);
     clReleaseCommandQueue(q);
     clReleaseContext(c);

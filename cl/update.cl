@@ -74,14 +74,7 @@ inline void store_p_raw(global void *p, ulong i, praw4 r) { vstore4(r, i, (globa
 inline uint4 random4(uint seed, uint stream, ulong i)
 {
     uint base = hash_u32(seed ^ stream ^ (uint)(i * 4u));
-    return (uint4)(hash_u32(base + 1u), hash_u32(base + 2u), hash_u32(base + 3u),
-                   hash_u32(base + 4u));
-}
-
-inline ushort4 float4_to_bf16x4_sr(float4 f, uint4 r)
-{
-    return (ushort4)(float_to_bf16_sr(f.x, r.x), float_to_bf16_sr(f.y, r.y),
-                     float_to_bf16_sr(f.z, r.z), float_to_bf16_sr(f.w, r.w));
+    return hash_u32x4((uint4)(base) + (uint4)(1u, 2u, 3u, 4u));
 }
 
 /* ---- fp32 and bf16 states */

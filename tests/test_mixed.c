@@ -3,7 +3,7 @@
  * overflow caught by the non-finite flag, the fp16/bf16 copy of the params
  * (round to nearest even, bit-exact against reference.c's conversions,
  * including ties, subnormals, inf and NaN), and the bf16 accumulator with
- * stochastic rounding (unbiased on average). */
+ * stochastic rounding (unbiased on average; never up to inf at FLT_MAX). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -329,12 +329,88 @@ static void test_bf16_stochastic_rounding(void **state)
     bf16_sr_case(1);
 }
 
+/* The edges of stochastic rounding, lane by lane (the kernels convert four
+ * lanes at once): a finite value next to FLT_MAX never rounds up to inf,
+ * whatever its random bits; one 2^16 below may round either way; inf stays
+ * inf and a NaN a quiet NaN. Read straight from the bf16 accumulator after
+ * one micro-step of two (path A, nothing updated yet). */
+static void test_bf16_sr_edges(void **state)
+{
+    (void)state;
+    enum { N = 4096 };
+    clg_config cfg = clg_config_default(CLG_SGD);
+    cfg.accum_steps = 2;
+    cfg.acc_dtype = CLG_BF16;
+    cfg.fuse_last_micro_step = 0;
+    cfg.seed = 777;
+    static const float lr_mult[] = {1.0f};
+    static const float wd[] = {-1.0f};
+    static const size_t counts[] = {N};
+    static const int groups[] = {0};
+    const twin_layout lay = {1, lr_mult, wd, 1, counts, groups};
+    twin tw;
+    twin_init(&tw, tu_ctx, &cfg, &lay, 116);
+    float *g = tu_xmalloc(N * sizeof(float));
+    for (size_t i = 0; i < N; i++) {
+        const uint32_t low = (uint32_t)(i * 40503u) & 0xffffu; /* spread over the dropped bits */
+        const uint32_t sign = (uint32_t)(i & 1) << 31;
+        uint32_t u;
+        switch (i % 8) {
+        case 0: case 1: u = 0x7f7f0000u | low | 1u; break;  /* max exponent, top bf16 */
+        case 2: case 3: u = 0x7f7e0000u | low | 1u; break;  /* one bf16 below */
+        case 4: u = 0x7f800000u; break;                    /* inf */
+        case 5: u = 0x7fc00001u | (low << 6); break;       /* NaN, payload in the low half */
+        default: u = 0x3f800000u | low; break;             /* ordinary */
+        }
+        u |= sign;
+        memcpy(&g[i], &u, sizeof u);
+    }
+    int updated = -1;
+    OK(clg_grads_upload(tw.grads, CLG_ALL_TENSORS, g, N, NULL));
+    OK(clg_step(tw.model, tw.grads, 1.0f, &updated, NULL));
+    assert_int_equal(updated, 0);
+    clg_view v;
+    OK(clg_model_acc_view(tw.model, 0, &v));
+    uint16_t *acc = tu_xmalloc(N * sizeof(uint16_t));
+    assert_int_equal(clEnqueueReadBuffer(clg_context_queue(tu_ctx), v.mem, CL_TRUE,
+                                         v.offset * sizeof(uint16_t), N * sizeof(uint16_t), acc,
+                                         0, NULL, NULL),
+                     CL_SUCCESS);
+    size_t bad = 0, up = 0, down = 0;
+    for (size_t i = 0; i < N; i++) {
+        uint32_t u;
+        memcpy(&u, &g[i], sizeof u);
+        const uint16_t h = acc[i], trunc = (uint16_t)(u >> 16), sign = (uint16_t)(u >> 16 & 0x8000u);
+        int ok;
+        switch (i % 8) {
+        case 0: case 1: ok = h == trunc; break;
+        case 2: case 3: case 6: case 7:
+            ok = h == trunc || h == (uint16_t)(trunc + 1);
+            up += h != trunc;
+            down += h == trunc;
+            break;
+        case 4: ok = h == (uint16_t)(sign | 0x7f80u); break;
+        default: ok = (h & 0x7fc0u) == 0x7fc0u && (h & 0x8000u) == sign; break;
+        }
+        if (!ok && bad++ < 5)
+            fprintf(stderr, "element %zu: fp32 0x%08x stored as bf16 0x%04x\n", i, u, h);
+    }
+    if (bad)
+        fail_msg("%zu of %d bf16 roundings wrong at the edges", bad, N);
+    /* both directions happen (2048 lanes with random dropped bits) */
+    assert_true(up > 100 && down > 100);
+    free(acc);
+    free(g);
+    twin_free(&tw);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fp16_grads),      cmocka_unit_test(test_bf16_grads),
         cmocka_unit_test(test_fp16_overflow),   cmocka_unit_test(test_param_copy_fp16),
         cmocka_unit_test(test_param_copy_bf16), cmocka_unit_test(test_bf16_stochastic_rounding),
+        cmocka_unit_test(test_bf16_sr_edges),
     };
     return cmocka_run_group_tests_name("mixed", tests, tu_group_setup, tu_group_teardown);
 }

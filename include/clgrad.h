@@ -583,7 +583,9 @@ CLG_API clg_status clg_model_shard_range(const clg_model *model, unsigned index,
  * combine what each holds: after clg_step_collect (and the caller's sum of
  * the shard's accumulators across ranks), clg_shard_sumsq returns the sum
  * of squares of the accumulator over this shard (blocking; inf or NaN if an
- * element is not finite); clg_finish_cycle_sharded then runs the cycle's
+ * element is not finite; 0, with no pass over the shard, when the config
+ * has no clipping, dynamic loss scale, non-finite check or noise scale,
+ * since nothing then reads it); clg_finish_cycle_sharded then runs the cycle's
  * prologue and this shard's update, with sumsq the sum over every shard
  * (clipping, the non-finite decision and the loss scale see the whole
  * gradient) and weight_sum the cycle's total weight. clg_step's and

@@ -339,6 +339,11 @@ clg_status clg_shard_sumsq(clg_model *m, double *sumsq)
         st = clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT, "%s: sumsq is NULL", who);
     if (st != CLG_SUCCESS)
         return st;
+    if (!needs_stats(&m->cfg)) {
+        /* the cycle's end reads no norm: no pass, no read back */
+        *sumsq = 0.0;
+        return CLG_SUCCESS;
+    }
     /* only the partials change: a failure leaves the cycle as it was */
     st = clg__launch_shard_sumsq(m);
     return st == CLG_SUCCESS ? clg__partials_shard_sum(m, sumsq, who) : st;

@@ -18,7 +18,8 @@
  *    model's (the norm is added in another order, and clipping carries its
  *    rounding into the update; PoCL gave bitwise equality), the same
  *    updates, skips and loss scales; every shard's params bitwise equal to
- *    the others'.
+ *    the others'. The same at R = 2 for a config whose cycle end needs no
+ *    statistics: there clg_shard_sumsq gives 0 without launching a pass.
  *  - Memory, through the context's own accounting: each shard's states
  *    are at most 1/R of the whole model's plus one segment per state, and
  *    the device bytes its finalize took are its memory plan's total.
@@ -85,10 +86,21 @@ static clg_model *build(const clg_config *cfg, unsigned index, unsigned shards, 
     return m;
 }
 
-static void gradient(float *g, size_t n, unsigned u, unsigned micro)
+/* The same cycles without clipping, loss scaling or the non-finite check:
+ * nothing at the end of the cycle needs the gradient's norm. */
+static clg_config config_without_stats(void)
+{
+    clg_config c = config();
+    c.clip_norm = 0.0f;
+    c.loss_scale = CLG_LOSS_SCALE_NONE;
+    c.nonfinite = CLG_NONFINITE_IGNORE;
+    return c;
+}
+
+static void gradient(float *g, size_t n, unsigned u, unsigned micro, int with_inf)
 {
     tu_fill_uniform(g, n, 1000u * u + micro + 7, -1.0f, 1.0f);
-    if (u == INF_CYCLE && micro == 1)
+    if (with_inf && u == INF_CYCLE && micro == 1)
         g[n / 2] = INFINITY;
 }
 
@@ -217,6 +229,7 @@ typedef struct run {
     clg_model *whole, *shard[MAX_R];
     unsigned shards;
     size_t n;
+    int with_stats; /* config(), an inf cycle; else config_without_stats() */
 } run;
 
 static void run_free(run *r)
@@ -227,9 +240,10 @@ static void run_free(run *r)
 }
 
 /* UPDATES cycles on the whole model (clg_step) and on the shards. */
-static void run_cycles(run *r, unsigned shards)
+static void run_cycles(run *r, unsigned shards, int with_stats)
 {
-    clg_config c = config();
+    clg_config c = with_stats ? config() : config_without_stats();
+    r->with_stats = with_stats;
     r->shards = shards;
     r->whole = build(&c, 0, 0, NULL);
     for (unsigned s = 0; s < shards; s++)
@@ -243,7 +257,7 @@ static void run_cycles(run *r, unsigned shards)
     for (unsigned u = 0; u < UPDATES; u++) {
         float ws = 0.0f;
         for (unsigned k = 0; k < K; k++) {
-            gradient(g, r->n, u, k);
+            gradient(g, r->n, u, k, with_stats);
             float w = 1.0f + 0.5f * (float)k + 0.25f * (float)u;
             ws += w;
             OK(clg_grads_upload(gw, CLG_ALL_TENSORS, g, r->n, NULL));
@@ -258,13 +272,18 @@ static void run_cycles(run *r, unsigned shards)
         double total = 0.0;
         for (unsigned s = 0; s < shards; s++) {
             poison_outside(r->shard[s], s, shards);
-            double part = 0.0;
+            double part = -1.0;
+            const uint64_t launches = clg_context_launches(tu_ctx);
             OK(clg_shard_sumsq(r->shard[s], &part));
-            if (u != INF_CYCLE)
+            if (!with_stats) { /* nothing to measure: 0, and no pass */
+                assert_true(part == 0.0);
+                assert_int_equal(clg_context_launches(tu_ctx), launches);
+            }
+            if (u != INF_CYCLE || !with_stats)
                 assert_true(isfinite(part));
             total += part; /* in shard order, as libclgrad-mpi adds them */
         }
-        if (u == INF_CYCLE)
+        if (with_stats && u == INF_CYCLE)
             assert_false(isfinite(total));
         for (unsigned s = 0; s < shards; s++)
             OK(clg_finish_cycle_sharded(r->shard[s], ws, total, NULL));
@@ -280,7 +299,7 @@ static void check_against_whole(run *r)
 {
     clg_stats sw = clg_stats_init();
     OK(clg_model_stats(r->whole, 1, &sw));
-    assert_int_equal(sw.skipped_updates, 1);
+    assert_int_equal(sw.skipped_updates, r->with_stats ? 1 : 0);
     float *want = tu_xmalloc(r->n * sizeof *want);
     float *got = tu_xmalloc(r->n * sizeof *got);
     float *first = tu_xmalloc(r->n * sizeof *first);
@@ -321,7 +340,16 @@ static void test_two_shards_equal_whole_model(void **state)
 {
     (void)state;
     run r;
-    run_cycles(&r, 2);
+    run_cycles(&r, 2, 1);
+    check_against_whole(&r);
+    run_free(&r);
+}
+
+static void test_shards_without_statistics(void **state)
+{
+    (void)state;
+    run r;
+    run_cycles(&r, 2, 0);
     check_against_whole(&r);
     run_free(&r);
 }
@@ -330,7 +358,7 @@ static void test_three_shards_equal_whole_model(void **state)
 {
     (void)state;
     run r;
-    run_cycles(&r, 3);
+    run_cycles(&r, 3, 1);
     check_against_whole(&r);
     run_free(&r);
 }
@@ -373,7 +401,7 @@ static void test_checkpoints_cross_sharding(void **state)
 {
     (void)state;
     run r;
-    run_cycles(&r, 3);
+    run_cycles(&r, 3, 1);
     char *dir = tu_mkdtemp("test_shard");
     char gathered[512], whole[512];
     snprintf(gathered, sizeof gathered, "%s/gathered.ckpt", dir);
@@ -524,6 +552,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_two_shards_equal_whole_model),
         cmocka_unit_test(test_three_shards_equal_whole_model),
+        cmocka_unit_test(test_shards_without_statistics),
         cmocka_unit_test(test_state_memory_is_one_shard),
         cmocka_unit_test(test_checkpoints_cross_sharding),
         cmocka_unit_test(test_refusals),

@@ -79,6 +79,7 @@ void clg_dist_destroy(clg_dist *d)
         return;
     clg__dist_slots_free(d);
     clg__dist_zero1_free(d);
+    free(d->xcount);
     free(d->spans);
     if (d->comm != MPI_COMM_NULL)
         MPI_Comm_free(&d->comm);
@@ -130,6 +131,10 @@ clg_status clg_dist_create_mode(clg_model *m, MPI_Comm comm, clg_dist_mode mode,
                               clg__dist_mpi_string(err, e, sizeof e));
     }
     clg_status st = local_checks(m);
+    d->xcount = malloc(4 * (size_t)d->size * sizeof *d->xcount);
+    if (st == CLG_SUCCESS && d->xcount == NULL)
+        st = clg__dist_fail(CLG_ERR_OUT_OF_HOST_MEMORY, "%s: no host memory for %d counts", who,
+                            4 * d->size);
     if (st == CLG_SUCCESS && mode == CLG_DIST_ZERO1)
         st = clg__dist_zero1_init(d);
     else if (st == CLG_SUCCESS)

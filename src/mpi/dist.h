@@ -44,6 +44,10 @@ struct clg_dist {
      * is [first[r], first[r] + count[r]). */
     dist_span *pspans;
     uint64_t *first, *count;
+    /* the counts and displacements of one exchange (4 x size ints: send
+     * counts and displacements, then receive), allocated at creation so
+     * that no exchange can fail for want of them half-way */
+    int *xcount;
     clg_dist_counters counters;
 };
 
@@ -98,6 +102,9 @@ cl_int clg__dist_rounds_end(clg_dist *d, cl_int cl_err);
  * that no other rank waits forever; the status says so. */
 clg_status clg__dist_reduce_init(clg_dist *d);
 clg_status clg__dist_reduce(clg_dist *d);
+/* sum[k] = recv[k] + recv[stride + k] + ... over the R ranks' parts, in
+ * rank order (the same bits on every rank and in every mode). */
+void clg__dist_sum_ranks(const float *recv, size_t stride, int n, int R, float *sum);
 
 /* ZeRO-1: the spans and shards of the layout space and the round buffers;
  * the reduce-scatter of the accumulators into each rank's shard; the

@@ -38,13 +38,20 @@ static cl_int read_round(const clg_dist *d, size_t i, dist_slot *s)
     return err == CL_SUCCESS ? clg__dist_mark(d, s) : err;
 }
 
+void clg__dist_sum_ranks(const float *recv, size_t stride, int n, int R, float *sum)
+{
+    for (int k = 0; k < n; k++) {
+        float s = recv[k];
+        for (int r = 1; r < R; r++)
+            s += recv[(size_t)r * stride + (size_t)k];
+        sum[k] = s;
+    }
+}
+
 clg_status clg__dist_reduce(clg_dist *d)
 {
     const int R = d->size, me = d->rank;
-    int *cnt = malloc(4 * (size_t)R * sizeof(int));
-    if (cnt == NULL)
-        return clg__dist_fail(CLG_ERR_OUT_OF_HOST_MEMORY,
-                              "clg_dist_step: no host memory for %d counts", 4 * R);
+    int *cnt = d->xcount;
     int *displ = cnt + R, *rcnt = cnt + 2 * R, *rdispl = cnt + 3 * R;
     clg_status st = CLG_SUCCESS;
     cl_int cl_err = CL_SUCCESS; /* the first local OpenCL failure */
@@ -68,12 +75,8 @@ clg_status clg__dist_reduce(clg_dist *d)
         int err = MPI_Alltoallv(s->stage, cnt, displ, MPI_FLOAT, s->recv, rcnt, rdispl,
                                 MPI_FLOAT, d->comm);
         double t2 = MPI_Wtime();
-        for (int k = 0; err == MPI_SUCCESS && k < mine; k++) {
-            float sum = s->recv[k];
-            for (int r = 1; r < R; r++)
-                sum += s->recv[(size_t)r * (size_t)mine + (size_t)k];
-            s->sum[k] = sum;
-        }
+        if (err == MPI_SUCCESS)
+            clg__dist_sum_ranks(s->recv, (size_t)mine, mine, R, s->sum);
         double t3 = MPI_Wtime();
         if (err == MPI_SUCCESS)
             err = MPI_Allgatherv(s->sum, mine, MPI_FLOAT, s->stage, cnt, displ, MPI_FLOAT,
@@ -96,7 +99,6 @@ clg_status clg__dist_reduce(clg_dist *d)
         c->last_comm_seconds += (t2 - t1) + (t4 - t3);
     }
     cl_err = clg__dist_rounds_end(d, cl_err);
-    free(cnt);
     if (st == CLG_SUCCESS && cl_err != CL_SUCCESS)
         st = clg__dist_fail((clg_status)cl_err,
                             "clg_dist_step: staging the accumulator through the host failed on "

@@ -160,10 +160,7 @@ clg_status clg__dist_reduce_scatter(clg_dist *d)
 {
     const int R = d->size, me = d->rank;
     const size_t piece = piece_of(d);
-    int *cnt = malloc(4 * (size_t)R * sizeof(int));
-    if (cnt == NULL)
-        return clg__dist_fail(CLG_ERR_OUT_OF_HOST_MEMORY,
-                              "clg_dist_step: no host memory for %d counts", 4 * R);
+    int *cnt = d->xcount;
     int *displ = cnt + R, *rcnt = cnt + 2 * R, *rdispl = cnt + 3 * R;
     clg_status st = CLG_SUCCESS;
     const size_t rounds = rounds_of(d);
@@ -188,12 +185,7 @@ clg_status clg__dist_reduce_scatter(clg_dist *d)
             st = exchange_failed(d, "reduce-scatter of the accumulator", o, err);
             break;
         }
-        for (int k = 0; k < mine; k++) {
-            float sum = s->recv[k];
-            for (int r = 1; r < R; r++)
-                sum += s->recv[(size_t)r * piece + (size_t)k];
-            s->sum[k] = sum;
-        }
+        clg__dist_sum_ranks(s->recv, piece, mine, R, s->sum);
         if (cl_err == CL_SUCCESS) /* waited for two rounds on, or at the end */
             cl_err = clg__dist_copy(d, d->spans, d->first[me] + o, (size_t)mine, s->sum, 1);
         uint64_t sent = 0;
@@ -203,7 +195,6 @@ clg_status clg__dist_reduce_scatter(clg_dist *d)
         c->last_bytes_received += (uint64_t)mine * (uint64_t)(R - 1) * sizeof(float);
     }
     cl_err = clg__dist_rounds_end(d, cl_err);
-    free(cnt);
     if (st == CLG_SUCCESS && cl_err != CL_SUCCESS)
         st = staging_failed(d, "accumulator", cl_err);
     return st;
@@ -213,10 +204,7 @@ clg_status clg__dist_gather_params(clg_dist *d)
 {
     const int R = d->size, me = d->rank;
     const size_t piece = piece_of(d);
-    int *cnt = malloc(2 * (size_t)R * sizeof(int));
-    if (cnt == NULL)
-        return clg__dist_fail(CLG_ERR_OUT_OF_HOST_MEMORY,
-                              "clg_dist_step: no host memory for %d counts", 2 * R);
+    int *cnt = d->xcount;
     int *displ = cnt + R;
     clg_status st = CLG_SUCCESS;
     const size_t rounds = rounds_of(d);
@@ -250,7 +238,6 @@ clg_status clg__dist_gather_params(clg_dist *d)
         c->last_bytes_received += received * sizeof(float);
     }
     cl_err = clg__dist_rounds_end(d, cl_err);
-    free(cnt);
     if (st == CLG_SUCCESS && cl_err != CL_SUCCESS)
         st = staging_failed(d, "params", cl_err);
     return st;
@@ -289,9 +276,9 @@ clg_status clg__dist_gather_states(clg_dist *d, void ***out, size_t *n_out)
                             "%s: the layout space's %llu elements exceed one MPI count (%d)",
                             who, (unsigned long long)d->n, INT_MAX);
     void **images = calloc(ns ? ns : 1, sizeof *images);
-    int *cnt = malloc(2 * (size_t)R * sizeof(int));
+    int *cnt = d->xcount;
     void *part_buf = malloc(mine ? mine * 4 : 4);
-    if (st == CLG_SUCCESS && (!images || !cnt || !part_buf))
+    if (st == CLG_SUCCESS && (!images || !part_buf))
         st = clg__dist_fail(CLG_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", who);
     for (size_t s = 0; me == 0 && st == CLG_SUCCESS && s < ns; s++) {
         images[s] = calloc(d->n ? d->n : 1, state_elem_size(d->model, s));
@@ -332,7 +319,6 @@ clg_status clg__dist_gather_states(clg_dist *d, void ***out, size_t *n_out)
         }
     }
 done:
-    free(cnt);
     free(part_buf);
     if (st != CLG_SUCCESS) {
         free_images(images, ns);

@@ -26,6 +26,7 @@ typedef struct bench_options {
     const char *tuning;   /* the GEMM section's tuning: NULL/"auto", "off" or a file */
     const char *json_path, *csv_path, *plot_path;
     uint64_t fit, reserve, fit_params; /* --fit (0: a benchmark run), its reserve */
+    unsigned fit_shards;               /* --shards: ZeRO-1 over this many cards */
     /* --dist: communication only, under mpirun (dist_run.c); its sizes are
      * `sizes` (default 2^22, 2^24; --quick 2^20) and its k the list below
      * (default 4 and 8; --quick 4; --k K: K alone) */

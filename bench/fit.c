@@ -31,14 +31,32 @@ static clg_config row_config(const bench_fit_row *row)
     return c;
 }
 
-/* The whole state of n parameters (UINT64_MAX if the estimate refuses). */
-static uint64_t state_bytes(const bench_fit_row *row, uint64_t n, uint64_t max_alloc)
+/* The estimate of the largest of the row's shards (the whole model's for
+ * one); *st: the status of a refusal. */
+static uint64_t largest_shard(const bench_fit_row *row, uint64_t n, clg_status *st)
 {
     clg_config c = row_config(row);
-    clg_memory_plan plan = clg_memory_plan_init();
-    if (clg_memory_estimate(&c, n, &plan) != CLG_SUCCESS)
+    uint64_t most = 0;
+    for (unsigned i = 0; i < row->shards; i++) {
+        clg_memory_plan plan = clg_memory_plan_init();
+        *st = row->shards > 1 ? clg_memory_estimate_shard(&c, n, i, row->shards, &plan)
+                              : clg_memory_estimate(&c, n, &plan);
+        if (*st != CLG_SUCCESS)
+            return UINT64_MAX;
+        most = plan.total > most ? plan.total : most;
+    }
+    return most;
+}
+
+/* The whole state of n parameters on the fullest card (UINT64_MAX if the
+ * estimate refuses). */
+static uint64_t state_bytes(const bench_fit_row *row, uint64_t n, uint64_t max_alloc)
+{
+    clg_status st;
+    uint64_t est = largest_shard(row, n, &st);
+    if (est == UINT64_MAX)
         return UINT64_MAX;
-    uint64_t total = plan.total;
+    uint64_t total = est;
     uint64_t grad = strcmp(row->path, "B") ? (row->acc_dtype == CLG_BF16 ? 2 : 4) : 0;
     total += n * grad;
     /* buffers of at most max_alloc bytes of fp32: each may end in a
@@ -46,7 +64,7 @@ static uint64_t state_bytes(const bench_fit_row *row, uint64_t n, uint64_t max_a
     uint64_t per_buffer = max_alloc / 4 / 1024 * 1024;
     uint64_t buffers = per_buffer ? (n + per_buffer - 1) / per_buffer : 1;
     if (buffers > 1 && n > 0)
-        total += (buffers - 1) * 1024 * ((plan.total + n * grad + n - 1) / n);
+        total += (buffers - 1) * 1024 * ((est + n * grad + n - 1) / n);
     return total;
 }
 
@@ -74,9 +92,14 @@ static int by_bytes_desc(const void *a, const void *b)
     return strcmp(x->config, y->config);
 }
 
-int bench_fit_compute(bench_fit *f, uint64_t memory, uint64_t reserve, uint64_t max_alloc)
+int bench_fit_compute(bench_fit *f, uint64_t memory, uint64_t reserve, uint64_t max_alloc,
+                      unsigned shards)
 {
     memset(f, 0, sizeof *f);
+    if (shards == 0) {
+        fprintf(stderr, "clgrad-bench: --shards must be >= 1\n");
+        return -1;
+    }
     if (reserve >= memory) {
         fprintf(stderr, "clgrad-bench: --reserve %llu leaves nothing of --fit %llu\n",
                 (unsigned long long)reserve, (unsigned long long)memory);
@@ -85,6 +108,7 @@ int bench_fit_compute(bench_fit *f, uint64_t memory, uint64_t reserve, uint64_t 
     f->memory = memory;
     f->reserve = reserve;
     f->max_alloc = max_alloc;
+    f->shards = shards;
     static const clg_dtype states[] = {CLG_FP32, CLG_BF16, CLG_Q8, CLG_Q4};
     static const clg_dtype accs[] = {CLG_FP32, CLG_BF16};
     static const clg_dtype masters[] = {CLG_FP32, CLG_BF16};
@@ -101,11 +125,21 @@ int bench_fit_compute(bench_fit *f, uint64_t memory, uint64_t reserve, uint64_t 
                         r->master_dtype = masters[m];
                         r->copy_dtype = copies[c];
                         snprintf(r->path, sizeof r->path, "%s", paths[p]);
+                        r->shards = shards;
                         snprintf(r->config, sizeof r->config,
                                  "%s states, %s acc, %s master, path %s%s",
                                  bench_fit_dtype_name(states[s]), bench_fit_dtype_name(accs[a]),
                                  bench_fit_dtype_name(masters[m]), paths[p],
                                  copies[c] == CLG_FP16 ? ", fp16 copy" : "");
+                        /* not with ZeRO-1 yet, left out: what the sharded estimate
+                         * refuses, and bf16 accumulators (clg_dist_create sums
+                         * fp32 ones only) */
+                        clg_status st;
+                        if (shards > 1 &&
+                            (accs[a] != CLG_FP32 ||
+                             (largest_shard(r, 1u << 20, &st) == UINT64_MAX &&
+                              st == CLG_ERR_UNSUPPORTED)))
+                            continue;
                         uint64_t t1 = state_bytes(r, 1u << 20, UINT64_MAX);
                         uint64_t t2 = state_bytes(r, 2u << 20, UINT64_MAX);
                         if (t1 == UINT64_MAX || t2 == UINT64_MAX) {
@@ -155,6 +189,12 @@ void bench_fit_print(const bench_fit *f, FILE *out, uint64_t want)
             "What fits: %.2f GiB, %.2f GiB reserved for activations: %.2f GiB of training "
             "state (AdamW; buffers of at most %.2f GiB)\n\n",
             gib(f->memory), gib(f->reserve), gib(f->memory - f->reserve), gib(f->max_alloc));
+    if (f->shards > 1)
+        fprintf(out,
+                "ZeRO-1 over %u cards: the memory of each card, whose optimizer states are one "
+                "shard; left out, what ZeRO-1 does not hold yet (Q8/Q4 states, bf16 master "
+                "weights, a param copy, a bf16 accumulator)\n\n",
+                f->shards);
     fprintf(out, "| configuration | bytes/param | largest model |\n|---|---|---|\n");
     for (size_t i = 0; i < f->n; i++)
         fprintf(out, "| %s | %.3f | %.3f B params |\n", f->rows[i].config,
@@ -181,6 +221,7 @@ int bench_fit_write_json(const bench_fit *f, const char *path)
     cJSON_AddNumberToObject(root, "memory", (double)f->memory);
     cJSON_AddNumberToObject(root, "reserve", (double)f->reserve);
     cJSON_AddNumberToObject(root, "max_alloc", (double)f->max_alloc);
+    cJSON_AddNumberToObject(root, "shards", (double)f->shards);
     cJSON_AddStringToObject(root, "optimizer", "adamw");
     cJSON *list = cJSON_AddArrayToObject(root, "fit");
     for (size_t i = 0; i < f->n; i++) {

@@ -30,10 +30,13 @@ static int write_script(const bench_fit *f, const char *data, const char *png,
         return -1;
     fprintf(out, "set terminal %s size 1800,1000\n", terminal);
     fprintf(out, "set output '%s'\n", png);
+    char cards[64] = "";
+    if (f->shards > 1)
+        snprintf(cards, sizeof cards, " per card, ZeRO-1 over %u cards", f->shards);
     fprintf(out,
-            "set title 'clgrad: the largest AdamW model whose training state fits %.2f GiB "
+            "set title 'clgrad: the largest AdamW model whose training state fits %.2f GiB%s "
             "(%.2f GiB reserved for activations)'\n",
-            f->memory / 1073741824.0, f->reserve / 1073741824.0);
+            f->memory / 1073741824.0, cards, f->reserve / 1073741824.0);
     fprintf(out, "set ylabel 'billions of parameters'\n");
     fprintf(out, "set style fill solid 0.8\nset boxwidth 0.7\nset grid ytics\n");
     fprintf(out, "set xtics rotate by 90 right font ',8'\nset bmargin 24\nset yrange [0:*]\n");

@@ -11,7 +11,10 @@ int bench_fit_run(clg_context *ctx, const bench_options *o)
     bench_fit *f = calloc(1, sizeof *f);
     if (!f)
         return 1;
-    int rc = bench_fit_compute(f, o->fit, o->reserve, clg_context_max_alloc(ctx)) ? 1 : 0;
+    int rc = bench_fit_compute(f, o->fit, o->reserve, clg_context_max_alloc(ctx),
+                               o->fit_shards ? o->fit_shards : 1)
+                 ? 1
+                 : 0;
     if (!rc) {
         printf("device: %s\n", clg_context_device_info(ctx)->name);
         bench_fit_print(f, stdout, o->fit_params);

@@ -47,6 +47,8 @@ static void usage(FILE *f)
             "  --reserve BYTES   with --fit: memory kept for activations (default 0)\n"
             "  --fit-params N    with --fit: the configuration a model of N parameters needs\n"
             "                    (default: for 0.5, 1, 2 and 4 billion)\n"
+            "  --shards R        with --fit: per card of ZeRO-1 over R cards (optimizer\n"
+            "                    states split R ways; default 1)\n"
             "  --dist            under mpirun -np R (R >= 2), with libclgrad-mpi: bytes on the\n"
             "                    wire and seconds of communication per update, DDP and\n"
             "                    ZeRO-1 (one exchange per k micro-steps) against exchanging\n"
@@ -324,6 +326,8 @@ int bench_parse_options(bench_options *o, int argc, char **argv)
             bad = !o->reserve && strcmp(v, "0") != 0;
         } else if (strcmp(a, "--fit-params") == 0) {
             bad = !(o->fit_params = bench_parse_size(v));
+        } else if (strcmp(a, "--shards") == 0) {
+            bad = parse_unsigned(v, &o->fit_shards, 1) || o->fit_shards > 4096;
         } else if (strcmp(a, "--json") == 0) {
             o->json_path = v;
         } else if (strcmp(a, "--csv") == 0) {
@@ -342,8 +346,8 @@ int bench_parse_options(bench_options *o, int argc, char **argv)
         }
         i += used;
     }
-    if (!o->fit && (o->reserve || o->fit_params)) {
-        fprintf(stderr, "clgrad-bench: --reserve and --fit-params go with --fit\n");
+    if (!o->fit && (o->reserve || o->fit_params || o->fit_shards)) {
+        fprintf(stderr, "clgrad-bench: --reserve, --fit-params and --shards go with --fit\n");
         return -1;
     }
     if (o->dist && (o->fit || o->e2e || o->csv_path || o->plot_path)) {

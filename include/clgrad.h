@@ -417,6 +417,13 @@ CLG_API clg_status clg_model_memory(const clg_model *model, clg_memory_plan *pla
  * a multiple of 1024 within one buffer it is what such a model allocates. */
 CLG_API clg_status clg_memory_estimate(const clg_config *config, uint64_t n,
                                        clg_memory_plan *plan);
+/* The same for shard `index` of `count` of that model (ZeRO-1,
+ * clg_model_set_shard): the optimizer states of the shard's part only,
+ * everything else whole. CLG_ERR_UNSUPPORTED for what a sharded model
+ * refuses at finalize, naming it. */
+CLG_API clg_status clg_memory_estimate_shard(const clg_config *config, uint64_t n,
+                                             unsigned index, unsigned count,
+                                             clg_memory_plan *plan);
 
 /* Where tensor lives: the buffer and the element offset in it. The element
  * type is fp32 for params and accumulators (bf16 accumulators, and params

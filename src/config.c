@@ -1,6 +1,6 @@
 /* config.c - optimizer configuration: PyTorch defaults, validation that
- * names the bad value, the LR-scaling rules, and the bytes-per-parameter
- * model of a configuration. */
+ * names the bad value, and the LR-scaling rules (the bytes-per-parameter
+ * model of a configuration is estimate.c). */
 #include "config.h"
 #include "qstate.h"
 #include "sized.h"
@@ -188,46 +188,6 @@ size_t clg__dtype_size(clg_dtype dtype)
     default:
         return 0;
     }
-}
-
-clg_status clg_memory_estimate(const clg_config *user_config, uint64_t n,
-                               clg_memory_plan *user_plan)
-{
-    const char *who = "clg_memory_estimate";
-    if (user_config == NULL || user_plan == NULL)
-        return clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT, "%s: NULL %s", who,
-                         user_config == NULL ? "config" : "plan");
-    clg_status st = clg__sized_check(NULL, user_plan->struct_size, CLG__PLAN_SIZE_MIN,
-                                     "clg_memory_plan", who);
-    clg_config config;
-    if (st == CLG_SUCCESS)
-        st = clg__config_import(NULL, user_config, &config, who);
-    /* the state fields decide what is allocated: refuse what a model would */
-    if (st == CLG_SUCCESS)
-        st = clg__qstate_config_check(NULL, &config, who);
-    if (st != CLG_SUCCESS)
-        return st;
-    clg_memory_plan plan = {.struct_size = sizeof plan};
-    /* one tensor: Q8/Q4 states unless it is below state_min_size */
-    uint64_t n_q = clg__qstate_count(&config), n_s = clg__state_count(&config);
-    clg_dtype fmt = n_q && n >= config.state_min_size ? config.state_dtype
-                    : config.state_dtype == CLG_BF16  ? CLG_BF16
-                                                      : CLG_FP32;
-    plan.params = clg__format_bytes(config.master_dtype, n);
-    plan.accumulators = clg__dtype_size(config.acc_dtype) * n;
-    plan.states = n_q * clg__format_bytes(fmt, n) + (n_s - n_q) * 4 * n;
-    plan.state_scales = n_q * 4 * clg__format_scales(fmt, n);
-    plan.param_copy = clg__dtype_size(config.param_copy_dtype) * n;
-    /* the partials of a 256-wide work-group with 8 float4s per work-item
-     * (clg__kernels_reduce_groups), one region per CLG_REGIONS */
-    uint64_t groups = (n / 4 + 2047) / 2048;
-    plan.step_block = 4 * CLG_SB_WORDS + 4 * CLG_REGIONS * (groups ? groups : 1);
-    /* per-tensor norms: one float, one offset and one count for the tensor */
-    plan.tables = config.tensor_norms ? 4 + 8 + 8 : 0;
-    plan.total = plan.params + plan.accumulators + plan.states + plan.param_copy +
-                 plan.grad_buffers + plan.step_block + plan.state_scales + plan.tables;
-    clg__sized_export(user_plan, user_plan->struct_size, &plan, sizeof plan);
-    return CLG_SUCCESS;
 }
 
 clg_status clg_lr_scale(clg_lr_rule rule, float lr, uint64_t base_batch, uint64_t new_batch,

@@ -193,6 +193,15 @@ size_t clg__state_elems(const clg_model *model, size_t chunk);
 /* At finalize: the shard's range per chunk (after the layout), its
  * sub-buffers (after the params and accumulators); and their release. */
 clg_status clg__shard_layout(clg_model *model);
+/* Shard index of count over a layout space of total elements: whole
+ * segments, the remainder spread one each over the shards, so that sizes
+ * differ by at most one segment. */
+void clg__shard_bounds(uint64_t total, unsigned index, unsigned count, uint64_t *first,
+                       uint64_t *n);
+/* CLG_ERR_UNSUPPORTED naming what a sharded model cannot hold yet
+ * (qstates: the model would have Q8/Q4 chunks). */
+clg_status clg__shard_config_check(clg_context *ctx, const clg_config *config, bool qstates,
+                                   const char *who);
 clg_status clg__shard_buffers(clg_model *model);
 void clg__shard_free(clg_model *model);
 /* Refuses calls that would need the states of other shards. */

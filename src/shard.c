@@ -33,15 +33,19 @@ static uint64_t layout_total(const clg_model *m)
     return total;
 }
 
-/* Shard index of count: whole segments, the remainder spread one each
- * over the shards, so that sizes differ by at most one segment. */
-static void bounds(const clg_model *m, unsigned index, unsigned count, uint64_t *first,
-                   uint64_t *n)
+void clg__shard_bounds(uint64_t total, unsigned index, unsigned count, uint64_t *first,
+                       uint64_t *n)
 {
-    uint64_t units = layout_total(m) / CLG_SEGMENT_ALIGN;
+    uint64_t units = total / CLG_SEGMENT_ALIGN;
     uint64_t lo = units * index / count, hi = units * (index + 1) / count;
     *first = lo * CLG_SEGMENT_ALIGN;
     *n = (hi - lo) * CLG_SEGMENT_ALIGN;
+}
+
+static void bounds(const clg_model *m, unsigned index, unsigned count, uint64_t *first,
+                   uint64_t *n)
+{
+    clg__shard_bounds(layout_total(m), index, count, first, n);
 }
 
 clg_status clg_model_set_shard(clg_model *m, unsigned index, unsigned count)
@@ -86,11 +90,11 @@ clg_status clg__shard_refuse(const clg_model *m, const char *who)
 
 /* What a shard cannot hold yet: each would need its own split of a
  * per-chunk or per-tensor structure. */
-static clg_status check_config(const clg_model *m)
+clg_status clg__shard_config_check(clg_context *ctx, const clg_config *c, bool qstates,
+                                   const char *who)
 {
-    const clg_config *c = &m->cfg;
     const char *what = NULL;
-    if (m->qstates)
+    if (qstates)
         what = "Q8/Q4 optimizer states";
     else if (c->param_copy_dtype != CLG_DTYPE_NONE)
         what = "a param copy (param_copy_dtype)";
@@ -102,10 +106,8 @@ static clg_status check_config(const clg_model *m)
         what = "CLG_NONFINITE_SKIP_MICRO";
     if (what == NULL)
         return CLG_SUCCESS;
-    return clg__fail(m->ctx, CLG_ERR_UNSUPPORTED,
-                     "clg_model_finalize: a sharded model (clg_model_set_shard) does not "
-                     "support %s",
-                     what);
+    return clg__fail(ctx, CLG_ERR_UNSUPPORTED,
+                     "%s: a sharded model (clg_model_set_shard) does not support %s", who, what);
 }
 
 clg_status clg__shard_layout(clg_model *m)
@@ -121,7 +123,7 @@ clg_status clg__shard_layout(clg_model *m)
         memcpy(m->own_n, m->chunk_elems, nc * sizeof *m->own_n);
         return CLG_SUCCESS;
     }
-    clg_status st = check_config(m);
+    clg_status st = clg__shard_config_check(m->ctx, &m->cfg, m->qstates, "clg_model_finalize");
     if (st != CLG_SUCCESS)
         return st;
     uint64_t first, n;

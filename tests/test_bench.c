@@ -629,8 +629,8 @@ static void test_fit(void **state)
     bench_fit *f = calloc(1, sizeof *f);
     assert_non_null(f);
     uint64_t gib = 1ull << 30;
-    assert_int_equal(bench_fit_compute(f, 8 * gib, 8 * gib, 4 * gib), -1);
-    assert_int_equal(bench_fit_compute(f, 8 * gib, 0, 4 * gib), 0);
+    assert_int_equal(bench_fit_compute(f, 8 * gib, 8 * gib, 4 * gib, 1), -1);
+    assert_int_equal(bench_fit_compute(f, 8 * gib, 0, 4 * gib, 1), 0);
     assert_int_equal(f->n, 64);
     const bench_fit_row *q8 = NULL;
     for (size_t i = 0; i < f->n; i++) {
@@ -663,6 +663,30 @@ static void test_fit(void **state)
     assert_non_null(c);
     assert_int_equal(c->master_dtype, CLG_BF16);
     assert_null(bench_fit_choose(f, 2000000000ull));
+
+    /* ZeRO-1 over 4 cards: per card, each holding a quarter of the states
+     * (clg_memory_estimate_shard); what ZeRO-1 does not hold yet left out */
+    bench_fit *z = calloc(1, sizeof *z);
+    assert_non_null(z);
+    assert_int_equal(bench_fit_compute(z, 8 * gib, 0, 4 * gib, 0), -1);
+    assert_int_equal(bench_fit_compute(z, 8 * gib, 0, 4 * gib, 4), 0);
+    assert_int_equal(z->n, 4); /* fp32 and bf16 states, paths B and A/C */
+    const bench_fit_row *zb = NULL;
+    for (size_t i = 0; i < z->n; i++) {
+        const bench_fit_row *r = &z->rows[i];
+        assert_int_equal(r->shards, 4);
+        assert_int_equal(r->acc_dtype, CLG_FP32);
+        assert_int_equal(r->master_dtype, CLG_FP32);
+        assert_int_equal(r->copy_dtype, CLG_DTYPE_NONE);
+        assert_true(r->state_dtype == CLG_FP32 || r->state_dtype == CLG_BF16);
+        if (!strcmp(r->config, "fp32 states, fp32 acc, fp32 master, path B"))
+            zb = r;
+    }
+    assert_non_null(zb);
+    /* params 4 + acc 4 + (m, v) 8 / 4 cards, and the partials */
+    assert_float_equal(zb->bytes_per_param, 10.0 + 12.0 / 8192, 1e-9);
+    assert_true(zb->max_params > 800000000ull); /* against 0.54 B on one card */
+    free(z);
 
     make_tmpdir();
     char path[600];

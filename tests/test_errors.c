@@ -112,6 +112,7 @@ typedef struct bigger_config {
     uint64_t unknown;
 } bigger_config;
 static clg_config cfg_size0, cfg_bad_opt, cfg_lr, cfg_nesterov, cfg_sched, cfg_noise_skip;
+static clg_config cfg_adamw, cfg_q8; /* valid: AdamW, and with Q8 states */
 static bigger_config cfg_newer;
 static clg_stats stats_size0, stats_small;
 static clg_memory_plan plan_size0, plan_small;
@@ -198,6 +199,9 @@ static int setup(void **state)
     cfg_nesterov.nesterov = 1;
     cfg_sched = clg_config_default(CLG_ADAM);
     cfg_sched.schedule = (clg_schedule){CLG_SCHED_COSINE, 500, 400, 0.0f};
+    cfg_adamw = clg_config_default(CLG_ADAMW);
+    cfg_q8 = clg_config_default(CLG_ADAMW);
+    cfg_q8.state_dtype = CLG_Q8;
     cfg_noise_skip = clg_config_default(CLG_ADAM);
     cfg_noise_skip.noise_scale = 1;
     cfg_noise_skip.nonfinite = CLG_NONFINITE_SKIP_MICRO;
@@ -414,6 +418,18 @@ static const void *const one_image[2] = {F.host, NULL};
       clg_memory_estimate(&cfg_lr, 10, &plan_small))                                               \
     X(estimate_config_size, "clg_memory_estimate", INV, NOCTX, "0", NULL,                          \
       clg_memory_estimate(&cfg_size0, 10, &plan_out))                                              \
+    X(eshard_config, "clg_memory_estimate_shard", INV, NOCTX, "config", NULL,                      \
+      clg_memory_estimate_shard(NULL, 10, 0, 2, &plan_out))                                        \
+    X(eshard_plan, "clg_memory_estimate_shard", INV, NOCTX, "plan", NULL,                          \
+      clg_memory_estimate_shard(&cfg_adamw, 10, 0, 2, NULL))                                       \
+    X(eshard_config_size, "clg_memory_estimate_shard", INV, NOCTX, "0", NULL,                      \
+      clg_memory_estimate_shard(&cfg_size0, 10, 0, 2, &plan_out))                                  \
+    X(eshard_count, "clg_memory_estimate_shard", INV, NOCTX, "count", NULL,                        \
+      clg_memory_estimate_shard(&cfg_adamw, 10, 0, 0, &plan_out))                                  \
+    X(eshard_index, "clg_memory_estimate_shard", INV, NOCTX, "3", "2",                             \
+      clg_memory_estimate_shard(&cfg_adamw, 10, 3, 2, &plan_out))                                  \
+    X(eshard_q8, "clg_memory_estimate_shard", CLG_ERR_UNSUPPORTED, NOCTX, "Q8/Q4", NULL,           \
+      clg_memory_estimate_shard(&cfg_q8, 5000, 0, 2, &plan_out))                                   \
     /* building a model */                                                                         \
     X(mcreate_ctx, "clg_model_create", INV, NOCTX, NULL, NULL,                                     \
       clg_model_create(NULL, &cfg_lr, &model_out))                                                 \
@@ -823,7 +839,7 @@ static const char *const walked[] = {
     "clg_finish_cycle",       "clg_model_set_shard",       "clg_model_shard_range",
     "clg_model_chunk_view",   "clg_shard_sumsq",           "clg_model_shard",
     "clg_finish_cycle_sharded", "clg_model_download_shard_state",
-    "clg_checkpoint_save_gathered",
+    "clg_checkpoint_save_gathered", "clg_memory_estimate_shard",
 };
 
 /* The functions that take a clg_events: on failure *event is NULL. */

@@ -22,7 +22,9 @@
  *    statistics: there clg_shard_sumsq gives 0 without launching a pass.
  *  - Memory, through the context's own accounting: each shard's states
  *    are at most 1/R of the whole model's plus one segment per state, and
- *    the device bytes its finalize took are its memory plan's total.
+ *    the device bytes its finalize took are its memory plan's total; and
+ *    clg_memory_estimate_shard is what finalized one-tensor shards allocate,
+ *    field by field.
  *  - Checkpoints: the shards' states gathered and saved load into an
  *    unsharded model (states bitwise the gathered ones); the whole model's
  *    checkpoint loads into a shard (its shard's states bitwise the whole
@@ -397,6 +399,80 @@ static void test_state_memory_is_one_shard(void **state)
     clg_model_destroy(w);
 }
 
+static void assert_plans_equal(const clg_memory_plan *want, const clg_memory_plan *got,
+                               const char *what)
+{
+    const uint64_t w[] = {want->params, want->accumulators, want->states, want->state_scales,
+                          want->param_copy, want->grad_buffers, want->step_block, want->tables,
+                          want->total};
+    const uint64_t g[] = {got->params, got->accumulators, got->states, got->state_scales,
+                          got->param_copy, got->grad_buffers, got->step_block, got->tables,
+                          got->total};
+    static const char *const field[] = {"params", "accumulators", "states", "state_scales",
+                                        "param_copy", "grad_buffers", "step_block", "tables",
+                                        "total"};
+    for (size_t i = 0; i < sizeof w / sizeof *w; i++)
+        if (w[i] != g[i])
+            fail_msg("%s: %s: estimate %llu bytes, the finalized shard %llu", what, field[i],
+                     (unsigned long long)w[i], (unsigned long long)g[i]);
+}
+
+/* clg_memory_estimate_shard against what finalized shards of a one-tensor
+ * model allocate, field by field: AdamW with fp32 and bf16 states, SGD
+ * with momentum, plain SGD (no state); a tensor of whole segments that
+ * shards cut unevenly (500 segments in 3), and one of less than a segment,
+ * whose one shard with states holds them for the 700 params (the model
+ * also for the padding), the others none. */
+static void test_estimate_matches_shards(void **state)
+{
+    (void)state;
+    static const size_t sizes[] = {500 * CLG_SEGMENT_ALIGN, 700};
+    for (int k = 0; k < 4; k++) {
+        clg_config c = clg_config_default(k < 2 ? CLG_ADAMW : CLG_SGD);
+        c.state_dtype = k == 1 ? CLG_BF16 : CLG_FP32;
+        c.momentum = k == 2 ? 0.9f : 0.0f;
+        for (size_t z = 0; z < sizeof sizes / sizeof *sizes; z++) {
+            for (unsigned shards = 1; shards <= MAX_R; shards++) {
+                uint64_t est_sum = 0;
+                for (unsigned s = 0; s < shards; s++) {
+                    clg_model *m;
+                    OK(clg_model_create(tu_ctx, &c, &m));
+                    int t;
+                    OK(clg_model_add_tensor(m, "w", sizes[z], 0, &t));
+                    OK(clg_model_set_shard(m, s, shards));
+                    uint64_t before = clg_context_device_bytes(tu_ctx);
+                    OK(clg_model_finalize(m));
+                    clg_memory_plan got = clg_memory_plan_init(), est = clg_memory_plan_init();
+                    OK(clg_model_memory(m, &got));
+                    assert_int_equal(got.total, clg_context_device_bytes(tu_ctx) - before);
+                    OK(clg_memory_estimate_shard(&c, sizes[z], s, shards, &est));
+                    char what[96];
+                    snprintf(what, sizeof what, "config %d, %zu params, shard %u of %u", k,
+                             sizes[z], s, shards);
+                    if (sizes[z] % CLG_SEGMENT_ALIGN == 0)
+                        assert_plans_equal(&est, &got, what);
+                    else if (est.states > got.states) /* the model holds the padding too */
+                        fail_msg("%s: estimate %llu state bytes, the shard %llu", what,
+                                 (unsigned long long)est.states,
+                                 (unsigned long long)got.states);
+                    est_sum += est.states;
+                    clg_model_destroy(m);
+                }
+                /* the shards' estimates cover the whole one's states once */
+                clg_memory_plan whole = clg_memory_plan_init();
+                OK(clg_memory_estimate(&c, sizes[z], &whole));
+                assert_int_equal(est_sum, whole.states);
+            }
+        }
+    }
+    /* one shard of one is the whole model's estimate */
+    clg_config c = config();
+    clg_memory_plan whole = clg_memory_plan_init(), one = clg_memory_plan_init();
+    OK(clg_memory_estimate(&c, 123457, &whole));
+    OK(clg_memory_estimate_shard(&c, 123457, 0, 1, &one));
+    assert_plans_equal(&whole, &one, "shard 0 of 1");
+}
+
 static void test_checkpoints_cross_sharding(void **state)
 {
     (void)state;
@@ -554,6 +630,7 @@ int main(void)
         cmocka_unit_test(test_three_shards_equal_whole_model),
         cmocka_unit_test(test_shards_without_statistics),
         cmocka_unit_test(test_state_memory_is_one_shard),
+        cmocka_unit_test(test_estimate_matches_shards),
         cmocka_unit_test(test_checkpoints_cross_sharding),
         cmocka_unit_test(test_refusals),
     };

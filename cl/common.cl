@@ -12,72 +12,55 @@
 
 inline float sb_float(global const uint *sb, int word) { return as_float(sb[word]); }
 
-/* bf16 <-> fp32. Round to nearest even; NaN stays a (quiet) NaN. */
-inline float bf16_to_float(ushort h) { return as_float(((uint)h) << 16); }
-
-inline ushort float_to_bf16_rne(float f)
-{
-    uint u = as_uint(f);
-    uint nan = (u >> 16) | 0x0040u;
-    uint r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-    return (ushort)((u & 0x7fffffffu) > 0x7f800000u ? nan : r);
-}
-
-/* Stochastic rounding: adding 16 random low bits before truncation rounds
- * up with probability equal to the dropped fraction, so E[round(x)] = x.
- * Inf and NaN round to nearest; a finite value never rounds up to inf. */
-inline ushort float_to_bf16_sr(float f, uint random)
-{
-    uint u = as_uint(f);
-    uint r = u + (random & 0xffffu);
-    uint t = ((r & 0x7f800000u) == 0x7f800000u ? u : r) >> 16;
-    return (u & 0x7f800000u) == 0x7f800000u ? float_to_bf16_rne(f) : (ushort)t;
-}
-
-/* A counter-based hash (lowbias32) for stochastic rounding: the random bits
- * depend only on (seed, element, micro-step), never on scheduling. */
-inline uint hash_u32(uint x)
-{
-    x ^= x >> 16;
-    x *= 0x7feb352du;
-    x ^= x >> 15;
-    x *= 0x846ca68bu;
-    x ^= x >> 16;
-    return x;
-}
-
-/* The same four at a time, as whole-vector operations: with a branch or a
- * scalar call per lane PoCL runs the lanes one by one (measured: bf16
- * states made the update 1.9x slower than fp32 states). */
-inline float4 bf16x4_to_float4(ushort4 h) { return as_float4(convert_uint4(h) << 16); }
-
-inline ushort4 float4_to_bf16x4_rne(float4 f)
-{
-    uint4 u = as_uint4(f);
-    uint4 nan = (u >> 16) | 0x0040u;
-    uint4 r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-    return convert_ushort4(select(r, nan, (u & 0x7fffffffu) > 0x7f800000u));
-}
-
-inline ushort4 float4_to_bf16x4_sr(float4 f, uint4 random)
-{
-    uint4 u = as_uint4(f);
-    uint4 r = u + (random & 0xffffu);
-    uint4 t = select(r, u, (r & 0x7f800000u) == 0x7f800000u) >> 16;
-    return select(convert_ushort4(t), float4_to_bf16x4_rne(f),
-                  convert_short4((u & 0x7f800000u) == 0x7f800000u));
-}
-
-/* 16 random bits per lane for element quad i (lowbias32 of a per-quad base) */
-inline uint4 hash_u32x4(uint4 x)
-{
-    x ^= x >> 16;
-    x *= 0x7feb352du;
-    x ^= x >> 15;
-    x *= 0x846ca68bu;
-    x ^= x >> 16;
-    return x;
-}
+/* bf16 <-> fp32 and the hash of stochastic rounding, one element (no
+ * suffix, N empty) or a vector of N at a time (suffix xN), from one
+ * definition. Every lane runs the same whole-vector operations, with no
+ * branch: with a branch or a scalar call per lane PoCL runs the lanes one by
+ * one (measured: bf16 states made the update 1.9x slower than fp32 states).
+ *  - bf16_to_float: exact.
+ *  - float_to_bf16_rne: round to nearest even; NaN stays a (quiet) NaN.
+ *  - float_to_bf16_sr: stochastic rounding: adding 16 random low bits
+ *    before truncation rounds up with probability equal to the dropped
+ *    fraction, so E[round(x)] = x. Inf and NaN round to nearest; a finite
+ *    value never rounds up to inf.
+ *  - hash_u32: a counter-based hash (lowbias32): the random bits depend
+ *    only on (seed, element, micro-step), never on scheduling. */
+#ifdef __clang__
+#define CLG_INLINE inline __attribute__((always_inline))
+#else
+#define CLG_INLINE inline
+#endif
+#define CLG_BF16_FUNCS(SUF, N)                                                                  \
+    CLG_INLINE float##N bf16##SUF##_to_float(ushort##N h)                                      \
+    {                                                                                           \
+        return as_float##N(convert_uint##N(h) << 16);                                           \
+    }                                                                                           \
+    CLG_INLINE ushort##N float_to_bf16##SUF##_rne(float##N f)                                  \
+    {                                                                                           \
+        uint##N u = as_uint##N(f);                                                              \
+        uint##N nan = (u >> 16) | 0x0040u;                                                      \
+        uint##N r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;                                     \
+        return convert_ushort##N(select(r, nan, (u & 0x7fffffffu) > 0x7f800000u));              \
+    }                                                                                           \
+    CLG_INLINE ushort##N float_to_bf16##SUF##_sr(float##N f, uint##N random)                    \
+    {                                                                                           \
+        uint##N u = as_uint##N(f);                                                              \
+        uint##N r = u + (random & 0xffffu);                                                     \
+        uint##N t = select(r, u, (r & 0x7f800000u) == 0x7f800000u) >> 16;                       \
+        return select(convert_ushort##N(t), float_to_bf16##SUF##_rne(f),                        \
+                      convert_short##N((u & 0x7f800000u) == 0x7f800000u));                      \
+    }                                                                                           \
+    CLG_INLINE uint##N hash_u32##SUF(uint##N x)                                                 \
+    {                                                                                           \
+        x ^= x >> 16;                                                                           \
+        x *= 0x7feb352du;                                                                       \
+        x ^= x >> 15;                                                                           \
+        x *= 0x846ca68bu;                                                                       \
+        x ^= x >> 16;                                                                           \
+        return x;                                                                               \
+    }
+CLG_BF16_FUNCS(, )
+CLG_BF16_FUNCS(x4, 4)
 
 /* ---- variant-selected loads and stores (defaults: fp32) ---- */
 
@@ -96,7 +79,7 @@ inline float4 load_grad4(global const void *g, ulong i)
 #if G_DTYPE == DT_FP16
     return vload_half4(i, (global const half *)g);
 #elif G_DTYPE == DT_BF16
-    return bf16x4_to_float4(vload4(i, (global const ushort *)g));
+    return bf16x4_to_float(vload4(i, (global const ushort *)g));
 #else
     return vload4(i, (global const float *)g);
 #endif
@@ -105,7 +88,7 @@ inline float4 load_grad4(global const void *g, ulong i)
 inline float4 load_acc4(global const void *acc, ulong i)
 {
 #if ACC_DTYPE == DT_BF16
-    return bf16x4_to_float4(vload4(i, (global const ushort *)acc));
+    return bf16x4_to_float(vload4(i, (global const ushort *)acc));
 #else
     return vload4(i, (global const float *)acc);
 #endif
@@ -116,9 +99,9 @@ inline float4 store_acc4(global void *acc, ulong i, float4 v, uint seed)
 {
 #if ACC_DTYPE == DT_BF16
     uint base = hash_u32(seed ^ (uint)(i * 4u));
-    ushort4 h = float4_to_bf16x4_sr(v, hash_u32x4((uint4)(base) + (uint4)(1u, 2u, 3u, 4u)));
+    ushort4 h = float_to_bf16x4_sr(v, hash_u32x4((uint4)(base) + (uint4)(1u, 2u, 3u, 4u)));
     vstore4(h, i, (global ushort *)acc);
-    return bf16x4_to_float4(h);
+    return bf16x4_to_float(h);
 #else
     (void)seed;
     vstore4(v, i, (global float *)acc);

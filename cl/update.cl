@@ -60,7 +60,7 @@
 #if MASTER_DTYPE == DT_BF16
 typedef ushort4 praw4;
 inline praw4 load_p_raw(global void *p, ulong i) { return vload4(i, (global ushort *)p); }
-inline float4 p_decode(praw4 r) { return bf16x4_to_float4(r); }
+inline float4 p_decode(praw4 r) { return bf16x4_to_float(r); }
 inline void store_p_raw(global void *p, ulong i, praw4 r) { vstore4(r, i, (global ushort *)p); }
 #else
 typedef float4 praw4;
@@ -82,14 +82,14 @@ inline uint4 random4(uint seed, uint stream, ulong i)
 #if STATE_DTYPE == DT_BF16
 typedef ushort4 sraw4;
 inline sraw4 load_s_raw(global void *s, ulong i) { return vload4(i, (global ushort *)s); }
-inline float4 s_decode(sraw4 r) { return bf16x4_to_float4(r); }
+inline float4 s_decode(sraw4 r) { return bf16x4_to_float(r); }
 inline sraw4 s_encode(float4 v, uint4 r)
 {
 #if STATE_SR
-    return float4_to_bf16x4_sr(v, r);
+    return float_to_bf16x4_sr(v, r);
 #else
     (void)r;
-    return float4_to_bf16x4_rne(v);
+    return float_to_bf16x4_rne(v);
 #endif
 }
 inline void store_s_raw(global void *s, ulong i, sraw4 r) { vstore4(r, i, (global ushort *)s); }
@@ -200,7 +200,7 @@ kernel void update(UPDATE_PARAMS)
 #endif
 
 #if MASTER_DTYPE == DT_BF16
-    const praw4 p_new = float4_to_bf16x4_sr(pv, random4(seed, 0x2c1b3c6du, i));
+    const praw4 p_new = float_to_bf16x4_sr(pv, random4(seed, 0x2c1b3c6du, i));
 #else
     const praw4 p_new = pv;
 #endif
@@ -208,7 +208,7 @@ kernel void update(UPDATE_PARAMS)
 #if COPY_DTYPE == DT_FP16
     vstore_half4_rte(pv, i, (global half *)copy);
 #elif COPY_DTYPE == DT_BF16
-    vstore4(float4_to_bf16x4_rne(pv), i, (global ushort *)copy);
+    vstore4(float_to_bf16x4_rne(pv), i, (global ushort *)copy);
 #endif
 
     /* the new states, stored once (a skipped update stores the old bits) */

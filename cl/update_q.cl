@@ -82,24 +82,7 @@ typedef uint16 vu;
 
 /* ---- 16-wide loads and stores of the other arrays */
 
-QFN vf bf16x16_to_float(ushort16 h) { return as_float16(convert_uint16(h) << 16); }
-
-QFN ushort16 float_to_bf16x16_rne(vf f)
-{
-    vu u = as_uint16(f);
-    vu r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-    return convert_ushort16(select(r, (u >> 16) | 0x40u, (u & 0x7fffffffu) > 0x7f800000u));
-}
-
-/* as float_to_bf16_sr in common.cl: unbiased, never up to infinity */
-QFN ushort16 float_to_bf16x16_sr(vf f, vu random)
-{
-    vu u = as_uint16(f);
-    vu r = u + (random & 0xffffu);
-    vu t = select(r, u, (r & 0x7f800000u) == 0x7f800000u) >> 16;
-    return select(convert_ushort16(t), float_to_bf16x16_rne(f),
-                  convert_short16((u & 0x7f800000u) == 0x7f800000u));
-}
+CLG_BF16_FUNCS(x16, 16) /* common.cl */
 
 QFN vf load_grad16(global const void *g, ulong e)
 {
@@ -125,13 +108,8 @@ QFN vf load_acc16(global const void *acc, ulong e)
 QFN vu random16(uint seed, uint stream, ulong e)
 {
     uint base = hash_u32(seed ^ stream ^ (uint)(e * 16u));
-    vu x = (vu)(base) + (vu)(1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u, 9u, 10u, 11u, 12u, 13u, 14u, 15u, 16u);
-    x ^= x >> 16;
-    x *= 0x7feb352du;
-    x ^= x >> 15;
-    x *= 0x846ca68bu;
-    x ^= x >> 16;
-    return x;
+    return hash_u32x16((vu)(base) +
+                       (vu)(1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u, 9u, 10u, 11u, 12u, 13u, 14u, 15u, 16u));
 }
 
 /* ---- Q8: the dynamic maps, evaluated */

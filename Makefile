@@ -65,6 +65,8 @@ $(ASAN_BUILD)/build.ninja:
 # allocations at exit, some from libraries already unloaded, which LeakSanitizer
 # reports and tests/lsan.supp (PoCL's stack only) cannot name.
 ASAN_ICD ?= /etc/OpenCL/vendors/pocl.icd
+# Each test runs through scripts/lsan-retry.sh, which runs a test again only
+# when LeakSanitizer's own tracer crashed at exit (then no leak check ran).
 
 asan: deps $(ASAN_BUILD)/build.ninja
 	meson compile -C $(ASAN_BUILD)
@@ -72,7 +74,8 @@ asan: deps $(ASAN_BUILD)/build.ninja
 	mkdir -p $(ASAN_BUILD)/icd-vendors
 	cp $(ASAN_ICD) $(ASAN_BUILD)/icd-vendors/
 	OCL_ICD_VENDORS=$(CURDIR)/$(ASAN_BUILD)/icd-vendors $(TEST_ENV) $(SANITIZER_ENV) \
-		meson test -C $(ASAN_BUILD) --print-errorlogs --timeout-multiplier 4
+		meson test -C $(ASAN_BUILD) --print-errorlogs --timeout-multiplier 4 \
+		--wrapper $(CURDIR)/scripts/lsan-retry.sh
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

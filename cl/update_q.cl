@@ -74,11 +74,7 @@ typedef uint16 vu;
 
 /* The maps' functions must fold into the loops (their `uns` argument is a
  * constant at every call): PoCL's inliner leaves the largest as calls. */
-#ifdef __clang__
-#define QFN inline __attribute__((always_inline))
-#else
-#define QFN inline
-#endif
+#define QFN CLG_INLINE /* common.cl */
 
 /* ---- 16-wide loads and stores of the other arrays */
 

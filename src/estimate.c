@@ -8,8 +8,6 @@
 #include "qstate.h"
 #include "sized.h"
 
-#include <string.h>
-
 /* n parameters, the optimizer states over own of them (own == n unless
  * sharded), into plan. config has been imported and checked. */
 static void estimate(const clg_config *config, uint64_t n, uint64_t own, clg_memory_plan *plan)

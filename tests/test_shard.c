@@ -338,31 +338,30 @@ static void check_against_whole(run *r)
     free(first);
 }
 
+static void shards_equal_whole_model(unsigned shards, int with_stats)
+{
+    run r;
+    run_cycles(&r, shards, with_stats);
+    check_against_whole(&r);
+    run_free(&r);
+}
+
 static void test_two_shards_equal_whole_model(void **state)
 {
     (void)state;
-    run r;
-    run_cycles(&r, 2, 1);
-    check_against_whole(&r);
-    run_free(&r);
+    shards_equal_whole_model(2, 1);
 }
 
 static void test_shards_without_statistics(void **state)
 {
     (void)state;
-    run r;
-    run_cycles(&r, 2, 0);
-    check_against_whole(&r);
-    run_free(&r);
+    shards_equal_whole_model(2, 0);
 }
 
 static void test_three_shards_equal_whole_model(void **state)
 {
     (void)state;
-    run r;
-    run_cycles(&r, 3, 1);
-    check_against_whole(&r);
-    run_free(&r);
+    shards_equal_whole_model(3, 1);
 }
 
 static void test_state_memory_is_one_shard(void **state)

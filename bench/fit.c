@@ -9,18 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *bench_fit_dtype_name(clg_dtype d)
-{
-    switch (d) {
-    case CLG_FP32: return "fp32";
-    case CLG_FP16: return "fp16";
-    case CLG_BF16: return "bf16";
-    case CLG_Q8: return "q8";
-    case CLG_Q4: return "q4";
-    default: return "none";
-    }
-}
-
 static clg_config row_config(const bench_fit_row *row)
 {
     clg_config c = clg_config_default(CLG_ADAMW);
@@ -128,8 +116,8 @@ int bench_fit_compute(bench_fit *f, uint64_t memory, uint64_t reserve, uint64_t 
                         r->shards = shards;
                         snprintf(r->config, sizeof r->config,
                                  "%s states, %s acc, %s master, path %s%s",
-                                 bench_fit_dtype_name(states[s]), bench_fit_dtype_name(accs[a]),
-                                 bench_fit_dtype_name(masters[m]), paths[p],
+                                 clg_dtype_name(states[s]), clg_dtype_name(accs[a]),
+                                 clg_dtype_name(masters[m]), paths[p],
                                  copies[c] == CLG_FP16 ? ", fp16 copy" : "");
                         /* not with ZeRO-1 yet, left out: what the sharded estimate
                          * refuses, and bf16 accumulators (clg_dist_create sums
@@ -228,10 +216,10 @@ int bench_fit_write_json(const bench_fit *f, const char *path)
         const bench_fit_row *r = &f->rows[i];
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "config", r->config);
-        cJSON_AddStringToObject(o, "state_dtype", bench_fit_dtype_name(r->state_dtype));
-        cJSON_AddStringToObject(o, "acc_dtype", bench_fit_dtype_name(r->acc_dtype));
-        cJSON_AddStringToObject(o, "master_dtype", bench_fit_dtype_name(r->master_dtype));
-        cJSON_AddStringToObject(o, "copy_dtype", bench_fit_dtype_name(r->copy_dtype));
+        cJSON_AddStringToObject(o, "state_dtype", clg_dtype_name(r->state_dtype));
+        cJSON_AddStringToObject(o, "acc_dtype", clg_dtype_name(r->acc_dtype));
+        cJSON_AddStringToObject(o, "master_dtype", clg_dtype_name(r->master_dtype));
+        cJSON_AddStringToObject(o, "copy_dtype", clg_dtype_name(r->copy_dtype));
         cJSON_AddStringToObject(o, "path", r->path);
         cJSON_AddNumberToObject(o, "bytes_per_param", r->bytes_per_param);
         cJSON_AddNumberToObject(o, "fixed_bytes", (double)r->fixed_bytes);

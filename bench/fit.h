@@ -56,6 +56,4 @@ int bench_fit_write_json(const bench_fit *f, const char *path);
 /* Parameters that fit per configuration, as a PNG (gnuplot). */
 int bench_fit_write_plot(const bench_fit *f, const char *png);
 
-const char *bench_fit_dtype_name(clg_dtype d);
-
 #endif /* BENCH_FIT_H */

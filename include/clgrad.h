@@ -207,6 +207,11 @@ typedef enum clg_dtype {
     CLG_Q4 = 5  /* 4-bit codes (two per byte), blocks of 128 */
 } clg_dtype;
 
+/* The dtype's lower-case name as flags, checkpoints and tables spell it
+ * ("fp32", "fp16", "bf16", "q8", "q4"), "none" for CLG_DTYPE_NONE and for
+ * anything else. A constant, never NULL. */
+CLG_API const char *clg_dtype_name(clg_dtype dtype);
+
 /* How a value is rounded to a low-precision state (clg_config.state_rounding). */
 typedef enum clg_rounding {
     CLG_ROUND_NEAREST = 0,   /* the nearest value (ties: the smaller magnitude) */

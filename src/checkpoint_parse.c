@@ -132,18 +132,6 @@ static const char *config_before(const char *field)
 }
 enum { N_CONFIG_FIELDS = sizeof config_fields / sizeof config_fields[0] };
 
-static const char *dtype_text(clg_dtype d)
-{
-    switch (d) {
-    case CLG_FP32: return "fp32";
-    case CLG_FP16: return "fp16";
-    case CLG_BF16: return "bf16";
-    case CLG_Q8: return "q8";
-    case CLG_Q4: return "q4";
-    default: return "none";
-    }
-}
-
 static const char *nonfinite_text(clg_nonfinite_policy p)
 {
     switch (p) {
@@ -187,8 +175,8 @@ void clg__ckpt_layout_config(clg_ckpt_layout *layout, const clg_config *cfg)
      * equal value. */
     if (cfg->optimizer == CLG_ADAM || cfg->optimizer == CLG_ADAMW)
         setting(layout, "amsgrad", "%d", cfg->amsgrad ? 1 : 0);
-    setting(layout, "acc_dtype", "%s", dtype_text(cfg->acc_dtype));
-    setting(layout, "param_copy_dtype", "%s", dtype_text(cfg->param_copy_dtype));
+    setting(layout, "acc_dtype", "%s", clg_dtype_name(cfg->acc_dtype));
+    setting(layout, "param_copy_dtype", "%s", clg_dtype_name(cfg->param_copy_dtype));
     setting(layout, "normalize", "%s", cfg->normalize == CLG_NORM_SUM ? "sum" : "mean");
     setting(layout, "nonfinite", "%s", nonfinite_text(cfg->nonfinite));
     switch (cfg->loss_scale) {
@@ -208,10 +196,10 @@ void clg__ckpt_layout_config(clg_ckpt_layout *layout, const clg_config *cfg)
         setting(layout, "loss_scale_max", "%.9g", (double)cfg->loss_scale_max);
         break;
     }
-    setting(layout, "state_dtype", "%s", dtype_text(cfg->state_dtype));
+    setting(layout, "state_dtype", "%s", clg_dtype_name(cfg->state_dtype));
     if (cfg->state_dtype == CLG_Q8 || cfg->state_dtype == CLG_Q4)
         setting(layout, "state_min_size", "%llu", (unsigned long long)cfg->state_min_size);
-    setting(layout, "master_dtype", "%s", dtype_text(cfg->master_dtype));
+    setting(layout, "master_dtype", "%s", clg_dtype_name(cfg->master_dtype));
 }
 
 static const char *layout_setting(const clg_ckpt_layout *layout, const char *field)

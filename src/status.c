@@ -142,3 +142,16 @@ const char *clg_status_string(clg_status status)
     const char *cl = clg__cl_error_name((cl_int)status);
     return cl ? cl : "CLG_UNKNOWN_STATUS";
 }
+
+const char *clg_dtype_name(clg_dtype dtype)
+{
+    switch (dtype) {
+    case CLG_FP32: return "fp32";
+    case CLG_FP16: return "fp16";
+    case CLG_BF16: return "bf16";
+    case CLG_Q8: return "q8";
+    case CLG_Q4: return "q4";
+    case CLG_DTYPE_NONE: break;
+    }
+    return "none";
+}

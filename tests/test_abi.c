@@ -97,6 +97,21 @@ static void test_version(void **state)
     assert_true(CLGRAD_ABI_VERSION >= 1);
 }
 
+/* The names that flags, checkpoints and tables print, one per dtype; an
+ * out-of-range value is "none", never NULL. */
+static void test_dtype_names(void **state)
+{
+    (void)state;
+    static const struct {
+        clg_dtype dtype;
+        const char *name;
+    } names[] = {{CLG_FP32, "fp32"}, {CLG_FP16, "fp16"}, {CLG_BF16, "bf16"},
+                 {CLG_DTYPE_NONE, "none"}, {CLG_Q8, "q8"}, {CLG_Q4, "q4"},
+                 {(clg_dtype)99, "none"}, {(clg_dtype)-1, "none"}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        assert_string_equal(clg_dtype_name(names[i].dtype), names[i].name);
+}
+
 /* ------------------------------------------------------------ clg_config */
 
 static void test_config_exact_size_at_page_end(void **state)
@@ -323,6 +338,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_version),
+        cmocka_unit_test(test_dtype_names),
         cmocka_unit_test(test_config_exact_size_at_page_end),
         cmocka_unit_test(test_config_defaults_match_header),
         cmocka_unit_test(test_config_too_small_is_refused),

@@ -465,7 +465,7 @@ static void test_learns_with_small_states(void **state)
         float *w = run(&o, &r);
         if (!(r.test_accuracy >= 0.8))
             fail_msg("states %s, master %s: test accuracy %.3f after 8 epochs",
-                     train_dtype_name(states[i]), train_dtype_name(masters[i]), r.test_accuracy);
+                     clg_dtype_name(states[i]), clg_dtype_name(masters[i]), r.test_accuracy);
         free(w);
     }
 }

@@ -191,7 +191,7 @@ int con_options_check(con_options *c, const train_options *o, char *err, size_t 
     }
     if (o->grad_dtype != CLG_FP32) {
         set_err(err, errlen, "--grad-dtype %s: the contrastive task writes fp32 gradients",
-                train_dtype_name(o->grad_dtype));
+                clg_dtype_name(o->grad_dtype));
         return -1;
     }
     if (o->loss_scale != CLG_LOSS_SCALE_NONE || o->metrics || o->auto_micro_batch) {

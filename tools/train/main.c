@@ -36,7 +36,7 @@ static void print_json(const train_options *o, const train_result *r)
     cJSON_AddNumberToObject(j, "lr", r->lr);
     cJSON_AddStringToObject(j, "grad_path", o->path == GRAD_PATH_A ? "A"
                                             : o->path == GRAD_PATH_B ? "B" : "C");
-    cJSON_AddStringToObject(j, "grad_dtype", train_dtype_name(o->grad_dtype));
+    cJSON_AddStringToObject(j, "grad_dtype", clg_dtype_name(o->grad_dtype));
     cJSON_AddNumberToObject(j, "params", (double)r->params);
     cJSON_AddNumberToObject(j, "samples_per_s", r->samples_per_s);
     cJSON_AddNumberToObject(j, "train_seconds", r->train_seconds);

@@ -141,18 +141,6 @@ const char *train_schedule_name(clg_schedule_kind s)
     return "?";
 }
 
-const char *train_dtype_name(clg_dtype d)
-{
-    switch (d) {
-    case CLG_FP32: return "fp32";
-    case CLG_FP16: return "fp16";
-    case CLG_BF16: return "bf16";
-    case CLG_Q8: return "q8";
-    case CLG_Q4: return "q4";
-    default: return "none";
-    }
-}
-
 static int parse_u64(const char *flag, const char *s, uint64_t lo, uint64_t hi, uint64_t *out,
                      char *err, size_t errlen)
 {
@@ -421,7 +409,7 @@ int train_options_check(train_options *o, char *err, size_t errlen)
         if (o->path_given) {
             set_err(err, errlen,
                     "--grad-path: B writes gradients in place into the fp32 accumulator; "
-                    "--grad-dtype %s needs A or C", train_dtype_name(o->grad_dtype));
+                    "--grad-dtype %s needs A or C", clg_dtype_name(o->grad_dtype));
             return -1;
         }
         o->path = GRAD_PATH_C;

@@ -124,6 +124,5 @@ void train_split_text(char *buf, size_t len, uint64_t n, unsigned b);
 const char *train_usage(void);
 const char *train_optimizer_name(clg_optimizer o);
 const char *train_schedule_name(clg_schedule_kind s);
-const char *train_dtype_name(clg_dtype d);
 
 #endif /* TRAIN_OPTIONS_H */

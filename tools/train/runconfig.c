@@ -171,13 +171,13 @@ void runconfig_build(run_config *c, const train_options *o, const clg_config *cf
     add(c, "warmup", "%" PRIu64, o->warmup);
     add(c, "schedule", "%s", train_schedule_name(o->schedule));
     add_float(c, "clip", o->clip);
-    add(c, "grad-dtype", "%s", train_dtype_name(o->grad_dtype));
+    add(c, "grad-dtype", "%s", clg_dtype_name(o->grad_dtype));
     add(c, "grad-path", "%c", "ABC"[o->path]);
-    add(c, "state-dtype", "%s", train_dtype_name(o->state_dtype));
+    add(c, "state-dtype", "%s", clg_dtype_name(o->state_dtype));
     add(c, "state-rounding", "%s",
         o->state_rounding == CLG_ROUND_STOCHASTIC ? "stochastic" : "nearest");
     add(c, "state-min-size", "%" PRIu64, o->state_min_size);
-    add(c, "master-dtype", "%s", train_dtype_name(o->master_dtype));
+    add(c, "master-dtype", "%s", clg_dtype_name(o->master_dtype));
     if (o->loss_scale == CLG_LOSS_SCALE_STATIC)
         add_float(c, "loss-scale", o->loss_scale_value);
     else

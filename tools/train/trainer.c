@@ -196,7 +196,7 @@ int train_run_dist(const train_options *opt, const train_io *io, train_dist_hook
                      train_optimizer_name(opt->optimizer), res->lr,
                      train_schedule_name(opt->schedule),
                      trainer_warmup(t),
-                     "ABC"[opt->path], train_dtype_name(opt->grad_dtype));
+                     "ABC"[opt->path], clg_dtype_name(opt->grad_dtype));
 
     /* Before the first GEMM: CLBlast builds its GEMM program with the
      * parameters it holds at its first call. */

@@ -1,21 +1,20 @@
 /* train_mlp.c - a first clgrad program: one whole training run, to read top
  * to bottom. A one-hidden-layer MLP (2 -> 64 -> 3, ReLU, softmax cross-entropy)
  * learns the three arms of a spiral, made here from a fixed seed (nothing to
- * download); no linear model can fit them. It shows:
+ * download); no linear model can tell them apart. It shows:
  *  1. a clgrad context and a model: four tensors in clgrad's device arenas;
  *  2. a backward whose CLBlast GEMMs write the gradients straight into
  *     clgrad's accumulator (path B: GEMM beta = clg_accum_beta);
  *  3. gradient accumulation: one update is K micro-batches of M rows;
  *  4. AdamW with clipping by global norm, on the device;
  *  5. a checkpoint that a fresh model loads and resumes from, bit for bit.
- * It prints each update's loss; it exits 1 if the model did not learn or the
- * resumed one differs (77: no OpenCL device). Usage, from the source tree:
+ * It prints each update's loss, and exits 1 if the model did not learn or the
+ * resumed one differs (77: no OpenCL device). From the source tree:
  *   meson compile -C build examples/train_mlp && build/examples/train_mlp [CHECKPOINT]
  */
 #include <clblast_c.h>
 #include <clgrad.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +22,7 @@
 
 enum { D = 2, H = 64, C = 3 };         /* input, hidden and output widths */
 enum { M = 32, K = 4, BATCH = M * K }; /* rows per micro-batch, micro-batches per update */
-enum { N_TRAIN = 3072, N_TEST = 768, EPOCHS = 5 };
+enum { N = 3072, EPOCHS = 5 };          /* rows in the data set, passes over it */
 enum { W1, B1, W2, B2, N_TENSORS };    /* tensor ids: clgrad numbers tensors as added */
 
 /* ------------------------------------------------------------------ errors */
@@ -31,9 +30,9 @@ enum { W1, B1, W2, B2, N_TENSORS };    /* tensor ids: clgrad numbers tensors as 
 static clg_context *ctx; /* global, so that every check can ask it what failed */
 static cl_command_queue queue;
 
-/* clgrad's calls return a clg_status, and clg_last_error(ctx) says which call
- * failed and why; OpenCL's and CLBlast's return a status (CLBlast's extend
- * OpenCL's). */
+/* clgrad's calls return a clg_status, and clg_last_error(ctx) names the call
+ * and what was wrong; OpenCL's and CLBlast's return a status (CLBlast's
+ * extend OpenCL's). */
 static void die(int line, const char *call, int status, const char *why)
 {
     fprintf(stderr, "train_mlp.c:%d: %s: status %d: %s\n", line, call, status, why);
@@ -44,63 +43,49 @@ static void die(int line, const char *call, int status, const char *why)
 #define CL_CHECK(call) \
     do { int s_ = (int)(call); if (s_) die(__LINE__, #call, s_, "OpenCL/CLBlast"); } while (0)
 
-/* ------------------------------------------------------ the network's kernels */
+/* ------------------------------------------------------------ device code */
 
-/* What the GEMMs do not do, one work-item per element (xent: per row).
- * Offsets are in elements, as in clgrad's views. */
+/* Every product, bias adds and bias gradients included, is a CLBlast GEMM;
+ * these kernels do the rest, one work-item per element (xent: per row). */
 #define OPENCL_C(...) #__VA_ARGS__
 static const char *kernel_source = OPENCL_C(
-    /* y[r, c] = relu(y[r, c] + b[c]), or without the ReLU for the logits */
-    __kernel void bias_act(__global float *y, uint cols, __global const float *b, ulong boff,
-                           int relu) {
+    __kernel void relu(__global float *h) {
         size_t i = get_global_id(0);
-        float v = y[i] + b[boff + i % cols];
-        y[i] = relu ? fmax(v, 0.0f) : v;
-    }
-    /* Row r's loss -log softmax(z)[label], and whether its argmax is the label;
-     * z becomes dL/dz = softmax(z) - onehot(label), the gradient of the summed
-     * loss: path B wants the weight (M rows) times the mean gradient. */
-    __kernel void xent(__global float *z, uint classes, __global const int *labels, uint row,
-                       __global float *loss, __global float *hit, uint out) {
-        uint r = get_global_id(0), y = labels[row + r], arg = 0;
-        __global float *zr = z + r * classes;
-        for (uint j = 1; j < classes; j++)
-            arg = zr[j] > zr[arg] ? j : arg;
-        float mx = zr[arg], s = 0.0f;
-        for (uint j = 0; j < classes; j++)
-            s += exp(zr[j] - mx);
-        loss[out + r] = log(s) + mx - zr[y];
-        hit[out + r] = arg == y ? 1.0f : 0.0f;
-        for (uint j = 0; j < classes; j++)
-            zr[j] = exp(zr[j] - mx) / s - (j == y ? 1.0f : 0.0f);
+        h[i] = fmax(h[i], 0.0f);
     }
     /* the gradient goes through the ReLU only where its output was positive */
     __kernel void relu_grad(__global float *dh, __global const float *h) {
         size_t i = get_global_id(0);
         dh[i] = h[i] > 0.0f ? dh[i] : 0.0f;
+    }
+    /* Row r's loss -log softmax(z)[label]; z becomes dL/dz = softmax(z) -
+     * onehot(label), the gradient of the summed loss: path B wants the weight
+     * (M rows) times the mean gradient. */
+    __kernel void xent(__global float *z, uint classes, __global const int *labels,
+                       __global float *loss, uint row) {
+        uint r = get_global_id(0), y = labels[row + r];
+        __global float *zr = z + r * classes;
+        float mx = zr[0], s = 0.0f;
+        for (uint j = 1; j < classes; j++)
+            mx = fmax(mx, zr[j]);
+        for (uint j = 0; j < classes; j++)
+            s += exp(zr[j] - mx);
+        loss[row + r] = log(s) + mx - zr[y];
+        for (uint j = 0; j < classes; j++)
+            zr[j] = exp(zr[j] - mx) / s - (j == y ? 1.0f : 0.0f);
     });
-enum { BIAS_ACT, XENT, RELU_GRAD, N_KERNELS };
-static const char *kernel_names[N_KERNELS] = {"bias_act", "xent", "relu_grad"};
+enum { RELU, RELU_GRAD, XENT, N_KERNELS };
+static const char *kernel_names[N_KERNELS] = {"relu", "relu_grad", "xent"};
 static cl_kernel kernels[N_KERNELS];
 
-/* The network's device buffers: the data set (rows of D floats, labels), the
- * activations and their gradients, per row the loss and 1 where right, and
- * a column of ones (a bias gradient is dy^T times ones). */
-static cl_mem x_dev, y_dev, h, z, dh, loss_dev, hit_dev, ones;
+/* The data set (rows of D floats, labels, and each row's latest loss), a
+ * micro-batch's activations and their gradients, and a column of M ones (a
+ * bias enters as ones times b^T, and its gradient is dy^T times ones). */
+static cl_mem x_dev, y_dev, loss_dev, h, z, dh, ones;
 
-/* Kernel arguments as (size, pointer) pairs, for launch(). */
-#define MEM(x) sizeof(cl_mem), (const void *)&(cl_mem){(x)}
-#define U32(x) sizeof(cl_uint), (const void *)&(cl_uint){(cl_uint)(x)}
-#define U64(x) sizeof(cl_ulong), (const void *)&(cl_ulong){(cl_ulong)(x)}
-static void launch(int kernel, size_t items, int nargs, ...)
+/* Runs a kernel on `items` work-items; main sets the arguments that never change. */
+static void launch(int kernel, size_t items)
 {
-    va_list ap;
-    va_start(ap, nargs);
-    for (int i = 0; i < nargs; i++) {
-        size_t size = va_arg(ap, size_t);
-        CL_CHECK(clSetKernelArg(kernels[kernel], (cl_uint)i, size, va_arg(ap, const void *)));
-    }
-    va_end(ap);
     CL_CHECK(clEnqueueNDRangeKernel(queue, kernels[kernel], 1, NULL, &items, NULL, 0, NULL, NULL));
 }
 
@@ -113,7 +98,7 @@ static void gemm(int ta, int tb, size_t m, size_t n, size_t k, cl_mem a, size_t 
                           lda, b, boff, ldb, beta, c, coff, ldc, &queue, NULL));
 }
 
-/* ------------------------------------------------------- forward and backward */
+/* ------------------------------------------------------ forward and backward */
 
 /* Where a tensor's params (acc 0) or accumulated gradient (acc 1) live. */
 static clg_view view(clg_model *model, int tensor, int acc)
@@ -123,51 +108,46 @@ static clg_view view(clg_model *model, int tensor, int acc)
     return v;
 }
 
-/* Rows [row, row + rows) of the data set through the network; their losses
- * and hits land at [out, out + rows) of loss_dev and hit_dev, z holds dL/dz. */
-static void forward(clg_model *model, size_t row, size_t rows, size_t out)
+/* One micro-step: M rows from `row` through the network (their losses land in
+ * loss_dev), then back, CLBlast writing the four gradients straight into
+ * clgrad's accumulator (path B). beta = clg_accum_beta(model) is 0 on an
+ * update's first micro-step, so that the GEMMs overwrite the last update's
+ * gradient (no zeroing pass), and 1 after, so that they add to it. */
+static void micro_step(clg_model *model, size_t row)
 {
-    clg_view w1 = view(model, W1, 0), b1 = view(model, B1, 0);
-    clg_view w2 = view(model, W2, 0), b2 = view(model, B2, 0);
-    gemm(0, 1, rows, H, D, x_dev, row * D, D, w1.mem, w1.offset, D, 0.0f, h, 0, H); /* x W1^T */
-    launch(BIAS_ACT, rows * H, 5, MEM(h), U32(H), MEM(b1.mem), U64(b1.offset), U32(1));
-    gemm(0, 1, rows, C, H, h, 0, H, w2.mem, w2.offset, H, 0.0f, z, 0, C); /* h W2^T */
-    launch(BIAS_ACT, rows * C, 5, MEM(z), U32(C), MEM(b2.mem), U64(b2.offset), U32(0));
-    launch(XENT, rows, 7, MEM(z), U32(C), MEM(y_dev), U32(row), MEM(loss_dev), MEM(hit_dev),
-           U32(out));
-}
+    clg_view w1 = view(model, W1, 0), b1 = view(model, B1, 0), g1 = view(model, W1, 1);
+    clg_view w2 = view(model, W2, 0), b2 = view(model, B2, 0), g2 = view(model, W2, 1);
+    clg_view gb1 = view(model, B1, 1), gb2 = view(model, B2, 1);
+    gemm(0, 1, M, H, D, x_dev, row * D, D, w1.mem, w1.offset, D, 0.0f, h, 0, H); /* x W1^T */
+    gemm(0, 0, M, H, 1, ones, 0, 1, b1.mem, b1.offset, H, 1.0f, h, 0, H);        /* + 1 b1^T */
+    launch(RELU, M * H);
+    gemm(0, 1, M, C, H, h, 0, H, w2.mem, w2.offset, H, 0.0f, z, 0, C);   /* z = h W2^T */
+    gemm(0, 0, M, C, 1, ones, 0, 1, b2.mem, b2.offset, C, 1.0f, z, 0, C); /* + 1 b2^T */
+    CL_CHECK(clSetKernelArg(kernels[XENT], 4, sizeof(cl_uint), &(cl_uint){(cl_uint)row}));
+    launch(XENT, M);
 
-/* The backward of the same rows, its four gradients written by CLBlast
- * straight into clgrad's accumulator (path B). beta = clg_accum_beta(model) is
- * 0 on an update's first micro-step, so that the GEMMs overwrite the last
- * update's gradient (no zeroing pass), and 1 after, so that they add to it. */
-static void backward(clg_model *model, size_t row, size_t rows)
-{
     float beta = clg_accum_beta(model);
-    clg_view w2 = view(model, W2, 0), g1 = view(model, W1, 1), gb1 = view(model, B1, 1);
-    clg_view g2 = view(model, W2, 1), gb2 = view(model, B2, 1);
-    gemm(1, 0, C, H, rows, z, 0, C, h, 0, H, beta, g2.mem, g2.offset, H);          /* dz^T h */
-    gemm(1, 0, C, 1, rows, z, 0, C, ones, 0, 1, beta, gb2.mem, gb2.offset, 1);     /* dz^T 1 */
-    gemm(0, 0, rows, H, C, z, 0, C, w2.mem, w2.offset, H, 0.0f, dh, 0, H);         /* dh = dz W2 */
-    launch(RELU_GRAD, rows * H, 2, MEM(dh), MEM(h));
-    gemm(1, 0, H, D, rows, dh, 0, H, x_dev, row * D, D, beta, g1.mem, g1.offset, D); /* dh^T x */
-    gemm(1, 0, H, 1, rows, dh, 0, H, ones, 0, 1, beta, gb1.mem, gb1.offset, 1);     /* dh^T 1 */
+    gemm(1, 0, C, H, M, z, 0, C, h, 0, H, beta, g2.mem, g2.offset, H);            /* dz^T h */
+    gemm(1, 0, C, 1, M, z, 0, C, ones, 0, 1, beta, gb2.mem, gb2.offset, 1);       /* dz^T 1 */
+    gemm(0, 0, M, H, C, z, 0, C, w2.mem, w2.offset, H, 0.0f, dh, 0, H);           /* dz W2 */
+    launch(RELU_GRAD, M * H);
+    gemm(1, 0, H, D, M, dh, 0, H, x_dev, row * D, D, beta, g1.mem, g1.offset, D); /* dh^T x */
+    gemm(1, 0, H, 1, M, dh, 0, H, ones, 0, 1, beta, gb1.mem, gb1.offset, 1);      /* dh^T 1 */
 }
 
-/* One update: K micro-batches of M rows from row `first`. Each micro-step's
- * weight is its row count: clgrad divides the summed gradients by the summed
- * weights, the mean over all K*M rows. The K-th clg_step enqueues the norm,
- * the clipping and AdamW; the host does not wait for them. */
+/* One update: K micro-steps of M rows from row `first`, each weighted by its
+ * row count: clgrad divides the summed gradients by the summed weights, the
+ * mean over all K*M rows. The K-th clg_step enqueues the gradient's norm, the
+ * clipping and AdamW; the host does not wait for them. */
 static void train_update(clg_model *model, size_t first)
 {
     for (size_t j = 0; j < K; j++) {
-        forward(model, first + j * M, M, j * M);
-        backward(model, first + j * M, M);
+        micro_step(model, first + j * M);
         CLG_CHECK(clg_step(model, NULL /* path B */, (float)M, NULL, NULL));
     }
 }
 
-/* ------------------------------------------------------------------ the model */
+/* -------------------------------------------------------------- the model */
 
 /* AdamW (weight decay 0.01, not on the biases), lr 0.02, K micro-steps per
  * update, the gradient clipped to global norm 0.3 (it bites in early updates). */
@@ -205,13 +185,13 @@ static double uniform(void)
 static cl_mem buffer(size_t bytes, void *host)
 {
     cl_int err;
-    cl_mem mem =
-        clCreateBuffer(clg_context_cl(ctx), host ? CL_MEM_COPY_HOST_PTR : 0, bytes, host, &err);
+    cl_mem mem = clCreateBuffer(clg_context_cl(ctx), host ? CL_MEM_COPY_HOST_PTR : 0, bytes, host,
+                                &err);
     CL_CHECK(err);
     return mem;
 }
 
-/* ----------------------------------------------------------------------- main */
+/* ------------------------------------------------------------------- main */
 
 int main(int argc, char **argv)
 {
@@ -228,22 +208,20 @@ int main(int argc, char **argv)
     printf("device: %s\n", clg_context_device_info(ctx)->name);
 
     /* 2. The data: class c's points at radius t and angle 4(c + t) plus noise
-     * (CS231n's spirals), in random order; the last N_TEST rows are held out.
-     * It goes to the device once, beside the network's buffers and kernels. */
-    static float x[(N_TRAIN + N_TEST) * D];
-    static cl_int y[N_TRAIN + N_TEST];
-    for (int i = 0; i < N_TRAIN + N_TEST; i++) {
+     * (CS231n's spirals), in random order. It goes to the device once, beside
+     * the network's buffers and kernels. */
+    static float x[N * D], one[M];
+    static cl_int y[N];
+    for (int i = 0; i < N; i++) {
         double t = uniform(), noise = sqrt(-2 * log(1 - uniform())) * cos(6.283185 * uniform());
         y[i] = (cl_int)(uniform() * C);
         x[i * D] = (float)(t * cos(4 * (y[i] + t) + 0.2 * noise));
         x[i * D + 1] = (float)(t * sin(4 * (y[i] + t) + 0.2 * noise));
+        one[i % M] = 1.0f;
     }
-    x_dev = buffer(sizeof x, x), y_dev = buffer(sizeof y, y);
-    h = buffer(sizeof(float) * N_TEST * H, NULL), dh = buffer(sizeof(float) * N_TEST * H, NULL);
-    z = buffer(sizeof(float) * N_TEST * C, NULL);
-    loss_dev = buffer(sizeof(float) * N_TEST, NULL), hit_dev = buffer(sizeof(float) * N_TEST, NULL);
-    static float one[M] = {[0 ... M - 1] = 1.0f};
-    ones = buffer(sizeof one, one);
+    x_dev = buffer(sizeof x, x), y_dev = buffer(sizeof y, y), ones = buffer(sizeof one, one);
+    h = buffer(sizeof(float) * M * H, NULL), dh = buffer(sizeof(float) * M * H, NULL);
+    z = buffer(sizeof(float) * M * C, NULL), loss_dev = buffer(sizeof(float) * N, NULL);
     cl_int err;
     cl_device_id device = clg_context_device(ctx);
     cl_program program = clCreateProgramWithSource(clg_context_cl(ctx), 1, &kernel_source, NULL, &err);
@@ -257,6 +235,13 @@ int main(int argc, char **argv)
         kernels[i] = clCreateKernel(program, kernel_names[i], &err);
         CL_CHECK(err);
     }
+    CL_CHECK(clSetKernelArg(kernels[RELU], 0, sizeof h, &h));
+    CL_CHECK(clSetKernelArg(kernels[RELU_GRAD], 0, sizeof dh, &dh));
+    CL_CHECK(clSetKernelArg(kernels[RELU_GRAD], 1, sizeof h, &h));
+    CL_CHECK(clSetKernelArg(kernels[XENT], 0, sizeof z, &z));
+    CL_CHECK(clSetKernelArg(kernels[XENT], 1, sizeof(cl_uint), &(cl_uint){C}));
+    CL_CHECK(clSetKernelArg(kernels[XENT], 2, sizeof y_dev, &y_dev));
+    CL_CHECK(clSetKernelArg(kernels[XENT], 3, sizeof loss_dev, &loss_dev));
 
     /* 3. The model, with nn.Linear's initialization U(±1/sqrt(fan-in)), in
      * tensor order. */
@@ -271,32 +256,24 @@ int main(int argc, char **argv)
 
     /* 4. Training, in the same order each epoch. The loss printed is the
      * batch's before its update; reading it back is the only wait. */
-    float loss[BATCH], hit[N_TEST];
     double first_loss = 0, epoch_loss = 0;
-    for (int u = 0; u < EPOCHS * (N_TRAIN / BATCH); u++) {
-        train_update(model, (size_t)(u % (N_TRAIN / BATCH)) * BATCH);
-        CL_CHECK(clEnqueueReadBuffer(queue, loss_dev, CL_TRUE, 0, sizeof loss, loss, 0, NULL, NULL));
-        clg_stats stats = clg_stats_init();
-        CLG_CHECK(clg_model_stats(model, 1, &stats));
-        double mean = 0;
+    for (int u = 0; u < EPOCHS * (N / BATCH); u++) {
+        size_t first = (size_t)(u % (N / BATCH)) * BATCH;
+        float loss[BATCH], mean = 0;
+        train_update(model, first);
+        CL_CHECK(clEnqueueReadBuffer(queue, loss_dev, CL_TRUE, first * sizeof(float), sizeof loss,
+                                     loss, 0, NULL, NULL));
         for (int r = 0; r < BATCH; r++)
             mean += loss[r] / BATCH;
         first_loss = u == 0 ? mean : first_loss;
-        epoch_loss = (u % (N_TRAIN / BATCH) == 0 ? 0 : epoch_loss) + mean * BATCH / N_TRAIN;
+        epoch_loss = (first == 0 ? 0 : epoch_loss) + (double)mean * BATCH / N;
+        clg_stats stats = clg_stats_init();
+        CLG_CHECK(clg_model_stats(model, 1, &stats)); /* the norm before clipping */
         printf("update %3d  loss %.4f  grad norm %.3f%s\n", u + 1, mean, (double)stats.grad_norm,
                stats.clip_coef < 1 ? " (clipped)" : "");
     }
 
-    /* 5. Accuracy on the N_TEST rows never trained on. */
-    forward(model, N_TRAIN, N_TEST, 0);
-    CL_CHECK(clEnqueueReadBuffer(queue, hit_dev, CL_TRUE, 0, sizeof hit, hit, 0, NULL, NULL));
-    double accuracy = 0;
-    for (int r = 0; r < N_TEST; r++)
-        accuracy += hit[r] / N_TEST;
-    printf("loss: first update %.4f, last epoch %.4f; held-out accuracy %.4f\n", first_loss,
-           epoch_loss, accuracy);
-
-    /* 6. The checkpoint holds the whole training state (params, AdamW's m and
+    /* 5. The checkpoint holds the whole training state (params, AdamW's m and
      * v, the update count). A fresh model loads it, and both take the same
      * next update: unless all of it came back, their params differ. */
     CLG_CHECK(clg_checkpoint_save(model, checkpoint, NULL, NULL, 0));
@@ -315,16 +292,15 @@ int main(int argc, char **argv)
     for (int i = 0; i < N_KERNELS; i++)
         clReleaseKernel(kernels[i]);
     clReleaseProgram(program);
-    cl_mem mems[] = {x_dev, y_dev, h, dh, z, loss_dev, hit_dev, ones};
-    for (int i = 0; i < 8; i++)
+    cl_mem mems[] = {x_dev, y_dev, loss_dev, h, z, dh, ones};
+    for (size_t i = 0; i < sizeof mems / sizeof *mems; i++)
         clReleaseMemObject(mems[i]);
     clg_context_destroy(ctx);
 
-    /* 7. The verdict, with room under what this run reaches on PoCL (loss
-     * 1.12 -> 0.16, accuracy 0.97); ln 3 = 1.10 and 1/3 are chance. */
-    int learned = epoch_loss < 0.3 * first_loss && accuracy > 0.9;
-    if (!learned)
-        fprintf(stderr, "train_mlp: did not learn (loss %.4f -> %.4f, accuracy %.4f)\n",
-                first_loss, epoch_loss, accuracy);
+    /* 6. The verdict: the last epoch's mean loss against the first batch's
+     * (ln 3 = 1.10 is chance), with room under what it reaches on PoCL. */
+    int learned = epoch_loss < 0.3 * first_loss;
+    printf("loss: first update %.4f, last epoch %.4f%s\n", first_loss, epoch_loss,
+           learned ? "" : ": did not learn");
     return learned && same ? 0 : 1;
 }

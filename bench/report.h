@@ -218,10 +218,6 @@ const bench_case *bench_report_find(const bench_report *r, const char *optimizer
 int bench_write_json(const bench_report *r, const char *path);
 int bench_write_csv(const bench_report *r, const char *path);
 int bench_write_plot(const bench_report *r, const char *png_path);
-/* For the plots: runs gnuplot on script (0, else -1 with why saying how it
- * failed); checks that a PNG can be created at png (0, else -1, said). */
-int bench_run_gnuplot(const char *script, char *why, size_t len);
-int bench_check_png_path(const char *png);
 void bench_print_table(const bench_report *r);
 
 #endif /* BENCH_REPORT_H */

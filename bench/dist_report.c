@@ -5,8 +5,8 @@
  * so they are written here, the JSON one added to the file
  * bench_write_json wrote. */
 #include "dist_bench.h"
+#include "json_fields.h"
 
-#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -61,48 +61,6 @@ void bench_dist_print_zero1(const bench_dist_zero1 *rows, size_t n)
            "DDP model's)\n");
 }
 
-/* name (the median) and name_min/_max/_q1/_q3, as report_json.c's. */
-static void add_stat(cJSON *o, const char *name, bench_stat s)
-{
-    const char *suffix[] = {"", "_min", "_max", "_q1", "_q3"};
-    const double v[] = {s.median, s.min, s.max, s.q1, s.q3};
-    for (int i = 0; i < 5; i++) {
-        char key[64];
-        snprintf(key, sizeof key, "%s%s", name, suffix[i]);
-        cJSON_AddNumberToObject(o, key, v[i]);
-    }
-}
-
-static cJSON *row_json(const bench_dist_zero1 *z)
-{
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "mode", "zero1");
-    cJSON_AddNumberToObject(o, "ranks", z->ranks);
-    cJSON_AddNumberToObject(o, "n", (double)z->n);
-    cJSON_AddNumberToObject(o, "k", z->k);
-    cJSON_AddNumberToObject(o, "tensors", z->tensors);
-    cJSON_AddNumberToObject(o, "reps", z->reps);
-    cJSON_AddNumberToObject(o, "layout_elements", (double)z->layout_elements);
-    cJSON_AddNumberToObject(o, "shard_elements", (double)z->shard_elements);
-    cJSON_AddNumberToObject(o, "zero1_bytes_sent_per_update", z->bytes_sent);
-    cJSON_AddNumberToObject(o, "zero1_bytes_received_per_update", z->bytes_received);
-    cJSON_AddNumberToObject(o, "sync_bytes_sent_per_update", z->sync_bytes_sent);
-    cJSON_AddNumberToObject(o, "sync_bytes_received_per_update", z->sync_bytes_received);
-    cJSON_AddNumberToObject(o, "bytes_ratio", z->bytes_ratio);
-    add_stat(o, "zero1_comm_ms", z->comm_ms);
-    add_stat(o, "sync_comm_ms", z->sync_comm_ms);
-    add_stat(o, "comm_ratio", z->comm_ratio);
-    add_stat(o, "comm_vs_ddp", z->vs_ddp);
-    add_stat(o, "zero1_staging_ms", z->staging_ms);
-    add_stat(o, "sync_staging_ms", z->sync_staging_ms);
-    add_stat(o, "zero1_update_ms", z->update_ms);
-    add_stat(o, "sync_update_ms", z->sync_update_ms);
-    cJSON_AddNumberToObject(o, "state_bytes_rank0", (double)z->states_rank0);
-    cJSON_AddNumberToObject(o, "state_bytes_max_rank", (double)z->states_max);
-    cJSON_AddNumberToObject(o, "state_bytes_unsharded", (double)z->states_unsharded);
-    return o;
-}
-
 /* The whole file, NUL-terminated, or NULL. */
 static char *slurp(const char *path)
 {
@@ -129,16 +87,15 @@ int bench_dist_json_add_zero1(const char *path, const bench_dist_zero1 *rows, si
     cJSON *root = text ? cJSON_Parse(text) : NULL;
     free(text);
     cJSON *section = root ? cJSON_AddArrayToObject(root, "dist_zero1") : NULL;
-    for (size_t i = 0; section && i < n; i++)
-        cJSON_AddItemToArray(section, row_json(&rows[i]));
-    char *out = section ? cJSON_Print(root) : NULL;
+    for (size_t i = 0; section && i < n; i++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "mode", "zero1");
+        json_add_fields(o, JO_ZERO1, &rows[i]);
+        cJSON_AddItemToArray(section, o);
+    }
+    int rc = section ? json_write_file(root, path) : -1;
     cJSON_Delete(root);
-    FILE *f = out ? fopen(path, "w") : NULL;
-    int ok = f && fputs(out, f) >= 0 && fputc('\n', f) != EOF;
-    if (f && fclose(f) != 0)
-        ok = 0;
-    free(out);
-    if (!ok) {
+    if (rc) {
         fprintf(stderr, "clgrad-bench: --json: cannot add the ZeRO-1 rows to %s\n", path);
         return -1;
     }

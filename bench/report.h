@@ -126,6 +126,32 @@ typedef struct bench_dist {
     bench_stat comm_ratio;
 } bench_dist;
 
+/* One ZeRO-1 row, beside the DDP row (bench_dist, above) of the same N
+ * and k: zero1 = one cycle of k micro-steps of a model sharded as (rank,
+ * R) under CLG_DIST_ZERO1; sync = the same sharded model with
+ * accum_steps = 1 stepped k times (k reduce-scatters and all-gathers).
+ * bench_dist has no fields for the states, so these rows are not in the
+ * report: --dist prints them after its table and adds them to the JSON file
+ * as a section of their own, "dist_zero1" (dist_report.c). */
+typedef struct bench_dist_zero1 {
+    int ranks;
+    uint64_t n;
+    unsigned k, tensors, reps;
+    /* rank 0's shard and the layout space it is cut from (elements,
+     * clg_model_shard_range): what the exact byte count needs */
+    uint64_t layout_elements, shard_elements;
+    /* bytes per update, rank 0's counters (medians; the same every rep) */
+    double bytes_sent, bytes_received, sync_bytes_sent, sync_bytes_received;
+    double bytes_ratio;    /* sync_bytes_sent / bytes_sent */
+    double ddp_bytes_sent; /* the DDP row's, for the table */
+    bench_stat comm_ms, sync_comm_ms, staging_ms, sync_staging_ms, update_ms, sync_update_ms;
+    bench_stat comm_ratio; /* per repetition sync / zero1 comm ms */
+    bench_stat vs_ddp;     /* per repetition zero1 / ddp comm ms */
+    /* optimizer-state bytes (clg_model_memory's plan.states): rank 0's, the
+     * largest over ranks, and the unsharded DDP model's */
+    uint64_t states_rank0, states_max, states_unsharded;
+} bench_dist_zero1;
+
 /* One STREAM kernel configuration tried at setup (median GB/s over the
  * sweep's rounds). form: "copy", "triad", "triad_nt", "triad_inplace". */
 typedef struct bench_stream_trial {

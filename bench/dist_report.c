@@ -10,26 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* "a [b-c]" of a stat, in a fixed buffer. */
-static const char *stat_str(bench_stat s, char *buf, size_t len)
-{
-    snprintf(buf, len, "%.4g [%.4g-%.4g]", s.median, s.min, s.max);
-    return buf;
-}
-
-/* "2^e" for a power of two, else the number (as the DDP table's). */
-static const char *size_str(uint64_t n, char *buf, size_t len)
-{
-    int e = 0;
-    while (e < 63 && (1ull << e) < n)
-        e++;
-    if (n && (1ull << e) == n)
-        snprintf(buf, len, "2^%d", e);
-    else
-        snprintf(buf, len, "%llu", (unsigned long long)n);
-    return buf;
-}
-
 void bench_dist_print_zero1(const bench_dist_zero1 *rows, size_t n)
 {
     if (!n)
@@ -49,11 +29,13 @@ void bench_dist_print_zero1(const bench_dist_zero1 *rows, size_t n)
         char nb[32], a[64], b[64], c[64], d[64], e[64];
         printf("%-6s %3u %4u %12.3f %12.3f %12.3f %6.2fx %-24s %-24s %-22s %-22s %-20s "
                "%10.3f %10.3f %10.3f\n",
-               size_str(z->n, nb, sizeof nb), z->k, z->reps, z->bytes_sent / 1e6,
-               z->ddp_bytes_sent / 1e6, z->sync_bytes_sent / 1e6, z->bytes_ratio,
-               stat_str(z->comm_ms, a, sizeof a), stat_str(z->sync_comm_ms, b, sizeof b),
-               stat_str(z->comm_ratio, c, sizeof c), stat_str(z->vs_ddp, d, sizeof d),
-               stat_str(z->staging_ms, e, sizeof e), (double)z->states_rank0 / 1e6,
+               bench_size_text(z->n, nb, sizeof nb), z->k, z->reps, z->zero1.bytes_sent / 1e6,
+               z->ddp_bytes_sent / 1e6, z->zero1.sync_bytes_sent / 1e6, z->zero1.bytes_ratio,
+               bench_stat_text(z->zero1.comm_ms, a, sizeof a),
+               bench_stat_text(z->zero1.sync_comm_ms, b, sizeof b),
+               bench_stat_text(z->zero1.comm_ratio, c, sizeof c),
+               bench_stat_text(z->vs_ddp, d, sizeof d),
+               bench_stat_text(z->zero1.staging_ms, e, sizeof e), (double)z->states_rank0 / 1e6,
                (double)z->states_max / 1e6, (double)z->states_unsharded / 1e6);
     }
     printf("  (MB sent per update, as many received, agreement messages included; states = "

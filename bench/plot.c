@@ -107,18 +107,6 @@ static double max_bytes(const bench_report *r)
     return m;
 }
 
-static const char *pow2(uint64_t n, char *buf, size_t len)
-{
-    int e = 0;
-    while (e < 63 && (1ull << e) < n)
-        e++;
-    if ((1ull << e) == n)
-        snprintf(buf, len, "2^%d", e);
-    else
-        snprintf(buf, len, "%llu", (unsigned long long)n);
-    return buf;
-}
-
 static int write_script(const bench_report *r, const char *dir, const uint64_t *sizes,
                         size_t n_sizes, const char *png, const char *terminal,
                         const char *script)
@@ -148,7 +136,7 @@ static int write_script(const bench_report *r, const char *dir, const uint64_t *
                 "set title 'Whole-cycle effective bandwidth, N = %s parameters, k = %u, %u "
                 "tensors (bars: fused path / hand-rolled unfused / clgrad per tensor, fed "
                 "the same way)'\n",
-                pow2(sizes[s], nb, sizeof nb), r->k, r->tensors);
+                bench_size_text(sizes[s], nb, sizeof nb), r->k, r->tensors);
         fprintf(f, "set xlabel 'optimizer config and path'\n");
         fprintf(f, "set ylabel 'GB/s (bytes model / median cycle time)'\n");
         fprintf(f, "set yrange [0:%.4f]\n", 1.5 * max_gbs(r, sizes[s]));

@@ -5,7 +5,8 @@
 #include "json_fields.h"
 #include "report.h"
 
-/* A row of object X: its key, kind and the member of X's struct. */
+/* A row of object X: its key, kind and the member of X's struct (X_COST:
+ * the member of its bench_dist_cost). */
 #define DEVICE(key, kind, member) {JO_DEVICE, key, kind, offsetof(bench_device, member)}
 #define CASE(key, kind, member) {JO_CASE, key, kind, offsetof(bench_case, member)}
 #define SPEEDUP(key, kind, member) {JO_SPEEDUP, key, kind, offsetof(bench_speedup, member)}
@@ -14,6 +15,8 @@
 #define E2E(key, kind, member) {JO_E2E, key, kind, offsetof(bench_e2e, member)}
 #define GEMM(key, kind, member) {JO_GEMM, key, kind, offsetof(bench_gemm, member)}
 #define DIST(key, kind, member) {JO_DIST, key, kind, offsetof(bench_dist, member)}
+#define DDP_COST(key, kind, member)                                                               \
+    {JO_DIST, key, kind, offsetof(bench_dist, ddp) + offsetof(bench_dist_cost, member)}
 #define SWEEP(key, kind, member) {JO_SWEEP, key, kind, offsetof(bench_stream_trial, member)}
 #define TOP(key, kind, member) {JO_TOP, key, kind, offsetof(bench_report, member)}
 #define STREAM(key, kind, member) {JO_STREAM, key, kind, offsetof(bench_report, member)}
@@ -21,6 +24,8 @@
     {JO_STREAM_AFTER_SWEEP, key, kind, offsetof(bench_report, member)}
 #define GEMM_TUNING(key, kind, member) {JO_GEMM_TUNING, key, kind, offsetof(bench_report, member)}
 #define ZERO1(key, kind, member) {JO_ZERO1, key, kind, offsetof(bench_dist_zero1, member)}
+#define ZERO1_COST(key, kind, member)                                                             \
+    {JO_ZERO1, key, kind, offsetof(bench_dist_zero1, zero1) + offsetof(bench_dist_cost, member)}
 #define FIT_ROW(key, kind, member) {JO_FIT_ROW, key, kind, offsetof(bench_fit_row, member)}
 #define FIT(key, kind, member) {JO_FIT, key, kind, offsetof(bench_fit, member)}
 
@@ -116,18 +121,18 @@ const json_field bench_json_fields[] = {
     DIST("tensors", JF_UNSIGNED, tensors),
     DIST("reps", JF_UNSIGNED, reps),
     DIST("model_bytes_per_update", JF_DOUBLE, model_bytes),
-    DIST("ddp_bytes_sent_per_update", JF_DOUBLE, ddp.bytes_sent),
-    DIST("ddp_bytes_received_per_update", JF_DOUBLE, ddp.bytes_received),
-    DIST("sync_bytes_sent_per_update", JF_DOUBLE, ddp.sync_bytes_sent),
-    DIST("sync_bytes_received_per_update", JF_DOUBLE, ddp.sync_bytes_received),
-    DIST("bytes_ratio", JF_DOUBLE, ddp.bytes_ratio),
-    DIST("ddp_comm_ms", JF_STAT, ddp.comm_ms),
-    DIST("sync_comm_ms", JF_STAT, ddp.sync_comm_ms),
-    DIST("comm_ratio", JF_STAT, ddp.comm_ratio),
-    DIST("ddp_staging_ms", JF_STAT, ddp.staging_ms),
-    DIST("sync_staging_ms", JF_STAT, ddp.sync_staging_ms),
-    DIST("ddp_update_ms", JF_STAT, ddp.update_ms),
-    DIST("sync_update_ms", JF_STAT, ddp.sync_update_ms),
+    DDP_COST("ddp_bytes_sent_per_update", JF_DOUBLE, bytes_sent),
+    DDP_COST("ddp_bytes_received_per_update", JF_DOUBLE, bytes_received),
+    DDP_COST("sync_bytes_sent_per_update", JF_DOUBLE, sync_bytes_sent),
+    DDP_COST("sync_bytes_received_per_update", JF_DOUBLE, sync_bytes_received),
+    DDP_COST("bytes_ratio", JF_DOUBLE, bytes_ratio),
+    DDP_COST("ddp_comm_ms", JF_STAT, comm_ms),
+    DDP_COST("sync_comm_ms", JF_STAT, sync_comm_ms),
+    DDP_COST("comm_ratio", JF_STAT, comm_ratio),
+    DDP_COST("ddp_staging_ms", JF_STAT, staging_ms),
+    DDP_COST("sync_staging_ms", JF_STAT, sync_staging_ms),
+    DDP_COST("ddp_update_ms", JF_STAT, update_ms),
+    DDP_COST("sync_update_ms", JF_STAT, sync_update_ms),
     /* "stream"."sweep" */
     SWEEP("form", JF_TEXT, form),
     SWEEP("vector_width", JF_UNSIGNED, vw),
@@ -169,19 +174,19 @@ const json_field bench_json_fields[] = {
     ZERO1("reps", JF_UNSIGNED, reps),
     ZERO1("layout_elements", JF_U64, layout_elements),
     ZERO1("shard_elements", JF_U64, shard_elements),
-    ZERO1("zero1_bytes_sent_per_update", JF_DOUBLE, zero1.bytes_sent),
-    ZERO1("zero1_bytes_received_per_update", JF_DOUBLE, zero1.bytes_received),
-    ZERO1("sync_bytes_sent_per_update", JF_DOUBLE, zero1.sync_bytes_sent),
-    ZERO1("sync_bytes_received_per_update", JF_DOUBLE, zero1.sync_bytes_received),
-    ZERO1("bytes_ratio", JF_DOUBLE, zero1.bytes_ratio),
-    ZERO1("zero1_comm_ms", JF_STAT, zero1.comm_ms),
-    ZERO1("sync_comm_ms", JF_STAT, zero1.sync_comm_ms),
-    ZERO1("comm_ratio", JF_STAT, zero1.comm_ratio),
+    ZERO1_COST("zero1_bytes_sent_per_update", JF_DOUBLE, bytes_sent),
+    ZERO1_COST("zero1_bytes_received_per_update", JF_DOUBLE, bytes_received),
+    ZERO1_COST("sync_bytes_sent_per_update", JF_DOUBLE, sync_bytes_sent),
+    ZERO1_COST("sync_bytes_received_per_update", JF_DOUBLE, sync_bytes_received),
+    ZERO1_COST("bytes_ratio", JF_DOUBLE, bytes_ratio),
+    ZERO1_COST("zero1_comm_ms", JF_STAT, comm_ms),
+    ZERO1_COST("sync_comm_ms", JF_STAT, sync_comm_ms),
+    ZERO1_COST("comm_ratio", JF_STAT, comm_ratio),
     ZERO1("comm_vs_ddp", JF_STAT, vs_ddp),
-    ZERO1("zero1_staging_ms", JF_STAT, zero1.staging_ms),
-    ZERO1("sync_staging_ms", JF_STAT, zero1.sync_staging_ms),
-    ZERO1("zero1_update_ms", JF_STAT, zero1.update_ms),
-    ZERO1("sync_update_ms", JF_STAT, zero1.sync_update_ms),
+    ZERO1_COST("zero1_staging_ms", JF_STAT, staging_ms),
+    ZERO1_COST("sync_staging_ms", JF_STAT, sync_staging_ms),
+    ZERO1_COST("zero1_update_ms", JF_STAT, update_ms),
+    ZERO1_COST("sync_update_ms", JF_STAT, sync_update_ms),
     ZERO1("state_bytes_rank0", JF_U64, states_rank0),
     ZERO1("state_bytes_max_rank", JF_U64, states_max),
     ZERO1("state_bytes_unsharded", JF_U64, states_unsharded),

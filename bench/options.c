@@ -224,6 +224,20 @@ static int check_outputs(const bench_options *o)
     return 0;
 }
 
+/* The field a flag without a value sets, or NULL. */
+static int *switch_of(bench_options *o, const char *flag)
+{
+    struct {
+        const char *flag;
+        int *field;
+    } switches[] = {{"--quick", &o->quick}, {"--e2e", &o->e2e}, {"--no-cases", &o->no_cases},
+                    {"--no-gemm", &o->no_gemm}, {"--dist", &o->dist}};
+    for (size_t i = 0; i < sizeof switches / sizeof switches[0]; i++)
+        if (strcmp(flag, switches[i].flag) == 0)
+            return switches[i].field;
+    return NULL;
+}
+
 int bench_parse_options(bench_options *o, int argc, char **argv)
 {
     int quick = 0;
@@ -237,22 +251,12 @@ int bench_parse_options(bench_options *o, int argc, char **argv)
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         int used = 1, bad = 0;
+        int *on = switch_of(o, a);
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
             return 1;
-        } else if (strcmp(a, "--quick") == 0) {
-            used = 0;
-        } else if (strcmp(a, "--e2e") == 0) {
-            o->e2e = 1;
-            used = 0;
-        } else if (strcmp(a, "--no-cases") == 0) {
-            o->no_cases = 1;
-            used = 0;
-        } else if (strcmp(a, "--no-gemm") == 0) {
-            o->no_gemm = 1;
-            used = 0;
-        } else if (strcmp(a, "--dist") == 0) {
-            o->dist = 1;
+        } else if (on) {
+            *on = 1;
             used = 0;
         } else if (!v) {
             bad = 1;

@@ -10,13 +10,13 @@
 const char *dirpath_split(const char *path, char *dir, size_t len)
 {
     const char *slash = strrchr(path, '/');
-    if (!slash)
+    if (!slash) {
         snprintf(dir, len, ".");
-    else if (slash == path)
-        snprintf(dir, len, "/");
-    else
-        snprintf(dir, len, "%.*s", (int)(slash - path), path);
-    return slash ? slash + 1 : path;
+        return path;
+    }
+    /* up to the last '/', or the '/' itself for the root */
+    snprintf(dir, len, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    return slash + 1;
 }
 
 /* mkdir of one directory; one that is there already is fine. */

@@ -11,9 +11,6 @@
 /* printf into err (at most errlen bytes, always terminated); nothing when
  * err is NULL or errlen is 0. Returns -1, so that a failing function can
  * end with `return set_err(err, errlen, ...);`. */
-#if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
-#endif
-int set_err(char *err, size_t errlen, const char *fmt, ...);
+int set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #endif /* CLGRAD_TOOLS_ERRBUF_H */

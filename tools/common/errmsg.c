@@ -1,10 +1,10 @@
-/* errbuf.c - see errbuf.h. */
-#include "errbuf.h"
+/* errmsg.c - see errmsg.h. */
+#include "errmsg.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 
-int set_err(char *err, size_t errlen, const char *fmt, ...)
+int errmsg_set(char *err, size_t errlen, const char *fmt, ...)
 {
     if (err && errlen > 0) {
         va_list ap;

@@ -276,6 +276,23 @@ static int parse_gemm(char *rest, tuning_gemm *g, char *err, size_t errlen, int 
     return 0;
 }
 
+/* A kernel or gemm record (there may be several) appended to t. */
+static int add_kernel(char *rest, tuning *t, char *err, size_t errlen, int line)
+{
+    if (t->n_kernels == TUNING_MAX_KERNELS)
+        return errmsg_set(err, errlen, "line %d: more than %d kernel records", line,
+                          TUNING_MAX_KERNELS);
+    return parse_kernel(rest, &t->kernel[t->n_kernels++], err, errlen, line);
+}
+
+static int add_gemm(char *rest, tuning *t, char *err, size_t errlen, int line)
+{
+    if (t->n_gemms == TUNING_MAX_GEMMS)
+        return errmsg_set(err, errlen, "line %d: more than %d gemm records", line,
+                          TUNING_MAX_GEMMS);
+    return parse_gemm(rest, &t->gemm[t->n_gemms++], err, errlen, line);
+}
+
 /* The records every file has once, in the order a missing one is named;
  * all but budget are text copied into their field. */
 typedef struct once_record {
@@ -379,21 +396,11 @@ int tuning_parse(const char *buf, size_t len, tuning *t, char *err, size_t errle
         if (r < N_ONCE) {
             bad = parse_once(&once_records[r], rest, t);
         } else if (strcmp(s, "kernel") == 0) {
-            if (t->n_kernels == TUNING_MAX_KERNELS) {
-                errmsg_set(err, errlen, "line %d: more than %d kernel records", line,
-                           TUNING_MAX_KERNELS);
-                goto out;
-            }
-            if (parse_kernel(rest, &t->kernel[t->n_kernels++], err, errlen, line) != 0)
+            if (add_kernel(rest, t, err, errlen, line) != 0)
                 goto out;
             continue;
         } else if (strcmp(s, "gemm") == 0) {
-            if (t->n_gemms == TUNING_MAX_GEMMS) {
-                errmsg_set(err, errlen, "line %d: more than %d gemm records", line,
-                           TUNING_MAX_GEMMS);
-                goto out;
-            }
-            if (parse_gemm(rest, &t->gemm[t->n_gemms++], err, errlen, line) != 0)
+            if (add_gemm(rest, t, err, errlen, line) != 0)
                 goto out;
             continue;
         } else {

@@ -128,16 +128,16 @@ static int unit_create(unit *u, clg_context *ctx, const bench_config *bc, uint64
 int bench_fused_create(bench_cycle *out, clg_context *ctx, const bench_config *bc,
                        uint64_t n, unsigned tensors, int per_tensor, char path, unsigned k)
 {
+    unsigned n_units = per_tensor ? tensors : 1;
     fused *f = calloc(1, sizeof *f);
-    if (!f)
+    unit *units = calloc(n_units, sizeof *units);
+    if (!f || !units) {
+        free(f);
+        free(units);
         return -1;
-    f->ctx = ctx;
-    f->k = k;
-    f->n_units = per_tensor ? tensors : 1;
-    f->units = calloc(f->n_units, sizeof *f->units);
-    if (!f->units)
-        goto fail;
-    for (unsigned u = 0; u < f->n_units; u++) {
+    }
+    *f = (fused){.ctx = ctx, .units = units, .n_units = n_units, .k = k};
+    for (unsigned u = 0; u < n_units; u++) {
         unsigned first = per_tensor ? u : 0, count = per_tensor ? 1 : tensors;
         if (unit_create(&f->units[u], ctx, bc, n, tensors, first, count, path, k))
             goto fail;
@@ -145,13 +145,8 @@ int bench_fused_create(bench_cycle *out, clg_context *ctx, const bench_config *b
     if (!bench_cl_ok(clFinish(clg_context_queue(ctx)), "clFinish"))
         goto fail;
 
-    out->self = f;
-    out->k = k;
-    out->step = fused_step;
-    out->launches = fused_launches;
-    out->destroy = fused_destroy;
-    out->groups = per_tensor ? tensors : 1;
-    out->host_syncs_per_update = 0.0;
+    *out = (bench_cycle){.self = f, .k = k, .step = fused_step, .launches = fused_launches,
+                         .destroy = fused_destroy, .groups = n_units};
     return 0;
 fail:
     fused_destroy(f);

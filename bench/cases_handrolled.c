@@ -201,16 +201,10 @@ static void hr_destroy(void *self)
         return;
     if (h->queue)
         clFinish(h->queue);
-    cl_mem *mems[] = {&h->p, &h->acc, &h->s0, &h->s1, &h->g, &h->norms};
-    for (size_t i = 0; i < sizeof mems / sizeof mems[0]; i++)
-        if (*mems[i])
-            clReleaseMemObject(*mems[i]);
-    if (h->update)
-        clReleaseKernel(h->update);
-    if (h->zero)
-        clReleaseKernel(h->zero);
-    if (h->axpy_half)
-        clReleaseKernel(h->axpy_half);
+    const cl_mem mems[] = {h->p, h->acc, h->s0, h->s1, h->g, h->norms};
+    const cl_kernel kernels[] = {h->update, h->zero, h->axpy_half};
+    bench_release_mems(mems, sizeof mems / sizeof mems[0]);
+    bench_release_kernels(kernels, sizeof kernels / sizeof kernels[0]);
     if (h->reserved)
         clg_context_unreserve(h->ctx, h->reserved);
     free(h->off);
@@ -222,12 +216,7 @@ static void hr_destroy(void *self)
 static int make(handrolled *h, cl_mem *out, size_t bytes, const void *pattern,
                 size_t pattern_size)
 {
-    cl_int err;
-    *out = clCreateBuffer(clg_context_cl(h->ctx), CL_MEM_READ_WRITE, bytes, NULL, &err);
-    if (!bench_cl_ok(err, "hand-rolled clCreateBuffer"))
-        return -1;
-    err = clEnqueueFillBuffer(h->queue, *out, pattern, pattern_size, 0, bytes, 0, NULL, NULL);
-    return bench_cl_ok(err, "hand-rolled clEnqueueFillBuffer") ? 0 : -1;
+    return bench_filled_buffer(h->ctx, bytes, pattern, pattern_size, "hand-rolled", out);
 }
 
 int bench_handrolled_create(bench_cycle *out, clg_context *ctx, const bench_config *bc,
@@ -312,13 +301,9 @@ int bench_handrolled_create(bench_cycle *out, clg_context *ctx, const bench_conf
     if (!h->local || !bench_cl_ok(clFinish(h->queue), "clFinish"))
         goto fail;
 
-    out->self = h;
-    out->k = k;
-    out->step = hr_step;
-    out->launches = hr_launches;
-    out->destroy = hr_destroy;
-    out->groups = tensors;
-    out->host_syncs_per_update = bench_config_needs_stats(bc) ? 1.0 : 0.0;
+    *out = (bench_cycle){.self = h, .k = k, .step = hr_step, .launches = hr_launches,
+                         .destroy = hr_destroy, .groups = tensors,
+                         .host_syncs_per_update = bench_config_needs_stats(bc) ? 1.0 : 0.0};
     return 0;
 fail:
     hr_destroy(h);

@@ -1,4 +1,5 @@
-/* clutil.c - error messages and work-group sizes for the bench's kernels. */
+/* clutil.c - error messages, work-group sizes, buffers and kernels of the
+ * bench's own OpenCL calls (see clutil.h). */
 #include "clutil.h"
 
 #include <stdio.h>
@@ -46,4 +47,33 @@ size_t bench_local_size(cl_kernel kernel, cl_device_id device, size_t want)
 size_t bench_round_up(size_t global, size_t local)
 {
     return (global + local - 1) / local * local;
+}
+
+int bench_filled_buffer(clg_context *ctx, size_t bytes, const void *pattern,
+                        size_t pattern_size, const char *who, cl_mem *out)
+{
+    char what[64];
+    cl_int err;
+    *out = clCreateBuffer(clg_context_cl(ctx), CL_MEM_READ_WRITE, bytes, NULL, &err);
+    snprintf(what, sizeof what, "%s clCreateBuffer", who);
+    if (!bench_cl_ok(err, what))
+        return -1;
+    err = clEnqueueFillBuffer(clg_context_queue(ctx), *out, pattern, pattern_size, 0, bytes, 0,
+                              NULL, NULL);
+    snprintf(what, sizeof what, "%s clEnqueueFillBuffer", who);
+    return bench_cl_ok(err, what) ? 0 : -1;
+}
+
+void bench_release_mems(const cl_mem *mems, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (mems[i])
+            clReleaseMemObject(mems[i]);
+}
+
+void bench_release_kernels(const cl_kernel *kernels, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (kernels[i])
+            clReleaseKernel(kernels[i]);
 }

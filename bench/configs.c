@@ -55,18 +55,8 @@ unsigned bench_state_count(clg_optimizer optimizer)
 
 unsigned bench_dtype_bytes(clg_dtype dtype)
 {
-    switch (dtype) {
-    case CLG_FP32:
-        return 4;
-    case CLG_FP16:
-    case CLG_BF16:
-        return 2;
-    case CLG_DTYPE_NONE:
-    case CLG_Q8: /* optimizer states only, never gradients */
-    case CLG_Q4:
-        return 0;
-    }
-    return 0;
+    /* Q8 and Q4 are optimizer states only, never gradients: 0, as for none */
+    return dtype == CLG_FP32 ? 4 : dtype == CLG_FP16 || dtype == CLG_BF16 ? 2 : 0;
 }
 
 int bench_config_needs_stats(const bench_config *bc)

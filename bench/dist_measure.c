@@ -159,41 +159,23 @@ static void state_bytes(const side *zero1, const side *ddp, bench_dist_zero1 *z)
        "clg_model_shard_range");
 }
 
-static void fill_ddp(bench_dist *out, sample *const x[N_SIDES], unsigned reps, double *tmp)
+/* A mode's update (x) against its baseline's (sync), over reps. */
+static bench_dist_cost cost_of(const sample *x, const sample *sync, unsigned reps, double *tmp)
 {
-    const sample *xd = x[S_DDP], *xs = x[S_DDP_SYNC];
-    out->model_bytes = 2.0 * (out->ranks - 1) / out->ranks * 4.0 * (double)out->n;
-    out->ddp_bytes_sent = stat_of(xd, reps, F_SENT, tmp).median;
-    out->ddp_bytes_received = stat_of(xd, reps, F_RECEIVED, tmp).median;
-    out->sync_bytes_sent = stat_of(xs, reps, F_SENT, tmp).median;
-    out->sync_bytes_received = stat_of(xs, reps, F_RECEIVED, tmp).median;
-    out->bytes_ratio = out->ddp_bytes_sent > 0 ? out->sync_bytes_sent / out->ddp_bytes_sent : 0;
-    out->ddp_comm_ms = stat_of(xd, reps, F_COMM, tmp);
-    out->sync_comm_ms = stat_of(xs, reps, F_COMM, tmp);
-    out->ddp_staging_ms = stat_of(xd, reps, F_STAGING, tmp);
-    out->sync_staging_ms = stat_of(xs, reps, F_STAGING, tmp);
-    out->ddp_update_ms = stat_of(xd, reps, F_WALL, tmp);
-    out->sync_update_ms = stat_of(xs, reps, F_WALL, tmp);
-    out->comm_ratio = paired(xs, xd, reps, tmp);
-}
-
-static void fill_zero1(bench_dist_zero1 *z, sample *const x[N_SIDES], unsigned reps,
-                       double *tmp)
-{
-    const sample *xz = x[S_ZERO1], *xs = x[S_ZERO1_SYNC];
-    z->bytes_sent = stat_of(xz, reps, F_SENT, tmp).median;
-    z->bytes_received = stat_of(xz, reps, F_RECEIVED, tmp).median;
-    z->sync_bytes_sent = stat_of(xs, reps, F_SENT, tmp).median;
-    z->sync_bytes_received = stat_of(xs, reps, F_RECEIVED, tmp).median;
-    z->bytes_ratio = z->bytes_sent > 0 ? z->sync_bytes_sent / z->bytes_sent : 0;
-    z->comm_ms = stat_of(xz, reps, F_COMM, tmp);
-    z->sync_comm_ms = stat_of(xs, reps, F_COMM, tmp);
-    z->staging_ms = stat_of(xz, reps, F_STAGING, tmp);
-    z->sync_staging_ms = stat_of(xs, reps, F_STAGING, tmp);
-    z->update_ms = stat_of(xz, reps, F_WALL, tmp);
-    z->sync_update_ms = stat_of(xs, reps, F_WALL, tmp);
-    z->comm_ratio = paired(xs, xz, reps, tmp);
-    z->vs_ddp = paired(xz, x[S_DDP], reps, tmp);
+    bench_dist_cost c;
+    c.bytes_sent = stat_of(x, reps, F_SENT, tmp).median;
+    c.bytes_received = stat_of(x, reps, F_RECEIVED, tmp).median;
+    c.sync_bytes_sent = stat_of(sync, reps, F_SENT, tmp).median;
+    c.sync_bytes_received = stat_of(sync, reps, F_RECEIVED, tmp).median;
+    c.bytes_ratio = c.bytes_sent > 0 ? c.sync_bytes_sent / c.bytes_sent : 0;
+    c.comm_ms = stat_of(x, reps, F_COMM, tmp);
+    c.sync_comm_ms = stat_of(sync, reps, F_COMM, tmp);
+    c.staging_ms = stat_of(x, reps, F_STAGING, tmp);
+    c.sync_staging_ms = stat_of(sync, reps, F_STAGING, tmp);
+    c.update_ms = stat_of(x, reps, F_WALL, tmp);
+    c.sync_update_ms = stat_of(sync, reps, F_WALL, tmp);
+    c.comm_ratio = paired(sync, x, reps, tmp);
+    return c;
 }
 
 void bench_dist_measure(clg_context *ctx, const bench_options *o, uint64_t n, unsigned k,
@@ -247,10 +229,12 @@ void bench_dist_measure(clg_context *ctx, const bench_options *o, uint64_t n, un
 
     *ddp = (bench_dist){.mode = "ddp", .ranks = size, .n = n, .k = k, .tensors = tensors,
                         .reps = reps};
-    fill_ddp(ddp, x, reps, tmp);
+    ddp->model_bytes = 2.0 * (size - 1) / size * 4.0 * (double)n;
+    ddp->ddp = cost_of(x[S_DDP], x[S_DDP_SYNC], reps, tmp);
     zero1->reps = reps;
-    fill_zero1(zero1, x, reps, tmp);
-    zero1->ddp_bytes_sent = ddp->ddp_bytes_sent;
+    zero1->zero1 = cost_of(x[S_ZERO1], x[S_ZERO1_SYNC], reps, tmp);
+    zero1->vs_ddp = paired(x[S_ZERO1], x[S_DDP], reps, tmp);
+    zero1->ddp_bytes_sent = ddp->ddp.bytes_sent;
     for (int i = 0; i < N_SIDES; i++)
         free(x[i]);
     free(tmp);

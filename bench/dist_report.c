@@ -5,30 +5,10 @@
  * so they are written here, the JSON one added to the file
  * bench_write_json wrote. */
 #include "dist_bench.h"
+#include "json_fields.h"
 
-#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
-
-/* "a [b-c]" of a stat, in a fixed buffer. */
-static const char *stat_str(bench_stat s, char *buf, size_t len)
-{
-    snprintf(buf, len, "%.4g [%.4g-%.4g]", s.median, s.min, s.max);
-    return buf;
-}
-
-/* "2^e" for a power of two, else the number (as the DDP table's). */
-static const char *size_str(uint64_t n, char *buf, size_t len)
-{
-    int e = 0;
-    while (e < 63 && (1ull << e) < n)
-        e++;
-    if (n && (1ull << e) == n)
-        snprintf(buf, len, "2^%d", e);
-    else
-        snprintf(buf, len, "%llu", (unsigned long long)n);
-    return buf;
-}
 
 void bench_dist_print_zero1(const bench_dist_zero1 *rows, size_t n)
 {
@@ -49,58 +29,18 @@ void bench_dist_print_zero1(const bench_dist_zero1 *rows, size_t n)
         char nb[32], a[64], b[64], c[64], d[64], e[64];
         printf("%-6s %3u %4u %12.3f %12.3f %12.3f %6.2fx %-24s %-24s %-22s %-22s %-20s "
                "%10.3f %10.3f %10.3f\n",
-               size_str(z->n, nb, sizeof nb), z->k, z->reps, z->bytes_sent / 1e6,
-               z->ddp_bytes_sent / 1e6, z->sync_bytes_sent / 1e6, z->bytes_ratio,
-               stat_str(z->comm_ms, a, sizeof a), stat_str(z->sync_comm_ms, b, sizeof b),
-               stat_str(z->comm_ratio, c, sizeof c), stat_str(z->vs_ddp, d, sizeof d),
-               stat_str(z->staging_ms, e, sizeof e), (double)z->states_rank0 / 1e6,
+               bench_size_text(z->n, nb, sizeof nb), z->k, z->reps, z->zero1.bytes_sent / 1e6,
+               z->ddp_bytes_sent / 1e6, z->zero1.sync_bytes_sent / 1e6, z->zero1.bytes_ratio,
+               bench_stat_text(z->zero1.comm_ms, a, sizeof a),
+               bench_stat_text(z->zero1.sync_comm_ms, b, sizeof b),
+               bench_stat_text(z->zero1.comm_ratio, c, sizeof c),
+               bench_stat_text(z->vs_ddp, d, sizeof d),
+               bench_stat_text(z->zero1.staging_ms, e, sizeof e), (double)z->states_rank0 / 1e6,
                (double)z->states_max / 1e6, (double)z->states_unsharded / 1e6);
     }
     printf("  (MB sent per update, as many received, agreement messages included; states = "
            "optimizer-state MB of rank 0, max = the largest rank's, whole = the unsharded "
            "DDP model's)\n");
-}
-
-/* name (the median) and name_min/_max/_q1/_q3, as report_json.c's. */
-static void add_stat(cJSON *o, const char *name, bench_stat s)
-{
-    const char *suffix[] = {"", "_min", "_max", "_q1", "_q3"};
-    const double v[] = {s.median, s.min, s.max, s.q1, s.q3};
-    for (int i = 0; i < 5; i++) {
-        char key[64];
-        snprintf(key, sizeof key, "%s%s", name, suffix[i]);
-        cJSON_AddNumberToObject(o, key, v[i]);
-    }
-}
-
-static cJSON *row_json(const bench_dist_zero1 *z)
-{
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "mode", "zero1");
-    cJSON_AddNumberToObject(o, "ranks", z->ranks);
-    cJSON_AddNumberToObject(o, "n", (double)z->n);
-    cJSON_AddNumberToObject(o, "k", z->k);
-    cJSON_AddNumberToObject(o, "tensors", z->tensors);
-    cJSON_AddNumberToObject(o, "reps", z->reps);
-    cJSON_AddNumberToObject(o, "layout_elements", (double)z->layout_elements);
-    cJSON_AddNumberToObject(o, "shard_elements", (double)z->shard_elements);
-    cJSON_AddNumberToObject(o, "zero1_bytes_sent_per_update", z->bytes_sent);
-    cJSON_AddNumberToObject(o, "zero1_bytes_received_per_update", z->bytes_received);
-    cJSON_AddNumberToObject(o, "sync_bytes_sent_per_update", z->sync_bytes_sent);
-    cJSON_AddNumberToObject(o, "sync_bytes_received_per_update", z->sync_bytes_received);
-    cJSON_AddNumberToObject(o, "bytes_ratio", z->bytes_ratio);
-    add_stat(o, "zero1_comm_ms", z->comm_ms);
-    add_stat(o, "sync_comm_ms", z->sync_comm_ms);
-    add_stat(o, "comm_ratio", z->comm_ratio);
-    add_stat(o, "comm_vs_ddp", z->vs_ddp);
-    add_stat(o, "zero1_staging_ms", z->staging_ms);
-    add_stat(o, "sync_staging_ms", z->sync_staging_ms);
-    add_stat(o, "zero1_update_ms", z->update_ms);
-    add_stat(o, "sync_update_ms", z->sync_update_ms);
-    cJSON_AddNumberToObject(o, "state_bytes_rank0", (double)z->states_rank0);
-    cJSON_AddNumberToObject(o, "state_bytes_max_rank", (double)z->states_max);
-    cJSON_AddNumberToObject(o, "state_bytes_unsharded", (double)z->states_unsharded);
-    return o;
 }
 
 /* The whole file, NUL-terminated, or NULL. */
@@ -129,16 +69,15 @@ int bench_dist_json_add_zero1(const char *path, const bench_dist_zero1 *rows, si
     cJSON *root = text ? cJSON_Parse(text) : NULL;
     free(text);
     cJSON *section = root ? cJSON_AddArrayToObject(root, "dist_zero1") : NULL;
-    for (size_t i = 0; section && i < n; i++)
-        cJSON_AddItemToArray(section, row_json(&rows[i]));
-    char *out = section ? cJSON_Print(root) : NULL;
+    for (size_t i = 0; section && i < n; i++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "mode", "zero1");
+        json_add_fields(o, JO_ZERO1, &rows[i]);
+        cJSON_AddItemToArray(section, o);
+    }
+    int rc = section ? json_write_file(root, path) : -1;
     cJSON_Delete(root);
-    FILE *f = out ? fopen(path, "w") : NULL;
-    int ok = f && fputs(out, f) >= 0 && fputc('\n', f) != EOF;
-    if (f && fclose(f) != 0)
-        ok = 0;
-    free(out);
-    if (!ok) {
+    if (rc) {
         fprintf(stderr, "clgrad-bench: --json: cannot add the ZeRO-1 rows to %s\n", path);
         return -1;
     }

@@ -4,8 +4,8 @@
  * plus what cutting the model into buffers of the device's max allocation
  * adds (a padding of at most one 1024-element segment per buffer). */
 #include "fit.h"
+#include "json_fields.h"
 
-#include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -206,34 +206,12 @@ void bench_fit_print(const bench_fit *f, FILE *out, uint64_t want)
 int bench_fit_write_json(const bench_fit *f, const char *path)
 {
     cJSON *root = cJSON_CreateObject();
-    cJSON_AddNumberToObject(root, "memory", (double)f->memory);
-    cJSON_AddNumberToObject(root, "reserve", (double)f->reserve);
-    cJSON_AddNumberToObject(root, "max_alloc", (double)f->max_alloc);
-    cJSON_AddNumberToObject(root, "shards", (double)f->shards);
+    json_add_fields(root, JO_FIT, f);
     cJSON_AddStringToObject(root, "optimizer", "adamw");
-    cJSON *list = cJSON_AddArrayToObject(root, "fit");
-    for (size_t i = 0; i < f->n; i++) {
-        const bench_fit_row *r = &f->rows[i];
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "config", r->config);
-        cJSON_AddStringToObject(o, "state_dtype", clg_dtype_name(r->state_dtype));
-        cJSON_AddStringToObject(o, "acc_dtype", clg_dtype_name(r->acc_dtype));
-        cJSON_AddStringToObject(o, "master_dtype", clg_dtype_name(r->master_dtype));
-        cJSON_AddStringToObject(o, "copy_dtype", clg_dtype_name(r->copy_dtype));
-        cJSON_AddStringToObject(o, "path", r->path);
-        cJSON_AddNumberToObject(o, "bytes_per_param", r->bytes_per_param);
-        cJSON_AddNumberToObject(o, "fixed_bytes", (double)r->fixed_bytes);
-        cJSON_AddNumberToObject(o, "max_params", (double)r->max_params);
-        cJSON_AddItemToArray(list, o);
-    }
-    char *text = cJSON_Print(root);
+    json_add_list(root, "fit", JO_FIT_ROW, f->rows, f->n, sizeof f->rows[0]);
+    int rc = json_write_file(root, path);
     cJSON_Delete(root);
-    FILE *out = text ? fopen(path, "w") : NULL;
-    int rc = out && fputs(text, out) >= 0 && fputc('\n', out) != EOF ? 0 : -1;
-    if (out && fclose(out) != 0)
-        rc = -1;
     if (rc)
         fprintf(stderr, "clgrad-bench: --json %s: cannot write it\n", path);
-    free(text);
-    return rc;
+    return rc ? -1 : 0;
 }

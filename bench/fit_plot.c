@@ -1,17 +1,16 @@
 /* fit_plot.c - the planner's picture: billions of parameters that fit per
  * configuration (one bar each, most bytes per parameter on the left),
- * drawn by gnuplot as the bench's other plots are (plot.c). */
-#define _POSIX_C_SOURCE 200809L
+ * drawn by gnuplot as the bench's other plots are (gnuplot.h). */
 #include "fit.h"
-#include "report.h"
+#include "gnuplot.h"
 
-#include <errno.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
+#include <stdio.h>
 
-static int write_data(const bench_fit *f, const char *path)
+static int write_data(const void *what, const char *dir)
 {
+    const bench_fit *f = what;
+    char path[600];
+    snprintf(path, sizeof path, "%s/fit.dat", dir);
     FILE *out = fopen(path, "w");
     if (!out)
         return -1;
@@ -22,9 +21,10 @@ static int write_data(const bench_fit *f, const char *path)
     return fclose(out);
 }
 
-static int write_script(const bench_fit *f, const char *data, const char *png,
+static int write_script(const void *what, const char *dir, const char *png,
                         const char *terminal, const char *script)
 {
+    const bench_fit *f = what;
     FILE *out = fopen(script, "w");
     if (!out)
         return -1;
@@ -41,44 +41,13 @@ static int write_script(const bench_fit *f, const char *data, const char *png,
     fprintf(out, "set style fill solid 0.8\nset boxwidth 0.7\nset grid ytics\n");
     fprintf(out, "set xtics rotate by 90 right font ',8'\nset bmargin 24\nset yrange [0:*]\n");
     fprintf(out, "set key off\n");
-    fprintf(out, "plot '%s' using 0:2:xtic(1) with boxes lc rgb '#3060a0', \\\n", data);
+    fprintf(out, "plot '%s/fit.dat' using 0:2:xtic(1) with boxes lc rgb '#3060a0', \\\n", dir);
     fprintf(out, "     '' using 0:2:(sprintf('%%.2f', $2)) with labels offset 0,0.6 font ',7'\n");
     return fclose(out);
 }
 
 int bench_fit_write_plot(const bench_fit *f, const char *png)
 {
-    if (bench_check_png_path(png) != 0)
-        return -1;
-    const char *tmp = getenv("TMPDIR");
-    char dir[512];
-    snprintf(dir, sizeof dir, "%s/clgrad-fit-plot-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(dir)) {
-        fprintf(stderr, "clgrad-bench: --plot: cannot create a temporary directory %s: %s\n", dir,
-                strerror(errno));
-        return -1;
-    }
-    char data[600], script[600], why[700] = "";
-    snprintf(data, sizeof data, "%s/fit.dat", dir);
-    snprintf(script, sizeof script, "%s/fit.gp", dir);
-    int rc = write_data(f, data);
-    if (rc)
-        snprintf(why, sizeof why, "writing gnuplot's data in %s failed", dir);
-    /* pngcairo draws better; libgd's png is the fallback */
-    if (!rc) {
-        rc = write_script(f, data, png, "pngcairo", script);
-        if (!rc && bench_run_gnuplot(script, why, sizeof why) != 0) {
-            rc = write_script(f, data, png, "png", script);
-            if (!rc)
-                rc = bench_run_gnuplot(script, why, sizeof why);
-        }
-        if (rc && !why[0])
-            snprintf(why, sizeof why, "writing the gnuplot script %s failed", script);
-    }
-    if (rc)
-        fprintf(stderr, "clgrad-bench: --plot %s: %s\n", png, why);
-    remove(data);
-    remove(script);
-    rmdir(dir);
-    return rc;
+    bench_gnuplot_job job = {png, "clgrad-fit-plot", f, write_data, write_script};
+    return bench_gnuplot_draw(&job);
 }

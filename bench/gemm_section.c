@@ -121,19 +121,15 @@ int bench_gemm_section(bench_report *r, clg_context *ctx, const bench_options *o
         if (!e)
             break;
         const mlp_gemm_shape *sh = &s[i];
+        tuning_gemm rec; /* the shape as clgrad-tune records it */
+        mlp_gemm_record(sh, min_indirect_default, min_indirect_tuned, &rec);
+        *e = (bench_gemm){.m = rec.m, .n = rec.n, .k = rec.k, .transa = rec.ta,
+                          .transb = rec.tb, .count = rec.count};
         snprintf(e->role, sizeof e->role, "%s", sh->role);
-        e->m = (unsigned)sh->m;
-        e->n = (unsigned)sh->n;
-        e->k = (unsigned)sh->k;
-        e->transa = sh->ta ? 'T' : 'N';
-        e->transb = sh->tb ? 'T' : 'N';
-        e->count = sh->count;
-        double mnk = (double)sh->m * (double)sh->n * (double)sh->k;
-        double t0 = (double)min_indirect_default, t1 = (double)min_indirect_tuned;
         snprintf(e->kernel_default, sizeof e->kernel_default, "%s",
-                 mnk < t0 * t0 * t0 ? "XgemmDirect" : "Xgemm");
+                 mlp_gemm_kernel(sh, min_indirect_default));
         snprintf(e->kernel_tuned, sizeof e->kernel_tuned, "%s",
-                 mnk < t1 * t1 * t1 ? "XgemmDirect" : "Xgemm");
+                 mlp_gemm_kernel(sh, min_indirect_tuned));
         e->ms_default = bench_summarize(&ms[i * rounds], rounds);
         e->ms_tuned = bench_summarize(&ms[(n + i) * rounds], rounds);
         double flops = mlp_gemm_flops(sh);

@@ -1,5 +1,6 @@
 /* options.c - clgrad-bench's command line. */
 #include "bench_main.h"
+#include "dirpath.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -152,19 +153,6 @@ static void set_defaults(bench_options *o, int quick)
     }
 }
 
-/* The directory of path ("." for a bare name); returns its base name. */
-static const char *split_dir(const char *path, char *dir, size_t len)
-{
-    const char *slash = strrchr(path, '/');
-    if (!slash)
-        snprintf(dir, len, ".");
-    else if (slash == path)
-        snprintf(dir, len, "/");
-    else
-        snprintf(dir, len, "%.*s", (int)(slash - path), path);
-    return slash ? slash + 1 : path;
-}
-
 /* An output file of the run (--json, --csv, --plot): checked before the
  * measurements, which take minutes, rather than when they are written. Its
  * directory must exist and be writable, and it must not be a directory or
@@ -172,7 +160,7 @@ static const char *split_dir(const char *path, char *dir, size_t len)
 static int check_output(const char *flag, const char *path)
 {
     char dir[PATH_MAX];
-    const char *base = split_dir(path, dir, sizeof dir);
+    const char *base = dirpath_split(path, dir, sizeof dir);
     struct stat sb;
     if (!*base || (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))) {
         fprintf(stderr, "clgrad-bench: %s %s: is a directory; expected a file name\n", flag,
@@ -211,7 +199,7 @@ static int same_file(const char *a, const char *b)
     if (ea || eb)
         return ea && eb && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
     char ra[PATH_MAX], rb[PATH_MAX], da[PATH_MAX], db[PATH_MAX];
-    const char *ba = split_dir(a, da, sizeof da), *bb = split_dir(b, db, sizeof db);
+    const char *ba = dirpath_split(a, da, sizeof da), *bb = dirpath_split(b, db, sizeof db);
     if (!realpath(da, ra) || !realpath(db, rb))
         return 0;
     return strcmp(ra, rb) == 0 && strcmp(ba, bb) == 0;
@@ -236,6 +224,20 @@ static int check_outputs(const bench_options *o)
     return 0;
 }
 
+/* The field a flag without a value sets, or NULL. */
+static int *switch_of(bench_options *o, const char *flag)
+{
+    struct {
+        const char *flag;
+        int *field;
+    } switches[] = {{"--quick", &o->quick}, {"--e2e", &o->e2e}, {"--no-cases", &o->no_cases},
+                    {"--no-gemm", &o->no_gemm}, {"--dist", &o->dist}};
+    for (size_t i = 0; i < sizeof switches / sizeof switches[0]; i++)
+        if (strcmp(flag, switches[i].flag) == 0)
+            return switches[i].field;
+    return NULL;
+}
+
 int bench_parse_options(bench_options *o, int argc, char **argv)
 {
     int quick = 0;
@@ -249,22 +251,12 @@ int bench_parse_options(bench_options *o, int argc, char **argv)
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         int used = 1, bad = 0;
+        int *on = switch_of(o, a);
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
             return 1;
-        } else if (strcmp(a, "--quick") == 0) {
-            used = 0;
-        } else if (strcmp(a, "--e2e") == 0) {
-            o->e2e = 1;
-            used = 0;
-        } else if (strcmp(a, "--no-cases") == 0) {
-            o->no_cases = 1;
-            used = 0;
-        } else if (strcmp(a, "--no-gemm") == 0) {
-            o->no_gemm = 1;
-            used = 0;
-        } else if (strcmp(a, "--dist") == 0) {
-            o->dist = 1;
+        } else if (on) {
+            *on = 1;
             used = 0;
         } else if (!v) {
             bad = 1;

@@ -2,19 +2,12 @@
  * parameter count (whole-cycle GB/s of each case against the same run's
  * STREAM triad and copy), one panel of device bytes per parameter per
  * configuration, and one of clgrad-train's GEMM shapes (GFLOP/s with
- * CLBlast's defaults and tuned, beside what the triad would allow). Data and script go to a temporary directory, removed
- * whatever happens; the PNG's directory is checked before gnuplot runs, so
- * that a bad path is not blamed on gnuplot. */
-#define _POSIX_C_SOURCE 200809L
+ * CLBlast's defaults and tuned, beside what the triad would allow), drawn
+ * through gnuplot.h. */
+#include "gnuplot.h"
 #include "report.h"
 
-#include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 static double case_gbs(const bench_report *r, const char *opt, bench_variant v, char path,
                        char feed, uint64_t n)
@@ -37,12 +30,26 @@ static size_t sizes_of(const bench_report *r, uint64_t *sizes, size_t max)
     return n;
 }
 
-static int write_case_data(const bench_report *r, uint64_t n, const char *path)
+/* gnuplot's data file dir/name, its first line a comment naming the
+ * columns; NULL if it cannot be created. */
+static FILE *data_file(const char *dir, const char *name, const char *columns)
 {
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
     FILE *f = fopen(path, "w");
+    if (f)
+        fprintf(f, "# %s\n", columns);
+    return f;
+}
+
+/* Panel s: the cases of parameter count n. */
+static int write_case_data(const bench_report *r, uint64_t n, const char *dir, size_t s)
+{
+    char name[32];
+    snprintf(name, sizeof name, "cases%zu.dat", s);
+    FILE *f = data_file(dir, name, "label fused unfused per_tensor (GB/s)");
     if (!f)
         return -1;
-    fprintf(f, "# label fused unfused per_tensor (GB/s)\n");
     for (size_t i = 0; i < r->n_cases; i++) {
         const bench_case *c = &r->cases[i];
         if (c->variant != BENCH_FUSED || c->n != n)
@@ -55,12 +62,11 @@ static int write_case_data(const bench_report *r, uint64_t n, const char *path)
     return fclose(f);
 }
 
-static int write_gemm_data(const bench_report *r, const char *path)
+static int write_gemm_data(const bench_report *r, const char *dir)
 {
-    FILE *f = fopen(path, "w");
+    FILE *f = data_file(dir, "gemm.dat", "label default tuned triad_bound (GFLOP/s)");
     if (!f)
         return -1;
-    fprintf(f, "# label default tuned triad_bound (GFLOP/s)\n");
     for (size_t i = 0; i < r->n_gemm; i++) {
         const bench_gemm *g = &r->gemm[i];
         fprintf(f, "\"%s %ux%ux%u\" %.4f %.4f %.4f\n", g->role, g->m, g->n, g->k,
@@ -69,12 +75,11 @@ static int write_gemm_data(const bench_report *r, const char *path)
     return fclose(f);
 }
 
-static int write_memory_data(const bench_report *r, const char *path)
+static int write_memory_data(const bench_report *r, const char *dir)
 {
-    FILE *f = fopen(path, "w");
+    FILE *f = data_file(dir, "memory.dat", "config pathB pathAC (bytes/param)");
     if (!f)
         return -1;
-    fprintf(f, "# config pathB pathAC (bytes/param)\n");
     for (size_t i = 0; i + 1 < r->n_memory; i += 2) {
         const bench_memory *b = &r->memory[i], *ac = &r->memory[i + 1];
         fprintf(f, "\"%s\" %.4f %.4f\n", b->config, b->bytes_per_param, ac->bytes_per_param);
@@ -100,18 +105,6 @@ static double max_bytes(const bench_report *r)
         if (r->memory[i].bytes_per_param > m)
             m = r->memory[i].bytes_per_param;
     return m;
-}
-
-static const char *pow2(uint64_t n, char *buf, size_t len)
-{
-    int e = 0;
-    while (e < 63 && (1ull << e) < n)
-        e++;
-    if ((1ull << e) == n)
-        snprintf(buf, len, "2^%d", e);
-    else
-        snprintf(buf, len, "%llu", (unsigned long long)n);
-    return buf;
 }
 
 static int write_script(const bench_report *r, const char *dir, const uint64_t *sizes,
@@ -143,7 +136,7 @@ static int write_script(const bench_report *r, const char *dir, const uint64_t *
                 "set title 'Whole-cycle effective bandwidth, N = %s parameters, k = %u, %u "
                 "tensors (bars: fused path / hand-rolled unfused / clgrad per tensor, fed "
                 "the same way)'\n",
-                pow2(sizes[s], nb, sizeof nb), r->k, r->tensors);
+                bench_size_text(sizes[s], nb, sizeof nb), r->k, r->tensors);
         fprintf(f, "set xlabel 'optimizer config and path'\n");
         fprintf(f, "set ylabel 'GB/s (bytes model / median cycle time)'\n");
         fprintf(f, "set yrange [0:%.4f]\n", 1.5 * max_gbs(r, sizes[s]));
@@ -180,115 +173,38 @@ static int write_script(const bench_report *r, const char *dir, const uint64_t *
     return fclose(f);
 }
 
-int bench_run_gnuplot(const char *script, char *why, size_t len)
+/* What the writers below read: the report and its parameter counts. */
+typedef struct plot_input {
+    const bench_report *r;
+    uint64_t sizes[16];
+    size_t n_sizes;
+} plot_input;
+
+static int write_data(const void *what, const char *dir)
 {
-    pid_t pid = fork();
-    if (pid < 0) {
-        snprintf(why, len, "fork: %s", strerror(errno));
-        return -1;
-    }
-    if (pid == 0) {
-        execlp("gnuplot", "gnuplot", script, (char *)NULL);
-        _exit(127);
-    }
-    int status;
-    if (waitpid(pid, &status, 0) < 0) {
-        snprintf(why, len, "waitpid: %s", strerror(errno));
-        return -1;
-    }
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
-        return 0;
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
-        snprintf(why, len, "gnuplot could not be run (is it installed?)");
-    else if (WIFEXITED(status))
-        snprintf(why, len, "gnuplot exited with status %d", WEXITSTATUS(status));
-    else
-        snprintf(why, len, "gnuplot was killed by signal %d", WTERMSIG(status));
-    return -1;
+    const plot_input *in = what;
+    int rc = 0;
+    for (size_t s = 0; s < in->n_sizes && !rc; s++)
+        rc = write_case_data(in->r, in->sizes[s], dir, s);
+    if (!rc)
+        rc = write_memory_data(in->r, dir);
+    if (!rc && in->r->n_gemm)
+        rc = write_gemm_data(in->r, dir);
+    return rc;
 }
 
-int bench_check_png_path(const char *png)
+static int write_report_script(const void *what, const char *dir, const char *png,
+                               const char *terminal, const char *script)
 {
-    char dir[512];
-    const char *slash = strrchr(png, '/');
-    if (!slash)
-        snprintf(dir, sizeof dir, ".");
-    else if (slash == png)
-        snprintf(dir, sizeof dir, "/");
-    else
-        snprintf(dir, sizeof dir, "%.*s", (int)(slash - png), png);
-    struct stat sb;
-    if (!*(slash ? slash + 1 : png) || (stat(png, &sb) == 0 && S_ISDIR(sb.st_mode))) {
-        fprintf(stderr, "clgrad-bench: --plot %s: is a directory; expected a file name\n", png);
-        return -1;
-    }
-    const char *bad = NULL;
-    if (stat(dir, &sb) != 0)
-        bad = errno == ENOENT ? "it does not exist" : strerror(errno);
-    else if (!S_ISDIR(sb.st_mode))
-        bad = "not a directory";
-    else if (access(dir, W_OK | X_OK) != 0)
-        bad = strerror(errno);
-    if (bad) {
-        fprintf(stderr, "clgrad-bench: --plot %s: cannot create files in the directory %s: %s\n",
-                png, dir, bad);
-        return -1;
-    }
-    return 0;
+    const plot_input *in = what;
+    return write_script(in->r, dir, in->sizes, in->n_sizes, png, terminal, script);
 }
 
 int bench_write_plot(const bench_report *r, const char *png_path)
 {
-    if (bench_check_png_path(png_path) != 0)
-        return -1;
-    const char *tmp = getenv("TMPDIR");
-    char dir[512];
-    snprintf(dir, sizeof dir, "%s/clgrad-bench-plot-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(dir)) {
-        fprintf(stderr, "clgrad-bench: --plot: cannot create a temporary directory %s: %s\n", dir,
-                strerror(errno));
-        return -1;
-    }
-    uint64_t sizes[16];
-    size_t n_sizes = sizes_of(r, sizes, 16);
-    char path[600], script[600], why[700] = "";
-    int rc = 0;
-    for (size_t s = 0; s < n_sizes && !rc; s++) {
-        snprintf(path, sizeof path, "%s/cases%zu.dat", dir, s);
-        rc = write_case_data(r, sizes[s], path);
-    }
-    snprintf(path, sizeof path, "%s/memory.dat", dir);
-    if (!rc)
-        rc = write_memory_data(r, path);
-    snprintf(path, sizeof path, "%s/gemm.dat", dir);
-    if (!rc && r->n_gemm)
-        rc = write_gemm_data(r, path);
-    snprintf(script, sizeof script, "%s/plot.gp", dir);
-    if (rc)
-        snprintf(why, sizeof why, "writing gnuplot's data in %s failed", dir);
-    /* pngcairo draws better; libgd's png is the fallback */
-    if (!rc) {
-        rc = write_script(r, dir, sizes, n_sizes, png_path, "pngcairo", script);
-        if (!rc && bench_run_gnuplot(script, why, sizeof why) != 0) {
-            rc = write_script(r, dir, sizes, n_sizes, png_path, "png", script);
-            if (!rc)
-                rc = bench_run_gnuplot(script, why, sizeof why);
-        }
-        if (rc && !why[0])
-            snprintf(why, sizeof why, "writing the gnuplot script %s failed", script);
-    }
-    if (rc)
-        fprintf(stderr, "clgrad-bench: --plot %s: %s\n", png_path, why);
-    /* the temporary files go in every case */
-    for (size_t s = 0; s < n_sizes; s++) {
-        snprintf(path, sizeof path, "%s/cases%zu.dat", dir, s);
-        remove(path);
-    }
-    snprintf(path, sizeof path, "%s/memory.dat", dir);
-    remove(path);
-    snprintf(path, sizeof path, "%s/gemm.dat", dir);
-    remove(path);
-    remove(script);
-    rmdir(dir);
-    return rc;
+    plot_input in = {.r = r};
+    in.n_sizes = sizes_of(r, in.sizes, 16);
+    bench_gnuplot_job job = {png_path, "clgrad-bench-plot", &in, write_data,
+                             write_report_script};
+    return bench_gnuplot_draw(&job);
 }

@@ -84,15 +84,10 @@ void bench_report_free(bench_report *r)
 {
     for (size_t i = 0; i < r->n_notes; i++)
         free(r->notes[i]);
-    free(r->notes);
-    free(r->cases);
-    free(r->speedups);
-    free(r->memory);
-    free(r->launch_checks);
-    free(r->e2e);
-    free(r->gemm);
-    free(r->dist);
-    free(r->sweep);
+    void *lists[] = {r->notes, r->cases, r->speedups, r->memory, r->launch_checks,
+                     r->e2e, r->gemm, r->dist, r->sweep};
+    for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++)
+        free(lists[i]);
     memset(r, 0, sizeof *r);
 }
 

@@ -99,32 +99,58 @@ typedef struct bench_gemm {
     double gflops_triad_bound;
 } bench_gemm;
 
-/* --dist (mpirun -np R clgrad-bench --dist): what one update costs in
- * communication over libclgrad-mpi's replicated mode (DDP), beside a
- * baseline that reduces every micro-step's gradient. DDP: one cycle of k
- * micro-steps, one reduction at its end. Baseline ("sync every
- * micro-step", as DDP without no_sync): a model with accum_steps = 1
- * stepped k times through clg_dist_step, i.e. k cycle ends and k
- * reductions per k micro-steps (it also runs k optimizer updates, which
- * DDP without no_sync would not; only its communication is compared).
- * Everything from rank 0's clg_dist_counters (deltas per update), medians
- * over repetitions that alternate which of the two runs first. */
+/* --dist (mpirun -np R clgrad-bench --dist): what one update of a mode
+ * costs in communication beside a baseline that exchanges every
+ * micro-step's gradient. The mode: one cycle of k micro-steps, one
+ * exchange at its end. Baseline ("sync every micro-step", as DDP without
+ * no_sync): a model with accum_steps = 1 stepped k times through
+ * clg_dist_step, i.e. k cycle ends and k exchanges per k micro-steps (it
+ * also runs k optimizer updates, which DDP without no_sync would not; only
+ * its communication is compared). Everything from rank 0's
+ * clg_dist_counters (deltas per update), medians over repetitions that
+ * alternate which of the two runs first. */
+typedef struct bench_dist_cost {
+    /* bytes per update (medians; the same every repetition) */
+    double bytes_sent, bytes_received, sync_bytes_sent, sync_bytes_received;
+    double bytes_ratio; /* sync_bytes_sent / bytes_sent */
+    /* ms per update in MPI calls (counters' comm_seconds), in staging
+     * copies (staging_seconds), and wall clock of the k micro-steps */
+    bench_stat comm_ms, sync_comm_ms, staging_ms, sync_staging_ms, update_ms, sync_update_ms;
+    /* per repetition sync_comm / comm, paired like frac_of_triad */
+    bench_stat comm_ratio;
+} bench_dist_cost;
+
+/* The replicated mode (DDP): one reduction per cycle. */
 typedef struct bench_dist {
     char mode[8];      /* "ddp" */
     int ranks;
     uint64_t n;
     unsigned k, tensors, reps;
     double model_bytes; /* the documented 2 (R-1)/R * 4 * n, each way */
-    /* bytes per update (medians; the same every repetition) */
-    double ddp_bytes_sent, ddp_bytes_received, sync_bytes_sent, sync_bytes_received;
-    double bytes_ratio; /* sync_bytes_sent / ddp_bytes_sent */
-    /* ms per update in MPI calls (counters' comm_seconds), in staging
-     * copies (staging_seconds), and wall clock of the k micro-steps */
-    bench_stat ddp_comm_ms, sync_comm_ms, ddp_staging_ms, sync_staging_ms;
-    bench_stat ddp_update_ms, sync_update_ms;
-    /* per repetition sync_comm / ddp_comm, paired like frac_of_triad */
-    bench_stat comm_ratio;
+    bench_dist_cost ddp;
 } bench_dist;
+
+/* One ZeRO-1 row, beside the DDP row (bench_dist, above) of the same N
+ * and k: a model sharded as (rank, R) under CLG_DIST_ZERO1, one
+ * reduce-scatter and one all-gather per cycle; its baseline, the same
+ * sharded model with accum_steps = 1 stepped k times. bench_dist has no
+ * fields for the states, so these rows are not in the report: --dist
+ * prints them after its table and adds them to the JSON file as a section
+ * of their own, "dist_zero1" (dist_report.c). */
+typedef struct bench_dist_zero1 {
+    int ranks;
+    uint64_t n;
+    unsigned k, tensors, reps;
+    /* rank 0's shard and the layout space it is cut from (elements,
+     * clg_model_shard_range): what the exact byte count needs */
+    uint64_t layout_elements, shard_elements;
+    bench_dist_cost zero1;
+    double ddp_bytes_sent; /* the DDP row's, for the table */
+    bench_stat vs_ddp;     /* per repetition zero1 / ddp comm ms */
+    /* optimizer-state bytes (clg_model_memory's plan.states): rank 0's, the
+     * largest over ranks, and the unsharded DDP model's */
+    uint64_t states_rank0, states_max, states_unsharded;
+} bench_dist_zero1;
 
 /* One STREAM kernel configuration tried at setup (median GB/s over the
  * sweep's rounds). form: "copy", "triad", "triad_nt", "triad_inplace". */
@@ -218,10 +244,11 @@ const bench_case *bench_report_find(const bench_report *r, const char *optimizer
 int bench_write_json(const bench_report *r, const char *path);
 int bench_write_csv(const bench_report *r, const char *path);
 int bench_write_plot(const bench_report *r, const char *png_path);
-/* For the plots: runs gnuplot on script (0, else -1 with why saying how it
- * failed); checks that a PNG can be created at png (0, else -1, said). */
-int bench_run_gnuplot(const char *script, char *why, size_t len);
-int bench_check_png_path(const char *png);
 void bench_print_table(const bench_report *r);
+
+/* Texts for the table and the plot, in buf (returned): "2^24" for a power
+ * of two, else the number; "median [min-max]" of a summary, %.4g each. */
+const char *bench_size_text(uint64_t n, char *buf, size_t len);
+const char *bench_stat_text(bench_stat s, char *buf, size_t len);
 
 #endif /* BENCH_REPORT_H */

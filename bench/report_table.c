@@ -3,20 +3,6 @@
 
 #include <stdio.h>
 
-/* "2^24" for powers of two, the number otherwise. */
-static const char *size_str(uint64_t n, char *buf, size_t len)
-{
-    if (n && (n & (n - 1)) == 0) {
-        int e = 0;
-        while ((1ull << e) < n)
-            e++;
-        snprintf(buf, len, "2^%d", e);
-    } else {
-        snprintf(buf, len, "%llu", (unsigned long long)n);
-    }
-    return buf;
-}
-
 static void print_gemm(const bench_report *r)
 {
     if (!r->n_gemm)
@@ -59,14 +45,12 @@ static void print_cases(const bench_report *r)
         snprintf(path, sizeof path, "%c%s", c->path == '-' ? c->feed : c->path,
                  c->path == '-' ? "*" : "");
         snprintf(micro, sizeof micro, "[%.3g-%.3g]", c->micro_ms.min, c->micro_ms.max);
-        snprintf(upd, sizeof upd, "%.4g [%.4g-%.4g]", c->update_ms.median, c->update_ms.min,
-                 c->update_ms.max);
-        snprintf(cyc, sizeof cyc, "%.4g [%.4g-%.4g]", c->cycle_ms.median, c->cycle_ms.min,
-                 c->cycle_ms.max);
         printf("%-6s %-17s %-10s %-4s %-4s %-9.4g %-21s %-21s %-23s %8.2f %6.1f%% %5.0f%% "
                "%5.0f%% %7.0f\n",
-               size_str(c->n, nb, sizeof nb), c->optimizer, bench_variant_name(c->variant),
-               path, c->clip ? "yes" : "no", c->micro_ms.median, micro, upd, cyc, c->gbs,
+               bench_size_text(c->n, nb, sizeof nb), c->optimizer, bench_variant_name(c->variant),
+               path, c->clip ? "yes" : "no", c->micro_ms.median, micro,
+               bench_stat_text(c->update_ms, upd, sizeof upd),
+               bench_stat_text(c->cycle_ms, cyc, sizeof cyc), c->gbs,
                100.0 * c->frac_of_triad, 100.0 * c->update_frac, 100.0 * c->micro_frac,
                c->launches_per_update);
     }
@@ -88,7 +72,7 @@ static void print_speedups(const bench_report *r)
          * hand-rolled one) */
         snprintf(un, sizeof un, s->vs_unfused > 0.0 ? "%.2fx" : "-", s->vs_unfused);
         snprintf(pt, sizeof pt, s->vs_per_tensor > 0.0 ? "%.2fx" : "-", s->vs_per_tensor);
-        printf("%-6s %-17s %-4c %-4s %11s %14s\n", size_str(s->n, nb, sizeof nb),
+        printf("%-6s %-17s %-4c %-4s %11s %14s\n", bench_size_text(s->n, nb, sizeof nb),
                s->optimizer, s->path, s->clip ? "yes" : "no", un, pt);
     }
 }
@@ -125,13 +109,6 @@ static void print_launches(const bench_report *r)
     }
 }
 
-/* "a [b-c]" of a stat, in a fixed buffer. */
-static const char *stat_str(bench_stat s, char *buf, size_t len)
-{
-    snprintf(buf, len, "%.4g [%.4g-%.4g]", s.median, s.min, s.max);
-    return buf;
-}
-
 static void print_dist(const bench_report *r)
 {
     if (!r->n_dist)
@@ -148,12 +125,13 @@ static void print_dist(const bench_report *r)
         const bench_dist *d = &r->dist[i];
         char nb[32], a[64], b[64], c[64], e[64], f[64];
         printf("%-6s %3u %4u %9.3f %12.3f %12.3f %6.2fx %-24s %-24s %-22s %-20s %-20s\n",
-               size_str(d->n, nb, sizeof nb), d->k, d->reps, d->model_bytes / 1e6,
-               d->ddp_bytes_sent / 1e6,
-               d->sync_bytes_sent / 1e6, d->bytes_ratio, stat_str(d->ddp_comm_ms, a, sizeof a),
-               stat_str(d->sync_comm_ms, b, sizeof b), stat_str(d->comm_ratio, c, sizeof c),
-               stat_str(d->ddp_staging_ms, e, sizeof e),
-               stat_str(d->sync_staging_ms, f, sizeof f));
+               bench_size_text(d->n, nb, sizeof nb), d->k, d->reps, d->model_bytes / 1e6,
+               d->ddp.bytes_sent / 1e6, d->ddp.sync_bytes_sent / 1e6, d->ddp.bytes_ratio,
+               bench_stat_text(d->ddp.comm_ms, a, sizeof a),
+               bench_stat_text(d->ddp.sync_comm_ms, b, sizeof b),
+               bench_stat_text(d->ddp.comm_ratio, c, sizeof c),
+               bench_stat_text(d->ddp.staging_ms, e, sizeof e),
+               bench_stat_text(d->ddp.sync_staging_ms, f, sizeof f));
     }
     printf("  (MB sent per update, as many received, agreement messages included; doc = the "
            "library's 2 (R-1)/R x 4 bytes x N each way)\n");

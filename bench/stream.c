@@ -15,17 +15,12 @@ static const char *const form_names[N_FORMS] = {"copy", "triad", "triad_nt", "tr
 static const char *const kernel_names[N_FORMS] = {"stream_copy", "stream_triad",
                                                   "stream_triad_nt", "stream_triad_inplace"};
 
+/* One STREAM array of value (every page touched now, so that first-use
+ * costs stay out of the reps). */
 static int make_buffer(bench_stream *s, cl_mem *out, float value)
 {
-    cl_int err;
-    size_t bytes = (size_t)s->n * sizeof(float);
-    *out = clCreateBuffer(clg_context_cl(s->ctx), CL_MEM_READ_WRITE, bytes, NULL, &err);
-    if (!bench_cl_ok(err, "STREAM clCreateBuffer"))
-        return -1;
-    /* touch every page now, so that first-use costs stay out of the reps */
-    err = clEnqueueFillBuffer(clg_context_queue(s->ctx), *out, &value, sizeof value, 0, bytes,
-                              0, NULL, NULL);
-    return bench_cl_ok(err, "STREAM clEnqueueFillBuffer") ? 0 : -1;
+    return bench_filled_buffer(s->ctx, (size_t)s->n * sizeof(float), &value, sizeof value,
+                               "STREAM", out);
 }
 
 /* Copy: (a, c, n); triads: (a, b, c, s, n), n in vectors. */
@@ -250,9 +245,8 @@ int bench_stream_resize(bench_stream *s, uint64_t n)
     }
     if (n == s->n)
         return 0;
-    clReleaseMemObject(s->a);
-    clReleaseMemObject(s->b);
-    clReleaseMemObject(s->c);
+    const cl_mem arrays[] = {s->a, s->b, s->c};
+    bench_release_mems(arrays, sizeof arrays / sizeof arrays[0]);
     s->a = s->b = s->c = NULL;
     clg_context_unreserve(s->ctx, s->reserved);
     s->reserved = 0;
@@ -355,21 +349,12 @@ void bench_stream_report(bench_stream *s, bench_report *r)
 
 void bench_stream_free(bench_stream *s)
 {
-    if (s->triad_gs)
-        clReleaseKernel(s->triad_gs);
-    if (s->copy.kernel)
-        clReleaseKernel(s->copy.kernel);
-    if (s->triad.kernel)
-        clReleaseKernel(s->triad.kernel);
-    if (s->classic.kernel)
-        clReleaseKernel(s->classic.kernel);
+    const cl_kernel kernels[] = {s->triad_gs, s->copy.kernel, s->triad.kernel,
+                                 s->classic.kernel};
+    const cl_mem arrays[] = {s->a, s->b, s->c};
+    bench_release_kernels(kernels, sizeof kernels / sizeof kernels[0]);
+    bench_release_mems(arrays, sizeof arrays / sizeof arrays[0]);
     free(s->sweep);
-    if (s->a)
-        clReleaseMemObject(s->a);
-    if (s->b)
-        clReleaseMemObject(s->b);
-    if (s->c)
-        clReleaseMemObject(s->c);
     if (s->reserved)
         clg_context_unreserve(s->ctx, s->reserved);
     memset(s, 0, sizeof *s);

@@ -80,22 +80,21 @@ static void print_json(const clg_device_info *d, size_t n, long selected, const 
     printf("{\"clgrad_version\":\"%d.%d.%d\",\"devices\":[", CLGRAD_VERSION_MAJOR,
            CLGRAD_VERSION_MINOR, CLGRAD_VERSION_PATCH);
     for (size_t i = 0; i < n; i++) {
-        printf("%s{\"index\":%zu,\"platform_index\":%u,\"device_index\":%u,", i ? "," : "", i,
+        printf("%s{\"index\":%zu,\"platform_index\":%u,\"device_index\":%u", i ? "," : "", i,
                d[i].platform_index, d[i].device_index);
-        printf("\"platform_name\":");
-        json_string(d[i].platform_name);
-        printf(",\"platform_version\":");
-        json_string(d[i].platform_version);
-        printf(",\"name\":");
-        json_string(d[i].name);
-        printf(",\"vendor\":");
-        json_string(d[i].vendor);
-        printf(",\"driver_version\":");
-        json_string(d[i].driver_version);
-        printf(",\"device_version\":");
-        json_string(d[i].device_version);
-        printf(",\"opencl_c_version\":");
-        json_string(d[i].opencl_c_version);
+        const struct {
+            const char *key, *value;
+        } texts[] = {{"platform_name", d[i].platform_name},
+                     {"platform_version", d[i].platform_version},
+                     {"name", d[i].name},
+                     {"vendor", d[i].vendor},
+                     {"driver_version", d[i].driver_version},
+                     {"device_version", d[i].device_version},
+                     {"opencl_c_version", d[i].opencl_c_version}};
+        for (size_t t = 0; t < sizeof texts / sizeof texts[0]; t++) {
+            printf(",\"%s\":", texts[t].key);
+            json_string(texts[t].value);
+        }
         printf(",\"type\":\"%s\",\"global_mem_size\":%llu,\"max_mem_alloc_size\":%llu,"
                "\"compute_units\":%u,\"max_work_group_size\":%zu,"
                "\"preferred_work_group_multiple\":%zu,\"has_fp16\":%s,\"has_fp64\":%s,"

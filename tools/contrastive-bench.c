@@ -44,16 +44,6 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static void unit(const float *x, size_t d, double *u)
-{
-    double s = 0;
-    for (size_t c = 0; c < d; c++)
-        s += (double)x[c] * x[c];
-    double r = 1.0 / fmax(sqrt(s), 1e-12);
-    for (size_t c = 0; c < d; c++)
-        u[c] = x[c] * r;
-}
-
 static double dotd(const double *a, const double *b, size_t d)
 {
     double s = 0;
@@ -62,18 +52,41 @@ static double dotd(const double *a, const double *b, size_t d)
     return s;
 }
 
-/* log sum exp of row a's logits against n + m rows; l: scratch. */
+/* x / max(|x|, 1e-12) in double, as the device normalizes a row. */
+static void unit(const float *x, size_t d, double *u)
+{
+    for (size_t c = 0; c < d; c++)
+        u[c] = x[c];
+    double r = 1.0 / fmax(sqrt(dotd(u, u, d)), 1e-12);
+    for (size_t c = 0; c < d; c++)
+        u[c] *= r;
+}
+
+/* l[j] = <a, column j> / tau over the n rows of cols, then the m of bank. */
+static void logits(const double *a, const double *cols, size_t n, const double *bank, size_t m,
+                   size_t d, double tau, double *l)
+{
+    for (size_t j = 0; j < n + m; j++)
+        l[j] = dotd(a, j < n ? cols + j * d : bank + (j - n) * d, d) / tau;
+}
+
+/* log sum exp of l[0..count), the maximum taken out first. */
+static double log_sum_exp(const double *l, size_t count)
+{
+    double mx = -INFINITY, s = 0;
+    for (size_t j = 0; j < count; j++)
+        mx = fmax(mx, l[j]);
+    for (size_t j = 0; j < count; j++)
+        s += exp(l[j] - mx);
+    return mx + log(s);
+}
+
+/* Row a's log sum exp against n + m columns; l keeps its logits. */
 static double lse(const double *a, const double *cols, size_t n, const double *bank, size_t m,
                   size_t d, double tau, double *l)
 {
-    double mx = -INFINITY, s = 0;
-    for (size_t j = 0; j < n + m; j++) {
-        l[j] = dotd(a, j < n ? cols + j * d : bank + (j - n) * d, d) / tau;
-        mx = fmax(mx, l[j]);
-    }
-    for (size_t j = 0; j < n + m; j++)
-        s += exp(l[j] - mx);
-    return mx + log(s);
+    logits(a, cols, n, bank, m, d, tau, l);
+    return log_sum_exp(l, n + m);
 }
 
 int main(int argc, char **argv)

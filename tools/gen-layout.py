@@ -203,17 +203,24 @@ def c_string(s):
     return '"%s"' % s.replace("\\", "\\\\").replace('"', '\\"')
 
 
+def opening(name, *about):
+    """The comment a generated file starts with: its name, HEAD, then the
+    lines of about (the last one closing the comment)."""
+    return (["/* %s - %s." % (name, HEAD)] + [" * " + a for a in about[:-1]] +
+            [" * %s */" % about[-1]])
+
+
 def gen_header(words, step_block, lists):
-    o = ["/* clg_layout.h - %s." % HEAD,
-         " * The step block's word indices and the argument list of every clgrad",
-         " * kernel; the kernels get the same from clg_layout.cl. */",
-         "#ifndef CLGRAD_CLG_LAYOUT_H",
-         "#define CLGRAD_CLG_LAYOUT_H",
-         "",
-         '#include "clgrad.h"',
-         "",
-         "/* Word indices of the device step block (f: float bits, u: uint). */",
-         "enum {"]
+    o = opening("clg_layout.h",
+                "The step block's word indices and the argument list of every clgrad",
+                "kernel; the kernels get the same from clg_layout.cl.")
+    o += ["#ifndef CLGRAD_CLG_LAYOUT_H",
+          "#define CLGRAD_CLG_LAYOUT_H",
+          "",
+          '#include "clgrad.h"',
+          "",
+          "/* Word indices of the device step block (f: float bits, u: uint). */",
+          "enum {"]
     width = max(len(n) for n, _, _, _ in step_block) + len("CLG_SB_ = ,") + 3
     for name, index, kind, doc in sorted(step_block, key=lambda w: w[1]):
         o.append(("    %-*s/* %s: %s */" % (width, "CLG_SB_%s = %d," % (name, index), kind, doc)))
@@ -289,11 +296,10 @@ def gen_header(words, step_block, lists):
 
 
 def gen_tables(words, step_block, lists):
-    o = ["/* clg_layout.c - %s." % HEAD,
-         " * The description as data: what tests/test_kernel_abi.c expects the",
-         " * device to report for every kernel and step-block word. */",
-         '#include "clg_layout.h"',
-         ""]
+    o = opening("clg_layout.c",
+                "The description as data: what tests/test_kernel_abi.c expects the",
+                "device to report for every kernel and step-block word.")
+    o += ['#include "clg_layout.h"', ""]
     for lst in lists:
         n = lst["name"]
         o.append("static const clg_layout_arg args_%s[] = {" % n)
@@ -331,11 +337,11 @@ def gen_tables(words, step_block, lists):
 
 
 def gen_cl(words, step_block, lists):
-    o = ["/* clg_layout.cl - %s." % HEAD,
-         " * Compiled in front of common.cl: the step block's word indices (as",
-         " * CLG_SB_* in the host's clg_layout.h) and the parameter list of every",
-         " * clgrad kernel, as `kernel void update(UPDATE_PARAMS)`. */",
-         ""]
+    o = opening("clg_layout.cl",
+                "Compiled in front of common.cl: the step block's word indices (as",
+                "CLG_SB_* in the host's clg_layout.h) and the parameter list of every",
+                "clgrad kernel, as `kernel void update(UPDATE_PARAMS)`.")
+    o.append("")
     for name, index, kind, doc in sorted(step_block, key=lambda w: w[1]):
         o.append("#define SB_%s %d /* %s: %s */" % (name, index, kind, doc))
     o.append("#define SB_WORDS %d" % words)

@@ -81,13 +81,9 @@ static int parse_shape(const char *s, mlp_gemm_shape *g)
 
 static int parse_args(int argc, char **argv, options *o)
 {
-    memset(o, 0, sizeof *o);
-    o->budget = DEFAULT_BUDGET;
-    o->hidden[0] = 512;
-    o->hidden[1] = 256;
-    o->n_hidden = 2;
-    o->micro_batch = 32;
-    o->top = 6;
+    /* clgrad-train's MLP (hidden 512,256) at its default micro-batch */
+    *o = (options){.budget = DEFAULT_BUDGET, .hidden = {512, 256}, .n_hidden = 2,
+                   .micro_batch = 32, .top = 6};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;

@@ -1,7 +1,9 @@
 /* mlp_gemms.c - the MLP's GEMM shapes and its GEMM call (see mlp_gemms.h). */
 #include "mlp_gemms.h"
+#include "tuning_file.h"
 
 #include <clblast_c.h>
+#include <stdio.h>
 
 static size_t add(mlp_gemm_shape *out, size_t n, size_t cap, mlp_gemm_shape s)
 {
@@ -45,6 +47,28 @@ size_t mlp_gemm_shapes(const unsigned *dims, int n_dims, size_t b, mlp_gemm_shap
 double mlp_gemm_flops(const mlp_gemm_shape *s)
 {
     return 2.0 * (double)s->m * (double)s->n * (double)s->k;
+}
+
+int mlp_gemm_is_direct(const mlp_gemm_shape *s, size_t min_indirect)
+{
+    double t = (double)min_indirect;
+    return (double)s->m * (double)s->n * (double)s->k < t * t * t;
+}
+
+const char *mlp_gemm_kernel(const mlp_gemm_shape *s, size_t min_indirect)
+{
+    return mlp_gemm_is_direct(s, min_indirect) ? "XgemmDirect" : "Xgemm";
+}
+
+void mlp_gemm_record(const mlp_gemm_shape *s, size_t min_indirect_default,
+                     size_t min_indirect_tuned, struct tuning_gemm *out)
+{
+    *out = (tuning_gemm){.m = (unsigned)s->m, .n = (unsigned)s->n, .k = (unsigned)s->k,
+                         .ta = s->ta ? 'T' : 'N', .tb = s->tb ? 'T' : 'N', .count = s->count};
+    snprintf(out->kernel_default, sizeof out->kernel_default, "%s",
+             mlp_gemm_kernel(s, min_indirect_default));
+    snprintf(out->kernel_tuned, sizeof out->kernel_tuned, "%s",
+             mlp_gemm_kernel(s, min_indirect_tuned));
 }
 
 void mlp_gemm_dense_ld(const mlp_gemm_shape *s, size_t *lda, size_t *ldb, size_t *ldc)

@@ -58,6 +58,20 @@ size_t mlp_gemm_shapes(const unsigned *dims, int n_dims, size_t b, mlp_gemm_shap
 /* FLOPs of one call: 2 m n k. */
 double mlp_gemm_flops(const mlp_gemm_shape *s);
 
+/* Whether CLBlast's GEMM routine runs s with its direct kernel
+ * (XgemmDirect) rather than Xgemm, when its switch-over size
+ * (XGEMM_MIN_INDIRECT_SIZE) is min_indirect: m n k < min_indirect^3. */
+int mlp_gemm_is_direct(const mlp_gemm_shape *s, size_t min_indirect);
+/* Its name: "XgemmDirect" or "Xgemm". */
+const char *mlp_gemm_kernel(const mlp_gemm_shape *s, size_t min_indirect);
+
+/* s as a gemm record of a tuning file (tuning_file.h): its shape, count
+ * and the kernel each side's switch-over size picks; the GFLOP/s are left
+ * 0. clgrad-tune writes these, clgrad-bench reports the same per shape. */
+struct tuning_gemm;
+void mlp_gemm_record(const mlp_gemm_shape *s, size_t min_indirect_default,
+                     size_t min_indirect_tuned, struct tuning_gemm *out);
+
 /* Leading dimensions of dense row-major operands of shape s. */
 void mlp_gemm_dense_ld(const mlp_gemm_shape *s, size_t *lda, size_t *ldb, size_t *ldc);
 

@@ -30,7 +30,7 @@ double ts_path_cost(const search *s, const candidate *c, size_t threshold, int d
     const tune_request *q = s->req;
     double t = 0;
     for (size_t k = 0; k < q->n_shapes; k++) {
-        if (ts_is_direct(&q->shapes[k], threshold) != direct)
+        if (mlp_gemm_is_direct(&q->shapes[k], threshold) != direct)
             continue;
         double ms = c->ok ? c->ms[k] : INFINITY;
         t += q->shapes[k].count * ms;

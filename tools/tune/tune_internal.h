@@ -70,8 +70,6 @@ double ts_now_s(void);
 void ts_say(search *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void ts_note(search *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 double ts_mnk(const mlp_gemm_shape *g);
-/* CLBlast's choice: XgemmDirect when m n k < min_indirect^3. */
-int ts_is_direct(const mlp_gemm_shape *g, size_t min_indirect);
 int ts_get_params(search *s, const char *kernel, param_set *ps, char *err, size_t errlen);
 int ts_set_params(search *s, const char *kernel, const param_set *ps, char *err, size_t errlen);
 param_set ts_routine_params(size_t min_indirect);

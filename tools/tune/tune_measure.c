@@ -49,12 +49,6 @@ double ts_mnk(const mlp_gemm_shape *g)
     return (double)g->m * (double)g->n * (double)g->k;
 }
 
-int ts_is_direct(const mlp_gemm_shape *g, size_t min_indirect)
-{
-    double t = (double)min_indirect;
-    return ts_mnk(g) < t * t * t;
-}
-
 int ts_get_params(search *s, const char *kernel, param_set *ps, char *err, size_t errlen)
 {
     int st = clblast_params_get(s->dev, kernel, 32, ps->p, TUNING_MAX_PARAMS, &ps->n);

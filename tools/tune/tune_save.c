@@ -1,42 +1,24 @@
 /* tune_save.c - atomic write of a tuning file (see tune_save.h). */
 #include "tune_save.h"
 #include "atomic_file.h"
+#include "dirpath.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 /* mkdir -p of path's directory. */
 static int make_parent(const char *path, char *err, size_t errlen)
 {
-    char *p = strdup(path);
-    if (!p) {
-        snprintf(err, errlen, "%s: out of host memory", path);
+    char dir[PATH_MAX], failed[PATH_MAX];
+    dirpath_split(path, dir, sizeof dir);
+    if (dirpath_make(dir, failed, sizeof failed) != 0) {
+        snprintf(err, errlen, "creating %s: %s", failed, strerror(errno));
         return -1;
     }
-    char *slash = strrchr(p, '/');
-    int rc = 0;
-    if (slash && slash != p) {
-        *slash = '\0';
-        for (char *s = p + 1;; s++) {
-            if (*s != '/' && *s != '\0')
-                continue;
-            char c = *s;
-            *s = '\0';
-            if (mkdir(p, 0755) != 0 && errno != EEXIST) {
-                snprintf(err, errlen, "creating %s: %s", p, strerror(errno));
-                rc = -1;
-                break;
-            }
-            *s = c;
-            if (c == '\0')
-                break;
-        }
-    }
-    free(p);
-    return rc;
+    return 0;
 }
 
 int tune_save(const char *path, const tuning *t, char *err, size_t errlen)

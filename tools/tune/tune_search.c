@@ -86,8 +86,8 @@ int tune_search(clg_context *ctx, const tune_request *req, tune_outcome *out, ch
         const mlp_gemm_shape *g = &req->shapes[k];
         ts_say(s, "%-12s %4zux%4zux%4zu %c%c: CLBlast runs it on %s by default "
             "(m n k %s %zu^3)", g->role, g->m, g->n, g->k, g->ta ? 'T' : 'N', g->tb ? 'T' : 'N',
-            ts_is_direct(g, s->t0_size) ? "XgemmDirect" : "Xgemm (+ copy/pad/transpose kernels)",
-            ts_is_direct(g, s->t0_size) ? "<" : ">=", s->t0_size);
+            mlp_gemm_is_direct(g, s->t0_size) ? "XgemmDirect" : "Xgemm (+ copy/pad/transpose kernels)",
+            mlp_gemm_is_direct(g, s->t0_size) ? "<" : ">=", s->t0_size);
     }
 
     cl_int e = gemm_bufs_create(clg_context_cl(ctx), clg_context_queue(ctx), req->shapes,
@@ -118,7 +118,7 @@ int tune_search(clg_context *ctx, const tune_request *req, tune_outcome *out, ch
         snprintf(i->origin, sizeof i->origin, "Xgemm default");
         d->ok = i->ok = d->run = i->run = 1;
         for (size_t k = 0; k < req->n_shapes; k++) {
-            int dir = ts_is_direct(&req->shapes[k], s->t0_size);
+            int dir = mlp_gemm_is_direct(&req->shapes[k], s->t0_size);
             d->ms[k] = dir ? base[k] : INFINITY;
             i->ms[k] = dir ? INFINITY : base[k];
         }
@@ -193,18 +193,9 @@ int tune_search(clg_context *ctx, const tune_request *req, tune_outcome *out, ch
         tune_shape_result *r = &out->shape[k];
         r->ms_default = base[k];
         r->ms_tuned = c.shape_ms[k];
-        r->direct_default = ts_is_direct(sh, s->t0_size);
-        r->direct_tuned = ts_is_direct(sh, c.threshold);
-        tg->m = (unsigned)sh->m;
-        tg->n = (unsigned)sh->n;
-        tg->k = (unsigned)sh->k;
-        tg->ta = sh->ta ? 'T' : 'N';
-        tg->tb = sh->tb ? 'T' : 'N';
-        tg->count = sh->count;
-        snprintf(tg->kernel_default, sizeof tg->kernel_default, "%s",
-                 r->direct_default ? "XgemmDirect" : "Xgemm");
-        snprintf(tg->kernel_tuned, sizeof tg->kernel_tuned, "%s",
-                 r->direct_tuned ? "XgemmDirect" : "Xgemm");
+        r->direct_default = mlp_gemm_is_direct(sh, s->t0_size);
+        r->direct_tuned = mlp_gemm_is_direct(sh, c.threshold);
+        mlp_gemm_record(sh, s->t0_size, c.threshold, tg);
         tg->gflops_default = mlp_gemm_flops(sh) / (base[k] * 1e6);
         tg->gflops_tuned = mlp_gemm_flops(sh) / (c.shape_ms[k] * 1e6);
     }

@@ -3,11 +3,11 @@
 #define _GNU_SOURCE
 #include "tuning_apply.h"
 #include "clblast_params.h"
+#include "errmsg.h"
 
 #include <clblast_c.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,30 +25,17 @@ const char *tuning_clblast_version(void)
     return CLBLAST_VERSION_TEXT;
 }
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 int tuning_path(const clg_context *ctx, char *path, size_t size, char *err, size_t errlen)
 {
     char dir[1024], key[65];
     clg_status st = clg_cache_dir(dir, sizeof dir);
     if (st != CLG_SUCCESS)
-        return fail(err, errlen, "%s", clg_last_error(NULL));
+        return errmsg_set(err, errlen, "%s", clg_last_error(NULL));
     st = clg_context_device_key(ctx, key);
     if (st != CLG_SUCCESS)
-        return fail(err, errlen, "%s", clg_last_error(ctx));
+        return errmsg_set(err, errlen, "%s", clg_last_error(ctx));
     if ((size_t)snprintf(path, size, "%s/clblast-%s.tune", dir, key) >= size)
-        return fail(err, errlen, "the cache directory's path is too long");
+        return errmsg_set(err, errlen, "the cache directory's path is too long");
     return 0;
 }
 
@@ -61,26 +48,26 @@ static int read_file(const char *path, char **buf, size_t *len, char *err, size_
     if (fd < 0) {
         if (errno == ENOENT)
             return 1;
-        return fail(err, errlen, "cannot open it: %s", strerror(errno));
+        return errmsg_set(err, errlen, "cannot open it: %s", strerror(errno));
     }
     struct stat sb;
     int rc = -1;
     if (fstat(fd, &sb) != 0) {
-        fail(err, errlen, "cannot stat it: %s", strerror(errno));
+        errmsg_set(err, errlen, "cannot stat it: %s", strerror(errno));
         goto out;
     }
     if (!S_ISREG(sb.st_mode)) {
-        fail(err, errlen, "not a regular file");
+        errmsg_set(err, errlen, "not a regular file");
         goto out;
     }
     if (sb.st_size > TUNING_MAX_BYTES) {
-        fail(err, errlen, "%lld bytes (a tuning file has at most %d)", (long long)sb.st_size,
-             TUNING_MAX_BYTES);
+        errmsg_set(err, errlen, "%lld bytes (a tuning file has at most %d)", (long long)sb.st_size,
+                   TUNING_MAX_BYTES);
         goto out;
     }
     *buf = malloc((size_t)sb.st_size + 1);
     if (!*buf) {
-        fail(err, errlen, "out of host memory");
+        errmsg_set(err, errlen, "out of host memory");
         goto out;
     }
     size_t got = 0;
@@ -89,7 +76,7 @@ static int read_file(const char *path, char **buf, size_t *len, char *err, size_
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0) {
-            fail(err, errlen, "cannot read it: %s", r < 0 ? strerror(errno) : "file shrank");
+            errmsg_set(err, errlen, "cannot read it: %s", r < 0 ? strerror(errno) : "file shrank");
             goto out;
         }
         got += (size_t)r;
@@ -112,22 +99,23 @@ int tuning_load(const clg_context *ctx, const char *path, tuning *t, char *err, 
     char why[512];
     int rc = read_file(path, &buf, &len, why, sizeof why);
     if (rc != 0)
-        return rc == 1 ? 1 : fail(err, errlen, "%s", why);
+        return rc == 1 ? 1 : errmsg_set(err, errlen, "%s", why);
     rc = tuning_parse(buf, len, t, why, sizeof why);
     free(buf);
     if (rc != 0)
-        return fail(err, errlen, "%s", why);
+        return errmsg_set(err, errlen, "%s", why);
     char key[65];
     if (clg_context_device_key(ctx, key) != CLG_SUCCESS)
-        return fail(err, errlen, "%s", clg_last_error(ctx));
+        return errmsg_set(err, errlen, "%s", clg_last_error(ctx));
     if (strcmp(key, t->key) != 0)
-        return fail(err, errlen, "it was made for another device or driver ('%s', driver %s), "
-                    "not %s (driver %s)", t->device, t->driver,
-                    clg_context_device_info(ctx)->name,
-                    clg_context_device_info(ctx)->driver_version);
+        return errmsg_set(err, errlen,
+                          "it was made for another device or driver ('%s', driver %s), "
+                          "not %s (driver %s)",
+                          t->device, t->driver, clg_context_device_info(ctx)->name,
+                          clg_context_device_info(ctx)->driver_version);
     if (strcmp(t->clblast, CLBLAST_VERSION_TEXT) != 0)
-        return fail(err, errlen, "it was made with CLBlast %s, this program uses %s", t->clblast,
-                    CLBLAST_VERSION_TEXT);
+        return errmsg_set(err, errlen, "it was made with CLBlast %s, this program uses %s",
+                          t->clblast, CLBLAST_VERSION_TEXT);
     return 0;
 }
 
@@ -162,7 +150,7 @@ static saved_kernel *defaults_of(cl_device_id dev, const char *kernel, char *err
     if (s)
         return s;
     if (n_saved == SAVED_MAX) {
-        fail(err, errlen, "too many tuned kernels in one process");
+        errmsg_set(err, errlen, "too many tuned kernels in one process");
         return NULL;
     }
     s = &saved[n_saved];
@@ -171,12 +159,12 @@ static saved_kernel *defaults_of(cl_device_id dev, const char *kernel, char *err
     snprintf(s->kernel, sizeof s->kernel, "%s", kernel);
     int st = clblast_params_get(dev, kernel, 32, s->param, TUNING_MAX_PARAMS, &s->n);
     if (st != 0) {
-        fail(err, errlen, "CLBlast has no parameters for kernel %s (status %d)", kernel, st);
+        errmsg_set(err, errlen, "CLBlast has no parameters for kernel %s (status %d)", kernel, st);
         return NULL;
     }
     if (s->n > TUNING_MAX_PARAMS) {
-        fail(err, errlen, "CLBlast's kernel %s has %zu parameters (more than %d)", kernel, s->n,
-             TUNING_MAX_PARAMS);
+        errmsg_set(err, errlen, "CLBlast's kernel %s has %zu parameters (more than %d)", kernel,
+                   s->n, TUNING_MAX_PARAMS);
         return NULL;
     }
     n_saved++;
@@ -192,34 +180,41 @@ int tuning_restore_defaults(const clg_context *ctx, char *err, size_t errlen)
             continue;
         int st = clblast_params_set(dev, s->kernel, 32, s->param, s->n);
         if (st != 0)
-            return fail(err, errlen, "restoring CLBlast's parameters of %s: status %d", s->kernel,
-                        st);
+            return errmsg_set(err, errlen, "restoring CLBlast's parameters of %s: status %d",
+                              s->kernel, st);
         s->overridden = 0;
     }
+    return 0;
+}
+
+static int in_record(const tuning_kernel *k, const char *name)
+{
+    for (size_t p = 0; p < k->n; p++)
+        if (strcmp(k->param[p], name) == 0)
+            return 1;
+    return 0;
+}
+
+static int in_defaults(const saved_kernel *d, const char *name)
+{
+    for (size_t i = 0; i < d->n; i++)
+        if (strcmp(d->param[i].name, name) == 0)
+            return 1;
     return 0;
 }
 
 /* Record k names exactly the parameters CLBlast has for its kernel. */
 static int same_names(const tuning_kernel *k, const saved_kernel *d, char *err, size_t errlen)
 {
-    for (size_t i = 0; i < d->n; i++) {
-        size_t p = 0;
-        while (p < k->n && strcmp(k->param[p], d->param[i].name) != 0)
-            p++;
-        if (p == k->n)
-            return fail(err, errlen, "kernel %s: no value for CLBlast's parameter %s", k->name,
-                        d->param[i].name);
-    }
-    if (k->n != d->n) {
-        for (size_t p = 0; p < k->n; p++) {
-            size_t i = 0;
-            while (i < d->n && strcmp(k->param[p], d->param[i].name) != 0)
-                i++;
-            if (i == d->n)
-                return fail(err, errlen, "kernel %s: CLBlast has no parameter %s", k->name,
-                            k->param[p]);
-        }
-    }
+    for (size_t i = 0; i < d->n; i++)
+        if (!in_record(k, d->param[i].name))
+            return errmsg_set(err, errlen, "kernel %s: no value for CLBlast's parameter %s",
+                              k->name, d->param[i].name);
+    /* every name of d is in k: with as many, k has no other (no name twice) */
+    for (size_t p = 0; k->n != d->n && p < k->n; p++)
+        if (!in_defaults(d, k->param[p]))
+            return errmsg_set(err, errlen, "kernel %s: CLBlast has no parameter %s", k->name,
+                              k->param[p]);
     return 0;
 }
 
@@ -228,7 +223,7 @@ int tuning_apply(const clg_context *ctx, const tuning *t, char *err, size_t errl
     cl_device_id dev = clg_context_device(ctx);
     char why[512];
     if (tuning_check(t, why, sizeof why) != 0)
-        return fail(err, errlen, "%s", why);
+        return errmsg_set(err, errlen, "%s", why);
     if (tuning_restore_defaults(ctx, err, errlen) != 0)
         return -1;
     /* Check every record before changing anything. */
@@ -249,8 +244,8 @@ int tuning_apply(const clg_context *ctx, const tuning *t, char *err, size_t errl
         int st = clblast_params_set(dev, k->name, 32, p, k->n);
         if (st != 0) {
             tuning_restore_defaults(ctx, NULL, 0);
-            return fail(err, errlen, "CLBlast refused the parameters of %s (status %d)", k->name,
-                        st);
+            return errmsg_set(err, errlen, "CLBlast refused the parameters of %s (status %d)",
+                              k->name, st);
         }
     }
     return 0;

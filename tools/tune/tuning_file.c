@@ -1,9 +1,11 @@
 /* tuning_file.c - format and strict parser of clgrad-tune's files (see
  * tuning_file.h). */
 #include "tuning_file.h"
+#include "errmsg.h"
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,19 +16,6 @@
  * tuning may name. */
 static const char *const known_kernels[] = {"XgemmDirect", "Xgemm",     "GemmRoutine", "Copy",
                                             "Pad",         "Transpose", "Padtranspose"};
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 static int known_kernel(const char *name)
 {
@@ -55,35 +44,38 @@ static int valid_gemm_kernel(const char *s)
 int tuning_check(const tuning *t, char *err, size_t errlen)
 {
     if (strlen(t->key) != 64 || strspn(t->key, "0123456789abcdef") != 64)
-        return fail(err, errlen, "the device key is not 64 lower-case hex digits");
+        return errmsg_set(err, errlen, "the device key is not 64 lower-case hex digits");
     if (t->n_kernels == 0 || t->n_kernels > TUNING_MAX_KERNELS)
-        return fail(err, errlen, "%zu kernel records (expected 1..%d)", t->n_kernels,
-                    TUNING_MAX_KERNELS);
+        return errmsg_set(err, errlen, "%zu kernel records (expected 1..%d)", t->n_kernels,
+                          TUNING_MAX_KERNELS);
     if (t->n_gemms > TUNING_MAX_GEMMS)
-        return fail(err, errlen, "%zu gemm records (at most %d)", t->n_gemms, TUNING_MAX_GEMMS);
+        return errmsg_set(err, errlen, "%zu gemm records (at most %d)", t->n_gemms,
+                          TUNING_MAX_GEMMS);
     for (size_t i = 0; i < t->n_kernels; i++) {
         const tuning_kernel *k = &t->kernel[i];
         if (!known_kernel(k->name))
-            return fail(err, errlen, "kernel '%.31s' is not one of CLBlast's GEMM kernels", k->name);
+            return errmsg_set(err, errlen, "kernel '%.31s' is not one of CLBlast's GEMM kernels",
+                              k->name);
         for (size_t j = 0; j < i; j++)
             if (strcmp(t->kernel[j].name, k->name) == 0)
-                return fail(err, errlen, "kernel %s appears twice", k->name);
+                return errmsg_set(err, errlen, "kernel %s appears twice", k->name);
         if (k->precision != 32)
-            return fail(err, errlen, "kernel %s: precision %u (expected 32)", k->name,
-                        k->precision);
+            return errmsg_set(err, errlen, "kernel %s: precision %u (expected 32)", k->name,
+                              k->precision);
         if (k->n == 0 || k->n > TUNING_MAX_PARAMS)
-            return fail(err, errlen, "kernel %s: %zu parameters (expected 1..%d)", k->name, k->n,
-                        TUNING_MAX_PARAMS);
+            return errmsg_set(err, errlen, "kernel %s: %zu parameters (expected 1..%d)", k->name,
+                              k->n, TUNING_MAX_PARAMS);
         for (size_t p = 0; p < k->n; p++) {
             if (!valid_param_name(k->param[p]))
-                return fail(err, errlen, "kernel %s: '%.31s' is not a parameter name", k->name,
-                            k->param[p]);
+                return errmsg_set(err, errlen, "kernel %s: '%.31s' is not a parameter name",
+                                  k->name, k->param[p]);
             if (k->value[p] > TUNING_MAX_VALUE)
-                return fail(err, errlen, "kernel %s: %s=%zu is out of range (0..%d)", k->name,
-                            k->param[p], k->value[p], TUNING_MAX_VALUE);
+                return errmsg_set(err, errlen, "kernel %s: %s=%zu is out of range (0..%d)", k->name,
+                                  k->param[p], k->value[p], TUNING_MAX_VALUE);
             for (size_t q = 0; q < p; q++)
                 if (strcmp(k->param[q], k->param[p]) == 0)
-                    return fail(err, errlen, "kernel %s: %s appears twice", k->name, k->param[p]);
+                    return errmsg_set(err, errlen, "kernel %s: %s appears twice", k->name,
+                                      k->param[p]);
         }
     }
     for (size_t i = 0; i < t->n_gemms; i++) {
@@ -92,10 +84,10 @@ int tuning_check(const tuning *t, char *err, size_t errlen)
             (g->tb != 'N' && g->tb != 'T') || !valid_gemm_kernel(g->kernel_default) ||
             !valid_gemm_kernel(g->kernel_tuned) || !(g->gflops_default >= 0) ||
             !(g->gflops_tuned >= 0) || g->gflops_default > 1e9 || g->gflops_tuned > 1e9)
-            return fail(err, errlen, "gemm record %zu is malformed", i + 1);
+            return errmsg_set(err, errlen, "gemm record %zu is malformed", i + 1);
     }
     if (!(t->budget_s >= 0 && t->budget_s < 1e9 && t->seconds >= 0 && t->seconds < 1e9))
-        return fail(err, errlen, "budget out of range");
+        return errmsg_set(err, errlen, "budget out of range");
     return 0;
 }
 
@@ -242,21 +234,22 @@ static int parse_kernel(char *rest, tuning_kernel *k, char *err, size_t errlen, 
     size_t n = split(rest, f, sizeof f / sizeof *f);
     unsigned long prec;
     if (n < 3 || n > 2 + TUNING_MAX_PARAMS)
-        return fail(err, errlen, "line %d: a kernel record has a name, a precision and 1..%d "
-                    "NAME=value fields", line, TUNING_MAX_PARAMS);
+        return errmsg_set(err, errlen, "line %d: a kernel record has a name, a precision and 1..%d "
+                          "NAME=value fields", line, TUNING_MAX_PARAMS);
     if (copy_text(k->name, sizeof k->name, f[0]) != 0 || parse_u(f[1], 1u << 16, &prec) != 0)
-        return fail(err, errlen, "line %d: bad kernel name or precision", line);
+        return errmsg_set(err, errlen, "line %d: bad kernel name or precision", line);
     k->precision = (unsigned)prec;
     k->n = n - 2;
     for (size_t i = 0; i < k->n; i++) {
         char *eq = strchr(f[2 + i], '=');
         unsigned long v;
         if (!eq)
-            return fail(err, errlen, "line %d: '%.40s' is not NAME=value", line, f[2 + i]);
+            return errmsg_set(err, errlen, "line %d: '%.40s' is not NAME=value", line, f[2 + i]);
         *eq = '\0';
         if (copy_text(k->param[i], sizeof k->param[i], f[2 + i]) != 0 ||
             parse_u(eq + 1, TUNING_MAX_VALUE, &v) != 0)
-            return fail(err, errlen, "line %d: bad parameter %.40s=%.20s", line, f[2 + i], eq + 1);
+            return errmsg_set(err, errlen, "line %d: bad parameter %.40s=%.20s", line, f[2 + i],
+                              eq + 1);
         k->value[i] = v;
     }
     return 0;
@@ -273,7 +266,7 @@ static int parse_gemm(char *rest, tuning_gemm *g, char *err, size_t errlen, int 
         parse_d(f[6], &g->gflops_default) != 0 ||
         copy_text(g->kernel_tuned, sizeof g->kernel_tuned, f[7]) != 0 ||
         parse_d(f[8], &g->gflops_tuned) != 0)
-        return fail(err, errlen, "line %d: malformed gemm record", line);
+        return errmsg_set(err, errlen, "line %d: malformed gemm record", line);
     g->m = (unsigned)m;
     g->n = (unsigned)n;
     g->k = (unsigned)k;
@@ -283,18 +276,58 @@ static int parse_gemm(char *rest, tuning_gemm *g, char *err, size_t errlen, int 
     return 0;
 }
 
+/* A kernel or gemm record (there may be several) appended to t. */
+static int add_kernel(char *rest, tuning *t, char *err, size_t errlen, int line)
+{
+    if (t->n_kernels == TUNING_MAX_KERNELS)
+        return errmsg_set(err, errlen, "line %d: more than %d kernel records", line,
+                          TUNING_MAX_KERNELS);
+    return parse_kernel(rest, &t->kernel[t->n_kernels++], err, errlen, line);
+}
+
+static int add_gemm(char *rest, tuning *t, char *err, size_t errlen, int line)
+{
+    if (t->n_gemms == TUNING_MAX_GEMMS)
+        return errmsg_set(err, errlen, "line %d: more than %d gemm records", line,
+                          TUNING_MAX_GEMMS);
+    return parse_gemm(rest, &t->gemm[t->n_gemms++], err, errlen, line);
+}
+
+/* The records every file has once, in the order a missing one is named;
+ * all but budget are text copied into their field. */
+typedef struct once_record {
+    const char *name;
+    size_t offset, size; /* of the field in tuning; size 0: budget */
+} once_record;
+#define TEXT_RECORD(field) {#field, offsetof(tuning, field), sizeof(((tuning *)0)->field)}
+static const once_record once_records[] = {
+    TEXT_RECORD(key),     TEXT_RECORD(device),  TEXT_RECORD(driver), TEXT_RECORD(clblast),
+    TEXT_RECORD(created), {"budget", 0, 0},     TEXT_RECORD(model),
+};
+#define N_ONCE (sizeof once_records / sizeof once_records[0])
+
+/* The value of a once-record into t; 0, or nonzero when it is malformed. */
+static int parse_once(const once_record *r, char *rest, tuning *t)
+{
+    if (r->size)
+        return copy_text((char *)t + r->offset, r->size, rest);
+    char *f[3];
+    return split(rest, f, 3) != 2 || parse_d(f[0], &t->budget_s) != 0 ||
+           parse_d(f[1], &t->seconds) != 0;
+}
+
 int tuning_parse(const char *buf, size_t len, tuning *t, char *err, size_t errlen)
 {
     memset(t, 0, sizeof *t);
     if (len == 0)
-        return fail(err, errlen, "the file is empty");
+        return errmsg_set(err, errlen, "the file is empty");
     if (len > TUNING_MAX_BYTES)
-        return fail(err, errlen, "%zu bytes (a tuning file has at most %d)", len,
-                    TUNING_MAX_BYTES);
+        return errmsg_set(err, errlen, "%zu bytes (a tuning file has at most %d)", len,
+                          TUNING_MAX_BYTES);
     if (memchr(buf, '\0', len))
-        return fail(err, errlen, "the file contains a NUL byte");
+        return errmsg_set(err, errlen, "the file contains a NUL byte");
     if (buf[len - 1] != '\n')
-        return fail(err, errlen, "the file does not end with a newline (truncated?)");
+        return errmsg_set(err, errlen, "the file does not end with a newline (truncated?)");
     /* The CRC line is the last one. */
     size_t last = len - 1;
     while (last > 0 && buf[last - 1] != '\n')
@@ -303,26 +336,26 @@ int tuning_parse(const char *buf, size_t len, tuning *t, char *err, size_t errle
     char crcline[32];
     size_t cl = len - 1 - last;
     if (cl >= sizeof crcline)
-        return fail(err, errlen, "the last line is not the crc32 record (truncated?)");
+        return errmsg_set(err, errlen, "the last line is not the crc32 record (truncated?)");
     memcpy(crcline, buf + last, cl);
     crcline[cl] = '\0';
     char *end;
     if (strncmp(crcline, "crc32 ", 6) != 0 || strlen(crcline + 6) != 8 ||
         strspn(crcline + 6, "0123456789abcdef") != 8)
-        return fail(err, errlen, "the last line is not the crc32 record (truncated?)");
+        return errmsg_set(err, errlen, "the last line is not the crc32 record (truncated?)");
     want = strtoul(crcline + 6, &end, 16);
     uLong got = crc32(0L, (const Bytef *)buf, (uInt)last);
     if (got != want)
-        return fail(err, errlen, "CRC-32 mismatch (file says %08lx, content is %08lx): the file "
-                    "is damaged", want, (unsigned long)got);
+        return errmsg_set(err, errlen,
+                          "CRC-32 mismatch (file says %08lx, content is %08lx): the file "
+                          "is damaged",
+                          want, (unsigned long)got);
 
     char *text = malloc(last + 1);
     if (!text)
-        return fail(err, errlen, "out of host memory");
+        return errmsg_set(err, errlen, "out of host memory");
     memcpy(text, buf, last);
     text[last] = '\0';
-    enum { F_KEY = 1, F_DEVICE = 2, F_DRIVER = 4, F_CLBLAST = 8, F_CREATED = 16, F_BUDGET = 32,
-           F_MODEL = 64 };
     unsigned seen = 0;
     int rc = -1, line = 0;
     for (char *s = text, *next; *s; s = next) {
@@ -331,94 +364,66 @@ int tuning_parse(const char *buf, size_t len, tuning *t, char *err, size_t errle
         next = nl + 1;
         line++;
         if (!*s) {
-            fail(err, errlen, "line %d is empty", line);
+            errmsg_set(err, errlen, "line %d is empty", line);
             goto out;
         }
         if (line == 1) {
             char want_magic[64];
             snprintf(want_magic, sizeof want_magic, "%s %d", TUNING_MAGIC, TUNING_FORMAT);
             if (strncmp(s, TUNING_MAGIC " ", strlen(TUNING_MAGIC) + 1) != 0) {
-                fail(err, errlen, "not a clgrad tuning file (first line '%.40s')", s);
+                errmsg_set(err, errlen, "not a clgrad tuning file (first line '%.40s')", s);
                 goto out;
             }
             if (strcmp(s, want_magic) != 0) {
-                fail(err, errlen, "tuning format '%.20s', this program reads %d",
-                     s + strlen(TUNING_MAGIC) + 1, TUNING_FORMAT);
+                errmsg_set(err, errlen, "tuning format '%.20s', this program reads %d",
+                           s + strlen(TUNING_MAGIC) + 1, TUNING_FORMAT);
                 goto out;
             }
             continue;
         }
         char *sp = strchr(s, ' ');
         if (!sp) {
-            fail(err, errlen, "line %d: '%.40s' has no value", line, s);
+            errmsg_set(err, errlen, "line %d: '%.40s' has no value", line, s);
             goto out;
         }
         *sp = '\0';
         char *rest = sp + 1;
-        unsigned flag = 0;
+        size_t r = 0;
+        while (r < N_ONCE && strcmp(s, once_records[r].name) != 0)
+            r++;
+        unsigned flag = 1u << r;
         int bad = 0;
-        if (strcmp(s, "key") == 0) {
-            flag = F_KEY;
-            bad = copy_text(t->key, sizeof t->key, rest);
-        } else if (strcmp(s, "device") == 0) {
-            flag = F_DEVICE;
-            bad = copy_text(t->device, sizeof t->device, rest);
-        } else if (strcmp(s, "driver") == 0) {
-            flag = F_DRIVER;
-            bad = copy_text(t->driver, sizeof t->driver, rest);
-        } else if (strcmp(s, "clblast") == 0) {
-            flag = F_CLBLAST;
-            bad = copy_text(t->clblast, sizeof t->clblast, rest);
-        } else if (strcmp(s, "created") == 0) {
-            flag = F_CREATED;
-            bad = copy_text(t->created, sizeof t->created, rest);
-        } else if (strcmp(s, "model") == 0) {
-            flag = F_MODEL;
-            bad = copy_text(t->model, sizeof t->model, rest);
-        } else if (strcmp(s, "budget") == 0) {
-            char *f[3];
-            flag = F_BUDGET;
-            bad = split(rest, f, 3) != 2 || parse_d(f[0], &t->budget_s) != 0 ||
-                  parse_d(f[1], &t->seconds) != 0;
+        if (r < N_ONCE) {
+            bad = parse_once(&once_records[r], rest, t);
         } else if (strcmp(s, "kernel") == 0) {
-            if (t->n_kernels == TUNING_MAX_KERNELS) {
-                fail(err, errlen, "line %d: more than %d kernel records", line, TUNING_MAX_KERNELS);
-                goto out;
-            }
-            if (parse_kernel(rest, &t->kernel[t->n_kernels++], err, errlen, line) != 0)
+            if (add_kernel(rest, t, err, errlen, line) != 0)
                 goto out;
             continue;
         } else if (strcmp(s, "gemm") == 0) {
-            if (t->n_gemms == TUNING_MAX_GEMMS) {
-                fail(err, errlen, "line %d: more than %d gemm records", line, TUNING_MAX_GEMMS);
-                goto out;
-            }
-            if (parse_gemm(rest, &t->gemm[t->n_gemms++], err, errlen, line) != 0)
+            if (add_gemm(rest, t, err, errlen, line) != 0)
                 goto out;
             continue;
         } else {
-            fail(err, errlen, "line %d: unknown record '%.40s'", line, s);
+            errmsg_set(err, errlen, "line %d: unknown record '%.40s'", line, s);
             goto out;
         }
         if (seen & flag) {
-            fail(err, errlen, "line %d: a second '%s' record", line, s);
+            errmsg_set(err, errlen, "line %d: a second '%s' record", line, s);
             goto out;
         }
         if (bad) {
-            fail(err, errlen, "line %d: bad '%s' record", line, s);
+            errmsg_set(err, errlen, "line %d: bad '%s' record", line, s);
             goto out;
         }
         seen |= flag;
     }
     if (line == 0) {
-        fail(err, errlen, "not a clgrad tuning file (no header)");
+        errmsg_set(err, errlen, "not a clgrad tuning file (no header)");
         goto out;
     }
-    static const char *const names[] = {"key", "device", "driver", "clblast", "created",
-                                        "budget", "model"};
-    for (int i = 0; i < 7; i++)
+    for (size_t i = 0; i < N_ONCE; i++)
         if (!(seen & (1u << i))) {
-            fail(err, errlen, "no '%s' record", names[i]);
+            errmsg_set(err, errlen, "no '%s' record", once_records[i].name);
             goto out;
         }
     rc = tuning_check(t, err, errlen);

@@ -1,9 +1,8 @@
-/* checkpoint_load.c - the device half of checkpoint reading and
- * clg_checkpoint_load: stage the file, verify it completely in host memory
- * (checkpoint_parse.c), back up the live state, write the checkpoint to the
- * device, and restore the backup if a device write fails half-way. */
+/* checkpoint_load.c - clg_checkpoint_load: stage the file, verify it
+ * completely in host memory (checkpoint_parse.c), back up the live state,
+ * write the checkpoint to the device (checkpoint_transfer.c), and restore
+ * the backup if a device write fails half-way. */
 #include "checkpoint.h"
-#include "qstate.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,60 +11,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-/* ------------------------------------------------------------ device side */
-
-/* The low-precision parameter copy has no arena id in model.h, so its
- * per-tensor transfer is done here, like clg__arena_read/write. */
-clg_status clg__ckpt_copy_io(clg_model *model, int tensor, void *host, int write)
-{
-    clg_context *ctx = model->ctx;
-    const clg_tensor_slot *t = &model->tensors[tensor];
-    const clg_arena *a = &model->copy;
-    const char *call = write ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer";
-    if (t->count == 0)
-        return CLG_SUCCESS;
-    if (clg__fault_hit(CLG_FAULT_ENQUEUE))
-        return clg__cl_fail(ctx, CL_OUT_OF_RESOURCES, "checkpoint: parameter copy (injected fault)",
-                            call);
-    cl_int err;
-    if (write)
-        err = clEnqueueWriteBuffer(ctx->queue, a->chunks[t->chunk], CL_TRUE,
-                                   t->offset * a->elem_size, t->count * a->elem_size, host, 0,
-                                   NULL, NULL);
-    else
-        err = clEnqueueReadBuffer(ctx->queue, a->chunks[t->chunk], CL_TRUE,
-                                  t->offset * a->elem_size, t->count * a->elem_size, host, 0,
-                                  NULL, NULL);
-    if (err != CL_SUCCESS)
-        return clg__cl_fail(ctx, err, "checkpoint: parameter copy", call);
-    return CLG_SUCCESS;
-}
-
-clg_status clg__ckpt_apply(clg_model *model, const clg_ckpt_layout *layout, const uint8_t *data,
-                           int file_offsets, const clg_cycle_state *state)
-{
-    for (size_t i = 0; i < layout->n; i++) {
-        const clg_ckpt_entry *e = &layout->entries[i];
-        if (e->source == CLG_CKPT_SRC_STEP_BLOCK || e->count == 0)
-            continue;
-        const uint8_t *src = data + (file_offsets ? e->file_begin : e->begin);
-        clg_status st;
-        if (e->source == CLG_CKPT_SRC_COPY) {
-            st = clg__ckpt_copy_io(model, e->tensor, (void *)src, 1);
-        } else if (e->source == CLG_CKPT_SRC_EXT) {
-            clg_ckpt_ext *x = clg__ckpt_ext_at(model, e->tensor);
-            st = x->write(x->owner, x->part, src);
-        } else if (e->source <= CLG_CKPT_SRC_SCALE0) {
-            st = clg__state_scales_io(model, (size_t)(CLG_CKPT_SRC_SCALE0 - e->source),
-                                      (size_t)e->tensor, (void *)src, 1);
-        } else
-            st = clg__arena_write(model, e->source, e->tensor, src);
-        if (st != CLG_SUCCESS)
-            return st;
-    }
-    return clg__cycle_state_set(model, state);
-}
 
 /* ------------------------------------------------------------ load */
 

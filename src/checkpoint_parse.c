@@ -1,16 +1,12 @@
-/* checkpoint_parse.c - the host-only half of checkpoint reading: the
- * checkpoint layout of a model (which tensors, dtypes, shapes and offsets,
- * and which configuration values) and the strict parser, which validates a
- * whole file image in memory against an expected layout (header length,
- * header CRC, JSON, metadata, configuration, entries, offsets, CRCs, the
- * counters stored twice). Nothing here touches a device, so fuzz/ can drive
- * it alone. */
+/* checkpoint_parse.c - the strict checkpoint parser: validates a whole
+ * file image in memory against an expected layout (header length, header
+ * CRC, JSON, metadata, configuration, entries, offsets, CRCs, the counters
+ * stored twice). Nothing here touches a device, so fuzz/ can drive it
+ * alone, with checkpoint_format.c and checkpoint_layout.c. */
 #include "checkpoint.h"
-#include "qstate.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,541 +14,6 @@
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "checkpoints store tensors in host order, which must be little-endian (safetensors)"
 #endif
-
-/* ------------------------------------------------------------ layout */
-
-const char *clg__ckpt_dtype_name(clg_ckpt_dtype dtype)
-{
-    switch (dtype) {
-    case CLG_CKPT_F32: return "F32";
-    case CLG_CKPT_F16: return "F16";
-    case CLG_CKPT_BF16: return "BF16";
-    case CLG_CKPT_I32: return "I32";
-    case CLG_CKPT_U8: return "U8";
-    }
-    return "?";
-}
-
-size_t clg__ckpt_dtype_size(clg_ckpt_dtype dtype)
-{
-    return dtype == CLG_CKPT_U8 ? 1 : (dtype == CLG_CKPT_F16 || dtype == CLG_CKPT_BF16) ? 2 : 4;
-}
-
-const char *clg__ckpt_optimizer_name(clg_optimizer optimizer)
-{
-    switch (optimizer) {
-    case CLG_SGD: return "sgd";
-    case CLG_ADAM: return "adam";
-    case CLG_ADAMW: return "adamw";
-    case CLG_LION: return "lion";
-    }
-    return "unknown";
-}
-
-clg_status clg__ckpt_layout_add(clg_ckpt_layout *layout, const char *key, clg_ckpt_dtype dtype,
-                                uint64_t count, int source, int tensor)
-{
-    if (layout->n % 16 == 0) {
-        clg_ckpt_entry *grown = realloc(layout->entries, (layout->n + 16) * sizeof *grown);
-        if (!grown)
-            return CLG_ERR_OUT_OF_HOST_MEMORY;
-        layout->entries = grown;
-    }
-    char *copy = strdup(key);
-    if (!copy)
-        return CLG_ERR_OUT_OF_HOST_MEMORY;
-    clg_ckpt_entry *e = &layout->entries[layout->n++];
-    memset(e, 0, sizeof *e);
-    e->key = copy;
-    e->dtype = dtype;
-    e->count = count;
-    e->ndim = 1;
-    e->dims[0] = count;
-    e->source = source;
-    e->tensor = tensor;
-    return CLG_SUCCESS;
-}
-
-clg_status clg__ckpt_layout_shape(clg_ckpt_layout *layout, size_t ndim, const uint64_t *dims)
-{
-    if (layout->n == 0 || ndim < 1 || ndim > CLG_MAX_DIMS)
-        return CLG_ERR_INVALID_ARGUMENT;
-    clg_ckpt_entry *e = &layout->entries[layout->n - 1];
-    uint64_t product = 1;
-    for (size_t d = 0; d < ndim; d++) {
-        if (dims[d] != 0 && product > UINT64_MAX / dims[d])
-            return CLG_ERR_INVALID_ARGUMENT;
-        product *= dims[d];
-    }
-    if (product != e->count)
-        return CLG_ERR_INVALID_ARGUMENT;
-    e->ndim = ndim;
-    memcpy(e->dims, dims, ndim * sizeof *dims);
-    return CLG_SUCCESS;
-}
-
-/* ------------------------------------------------------------ configuration */
-
-/* The configuration a checkpoint records, in the order a load compares it:
- * the settings that change what the saved state means, so that loading it
- * under other values would silently train differently from the saved run.
- *   amsgrad           (Adam, AdamW) whether state2 is the running max
- *   acc_dtype         the accumulator's dtype (fp32, or bf16 with
- *                     stochastic rounding)
- *   param_copy_dtype  the low-precision parameter copy
- *   normalize         mean or sum: what the accumulated sum is divided by
- *   nonfinite         the policy; a load compares only whether it is
- *                     skip_micro, the one mode whose step block holds the
- *                     cycle's micro-step count and weights (switching
- *                     between the others is the caller's choice)
- *   loss_scale        none, static or dynamic (the scale itself is state,
- *                     in the step block)
- *   loss_scale_init   static only: the scale, which the step block holds
- *   loss_scale_growth, _backoff, _interval, _min, _max   dynamic only
- *   state_dtype       how the optimizer states are stored (fp32, bf16, q8,
- *                     q4); a file saved before it was recorded is fp32
- *   state_min_size    q8/q4 only: which tensors keep fp32 states
- *   master_dtype      the parameters' dtype (fp32, bf16); absent: fp32
- * state_rounding is not: it changes only how later updates round.
- * Hyperparameters (lr, betas, eps, weight decay, momentum, schedule,
- * clipping, k) are the caller's business, as is the seed: a run may change
- * them between resumes on purpose. */
-static const char *const config_fields[] = {
-    "amsgrad",          "acc_dtype",         "param_copy_dtype",    "normalize",
-    "nonfinite",        "loss_scale",        "loss_scale_init",     "loss_scale_growth",
-    "loss_scale_backoff", "loss_scale_interval", "loss_scale_min", "loss_scale_max",
-    "state_dtype",      "state_min_size",    "master_dtype",
-};
-/* Fields a file may lack (saved before they were recorded), and the value
- * such a file has. */
-static const char *config_before(const char *field)
-{
-    return strcmp(field, "state_dtype") == 0 || strcmp(field, "master_dtype") == 0 ? "fp32"
-                                                                                  : NULL;
-}
-enum { N_CONFIG_FIELDS = sizeof config_fields / sizeof config_fields[0] };
-
-static const char *nonfinite_text(clg_nonfinite_policy p)
-{
-    switch (p) {
-    case CLG_NONFINITE_IGNORE: return "ignore";
-    case CLG_NONFINITE_SKIP_UPDATE: return "skip_update";
-    case CLG_NONFINITE_SKIP_MICRO: return "skip_micro";
-    case CLG_NONFINITE_ERROR: return "error";
-    }
-    return "unknown";
-}
-
-static bool known_policy(const char *name)
-{
-    for (int p = CLG_NONFINITE_IGNORE; p <= CLG_NONFINITE_ERROR; p++)
-        if (strcmp(name, nonfinite_text((clg_nonfinite_policy)p)) == 0)
-            return true;
-    return false;
-}
-
-static void setting(clg_ckpt_layout *layout, const char *field, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void setting(clg_ckpt_layout *layout, const char *field, const char *fmt, ...)
-{
-    if (layout->n_config >= CLG_CKPT_MAX_CONFIG)
-        return; /* cannot happen: config_fields has fewer */
-    clg_ckpt_setting *s = &layout->config[layout->n_config++];
-    s->field = field;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(s->value, sizeof s->value, fmt, ap);
-    va_end(ap);
-}
-
-void clg__ckpt_layout_config(clg_ckpt_layout *layout, const clg_config *cfg)
-{
-    snprintf(layout->optimizer, sizeof layout->optimizer, "%s",
-             clg__ckpt_optimizer_name(cfg->optimizer));
-    layout->n_config = 0;
-    /* %.9g prints every float so that it reads back exactly: equal text,
-     * equal value. */
-    if (cfg->optimizer == CLG_ADAM || cfg->optimizer == CLG_ADAMW)
-        setting(layout, "amsgrad", "%d", cfg->amsgrad ? 1 : 0);
-    setting(layout, "acc_dtype", "%s", clg_dtype_name(cfg->acc_dtype));
-    setting(layout, "param_copy_dtype", "%s", clg_dtype_name(cfg->param_copy_dtype));
-    setting(layout, "normalize", "%s", cfg->normalize == CLG_NORM_SUM ? "sum" : "mean");
-    setting(layout, "nonfinite", "%s", nonfinite_text(cfg->nonfinite));
-    switch (cfg->loss_scale) {
-    case CLG_LOSS_SCALE_NONE:
-        setting(layout, "loss_scale", "none");
-        break;
-    case CLG_LOSS_SCALE_STATIC:
-        setting(layout, "loss_scale", "static");
-        setting(layout, "loss_scale_init", "%.9g", (double)cfg->loss_scale_init);
-        break;
-    case CLG_LOSS_SCALE_DYNAMIC:
-        setting(layout, "loss_scale", "dynamic");
-        setting(layout, "loss_scale_growth", "%.9g", (double)cfg->loss_scale_growth);
-        setting(layout, "loss_scale_backoff", "%.9g", (double)cfg->loss_scale_backoff);
-        setting(layout, "loss_scale_interval", "%u", cfg->loss_scale_interval);
-        setting(layout, "loss_scale_min", "%.9g", (double)cfg->loss_scale_min);
-        setting(layout, "loss_scale_max", "%.9g", (double)cfg->loss_scale_max);
-        break;
-    }
-    setting(layout, "state_dtype", "%s", clg_dtype_name(cfg->state_dtype));
-    if (cfg->state_dtype == CLG_Q8 || cfg->state_dtype == CLG_Q4)
-        setting(layout, "state_min_size", "%llu", (unsigned long long)cfg->state_min_size);
-    setting(layout, "master_dtype", "%s", clg_dtype_name(cfg->master_dtype));
-}
-
-static const char *layout_setting(const clg_ckpt_layout *layout, const char *field)
-{
-    for (size_t i = 0; i < layout->n_config; i++)
-        if (strcmp(layout->config[i].field, field) == 0)
-            return layout->config[i].value;
-    return NULL;
-}
-
-/* ------------------------------------------------------------ header CRC */
-
-uint32_t clg__ckpt_header_crc(const uint8_t len_bytes[8], const uint8_t *header, size_t hlen)
-{
-    static const char zeros[8] = "00000000";
-    const size_t p = CLG_CKPT_HEADER_PREFIX_LEN;
-    uint32_t crc = clg__crc32(0, len_bytes, 8);
-    crc = clg__crc32(crc, header, p);
-    crc = clg__crc32(crc, zeros, 8);
-    return clg__crc32(crc, header + p + 8, hlen - p - 8);
-}
-
-/* True if the header of hlen bytes begins with the prefix, 8 characters
- * and a closing quote. */
-static bool has_crc_field(const uint8_t *header, uint64_t hlen)
-{
-    const size_t p = CLG_CKPT_HEADER_PREFIX_LEN;
-    return hlen >= p + 9 && memcmp(header, CLG_CKPT_HEADER_PREFIX, p) == 0 &&
-           header[p + 8] == '"';
-}
-
-static void put_hex32(uint8_t *dst, uint32_t v)
-{
-    static const char digits[] = "0123456789abcdef";
-    for (int i = 7; i >= 0; i--, v >>= 4)
-        dst[i] = (uint8_t)digits[v & 15];
-}
-
-bool clg__ckpt_header_seal(uint8_t *file, size_t size)
-{
-    if (size < 8)
-        return false;
-    uint64_t hlen = 0;
-    for (int i = 7; i >= 0; i--)
-        hlen = (hlen << 8) | file[i];
-    if (hlen > size - 8 || !has_crc_field(file + 8, hlen))
-        return false;
-    uint32_t crc = clg__ckpt_header_crc(file, file + 8, (size_t)hlen);
-    put_hex32(file + 8 + CLG_CKPT_HEADER_PREFIX_LEN, crc);
-    return true;
-}
-
-/* qsort has no context argument: sort (key, index) pairs instead of indices,
- * so that concurrent loads of different models stay independent. */
-typedef struct key_index {
-    const char *key;
-    size_t index;
-} key_index;
-
-static int key_index_cmp(const void *a, const void *b)
-{
-    return strcmp(((const key_index *)a)->key, ((const key_index *)b)->key);
-}
-
-/* True if s[0..n) is well-formed UTF-8 (no overlongs, no surrogates). */
-static bool utf8_valid(const unsigned char *s, size_t n)
-{
-    size_t i = 0;
-    while (i < n) {
-        unsigned c = s[i];
-        size_t len;
-        unsigned min;
-        if (c < 0x80) {
-            i++;
-            continue;
-        } else if ((c & 0xe0) == 0xc0) {
-            len = 2, min = 0x80, c &= 0x1f;
-        } else if ((c & 0xf0) == 0xe0) {
-            len = 3, min = 0x800, c &= 0x0f;
-        } else if ((c & 0xf8) == 0xf0) {
-            len = 4, min = 0x10000, c &= 0x07;
-        } else {
-            return false;
-        }
-        if (n - i < len)
-            return false;
-        for (size_t k = 1; k < len; k++) {
-            if ((s[i + k] & 0xc0) != 0x80)
-                return false;
-            c = (c << 6) | (s[i + k] & 0x3f);
-        }
-        if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
-            return false;
-        i += len;
-    }
-    return true;
-}
-
-bool clg__ckpt_utf8_valid(const char *s)
-{
-    return utf8_valid((const unsigned char *)s, strlen(s));
-}
-
-clg_status clg__ckpt_layout_finish(clg_ckpt_layout *layout, char *err, size_t errlen)
-{
-    free(layout->by_key);
-    layout->by_key = malloc((layout->n ? layout->n : 1) * sizeof *layout->by_key);
-    if (!layout->by_key) {
-        snprintf(err, errlen, "out of host memory");
-        return CLG_ERR_OUT_OF_HOST_MEMORY;
-    }
-    uint64_t offset = 0;
-    for (size_t i = 0; i < layout->n; i++) {
-        clg_ckpt_entry *e = &layout->entries[i];
-        if (!clg__ckpt_utf8_valid(e->key) || strcmp(e->key, "__metadata__") == 0 ||
-            e->key[0] == '\0') {
-            snprintf(err, errlen, "tensor key '%s' cannot be stored (empty, reserved or not UTF-8)",
-                     e->key);
-            return CLG_ERR_INVALID_ARGUMENT;
-        }
-        uint64_t bytes = e->count * clg__ckpt_dtype_size(e->dtype);
-        if (e->count > UINT64_MAX / 8 || offset > UINT64_MAX - bytes) {
-            snprintf(err, errlen, "tensor '%s' is too large", e->key);
-            return CLG_ERR_INVALID_ARGUMENT;
-        }
-        e->begin = offset;
-        e->end = offset + bytes;
-        offset = e->end;
-        layout->by_key[i] = i;
-    }
-    layout->data_size = offset;
-    key_index *pairs = malloc((layout->n ? layout->n : 1) * sizeof *pairs);
-    if (!pairs) {
-        snprintf(err, errlen, "out of host memory");
-        return CLG_ERR_OUT_OF_HOST_MEMORY;
-    }
-    for (size_t i = 0; i < layout->n; i++)
-        pairs[i] = (key_index){layout->entries[i].key, i};
-    qsort(pairs, layout->n, sizeof *pairs, key_index_cmp);
-    for (size_t i = 0; i < layout->n; i++)
-        layout->by_key[i] = pairs[i].index;
-    free(pairs);
-    for (size_t i = 1; i < layout->n; i++) {
-        const char *a = layout->entries[layout->by_key[i - 1]].key;
-        if (strcmp(a, layout->entries[layout->by_key[i]].key) == 0) {
-            snprintf(err, errlen,
-                     "tensor key '%s' occurs twice (a tensor name collides with another "
-                     "tensor's suffix such as .acc or .state0)",
-                     a);
-            return CLG_ERR_INVALID_ARGUMENT;
-        }
-    }
-    return CLG_SUCCESS;
-}
-
-long clg__ckpt_layout_find(const clg_ckpt_layout *layout, const char *key)
-{
-    size_t lo = 0, hi = layout->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        size_t idx = layout->by_key[mid];
-        int c = strcmp(key, layout->entries[idx].key);
-        if (c == 0)
-            return (long)idx;
-        if (c < 0)
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
-    return -1;
-}
-
-void clg__ckpt_layout_free(clg_ckpt_layout *layout)
-{
-    if (!layout)
-        return;
-    for (size_t i = 0; i < layout->n; i++)
-        free(layout->entries[i].key);
-    free(layout->entries);
-    free(layout->by_key);
-    memset(layout, 0, sizeof *layout);
-}
-
-static bool dtype_of_arena(clg_dtype dtype, clg_ckpt_dtype *out)
-{
-    switch (dtype) {
-    case CLG_FP32: *out = CLG_CKPT_F32; return true;
-    case CLG_FP16: *out = CLG_CKPT_F16; return true;
-    case CLG_BF16: *out = CLG_CKPT_BF16; return true;
-    default: return false;
-    }
-}
-
-/* Adds "<tensor name><suffix>" for every tensor of one arena. */
-static clg_status layout_add_arena(clg_model *model, clg_ckpt_layout *layout, const clg_arena *arena,
-                                   const char *suffix, int source, char *err, size_t errlen)
-{
-    clg_ckpt_dtype dtype;
-    if (!dtype_of_arena(arena->dtype, &dtype)) {
-        snprintf(err, errlen, "arena%s has dtype %d, which checkpoints cannot store", suffix,
-                 (int)arena->dtype);
-        return CLG_ERR_UNSUPPORTED;
-    }
-    for (size_t t = 0; t < model->n_tensors; t++) {
-        const char *name = model->tensors[t].name;
-        size_t len = strlen(name) + strlen(suffix) + 1;
-        char *key = malloc(len);
-        if (!key) {
-            snprintf(err, errlen, "out of host memory");
-            return CLG_ERR_OUT_OF_HOST_MEMORY;
-        }
-        snprintf(key, len, "%s%s", name, suffix);
-        const clg_tensor_slot *ts = &model->tensors[t];
-        clg_status st = clg__ckpt_layout_add(layout, key, dtype, ts->count, source, (int)t);
-        free(key);
-        if (st != CLG_SUCCESS) {
-            snprintf(err, errlen, "out of host memory");
-            return st;
-        }
-        uint64_t dims[CLG_MAX_DIMS];
-        for (size_t d = 0; d < ts->ndim && d < CLG_MAX_DIMS; d++)
-            dims[d] = ts->dims[d];
-        if (clg__ckpt_layout_shape(layout, ts->ndim, dims) != CLG_SUCCESS) {
-            snprintf(err, errlen, "tensor '%s' has a shape of %zu dims that is not its %zu "
-                     "elements", ts->name, ts->ndim, ts->count);
-            return CLG_ERR_INVALID_ARGUMENT;
-        }
-    }
-    return CLG_SUCCESS;
-}
-
-/* Adds one entry "<tensor t's name><suffix>" of dtype, count elements and
- * the tensor's shape (or [count] when shaped is false). */
-static clg_status add_tensor_entry(clg_model *model, clg_ckpt_layout *layout, size_t t,
-                                   const char *suffix, clg_ckpt_dtype dtype, uint64_t count,
-                                   bool shaped, int source, char *err, size_t errlen)
-{
-    const clg_tensor_slot *ts = &model->tensors[t];
-    char key[320];
-    snprintf(key, sizeof key, "%s%s", ts->name, suffix);
-    clg_status st = clg__ckpt_layout_add(layout, key, dtype, count, source, (int)t);
-    if (st == CLG_SUCCESS && shaped) {
-        uint64_t dims[CLG_MAX_DIMS];
-        for (size_t d = 0; d < ts->ndim && d < CLG_MAX_DIMS; d++)
-            dims[d] = ts->dims[d];
-        st = clg__ckpt_layout_shape(layout, ts->ndim, dims);
-    }
-    if (st != CLG_SUCCESS)
-        snprintf(err, errlen, "%s", st == CLG_ERR_OUT_OF_HOST_MEMORY ? "out of host memory"
-                                                                    : "a shape is not its count");
-    return st;
-}
-
-/* The optimizer states as stored (src/qstate.h), the entries whose
- * elements have elem bytes: fp32 states and Q8/Q4 absmax (4), bf16 states
- * (2), Q8/Q4 codes (1). */
-static clg_status layout_add_states(clg_model *model, clg_ckpt_layout *layout, size_t elem,
-                                    char *err, size_t errlen)
-{
-    clg_status st = CLG_SUCCESS;
-    for (size_t s = 0; st == CLG_SUCCESS && s < model->n_states; s++) {
-        for (size_t t = 0; st == CLG_SUCCESS && t < model->n_tensors; t++) {
-            const clg_tensor_slot *ts = &model->tensors[t];
-            clg_dtype fmt = clg__state_format(model, s, ts->chunk);
-            char suffix[48];
-            snprintf(suffix, sizeof suffix, ".state%zu", s);
-            if (fmt == CLG_FP32 && elem == 4)
-                st = add_tensor_entry(model, layout, t, suffix, CLG_CKPT_F32, ts->count, true,
-                                      CLG_ARENA_STATE0 + (int)s, err, errlen);
-            else if (fmt == CLG_BF16 && elem == 2)
-                st = add_tensor_entry(model, layout, t, suffix, CLG_CKPT_BF16, ts->count, true,
-                                      CLG_ARENA_STATE0 + (int)s, err, errlen);
-            else if (clg__dtype_quantized(fmt) && elem == 1)
-                /* Q4's packed bytes have no element shape */
-                st = add_tensor_entry(model, layout, t, suffix, CLG_CKPT_U8,
-                                      clg__format_bytes(fmt, ts->count), fmt == CLG_Q8,
-                                      CLG_ARENA_STATE0 + (int)s, err, errlen);
-            else if (clg__dtype_quantized(fmt) && elem == 4) {
-                snprintf(suffix, sizeof suffix, ".state%zu.absmax", s);
-                st = add_tensor_entry(model, layout, t, suffix, CLG_CKPT_F32,
-                                      clg__format_scales(fmt, ts->count), false,
-                                      CLG_CKPT_SRC_SCALE0 - (int)s, err, errlen);
-            }
-        }
-    }
-    return st;
-}
-
-/* Adds the parts attached to the model (ckpt_ext.h) whose elements have
- * elem bytes, from the list's fields alone. */
-static clg_status layout_add_ext(clg_model *model, clg_ckpt_layout *layout, size_t elem,
-                                 char *err, size_t errlen)
-{
-    int index = 0;
-    for (const clg_ckpt_ext *x = model->ckpt_ext; x; x = x->next, index++) {
-        if (clg__ckpt_dtype_size((clg_ckpt_dtype)x->dtype) != elem)
-            continue;
-        clg_status st = clg__ckpt_layout_add(layout, x->key, (clg_ckpt_dtype)x->dtype, x->count,
-                                             CLG_CKPT_SRC_EXT, index);
-        if (st == CLG_SUCCESS)
-            st = clg__ckpt_layout_shape(layout, x->ndim, x->dims);
-        if (st != CLG_SUCCESS) {
-            snprintf(err, errlen, "attached tensor '%s': %s", x->key,
-                     st == CLG_ERR_OUT_OF_HOST_MEMORY ? "out of host memory"
-                                                      : "shape is not its element count");
-            return st;
-        }
-    }
-    return CLG_SUCCESS;
-}
-
-clg_status clg__ckpt_layout_model(clg_model *model, clg_ckpt_layout *layout, char *err,
-                                  size_t errlen)
-{
-    memset(layout, 0, sizeof *layout);
-    clg__ckpt_layout_config(layout, &model->cfg);
-    /* 4-byte entries first, 2-byte ones (copy, bf16 acc) last, so that every
-     * F32/I32 entry starts at a multiple of 4 in the file. */
-    clg_status st = clg__ckpt_layout_add(layout, CLG_CKPT_STEP_BLOCK_KEY, CLG_CKPT_I32,
-                                         CLG_SB_WORDS, CLG_CKPT_SRC_STEP_BLOCK, -1);
-    if (st != CLG_SUCCESS) {
-        snprintf(err, errlen, "out of host memory");
-        goto fail;
-    }
-    bool bf16_params = model->params.dtype == CLG_BF16;
-    if (!bf16_params)
-        st = layout_add_arena(model, layout, &model->params, "", CLG_ARENA_PARAMS, err, errlen);
-    if (st == CLG_SUCCESS)
-        st = layout_add_states(model, layout, 4, err, errlen);
-    if (st == CLG_SUCCESS)
-        st = layout_add_ext(model, layout, 4, err, errlen);
-    if (st == CLG_SUCCESS && bf16_params)
-        st = layout_add_arena(model, layout, &model->params, "", CLG_ARENA_PARAMS, err, errlen);
-    if (st == CLG_SUCCESS)
-        st = layout_add_states(model, layout, 2, err, errlen);
-    if (st == CLG_SUCCESS && model->copy.chunks)
-        st = layout_add_arena(model, layout, &model->copy, ".copy", CLG_CKPT_SRC_COPY, err,
-                              errlen);
-    if (st == CLG_SUCCESS && model->acc.chunks)
-        st = layout_add_arena(model, layout, &model->acc, ".acc", CLG_ARENA_ACC, err, errlen);
-    if (st == CLG_SUCCESS)
-        st = layout_add_ext(model, layout, 2, err, errlen);
-    /* the Q8/Q4 codes last: one byte each */
-    if (st == CLG_SUCCESS)
-        st = layout_add_states(model, layout, 1, err, errlen);
-    if (st == CLG_SUCCESS)
-        st = clg__ckpt_layout_finish(layout, err, errlen);
-    if (st == CLG_SUCCESS)
-        return CLG_SUCCESS;
-fail:
-    clg__ckpt_layout_free(layout);
-    return st;
-}
 
 /* ------------------------------------------------------------ parser */
 
@@ -772,7 +233,7 @@ clg_status clg__ckpt_parse(const uint8_t *file, size_t size, clg_ckpt_layout *la
     /* 2. The header CRC, on the raw bytes, before anything reads the JSON
      * (checkpoint.h): a damaged header, or one whose caller metadata was
      * changed, is refused here whatever else it says. */
-    if (!has_crc_field(header, hlen)) {
+    if (!clg__ckpt_has_crc_field(header, hlen)) {
         static const char v1[] = "{\"__metadata__\":{\"clgrad.format\":\"clgrad-checkpoint\","
                                  "\"clgrad.version\":\"1\"";
         if (hlen >= sizeof v1 - 1 && memcmp(header, v1, sizeof v1 - 1) == 0)
@@ -810,7 +271,7 @@ clg_status clg__ckpt_parse(const uint8_t *file, size_t size, clg_ckpt_layout *la
     /* 3. The JSON. */
     if (memchr(header, 0, hlen))
         FAIL(CLG_ERR_CORRUPT_FILE, "header contains a NUL byte");
-    if (!utf8_valid(header, hlen))
+    if (!clg__ckpt_utf8_valid_n(header, hlen))
         FAIL(CLG_ERR_CORRUPT_FILE, "header is not valid UTF-8");
     text = malloc(hlen + 1);
     if (!text)
@@ -861,7 +322,7 @@ clg_status clg__ckpt_parse(const uint8_t *file, size_t size, clg_ckpt_layout *la
     const char *format = NULL, *version = NULL, *optimizer = NULL, *micro = NULL,
                *weight_sum = NULL, *cycles = NULL, *micro_total = NULL, *updates = NULL,
                *skipped = NULL, *skipped_micro = NULL;
-    const char *saved_config[N_CONFIG_FIELDS] = {NULL};
+    const char *saved_config[CLG_CKPT_MAX_CONFIG] = {NULL};
     struct {
         const char *key;
         const char **value;
@@ -891,9 +352,9 @@ clg_status clg__ckpt_parse(const uint8_t *file, size_t size, clg_ckpt_layout *la
             continue;
         }
         size_t c = 0;
-        while (c < N_CONFIG_FIELDS && strcmp(m->string + prefix_len, config_fields[c]) != 0)
+        while (c < clg__ckpt_n_config_fields && strcmp(m->string + prefix_len, clg__ckpt_config_fields[c]) != 0)
             c++;
-        if (c == N_CONFIG_FIELDS)
+        if (c == clg__ckpt_n_config_fields)
             FAIL(CLG_ERR_CORRUPT_FILE, "__metadata__ has an unknown clgrad key '%.200s'",
                  m->string);
         saved_config[c] = m->valuestring;
@@ -934,21 +395,18 @@ clg_status clg__ckpt_parse(const uint8_t *file, size_t size, clg_ckpt_layout *la
              optimizer, layout->optimizer);
     /* The configuration the saved state depends on, field by field, in
      * config_fields' order (the loss-scale mode before its parameters). */
-    for (size_t c = 0; c < N_CONFIG_FIELDS; c++) {
-        const char *saved = saved_config[c], *live = layout_setting(layout, config_fields[c]);
+    for (size_t c = 0; c < clg__ckpt_n_config_fields; c++) {
+        const char *saved = saved_config[c], *live = clg__ckpt_layout_setting(layout, clg__ckpt_config_fields[c]);
         if (!saved)
-            saved = config_before(config_fields[c]);
+            saved = clg__ckpt_config_before(clg__ckpt_config_fields[c]);
         if (!saved && !live)
             continue;
-        bool same = saved && live && strcmp(saved, live) == 0;
-        if (saved && live && strcmp(config_fields[c], "nonfinite") == 0)
-            same = known_policy(saved) &&
-                   (strcmp(saved, "skip_micro") == 0) == (strcmp(live, "skip_micro") == 0);
+        bool same = saved && live && clg__ckpt_config_same(clg__ckpt_config_fields[c], saved, live);
         if (!same)
             FAIL(CLG_ERR_MISMATCH,
                  "configuration mismatch: %s was %s%.32s%s when the checkpoint was saved, the "
                  "model has %s%s%s",
-                 config_fields[c], saved ? "'" : "", saved ? saved : "not set", saved ? "'" : "",
+                 clg__ckpt_config_fields[c], saved ? "'" : "", saved ? saved : "not set", saved ? "'" : "",
                  live ? "'" : "", live ? live : "none (not used)", live ? "'" : "");
     }
 

@@ -28,6 +28,7 @@
 
 #include "testutil.h"
 #include "checkpoint.h"
+#include "ckpt_testutil.h"
 #include "fault.h"
 
 #include <cjson/cJSON.h>
@@ -580,28 +581,8 @@ static void seal(uint8_t *f, size_t n)
  * header CRC sealed. */
 static uint8_t *rewrite(const uint8_t *f, size_t n, void (*fn)(cJSON *), size_t *out_n)
 {
-    uint64_t hlen = 0;
-    for (int i = 7; i >= 0; i--)
-        hlen = hlen << 8 | f[i];
-    char *text = tu_xmalloc(hlen + 1);
-    memcpy(text, f + 8, hlen);
-    text[hlen] = '\0';
-    cJSON *root = cJSON_Parse(text);
-    free(text);
-    assert_non_null(root);
-    fn(root);
-    char *js = cJSON_PrintUnformatted(root);
-    cJSON_Delete(root);
-    size_t len = strlen(js), padded = (len + 7) / 8 * 8;
-    size_t data_n = n - 8 - hlen;
-    uint8_t *out = tu_xmalloc(8 + padded + data_n);
-    for (int i = 0; i < 8; i++)
-        out[i] = (uint8_t)((uint64_t)padded >> (8 * i));
-    memcpy(out + 8, js, len);
-    memset(out + 8 + len, ' ', padded - len);
-    memcpy(out + 8 + padded, f + 8 + hlen, data_n);
-    free(js);
-    *out_n = 8 + padded + data_n;
+    uint8_t *out = ckpt_rewrite_header(f, n, fn, out_n);
+    assert_non_null(out);
     seal(out, *out_n);
     return out;
 }
@@ -846,51 +827,46 @@ static void test_strict_mismatch(void **state)
     OK(clg_checkpoint_save(a, path, NULL, NULL, 0));
     clg_model_destroy(a);
 
-    clg_config fp32_acc = cfg;
-    fp32_acc.acc_dtype = CLG_FP32;
-    expect_mismatch(path, &fp32_acc, NULL,
-                    "acc_dtype was 'bf16' when the checkpoint was saved, the model has 'fp32'");
-    clg_config c = cfg;
-    c.param_copy_dtype = CLG_BF16;
-    expect_mismatch(path, &c, NULL, "param_copy_dtype was 'fp16' when the checkpoint was "
-                                    "saved, the model has 'bf16'");
-    c = cfg;
-    c.param_copy_dtype = CLG_DTYPE_NONE;
-    expect_mismatch(path, &c, NULL, "param_copy_dtype was 'fp16'");
+/* cfg with one field changed must be refused with msg */
+#define EXPECT_FIELD_MISMATCH(field, value, msg)                                                   \
+    do {                                                                                           \
+        clg_config changed = cfg;                                                                  \
+        changed.field = value;                                                                     \
+        expect_mismatch(path, &changed, NULL, msg);                                                \
+    } while (0)
+    EXPECT_FIELD_MISMATCH(acc_dtype, CLG_FP32,
+                          "acc_dtype was 'bf16' when the checkpoint was saved, the model has "
+                          "'fp32'");
+    EXPECT_FIELD_MISMATCH(param_copy_dtype, CLG_BF16,
+                          "param_copy_dtype was 'fp16' when the checkpoint was saved, the model "
+                          "has 'bf16'");
+    EXPECT_FIELD_MISMATCH(param_copy_dtype, CLG_DTYPE_NONE, "param_copy_dtype was 'fp16'");
     /* the loss-scale settings (issue 14, point 4) */
-    c = cfg;
-    c.loss_scale = CLG_LOSS_SCALE_NONE;
-    expect_mismatch(path, &c, NULL,
-                    "loss_scale was 'dynamic' when the checkpoint was saved, the model has "
-                    "'none'");
-    c.loss_scale = CLG_LOSS_SCALE_STATIC;
-    expect_mismatch(path, &c, NULL, "loss_scale was 'dynamic' when the checkpoint was saved, "
-                                    "the model has 'static'");
-    c = cfg;
-    c.loss_scale_growth = 4.0f;
-    expect_mismatch(path, &c, NULL, "loss_scale_growth was '2' when the checkpoint was saved, "
-                                    "the model has '4'");
-    c = cfg;
-    c.loss_scale_backoff = 0.25f;
-    expect_mismatch(path, &c, NULL, "loss_scale_backoff was '0.5' when the checkpoint was "
-                                    "saved, the model has '0.25'");
-    c = cfg;
-    c.loss_scale_interval = 3;
-    expect_mismatch(path, &c, NULL, "loss_scale_interval was '2' when the checkpoint was "
-                                    "saved, the model has '3'");
-    c = cfg;
-    c.loss_scale_min = 2.0f;
-    expect_mismatch(path, &c, NULL, "loss_scale_min was '1' when the checkpoint was saved, "
-                                    "the model has '2'");
-    c = cfg;
-    c.loss_scale_max = 65536.0f;
-    expect_mismatch(path, &c, NULL, "loss_scale_max was '16777216' when the checkpoint was "
-                                    "saved, the model has '65536'");
-    c = cfg;
-    c.normalize = CLG_NORM_SUM;
-    expect_mismatch(path, &c, NULL, "normalize was 'mean' when the checkpoint was saved, the "
-                                    "model has 'sum'");
-    c = cfg;
+    EXPECT_FIELD_MISMATCH(loss_scale, CLG_LOSS_SCALE_NONE,
+                          "loss_scale was 'dynamic' when the checkpoint was saved, the model has "
+                          "'none'");
+    EXPECT_FIELD_MISMATCH(loss_scale, CLG_LOSS_SCALE_STATIC,
+                          "loss_scale was 'dynamic' when the checkpoint was saved, the model has "
+                          "'static'");
+    EXPECT_FIELD_MISMATCH(loss_scale_growth, 4.0f,
+                          "loss_scale_growth was '2' when the checkpoint was saved, the model "
+                          "has '4'");
+    EXPECT_FIELD_MISMATCH(loss_scale_backoff, 0.25f,
+                          "loss_scale_backoff was '0.5' when the checkpoint was saved, the model "
+                          "has '0.25'");
+    EXPECT_FIELD_MISMATCH(loss_scale_interval, 3,
+                          "loss_scale_interval was '2' when the checkpoint was saved, the model "
+                          "has '3'");
+    EXPECT_FIELD_MISMATCH(loss_scale_min, 2.0f,
+                          "loss_scale_min was '1' when the checkpoint was saved, the model has "
+                          "'2'");
+    EXPECT_FIELD_MISMATCH(loss_scale_max, 65536.0f,
+                          "loss_scale_max was '16777216' when the checkpoint was saved, the "
+                          "model has '65536'");
+    EXPECT_FIELD_MISMATCH(normalize, CLG_NORM_SUM,
+                          "normalize was 'mean' when the checkpoint was saved, the model has "
+                          "'sum'");
+    clg_config c = cfg;
     c.nonfinite = CLG_NONFINITE_SKIP_MICRO;
     c.noise_scale = 0; /* not available in skip-micro mode */
     expect_mismatch(path, &c, NULL, "nonfinite was 'skip_update' when the checkpoint was "
@@ -906,13 +882,10 @@ static void test_strict_mismatch(void **state)
     expect_mismatch(path, &cfg, &extra, "model tensor 'extra' is not in the file");
     variant dropped = {.drop_head = 1};
     expect_mismatch(path, &cfg, &dropped, "'head.w', which the model lacks");
-    clg_config adam = cfg;
-    adam.optimizer = CLG_ADAM;
-    expect_mismatch(path, &adam, NULL, "optimizer 'adamw', the model uses 'adam'");
-    clg_config no_amsgrad = cfg;
-    no_amsgrad.amsgrad = 0;
-    expect_mismatch(path, &no_amsgrad, NULL, "amsgrad was '1' when the checkpoint was saved, "
-                                             "the model has '0'");
+    EXPECT_FIELD_MISMATCH(optimizer, CLG_ADAM, "optimizer 'adamw', the model uses 'adam'");
+    EXPECT_FIELD_MISMATCH(amsgrad, 0,
+                          "amsgrad was '1' when the checkpoint was saved, the model has '0'");
+#undef EXPECT_FIELD_MISMATCH
     unlink(path);
 
     /* mid-cycle (2 of 3 micro-steps taken) into a model whose cycle is 2 */

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "checkpoint.h"
+#include "ckpt_testutil.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -32,27 +33,6 @@ typedef struct fixture {
 
 static const char *const user_keys[] = {"loader.epoch", "rng", "note"};
 static const char *const user_values[] = {"3", "0123456789abcdef", "caf\xc3\xa9 \"quoted\"\n"};
-
-/* The configuration of the fixture: AdamW, bf16 accumulator, dynamic loss
- * scaling with non-default parameters (every field is recorded). */
-static clg_config fixture_config(void)
-{
-    clg_config c;
-    memset(&c, 0, sizeof c);
-    c.optimizer = CLG_ADAMW;
-    c.acc_dtype = CLG_BF16;
-    c.param_copy_dtype = CLG_DTYPE_NONE;
-    c.normalize = CLG_NORM_MEAN;
-    c.nonfinite = CLG_NONFINITE_SKIP_UPDATE;
-    c.loss_scale = CLG_LOSS_SCALE_DYNAMIC;
-    c.loss_scale_init = 1024.0f;
-    c.loss_scale_growth = 2.0f;
-    c.loss_scale_backoff = 0.5f;
-    c.loss_scale_interval = 100;
-    c.loss_scale_min = 1.0f;
-    c.loss_scale_max = 16777216.0f;
-    return c;
-}
 
 static void build_layout_with(clg_ckpt_layout *l, const clg_config *cfg)
 {
@@ -76,22 +56,8 @@ static void build_layout_with(clg_ckpt_layout *l, const clg_config *cfg)
 
 static void build_layout(clg_ckpt_layout *l)
 {
-    clg_config c = fixture_config();
+    clg_config c = ckpt_fixture_config();
     build_layout_with(l, &c);
-}
-
-static uint8_t *assemble(const char *header, size_t hlen, const uint8_t *data, size_t dsize,
-                         size_t *size)
-{
-    uint8_t *f = malloc(8 + hlen + dsize + 1);
-    assert_non_null(f);
-    for (int i = 0; i < 8; i++)
-        f[i] = (uint8_t)((uint64_t)hlen >> (8 * i));
-    memcpy(f + 8, header, hlen);
-    if (dsize)
-        memcpy(f + 8 + hlen, data, dsize);
-    *size = 8 + hlen + dsize;
-    return f;
 }
 
 static int setup(void **state)
@@ -123,7 +89,7 @@ static int setup(void **state)
     assert_int_equal(clg__ckpt_header(&f->layout, f->data, &f->state, user_keys, user_values, 3,
                                       &f->header, &f->header_len, err, sizeof err),
                      0);
-    f->file = assemble(f->header, f->header_len, f->data, f->layout.data_size, &f->size);
+    f->file = ckpt_assemble(f->header, f->header_len, f->data, f->layout.data_size, &f->size);
     *state = f;
     return 0;
 }
@@ -157,17 +123,8 @@ static void expect_error(fixture *f, const uint8_t *file, size_t size, clg_statu
  * re-seals its CRC. */
 static uint8_t *mutated(fixture *f, void (*fn)(cJSON *root), size_t *size)
 {
-    cJSON *root = cJSON_Parse(f->header);
-    assert_non_null(root);
-    fn(root);
-    char *text = cJSON_PrintUnformatted(root);
-    cJSON_Delete(root);
-    size_t len = strlen(text);
-    size_t padded = (len + 7) / 8 * 8;
-    text = realloc(text, padded + 1);
-    memset(text + len, ' ', padded - len);
-    uint8_t *file = assemble(text, padded, f->data, f->layout.data_size, size);
-    free(text);
+    uint8_t *file = ckpt_rewrite_header(f->file, f->size, fn, size);
+    assert_non_null(file);
     /* re-sealed, unless the edit moved the CRC field from the front */
     clg__ckpt_header_seal(file, *size);
     return file;
@@ -364,7 +321,7 @@ static void test_bad_json(void **state)
     /* JSON that does not begin with the CRC field is not a checkpoint */
     const char *arr = "[1, 2, 3]                                                       ";
     size_t size;
-    file = assemble(arr, strlen(arr), f->data, f->layout.data_size, &size);
+    file = ckpt_assemble(arr, strlen(arr), f->data, f->layout.data_size, &size);
     expect_error(f, file, size, CLG_ERR_CORRUPT_FILE, "does not begin with its CRC field");
     free(file);
     /* nesting deeper than cJSON's limit, behind a valid CRC field */
@@ -372,7 +329,7 @@ static void test_bad_json(void **state)
     memset(deeper, '[', 8192);
     memcpy(deeper, CLG_CKPT_HEADER_PREFIX "00000000\",\"x\":", CLG_CKPT_HEADER_PREFIX_LEN + 14);
     deeper[8192] = '\0';
-    file = assemble(deeper, 8192, f->data, f->layout.data_size, &size);
+    file = ckpt_assemble(deeper, 8192, f->data, f->layout.data_size, &size);
     expect_error(f, file, size, CLG_ERR_CORRUPT_FILE, "header CRC-32 mismatch");
     assert_true(clg__ckpt_header_seal(file, size));
     expect_error(f, file, size, CLG_ERR_CORRUPT_FILE, "not valid JSON");
@@ -411,7 +368,7 @@ static void test_header_crc(void **state)
     assert_int_equal(clg__ckpt_header(&l, f->data, &f->state, keys, values, 1, &header, &hlen,
                                       err, sizeof err),
                      0);
-    file = assemble(header, hlen, f->data, l.data_size, &size);
+    file = ckpt_assemble(header, hlen, f->data, l.data_size, &size);
     char *at = strstr((char *)file + 8, "\"train.updates\":\"10\"");
     assert_non_null(at);
     at[strlen("\"train.updates\":\"1")] ^= 0x08; /* '0' -> '8' */
@@ -431,7 +388,7 @@ static void test_version1(void **state)
     const char *v1 = "{\"__metadata__\":{\"clgrad.format\":\"clgrad-checkpoint\","
                      "\"clgrad.version\":\"1\",\"clgrad.optimizer\":\"adamw\"}}   ";
     size_t size;
-    uint8_t *file = assemble(v1, strlen(v1), f->data, f->layout.data_size, &size);
+    uint8_t *file = ckpt_assemble(v1, strlen(v1), f->data, f->layout.data_size, &size);
     expect_error(f, file, size, CLG_ERR_CORRUPT_FILE, "format version 1 is not supported");
     free(file);
 }
@@ -568,7 +525,7 @@ static void expect_config(fixture *f, const clg_config *cfg, clg_status status, 
 static void test_config_mismatch(void **state)
 {
     fixture *f = *state;
-    const clg_config base = fixture_config();
+    const clg_config base = ckpt_fixture_config();
     clg_config c = base;
     expect_config(f, &c, CLG_SUCCESS, NULL);
     c.loss_scale = CLG_LOSS_SCALE_STATIC;
@@ -632,7 +589,7 @@ static void test_config_mismatch(void **state)
 static void test_config_static_scale(void **state)
 {
     fixture *f = *state;
-    clg_config c = fixture_config();
+    clg_config c = ckpt_fixture_config();
     c.loss_scale = CLG_LOSS_SCALE_STATIC;
     c.loss_scale_init = 128.0f;
     clg_ckpt_layout l;
@@ -644,7 +601,7 @@ static void test_config_static_scale(void **state)
                      0);
     assert_non_null(strstr(header, "\"clgrad.loss_scale_init\":\"128\""));
     assert_null(strstr(header, "loss_scale_growth"));
-    uint8_t *file = assemble(header, hlen, f->data, l.data_size, &size);
+    uint8_t *file = ckpt_assemble(header, hlen, f->data, l.data_size, &size);
     clg_ckpt_parsed p;
     assert_int_equal(clg__ckpt_parse(file, size, &l, &p, err, sizeof err), 0);
     clg__ckpt_parsed_free(&p);
@@ -691,7 +648,7 @@ static uint8_t *with_word(fixture *f, int w, uint32_t v, size_t *size)
     assert_int_equal(clg__ckpt_header(&f->layout, data, &st, user_keys, user_values, 3, &header,
                                       &hlen, err, sizeof err),
                      0);
-    uint8_t *file = assemble(header, hlen, data, f->layout.data_size, size);
+    uint8_t *file = ckpt_assemble(header, hlen, data, f->layout.data_size, size);
     free(header);
     free(data);
     return file;
@@ -704,23 +661,8 @@ static void old_updates(cJSON *root) { set_meta(root, "clgrad.updates", "3755744
 static uint8_t *rewrite_header(const uint8_t *file, size_t size, void (*fn)(cJSON *),
                                size_t *out_size)
 {
-    uint64_t hlen = 0;
-    for (int i = 7; i >= 0; i--)
-        hlen = hlen << 8 | file[i];
-    char *text = malloc(hlen + 1);
-    memcpy(text, file + 8, hlen);
-    text[hlen] = '\0';
-    cJSON *root = cJSON_Parse(text);
-    free(text);
-    assert_non_null(root);
-    fn(root);
-    char *js = cJSON_PrintUnformatted(root);
-    cJSON_Delete(root);
-    size_t len = strlen(js), padded = (len + 7) / 8 * 8;
-    js = realloc(js, padded + 1);
-    memset(js + len, ' ', padded - len);
-    uint8_t *out = assemble(js, padded, file + 8 + hlen, size - 8 - hlen, out_size);
-    free(js);
+    uint8_t *out = ckpt_rewrite_header(file, size, fn, out_size);
+    assert_non_null(out);
     assert_true(clg__ckpt_header_seal(out, *out_size));
     return out;
 }

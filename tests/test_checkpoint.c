@@ -558,7 +558,7 @@ static void patch(uint8_t *f, size_t n, const char *from, const char *to)
     fail_msg("'%s' not found in the file", from);
 }
 
-/* Writes the header CRC into f as checkpoint.h defines it, computed here on
+/* Writes the header CRC into f as checkpoint_format.h defines it, computed here on
  * its own: the header begins with the field below; the CRC-32 of the 8
  * length bytes and the header, with the field's 8 digits taken as '0'. */
 static void seal(uint8_t *f, size_t n)

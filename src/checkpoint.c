@@ -49,13 +49,14 @@ static clg_status check_meta(const char *const *keys, const char *const *values,
     }
     for (size_t i = 0; i < n; i++) {
         if (!keys[i] || !values[i] || !keys[i][0]) {
-            snprintf(err, errlen, "metadata entry %zu has a NULL or empty key or a NULL value",
-                     i);
+            snprintf(err, errlen, "metadata entry %zu has a NULL or empty key or a NULL value", i);
             return CLG_ERR_INVALID_ARGUMENT;
         }
         if (strncmp(keys[i], CLG_CKPT_META_PREFIX, strlen(CLG_CKPT_META_PREFIX)) == 0) {
-            snprintf(err, errlen, "metadata key '%.200s' is reserved (keys starting with "
-                     "\"" CLG_CKPT_META_PREFIX "\" are clgrad's)", keys[i]);
+            snprintf(err, errlen,
+                     "metadata key '%.200s' is reserved (keys starting with "
+                     "\"" CLG_CKPT_META_PREFIX "\" are clgrad's)",
+                     keys[i]);
             return CLG_ERR_INVALID_ARGUMENT;
         }
         if (!clg__ckpt_utf8_valid(keys[i]) || !clg__ckpt_utf8_valid(values[i])) {
@@ -219,8 +220,7 @@ clg_status clg__ckpt_header(clg_ckpt_layout *layout, const uint8_t *data,
         return st;
     cJSON *root = cJSON_CreateObject();
     cJSON *meta = root ? cJSON_AddObjectToObject(root, "__metadata__") : NULL;
-    bool ok = meta && add_clgrad_meta(meta, layout, state) &&
-              add_entry_crcs(meta, layout, data);
+    bool ok = meta && add_clgrad_meta(meta, layout, state) && add_entry_crcs(meta, layout, data);
     for (size_t i = 0; ok && i < n_meta; i++)
         ok = add_str(meta, meta_keys[i], meta_values[i]);
     ok = ok && add_entries(root, layout);
@@ -411,16 +411,14 @@ static clg_status write_durably(clg_context *ctx, const char *path, const char *
     if (failed) {
         unlink(tmp);
         st = clg__fail(ctx, CLG_ERR_IO, "%s: %s of temporary file '%s' failed: %s%s", what, step,
-                       tmp, strerror(saved),
-                       fault_injected ? " (injected fault)" : "");
+                       tmp, strerror(saved), fault_injected ? " (injected fault)" : "");
         goto out;
     }
     if (faulted() || rename(tmp, path) != 0) {
         saved = errno;
         unlink(tmp);
-        st = clg__fail(ctx, CLG_ERR_IO, "%s: renaming '%s' to '%s' failed: %s%s", what, tmp,
-                       path, strerror(saved),
-                       fault_injected ? " (injected fault)" : "");
+        st = clg__fail(ctx, CLG_ERR_IO, "%s: renaming '%s' to '%s' failed: %s%s", what, tmp, path,
+                       strerror(saved), fault_injected ? " (injected fault)" : "");
         goto out;
     }
     /* The rename is durable only once the directory entry is. */
@@ -428,9 +426,8 @@ static clg_status write_durably(clg_context *ctx, const char *path, const char *
     if (dfd < 0 || faulted() || fsync(dfd) != 0) {
         saved = errno;
         st = clg__fail(ctx, CLG_ERR_IO,
-                       "%s: '%s' was written, but fsync of its directory '%s' failed: %s%s",
-                       what, path, dir, strerror(saved),
-                       fault_injected ? " (injected fault)" : "");
+                       "%s: '%s' was written, but fsync of its directory '%s' failed: %s%s", what,
+                       path, dir, strerror(saved), fault_injected ? " (injected fault)" : "");
     }
     if (dfd >= 0)
         close(dfd);
@@ -444,8 +441,8 @@ out:
 
 /* images: the gathered states of a sharded model (NULL: from the device). */
 static clg_status save(clg_model *model, const char *path, const char *const *meta_keys,
-                       const char *const *meta_values, size_t n_meta,
-                       const void *const *images, const char *who)
+                       const char *const *meta_values, size_t n_meta, const void *const *images,
+                       const char *who)
 {
     clg_context *ctx = model->ctx;
     if (!path || !*path)
@@ -517,8 +514,8 @@ clg_status clg_checkpoint_save_gathered(clg_model *model, const char *path,
         return clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT, "%s: model is NULL", who);
     if (model->finalized && n_states != model->n_states)
         return clg__fail(model->ctx, CLG_ERR_INVALID_ARGUMENT,
-                         "%s: %zu state images given, the optimizer has %zu states", who,
-                         n_states, model->n_states);
+                         "%s: %zu state images given, the optimizer has %zu states", who, n_states,
+                         model->n_states);
     for (size_t s = 0; s < n_states; s++)
         if (states == NULL || states[s] == NULL)
             return clg__fail(model->ctx, CLG_ERR_INVALID_ARGUMENT, "%s: state image %zu is NULL",
@@ -526,8 +523,8 @@ clg_status clg_checkpoint_save_gathered(clg_model *model, const char *path,
     for (size_t s = 0; model->finalized && s < n_states; s++)
         if (model->states[s].elem_size == 0)
             return clg__fail(model->ctx, CLG_ERR_UNSUPPORTED,
-                             "%s: state %zu is Q8/Q4; gathered saves hold fp32 or bf16 states",
-                             who, s);
+                             "%s: state %zu is Q8/Q4; gathered saves hold fp32 or bf16 states", who,
+                             s);
     static const void *const none[1] = {NULL};
     return save(model, path, meta_keys, meta_values, n_meta, n_states ? states : none, who);
 }

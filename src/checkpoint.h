@@ -42,7 +42,7 @@ clg_status clg__ckpt_parse(const uint8_t *file, size_t size, clg_ckpt_layout *la
                            clg_ckpt_parsed *out, char *err, size_t errlen);
 void clg__ckpt_parsed_free(clg_ckpt_parsed *parsed);
 
-/* ------------------------------------------------------------ device side (checkpoint_transfer.c) */
+/* ------------------------------------------------ device side (checkpoint_transfer.c) */
 
 /* Reads every entry of layout from the device into one malloc'ed buffer
  * (at the canonical offsets) and the cycle state into *state. Blocking.

@@ -66,10 +66,21 @@ const char *clg__ckpt_optimizer_name(clg_optimizer optimizer)
  * clipping, k) are the caller's business, as is the seed: a run may change
  * them between resumes on purpose. */
 const char *const clg__ckpt_config_fields[] = {
-    "amsgrad",          "acc_dtype",         "param_copy_dtype",    "normalize",
-    "nonfinite",        "loss_scale",        "loss_scale_init",     "loss_scale_growth",
-    "loss_scale_backoff", "loss_scale_interval", "loss_scale_min", "loss_scale_max",
-    "state_dtype",      "state_min_size",    "master_dtype",
+    "amsgrad",
+    "acc_dtype",
+    "param_copy_dtype",
+    "normalize",
+    "nonfinite",
+    "loss_scale",
+    "loss_scale_init",
+    "loss_scale_growth",
+    "loss_scale_backoff",
+    "loss_scale_interval",
+    "loss_scale_min",
+    "loss_scale_max",
+    "state_dtype",
+    "state_min_size",
+    "master_dtype",
 };
 const size_t clg__ckpt_n_config_fields =
     sizeof clg__ckpt_config_fields / sizeof clg__ckpt_config_fields[0];
@@ -81,8 +92,7 @@ _Static_assert(sizeof clg__ckpt_config_fields / sizeof clg__ckpt_config_fields[0
  * such a file has. */
 const char *clg__ckpt_config_before(const char *field)
 {
-    return strcmp(field, "state_dtype") == 0 || strcmp(field, "master_dtype") == 0 ? "fp32"
-                                                                                  : NULL;
+    return strcmp(field, "state_dtype") == 0 || strcmp(field, "master_dtype") == 0 ? "fp32" : NULL;
 }
 
 static const char *nonfinite_text(clg_nonfinite_policy p)
@@ -133,9 +143,7 @@ void clg__ckpt_layout_config(clg_ckpt_layout *layout, const clg_config *cfg)
     setting(layout, "normalize", "%s", cfg->normalize == CLG_NORM_SUM ? "sum" : "mean");
     setting(layout, "nonfinite", "%s", nonfinite_text(cfg->nonfinite));
     switch (cfg->loss_scale) {
-    case CLG_LOSS_SCALE_NONE:
-        setting(layout, "loss_scale", "none");
-        break;
+    case CLG_LOSS_SCALE_NONE: setting(layout, "loss_scale", "none"); break;
     case CLG_LOSS_SCALE_STATIC:
         setting(layout, "loss_scale", "static");
         setting(layout, "loss_scale_init", "%.9g", (double)cfg->loss_scale_init);
@@ -202,8 +210,7 @@ uint32_t clg__ckpt_header_crc(const uint8_t len_bytes[8], const uint8_t *header,
 bool clg__ckpt_has_crc_field(const uint8_t *header, uint64_t hlen)
 {
     const size_t p = CLG_CKPT_HEADER_PREFIX_LEN;
-    return hlen >= p + 9 && memcmp(header, CLG_CKPT_HEADER_PREFIX, p) == 0 &&
-           header[p + 8] == '"';
+    return hlen >= p + 9 && memcmp(header, CLG_CKPT_HEADER_PREFIX, p) == 0 && header[p + 8] == '"';
 }
 
 static void put_hex32(uint8_t *dst, uint32_t v)
@@ -228,7 +235,6 @@ bool clg__ckpt_header_seal(uint8_t *file, size_t size)
     clg__ckpt_header_sign(file, file + 8, (size_t)hlen);
     return true;
 }
-
 
 /* ------------------------------------------------------------ UTF-8 */
 

@@ -69,29 +69,29 @@
 #include "ckpt_ext.h"
 #include "model.h"
 
-#define CLG_CKPT_FORMAT "clgrad-checkpoint"
+#define CLG_CKPT_FORMAT  "clgrad-checkpoint"
 #define CLG_CKPT_VERSION 2
 /* The header's first bytes; the CRC's 8 hex digits follow, then '"'. */
-#define CLG_CKPT_HEADER_PREFIX "{\"__metadata__\":{\"clgrad.header_crc32\":\"0x"
+#define CLG_CKPT_HEADER_PREFIX     "{\"__metadata__\":{\"clgrad.header_crc32\":\"0x"
 #define CLG_CKPT_HEADER_PREFIX_LEN (sizeof CLG_CKPT_HEADER_PREFIX - 1)
 /* Largest JSON header the reader accepts (safetensors uses 100 MB too). */
-#define CLG_CKPT_HEADER_MAX ((uint64_t)100 * 1000 * 1000)
+#define CLG_CKPT_HEADER_MAX     ((uint64_t)100 * 1000 * 1000)
 #define CLG_CKPT_STEP_BLOCK_KEY "clgrad.step_block"
-#define CLG_CKPT_META_PREFIX "clgrad."
+#define CLG_CKPT_META_PREFIX    "clgrad."
 /* clgrad's metadata keys (the configuration's are "clgrad.<field>") */
-#define CLG_CKPT_KEY_HEADER_CRC "clgrad.header_crc32"
-#define CLG_CKPT_KEY_FORMAT "clgrad.format"
-#define CLG_CKPT_KEY_VERSION "clgrad.version"
-#define CLG_CKPT_KEY_OPTIMIZER "clgrad.optimizer"
-#define CLG_CKPT_KEY_MICRO "clgrad.micro"
-#define CLG_CKPT_KEY_WEIGHT_SUM "clgrad.weight_sum"
-#define CLG_CKPT_KEY_CYCLES "clgrad.cycles"
-#define CLG_CKPT_KEY_MICRO_TOTAL "clgrad.micro_total"
-#define CLG_CKPT_KEY_UPDATES "clgrad.updates"
-#define CLG_CKPT_KEY_SKIPPED "clgrad.skipped_updates"
+#define CLG_CKPT_KEY_HEADER_CRC    "clgrad.header_crc32"
+#define CLG_CKPT_KEY_FORMAT        "clgrad.format"
+#define CLG_CKPT_KEY_VERSION       "clgrad.version"
+#define CLG_CKPT_KEY_OPTIMIZER     "clgrad.optimizer"
+#define CLG_CKPT_KEY_MICRO         "clgrad.micro"
+#define CLG_CKPT_KEY_WEIGHT_SUM    "clgrad.weight_sum"
+#define CLG_CKPT_KEY_CYCLES        "clgrad.cycles"
+#define CLG_CKPT_KEY_MICRO_TOTAL   "clgrad.micro_total"
+#define CLG_CKPT_KEY_UPDATES       "clgrad.updates"
+#define CLG_CKPT_KEY_SKIPPED       "clgrad.skipped_updates"
 #define CLG_CKPT_KEY_SKIPPED_MICRO "clgrad.skipped_micro_steps"
 /* "clgrad.crc32.<tensor key>": each tensor's CRC-32, 8 lowercase hex digits */
-#define CLG_CKPT_CRC_PREFIX "clgrad.crc32."
+#define CLG_CKPT_CRC_PREFIX     "clgrad.crc32."
 #define CLG_CKPT_CRC_PREFIX_LEN (sizeof CLG_CKPT_CRC_PREFIX - 1)
 
 typedef enum clg_ckpt_dtype {
@@ -118,8 +118,8 @@ typedef struct clg_ckpt_entry {
     uint64_t count; /* elements */
     size_t ndim;    /* shape: dims[0..ndim), product count ([count] by default) */
     uint64_t dims[CLG_MAX_DIMS];
-    int source;     /* arena id or CLG_CKPT_SRC_* */
-    int tensor;     /* model tensor index (-1 for the step block) */
+    int source; /* arena id or CLG_CKPT_SRC_* */
+    int tensor; /* model tensor index (-1 for the step block) */
     /* Canonical place in the data section (layout order, contiguous),
      * set by clg__ckpt_layout_finish; the writer uses it. */
     uint64_t begin, end;
@@ -141,15 +141,15 @@ typedef struct clg_ckpt_setting {
 typedef struct clg_ckpt_layout {
     clg_ckpt_entry *entries; /* in file order */
     size_t n;
-    size_t *by_key;          /* entry indices sorted by key */
-    uint64_t data_size;      /* sum of all entries' bytes */
-    char optimizer[16];      /* "sgd", "adam", "adamw", "lion" */
+    size_t *by_key;     /* entry indices sorted by key */
+    uint64_t data_size; /* sum of all entries' bytes */
+    char optimizer[16]; /* "sgd", "adam", "adamw", "lion" */
     /* the live configuration values that apply (clg__ckpt_layout_config) */
     clg_ckpt_setting config[CLG_CKPT_MAX_CONFIG];
     size_t n_config;
 } clg_ckpt_layout;
 
-/* ------------------------------------------------------------ names and sizes (checkpoint_format.c) */
+/* ------------------------------------------------ names and sizes (checkpoint_format.c) */
 
 const char *clg__ckpt_dtype_name(clg_ckpt_dtype dtype);
 size_t clg__ckpt_dtype_size(clg_ckpt_dtype dtype);
@@ -158,7 +158,7 @@ const char *clg__ckpt_optimizer_name(clg_optimizer optimizer);
 bool clg__ckpt_utf8_valid(const char *s);
 bool clg__ckpt_utf8_valid_n(const uint8_t *s, size_t n);
 
-/* ------------------------------------------------------------ configuration (checkpoint_format.c) */
+/* ------------------------------------------------ configuration (checkpoint_format.c) */
 
 /* The configuration fields a checkpoint records, in the order a load
  * compares them (clg__ckpt_n_config_fields of them, at most
@@ -177,7 +177,7 @@ const char *clg__ckpt_config_before(const char *field);
  * the same saved state; both non-NULL. */
 bool clg__ckpt_config_same(const char *field, const char *saved, const char *live);
 
-/* ------------------------------------------------------------ framing and header CRC (checkpoint_format.c) */
+/* ------------------------------------------------ framing, header CRC (checkpoint_format.c) */
 
 /* The file's first 8 bytes: the header length, little-endian. */
 void clg__ckpt_put_le64(uint8_t out[8], uint64_t v);

@@ -54,7 +54,6 @@ clg_status clg__ckpt_layout_shape(clg_ckpt_layout *layout, size_t ndim, const ui
     return CLG_SUCCESS;
 }
 
-
 /* qsort has no context argument: sort (key, index) pairs instead of indices,
  * so that concurrent loads of different models stay independent. */
 typedef struct key_index {
@@ -66,7 +65,6 @@ static int key_index_cmp(const void *a, const void *b)
 {
     return strcmp(((const key_index *)a)->key, ((const key_index *)b)->key);
 }
-
 
 clg_status clg__ckpt_layout_finish(clg_ckpt_layout *layout, char *err, size_t errlen)
 {
@@ -161,8 +159,9 @@ static bool dtype_of_arena(clg_dtype dtype, clg_ckpt_dtype *out)
 }
 
 /* Adds "<tensor name><suffix>" for every tensor of one arena. */
-static clg_status layout_add_arena(clg_model *model, clg_ckpt_layout *layout, const clg_arena *arena,
-                                   const char *suffix, int source, char *err, size_t errlen)
+static clg_status layout_add_arena(clg_model *model, clg_ckpt_layout *layout,
+                                   const clg_arena *arena, const char *suffix, int source,
+                                   char *err, size_t errlen)
 {
     clg_ckpt_dtype dtype;
     if (!dtype_of_arena(arena->dtype, &dtype)) {
@@ -190,8 +189,10 @@ static clg_status layout_add_arena(clg_model *model, clg_ckpt_layout *layout, co
         for (size_t d = 0; d < ts->ndim && d < CLG_MAX_DIMS; d++)
             dims[d] = ts->dims[d];
         if (clg__ckpt_layout_shape(layout, ts->ndim, dims) != CLG_SUCCESS) {
-            snprintf(err, errlen, "tensor '%s' has a shape of %zu dims that is not its %zu "
-                     "elements", ts->name, ts->ndim, ts->count);
+            snprintf(err, errlen,
+                     "tensor '%s' has a shape of %zu dims that is not its %zu "
+                     "elements",
+                     ts->name, ts->ndim, ts->count);
             return CLG_ERR_INVALID_ARGUMENT;
         }
     }
@@ -215,8 +216,9 @@ static clg_status add_tensor_entry(clg_model *model, clg_ckpt_layout *layout, si
         st = clg__ckpt_layout_shape(layout, ts->ndim, dims);
     }
     if (st != CLG_SUCCESS)
-        snprintf(err, errlen, "%s", st == CLG_ERR_OUT_OF_HOST_MEMORY ? "out of host memory"
-                                                                    : "a shape is not its count");
+        snprintf(err, errlen, "%s",
+                 st == CLG_ERR_OUT_OF_HOST_MEMORY ? "out of host memory"
+                                                  : "a shape is not its count");
     return st;
 }
 
@@ -257,8 +259,8 @@ static clg_status layout_add_states(clg_model *model, clg_ckpt_layout *layout, s
 
 /* Adds the parts attached to the model (ckpt_ext.h) whose elements have
  * elem bytes, from the list's fields alone. */
-static clg_status layout_add_ext(clg_model *model, clg_ckpt_layout *layout, size_t elem,
-                                 char *err, size_t errlen)
+static clg_status layout_add_ext(clg_model *model, clg_ckpt_layout *layout, size_t elem, char *err,
+                                 size_t errlen)
 {
     int index = 0;
     for (const clg_ckpt_ext *x = model->ckpt_ext; x; x = x->next, index++) {
@@ -303,8 +305,7 @@ clg_status clg__ckpt_layout_model(clg_model *model, clg_ckpt_layout *layout, cha
     if (st == CLG_SUCCESS)
         st = layout_add_states(model, layout, 2, err, errlen);
     if (st == CLG_SUCCESS && model->copy.chunks)
-        st = layout_add_arena(model, layout, &model->copy, ".copy", CLG_CKPT_SRC_COPY, err,
-                              errlen);
+        st = layout_add_arena(model, layout, &model->copy, ".copy", CLG_CKPT_SRC_COPY, err, errlen);
     if (st == CLG_SUCCESS && model->acc.chunks)
         st = layout_add_arena(model, layout, &model->acc, ".acc", CLG_ARENA_ACC, err, errlen);
     if (st == CLG_SUCCESS)

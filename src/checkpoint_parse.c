@@ -117,21 +117,21 @@ typedef struct parse_state {
     clg_ckpt_parsed *out;
     char *err;
     size_t errlen;
-    uint64_t hlen;          /* check_header_length */
+    uint64_t hlen; /* check_header_length */
     const uint8_t *header;
-    char *text;             /* check_header_json: the header, NUL-terminated, owned */
-    cJSON *root;            /* owned until the result takes it */
+    char *text;  /* check_header_json: the header, NUL-terminated, owned */
+    cJSON *root; /* owned until the result takes it */
     uint64_t data_size;
-    const cJSON *meta;      /* check_metadata_map */
-    size_t n_user;          /* sort_metadata_keys: the caller's entries */
+    const cJSON *meta; /* check_metadata_map */
+    size_t n_user;     /* check_clgrad_keys_known: the caller's entries */
     /* clgrad's values as the file gives them (pointing into root) */
-    const char *format, *version, *optimizer, *micro, *weight_sum, *cycles, *micro_total,
-        *updates, *skipped, *skipped_micro;
+    const char *format, *version, *optimizer, *micro, *weight_sum, *cycles, *micro_total, *updates,
+        *skipped, *skipped_micro;
     const char *saved_config[CLG_CKPT_MAX_CONFIG];
     /* check_counters_readable */
     uint64_t v_micro, v_cycles, v_total, v_updates, v_skipped, v_skipped_micro;
     uint32_t v_wsum;
-    const uint8_t *data;    /* check_offsets_contiguous */
+    const uint8_t *data;          /* check_offsets_contiguous */
     uint32_t words[CLG_SB_WORDS]; /* check_counters_agree: the step block */
 } parse_state;
 
@@ -238,9 +238,9 @@ static clg_status check_header_json(parse_state *p)
     const char *parse_end = NULL;
     p->root = cJSON_ParseWithOpts(p->text, &parse_end, 1);
     if (!p->root)
-        return fail(p, CLG_ERR_CORRUPT_FILE, "header is not valid JSON (error at byte %lld of %llu)",
-                    parse_end ? (long long)(parse_end - p->text) : -1LL,
-                    (unsigned long long)p->hlen);
+        return fail(
+            p, CLG_ERR_CORRUPT_FILE, "header is not valid JSON (error at byte %lld of %llu)",
+            parse_end ? (long long)(parse_end - p->text) : -1LL, (unsigned long long)p->hlen);
     if (!cJSON_IsObject(p->root))
         return fail(p, CLG_ERR_CORRUPT_FILE, "header is not a JSON object");
     p->data_size = p->size - 8 - p->hlen;
@@ -347,8 +347,8 @@ static clg_status check_format_version(parse_state *p)
     const char *format = p->format;
     if (!format || strcmp(format, CLG_CKPT_FORMAT) != 0)
         return fail(p, CLG_ERR_CORRUPT_FILE,
-                    "not a clgrad checkpoint: __metadata__ clgrad.format is %s%.64s%s, not '"
-                    CLG_CKPT_FORMAT "'",
+                    "not a clgrad checkpoint: __metadata__ clgrad.format is %s%.64s%s, not "
+                    "'" CLG_CKPT_FORMAT "'",
                     format ? "'" : "", format ? format : "missing", format ? "'" : "");
     uint64_t ver;
     if (!p->version || !parse_u64(p->version, &ver))
@@ -376,8 +376,7 @@ static clg_status check_counters_readable(parse_state *p)
         return fail(p, CLG_ERR_CORRUPT_FILE, "clgrad.micro '%.32s' is not a micro-step count",
                     p->micro);
     if (!parse_u64(p->cycles, &p->v_cycles) || !parse_u64(p->micro_total, &p->v_total))
-        return fail(p, CLG_ERR_CORRUPT_FILE,
-                    "clgrad.cycles or clgrad.micro_total is not a count");
+        return fail(p, CLG_ERR_CORRUPT_FILE, "clgrad.cycles or clgrad.micro_total is not a count");
     if (!parse_u64(p->updates, &p->v_updates) || p->v_updates > UINT32_MAX ||
         !parse_u64(p->skipped, &p->v_skipped) || p->v_skipped > UINT32_MAX ||
         !parse_u64(p->skipped_micro, &p->v_skipped_micro) || p->v_skipped_micro > UINT32_MAX)
@@ -550,8 +549,7 @@ static clg_status check_entries(parse_state *p)
                         c->string);
         clg_ckpt_entry *e = &layout->entries[idx];
         if (e->seen)
-            return fail(p, CLG_ERR_CORRUPT_FILE, "the header has tensor '%.200s' twice",
-                        c->string);
+            return fail(p, CLG_ERR_CORRUPT_FILE, "the header has tensor '%.200s' twice", c->string);
         clg_status st = check_entry(p, e, c);
         if (st != CLG_SUCCESS)
             return st;
@@ -573,8 +571,8 @@ static clg_status check_offsets_contiguous(parse_state *p)
             return fail(p, CLG_ERR_CORRUPT_FILE,
                         "tensor '%s' at data_offsets [%llu, %llu) lies beyond the end of the data "
                         "(%llu bytes): truncated file",
-                        e->key, (unsigned long long)e->file_begin,
-                        (unsigned long long)e->file_end, (unsigned long long)p->data_size);
+                        e->key, (unsigned long long)e->file_begin, (unsigned long long)e->file_end,
+                        (unsigned long long)p->data_size);
     }
     span *order = malloc((layout->n ? layout->n : 1) * sizeof *order);
     if (!order)
@@ -750,11 +748,21 @@ static clg_status fill_result(parse_state *p)
 /* The checks in the order they run: each may rely on what the ones before
  * it found, and the first that fails gives the message. */
 static clg_status (*const parse_steps[])(parse_state *) = {
-    check_header_length,        check_header_crc,        check_header_json,
-    check_metadata_map,         check_metadata_keys_unique, check_clgrad_keys_known,
-    check_format_version,       check_counters_readable, check_optimizer,
-    check_configuration,        check_entries,           check_offsets_contiguous,
-    check_tensor_crcs,          check_counters_agree,    fill_result,
+    check_header_length,
+    check_header_crc,
+    check_header_json,
+    check_metadata_map,
+    check_metadata_keys_unique,
+    check_clgrad_keys_known,
+    check_format_version,
+    check_counters_readable,
+    check_optimizer,
+    check_configuration,
+    check_entries,
+    check_offsets_contiguous,
+    check_tensor_crcs,
+    check_counters_agree,
+    fill_result,
 };
 
 clg_status clg__ckpt_parse(const uint8_t *file, size_t size, clg_ckpt_layout *layout,
@@ -765,8 +773,8 @@ clg_status clg__ckpt_parse(const uint8_t *file, size_t size, clg_ckpt_layout *la
         layout->entries[i].seen = 0;
         layout->entries[i].file_begin = layout->entries[i].file_end = 0;
     }
-    parse_state p = {.file = file, .size = size, .layout = layout, .out = out, .err = err,
-                     .errlen = errlen};
+    parse_state p = {
+        .file = file, .size = size, .layout = layout, .out = out, .err = err, .errlen = errlen};
     clg_status st = CLG_SUCCESS;
     for (size_t i = 0; i < sizeof parse_steps / sizeof parse_steps[0] && st == CLG_SUCCESS; i++)
         st = parse_steps[i](&p);

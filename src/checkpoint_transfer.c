@@ -25,13 +25,13 @@ static clg_status copy_io(clg_model *model, int tensor, void *host, int write)
                             call);
     cl_int err;
     if (write)
-        err = clEnqueueWriteBuffer(ctx->queue, a->chunks[t->chunk], CL_TRUE,
-                                   t->offset * a->elem_size, t->count * a->elem_size, host, 0,
-                                   NULL, NULL);
+        err =
+            clEnqueueWriteBuffer(ctx->queue, a->chunks[t->chunk], CL_TRUE, t->offset * a->elem_size,
+                                 t->count * a->elem_size, host, 0, NULL, NULL);
     else
-        err = clEnqueueReadBuffer(ctx->queue, a->chunks[t->chunk], CL_TRUE,
-                                  t->offset * a->elem_size, t->count * a->elem_size, host, 0,
-                                  NULL, NULL);
+        err =
+            clEnqueueReadBuffer(ctx->queue, a->chunks[t->chunk], CL_TRUE, t->offset * a->elem_size,
+                                t->count * a->elem_size, host, 0, NULL, NULL);
     if (err != CL_SUCCESS)
         return clg__cl_fail(ctx, err, "checkpoint: parameter copy", call);
     return CLG_SUCCESS;

@@ -19,13 +19,15 @@
  * recorded). */
 static inline clg_config ckpt_fixture_config(void)
 {
+    /* grouped by what the fields control */
+    // clang-format off
     return (clg_config){
         .optimizer = CLG_ADAMW, .acc_dtype = CLG_BF16, .param_copy_dtype = CLG_DTYPE_NONE,
         .normalize = CLG_NORM_MEAN, .nonfinite = CLG_NONFINITE_SKIP_UPDATE,
         .loss_scale = CLG_LOSS_SCALE_DYNAMIC, .loss_scale_init = 1024.0f,
         .loss_scale_growth = 2.0f, .loss_scale_backoff = 0.5f, .loss_scale_interval = 100,
-        .loss_scale_min = 1.0f, .loss_scale_max = 16777216.0f,
-    };
+        .loss_scale_min = 1.0f, .loss_scale_max = 16777216.0f};
+    // clang-format on
 }
 
 static inline void *ckpt_xmalloc(size_t n)

@@ -425,33 +425,6 @@ static void dup_metadata_object(cJSON *root)
     cJSON_AddItemToObject(root, "__metadata__", cJSON_CreateObject());
 }
 
-static void test_metadata(void **state)
-{
-    fixture *f = *state;
-    /* without __metadata__ first, the header cannot begin with its CRC */
-    expect_mutation(f, drop_meta, CLG_ERR_CORRUPT_FILE, "does not begin with its CRC field");
-    expect_mutation(f, meta_not_object, CLG_ERR_CORRUPT_FILE, "does not begin with its CRC");
-    expect_mutation(f, meta_number, CLG_ERR_CORRUPT_FILE, "not a string");
-    expect_mutation(f, wrong_format, CLG_ERR_CORRUPT_FILE, "not a clgrad checkpoint");
-    expect_mutation(f, no_format, CLG_ERR_CORRUPT_FILE, "not a clgrad checkpoint");
-    expect_mutation(f, wrong_version, CLG_ERR_CORRUPT_FILE, "version 3 is not supported");
-    expect_mutation(f, bad_version, CLG_ERR_CORRUPT_FILE, "clgrad.version");
-    expect_mutation(f, unknown_clgrad_key, CLG_ERR_CORRUPT_FILE, "unknown clgrad key");
-    expect_mutation(f, bad_wsum, CLG_ERR_CORRUPT_FILE, "weight_sum");
-    expect_mutation(f, no_wsum, CLG_ERR_CORRUPT_FILE, "clgrad.weight_sum");
-    expect_mutation(f, old_small_weight, CLG_ERR_CORRUPT_FILE,
-                    "unknown clgrad key 'clgrad.small_weight'");
-    expect_mutation(f, bad_micro, CLG_ERR_CORRUPT_FILE, "clgrad.micro");
-    expect_mutation(f, huge_cycles, CLG_ERR_CORRUPT_FILE, "clgrad.cycles");
-    expect_mutation(f, no_counters, CLG_ERR_CORRUPT_FILE, "lacks");
-    expect_mutation(f, no_updates, CLG_ERR_CORRUPT_FILE, "lacks");
-    expect_mutation(f, wide_updates, CLG_ERR_CORRUPT_FILE, "not a 32-bit count");
-    expect_mutation(f, no_crc, CLG_ERR_CORRUPT_FILE, "no clgrad.crc32.w.acc");
-    expect_mutation(f, bad_crc, CLG_ERR_CORRUPT_FILE, "not 8 hex digits");
-    expect_mutation(f, stray_crc, CLG_ERR_CORRUPT_FILE, "CRC for 'nope'");
-    expect_mutation(f, dup_meta, CLG_ERR_CORRUPT_FILE, "twice");
-    expect_mutation(f, dup_metadata_object, CLG_ERR_CORRUPT_FILE, "__metadata__ twice");
-}
 
 static void other_optimizer(cJSON *root) { set_meta(root, "clgrad.optimizer", "sgd"); }
 static void extra_tensor(cJSON *root)
@@ -491,17 +464,83 @@ static void m_transposed(cJSON *root)
     cJSON_ReplaceItemInObjectCaseSensitive(e, "shape", cJSON_CreateIntArray(dims, 2));
 }
 
-static void test_mismatch(void **state)
+static void no_growth(cJSON *root) { set_meta(root, "clgrad.loss_scale_growth", NULL); }
+static void odd_policy(cJSON *root) { set_meta(root, "clgrad.nonfinite", "sometimes"); }
+static void set_updates(cJSON *root) { set_meta(root, "clgrad.updates", "3755744307"); }
+static void set_skipped(cJSON *root) { set_meta(root, "clgrad.skipped_updates", "2"); }
+static void set_skipped_micro(cJSON *root) { set_meta(root, "clgrad.skipped_micro_steps", "5"); }
+static void set_cycles(cJSON *root) { set_meta(root, "clgrad.cycles", "12345678902"); }
+static void small_total(cJSON *root) { set_meta(root, "clgrad.micro_total", "12345678902"); }
+static void no_micro(cJSON *root) { set_meta(root, "clgrad.micro", "0"); }
+
+/* Headers edited through cJSON (same data, CRC re-sealed) and what the
+ * parser must say: the metadata, a valid file of another model, a
+ * configuration value missing, and the counters' metadata copies changed. */
+typedef struct header_mutation {
+    void (*edit)(cJSON *root);
+    clg_status status;
+    const char *msg;
+} header_mutation;
+
+static const header_mutation header_mutations[] = {
+    /* without __metadata__ first, the header cannot begin with its CRC */
+    {drop_meta, CLG_ERR_CORRUPT_FILE, "does not begin with its CRC field"},
+    {meta_not_object, CLG_ERR_CORRUPT_FILE, "does not begin with its CRC"},
+    {meta_number, CLG_ERR_CORRUPT_FILE, "not a string"},
+    {wrong_format, CLG_ERR_CORRUPT_FILE, "not a clgrad checkpoint"},
+    {no_format, CLG_ERR_CORRUPT_FILE, "not a clgrad checkpoint"},
+    {wrong_version, CLG_ERR_CORRUPT_FILE, "version 3 is not supported"},
+    {bad_version, CLG_ERR_CORRUPT_FILE, "clgrad.version"},
+    {unknown_clgrad_key, CLG_ERR_CORRUPT_FILE, "unknown clgrad key"},
+    {bad_wsum, CLG_ERR_CORRUPT_FILE, "weight_sum"},
+    {no_wsum, CLG_ERR_CORRUPT_FILE, "clgrad.weight_sum"},
+    {old_small_weight, CLG_ERR_CORRUPT_FILE, "unknown clgrad key 'clgrad.small_weight'"},
+    {bad_micro, CLG_ERR_CORRUPT_FILE, "clgrad.micro"},
+    {huge_cycles, CLG_ERR_CORRUPT_FILE, "clgrad.cycles"},
+    {no_counters, CLG_ERR_CORRUPT_FILE, "lacks"},
+    {no_updates, CLG_ERR_CORRUPT_FILE, "lacks"},
+    {wide_updates, CLG_ERR_CORRUPT_FILE, "not a 32-bit count"},
+    {no_crc, CLG_ERR_CORRUPT_FILE, "no clgrad.crc32.w.acc"},
+    {bad_crc, CLG_ERR_CORRUPT_FILE, "not 8 hex digits"},
+    {stray_crc, CLG_ERR_CORRUPT_FILE, "CRC for 'nope'"},
+    {dup_meta, CLG_ERR_CORRUPT_FILE, "twice"},
+    {dup_metadata_object, CLG_ERR_CORRUPT_FILE, "__metadata__ twice"},
+    /* another model's file */
+    {other_optimizer, CLG_ERR_MISMATCH, "optimizer 'sgd'"},
+    {extra_tensor, CLG_ERR_MISMATCH, "'extra', which the model lacks"},
+    {missing_tensor, CLG_ERR_MISMATCH, "'b.acc' is not in the file"},
+    {other_dtype, CLG_ERR_MISMATCH, "F16 in the file but BF16"},
+    {other_shape, CLG_ERR_MISMATCH, "shape [1, 5] in the file but [5]"},
+    {other_count, CLG_ERR_MISMATCH, "shape [4] in the file but [3]"},
+    {m_flat, CLG_ERR_MISMATCH, "'m' has shape [6] in the file but [2, 3]"},
+    {m_transposed, CLG_ERR_MISMATCH, "shape [3, 2] in the file but [2, 3]"},
+    /* a configuration value missing */
+    {no_growth, CLG_ERR_MISMATCH,
+     "loss_scale_growth was not set when the checkpoint was saved, the model has '2'"},
+    /* an unknown policy name is neither skip_micro nor the others' */
+    {odd_policy, CLG_ERR_MISMATCH, "nonfinite was 'sometimes'"},
+    /* the counters' metadata copies (test_counters changes the step block's) */
+    {set_updates, CLG_ERR_CORRUPT_FILE,
+     "counters disagree: clgrad.updates is 3755744307 in the metadata but the step block's T "
+     "(updates applied) is 3755744306"},
+    {set_skipped, CLG_ERR_CORRUPT_FILE,
+     "clgrad.skipped_updates is 2 in the metadata but the step block's SKIPPED is 3"},
+    {set_skipped_micro, CLG_ERR_CORRUPT_FILE,
+     "clgrad.skipped_micro_steps is 5 in the metadata but the step block's SKIPPED_MICRO is 4"},
+    {set_cycles, CLG_ERR_CORRUPT_FILE,
+     "clgrad.cycles is 12345678902 but clgrad.updates 3755744306 + clgrad.skipped_updates 3 is "
+     "3755744309"},
+    {small_total, CLG_ERR_CORRUPT_FILE, "clgrad.micro_total is 12345678902"},
+    {no_micro, CLG_ERR_CORRUPT_FILE,
+     "the step block counts 1 finite micro-steps in the current cycle but clgrad.micro is 0"},
+};
+
+static void test_header_mutations(void **state)
 {
     fixture *f = *state;
-    expect_mutation(f, other_optimizer, CLG_ERR_MISMATCH, "optimizer 'sgd'");
-    expect_mutation(f, extra_tensor, CLG_ERR_MISMATCH, "'extra', which the model lacks");
-    expect_mutation(f, missing_tensor, CLG_ERR_MISMATCH, "'b.acc' is not in the file");
-    expect_mutation(f, other_dtype, CLG_ERR_MISMATCH, "F16 in the file but BF16");
-    expect_mutation(f, other_shape, CLG_ERR_MISMATCH, "shape [1, 5] in the file but [5]");
-    expect_mutation(f, other_count, CLG_ERR_MISMATCH, "shape [4] in the file but [3]");
-    expect_mutation(f, m_flat, CLG_ERR_MISMATCH, "'m' has shape [6] in the file but [2, 3]");
-    expect_mutation(f, m_transposed, CLG_ERR_MISMATCH, "shape [3, 2] in the file but [2, 3]");
+    for (size_t i = 0; i < sizeof header_mutations / sizeof header_mutations[0]; i++)
+        expect_mutation(f, header_mutations[i].edit, header_mutations[i].status,
+                        header_mutations[i].msg);
 }
 
 /* ------------------------------------------------------------ configuration */
@@ -534,38 +573,29 @@ static void test_config_mismatch(void **state)
                   "'static'");
     c.loss_scale = CLG_LOSS_SCALE_NONE;
     expect_config(f, &c, CLG_ERR_MISMATCH, "loss_scale was 'dynamic'");
-    c = base;
-    c.loss_scale_growth = 4.0f;
-    expect_config(f, &c, CLG_ERR_MISMATCH, "loss_scale_growth was '2' when the checkpoint was "
-                                           "saved, the model has '4'");
-    c = base;
-    c.loss_scale_backoff = 0.25f;
-    expect_config(f, &c, CLG_ERR_MISMATCH, "loss_scale_backoff was '0.5'");
-    c = base;
-    c.loss_scale_interval = 2000;
-    expect_config(f, &c, CLG_ERR_MISMATCH, "loss_scale_interval was '100'");
-    c = base;
-    c.loss_scale_min = 0.5f;
-    expect_config(f, &c, CLG_ERR_MISMATCH, "loss_scale_min was '1'");
-    c = base;
-    c.loss_scale_max = 65536.0f;
-    expect_config(f, &c, CLG_ERR_MISMATCH, "loss_scale_max was '16777216' when");
-    c = base;
-    c.loss_scale_init = 2.0f; /* dynamic: the current scale is state, init is not used */
-    expect_config(f, &c, CLG_SUCCESS, NULL);
-    c = base;
-    c.acc_dtype = CLG_FP32; /* named as a field, before the tensors' dtypes */
-    expect_config(f, &c, CLG_ERR_MISMATCH, "acc_dtype was 'bf16' when the checkpoint was "
-                                           "saved, the model has 'fp32'");
-    c = base;
-    c.param_copy_dtype = CLG_FP16;
-    expect_config(f, &c, CLG_ERR_MISMATCH, "param_copy_dtype was 'none'");
-    c = base;
-    c.amsgrad = 1;
-    expect_config(f, &c, CLG_ERR_MISMATCH, "amsgrad was '0'");
-    c = base;
-    c.normalize = CLG_NORM_SUM;
-    expect_config(f, &c, CLG_ERR_MISMATCH, "normalize was 'mean'");
+/* base with one field changed must parse with status and msg */
+#define EXPECT_FIELD(field, value, status, msg)                                                    \
+    do {                                                                                           \
+        clg_config changed = base;                                                                 \
+        changed.field = value;                                                                     \
+        expect_config(f, &changed, status, msg);                                                   \
+    } while (0)
+    EXPECT_FIELD(loss_scale_growth, 4.0f, CLG_ERR_MISMATCH,
+                 "loss_scale_growth was '2' when the checkpoint was saved, the model has '4'");
+    EXPECT_FIELD(loss_scale_backoff, 0.25f, CLG_ERR_MISMATCH, "loss_scale_backoff was '0.5'");
+    EXPECT_FIELD(loss_scale_interval, 2000, CLG_ERR_MISMATCH, "loss_scale_interval was '100'");
+    EXPECT_FIELD(loss_scale_min, 0.5f, CLG_ERR_MISMATCH, "loss_scale_min was '1'");
+    EXPECT_FIELD(loss_scale_max, 65536.0f, CLG_ERR_MISMATCH,
+                 "loss_scale_max was '16777216' when");
+    /* dynamic: the current scale is state, init is not used */
+    EXPECT_FIELD(loss_scale_init, 2.0f, CLG_SUCCESS, NULL);
+    /* named as a field, before the tensors' dtypes */
+    EXPECT_FIELD(acc_dtype, CLG_FP32, CLG_ERR_MISMATCH,
+                 "acc_dtype was 'bf16' when the checkpoint was saved, the model has 'fp32'");
+    EXPECT_FIELD(param_copy_dtype, CLG_FP16, CLG_ERR_MISMATCH, "param_copy_dtype was 'none'");
+    EXPECT_FIELD(amsgrad, 1, CLG_ERR_MISMATCH, "amsgrad was '0'");
+    EXPECT_FIELD(normalize, CLG_NORM_SUM, CLG_ERR_MISMATCH, "normalize was 'mean'");
+#undef EXPECT_FIELD
     /* the non-finite policy: only skip-micro mode changes the saved state */
     c = base;
     c.nonfinite = CLG_NONFINITE_ERROR;
@@ -616,19 +646,6 @@ static void test_config_static_scale(void **state)
     free(header);
 }
 
-static void no_growth(cJSON *root) { set_meta(root, "clgrad.loss_scale_growth", NULL); }
-static void odd_policy(cJSON *root) { set_meta(root, "clgrad.nonfinite", "sometimes"); }
-
-static void test_config_missing(void **state)
-{
-    fixture *f = *state;
-    expect_mutation(f, no_growth, CLG_ERR_MISMATCH,
-                    "loss_scale_growth was not set when the checkpoint was saved, the model has "
-                    "'2'");
-    /* an unknown policy name is neither skip_micro nor the others' */
-    expect_mutation(f, odd_policy, CLG_ERR_MISMATCH, "nonfinite was 'sometimes'");
-}
-
 /* ------------------------------------------------------------ counters */
 
 /* The fixture's file with step block word w set to v (its CRC fixed). */
@@ -654,7 +671,6 @@ static uint8_t *with_word(fixture *f, int w, uint32_t v, size_t *size)
     return file;
 }
 
-static void set_updates(cJSON *root) { set_meta(root, "clgrad.updates", "3755744307"); }
 static void old_updates(cJSON *root) { set_meta(root, "clgrad.updates", "3755744306"); }
 
 /* file (a whole image) with its header edited by fn, same data, re-sealed */
@@ -666,34 +682,13 @@ static uint8_t *rewrite_header(const uint8_t *file, size_t size, void (*fn)(cJSO
     assert_true(clg__ckpt_header_seal(out, *out_size));
     return out;
 }
-static void set_skipped(cJSON *root) { set_meta(root, "clgrad.skipped_updates", "2"); }
-static void set_skipped_micro(cJSON *root) { set_meta(root, "clgrad.skipped_micro_steps", "5"); }
-static void set_cycles(cJSON *root) { set_meta(root, "clgrad.cycles", "12345678902"); }
-static void small_total(cJSON *root) { set_meta(root, "clgrad.micro_total", "12345678902"); }
-static void no_micro(cJSON *root) { set_meta(root, "clgrad.micro", "0"); }
 /* cycles + 2^32: the same in the step block's 32 bits, and fine */
 static void wrapped_cycles(cJSON *root) { set_meta(root, "clgrad.cycles", "16640646197"); }
 
 static void test_counters(void **state)
 {
     fixture *f = *state;
-    /* the metadata's copy changed, CRC re-sealed */
-    expect_mutation(f, set_updates, CLG_ERR_CORRUPT_FILE,
-                    "counters disagree: clgrad.updates is 3755744307 in the metadata but the "
-                    "step block's T (updates applied) is 3755744306");
-    expect_mutation(f, set_skipped, CLG_ERR_CORRUPT_FILE,
-                    "clgrad.skipped_updates is 2 in the metadata but the step block's SKIPPED "
-                    "is 3");
-    expect_mutation(f, set_skipped_micro, CLG_ERR_CORRUPT_FILE,
-                    "clgrad.skipped_micro_steps is 5 in the metadata but the step block's "
-                    "SKIPPED_MICRO is 4");
-    expect_mutation(f, set_cycles, CLG_ERR_CORRUPT_FILE,
-                    "clgrad.cycles is 12345678902 but clgrad.updates 3755744306 + "
-                    "clgrad.skipped_updates 3 is 3755744309");
-    expect_mutation(f, small_total, CLG_ERR_CORRUPT_FILE, "clgrad.micro_total is 12345678902");
-    expect_mutation(f, no_micro, CLG_ERR_CORRUPT_FILE,
-                    "the step block counts 1 finite micro-steps in the current cycle but "
-                    "clgrad.micro is 0");
+    /* the metadata's copy changed, CRC re-sealed: header_mutations */
     size_t size;
     uint8_t *file = mutated(f, wrapped_cycles, &size);
     char err[512] = "";
@@ -863,11 +858,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bad_json, setup, teardown),
         cmocka_unit_test_setup_teardown(test_header_crc, setup, teardown),
         cmocka_unit_test_setup_teardown(test_version1, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_metadata, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_mismatch, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_header_mutations, setup, teardown),
         cmocka_unit_test_setup_teardown(test_config_mismatch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_config_static_scale, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_config_missing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_counters, setup, teardown),
         cmocka_unit_test_setup_teardown(test_offsets, setup, teardown),
         cmocka_unit_test_setup_teardown(test_crc, setup, teardown),

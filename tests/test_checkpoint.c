@@ -142,6 +142,27 @@ static clg_status train(clg_model *m, unsigned u0, unsigned mi0, unsigned u1)
     return st;
 }
 
+/* A file's first 8 bytes: the header length, little-endian (read here on
+ * its own, not through the library's reader). */
+static uint64_t header_length(const uint8_t *f)
+{
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--)
+        hlen = hlen << 8 | f[i];
+    return hlen;
+}
+
+/* A model of cfg (seed 1) after `updates` updates, saved at path with
+ * the given metadata. */
+static clg_model *saved_model(const clg_config *cfg, const char *path, unsigned updates,
+                              const char *const *keys, const char *const *values, size_t n_meta)
+{
+    clg_model *a = build_model(cfg, NULL, 1);
+    OK(train(a, 0, 0, updates));
+    OK(clg_checkpoint_save(a, path, keys, values, n_meta));
+    return a;
+}
+
 /* ------------------------------------------------------------ snapshots */
 
 /* Everything observable of a model: the raw bytes of every checkpointed
@@ -471,13 +492,10 @@ static void test_safetensors_layout(void **state)
     (void)state;
     clg_config cfg = rich_config();
     char *path = tu_tmp_path("layout.ckpt");
-    clg_model *a = build_model(&cfg, NULL, 1);
-    OK(clg_checkpoint_save(a, path, NULL, NULL, 0));
+    clg_model *a = saved_model(&cfg, path, 0, NULL, NULL, 0);
     size_t n;
     uint8_t *f = tu_read_file(path, &n);
-    uint64_t hlen = 0;
-    for (int i = 7; i >= 0; i--)
-        hlen = hlen << 8 | f[i];
+    uint64_t hlen = header_length(f);
     assert_true(hlen % 8 == 0 && 8 + hlen <= n);
     char *text = tu_xmalloc(hlen + 1);
     memcpy(text, f + 8, hlen);
@@ -565,9 +583,7 @@ static void seal(uint8_t *f, size_t n)
 {
     static const char prefix[] = "{\"__metadata__\":{\"clgrad.header_crc32\":\"0x";
     const size_t p = sizeof prefix - 1;
-    uint64_t hlen = 0;
-    for (int i = 7; i >= 0; i--)
-        hlen = hlen << 8 | f[i];
+    uint64_t hlen = n < 8 ? 0 : header_length(f);
     if (n < 8 || hlen > n - 8 || hlen < p + 9 || memcmp(f + 8, prefix, p) != 0 ||
         f[8 + p + 8] != '"')
         fail_msg("the header does not begin with its CRC field");
@@ -631,14 +647,10 @@ static void test_strict_damage(void **state)
     (void)state;
     clg_config cfg = rich_config();
     char *path = tu_tmp_path("good.ckpt");
-    clg_model *a = build_model(&cfg, NULL, 1);
-    OK(train(a, 0, 0, 2));
-    OK(clg_checkpoint_save(a, path, NULL, NULL, 0));
+    clg_model *a = saved_model(&cfg, path, 2, NULL, NULL, 0);
     size_t n;
     uint8_t *good = tu_read_file(path, &n);
-    uint64_t hlen = 0;
-    for (int i = 7; i >= 0; i--)
-        hlen = hlen << 8 | good[i];
+    uint64_t hlen = header_length(good);
 
     /* the live model, mid-cycle, with its own distinct state */
     clg_model *m = build_model(&cfg, NULL, 7);
@@ -748,10 +760,8 @@ static void test_header_protected(void **state)
     (void)state;
     clg_config cfg = rich_config();
     char *path = tu_tmp_path("header.ckpt");
-    clg_model *a = build_model(&cfg, NULL, 1);
-    OK(train(a, 0, 0, 3));
     const char *keys[] = {"train.updates"}, *values[] = {"10"};
-    OK(clg_checkpoint_save(a, path, keys, values, 1));
+    clg_model *a = saved_model(&cfg, path, 3, keys, values, 1);
     size_t n;
     uint8_t *good = tu_read_file(path, &n);
 
@@ -822,9 +832,7 @@ static void test_strict_mismatch(void **state)
     (void)state;
     clg_config cfg = rich_config();
     char *path = tu_tmp_path("model.ckpt");
-    clg_model *a = build_model(&cfg, NULL, 1);
-    OK(train(a, 0, 0, 1));
-    OK(clg_checkpoint_save(a, path, NULL, NULL, 0));
+    clg_model *a = saved_model(&cfg, path, 1, NULL, NULL, 0);
     clg_model_destroy(a);
 
 /* cfg with one field changed must be refused with msg */
@@ -1034,10 +1042,8 @@ static void test_crash_during_save(void **state)
     clg_config cfg = rich_config();
     char *target = tu_tmp_path("crash.ckpt");
     char *newsrc = tu_tmp_path("crash-new-source.ckpt");
-    clg_model *a = build_model(&cfg, NULL, 1);
-    OK(train(a, 0, 0, 2));
     const char *keys[] = {"version"}, *old_v[] = {"old"}, *new_v[] = {"new"};
-    OK(clg_checkpoint_save(a, target, keys, old_v, 1));
+    clg_model *a = saved_model(&cfg, target, 2, keys, old_v, 1);
     OK(train(a, 2, 0, 4));
     OK(clg_checkpoint_save(a, newsrc, keys, new_v, 1));
     size_t old_n, new_n;

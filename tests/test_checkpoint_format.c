@@ -273,6 +273,10 @@ static void test_truncated(void **state)
     for (size_t n = 0; n < 8; n++)
         expect_error(f, f->file, n, CLG_ERR_CORRUPT_FILE, "truncated");
     expect_error(f, f->file, 8 + f->header_len / 2, CLG_ERR_CORRUPT_FILE, "truncated");
+    /* cuts in the header's last 8 bytes: its length counts from after the
+     * 8 length bytes, not from the file's start */
+    for (size_t k = 1; k <= 8; k++)
+        expect_error(f, f->file, 8 + f->header_len - k, CLG_ERR_CORRUPT_FILE, "but only");
     /* every cut inside the data */
     for (size_t n = 8 + f->header_len; n < f->size; n++)
         expect_error(f, f->file, n, CLG_ERR_CORRUPT_FILE, "truncated");

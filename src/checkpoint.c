@@ -348,6 +348,86 @@ static void remove_stale_temps(const char *dir, const char *base)
     closedir(d);
 }
 
+/* Makes dir (a copy of path) the directory part of path ("." when there
+ * is none), and returns the name within it. */
+static const char *split_dir(char *dir, const char *path)
+{
+    char *slash = strrchr(dir, '/');
+    const char *base = slash ? path + (slash - dir) + 1 : path;
+    if (!slash)
+        strcpy(dir, ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+    return base;
+}
+
+/* Creates a fresh temporary file for a save to path, its name in tmp;
+ * the descriptor, or -1 with errno set. */
+static int create_temp(const char *path, char *tmp, size_t tlen)
+{
+    int fd = -1;
+    for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
+        temp_name(tmp, tlen, path, (long)getpid(), atomic_fetch_add(&temp_counter, 1));
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd < 0 && errno != EEXIST)
+            break;
+    }
+    return fd;
+}
+
+/* Writes the whole file (length, header, entries in layout order) to fd,
+ * fsyncs and closes it. NULL on success, else the step that failed
+ * ("write", "fsync", "close") with its errno in *saved. */
+static const char *write_temp(int fd, const char *header, size_t header_len,
+                              const clg_ckpt_layout *layout, const uint8_t *data, int *saved)
+{
+    uint8_t prefix[8];
+    clg__ckpt_put_le64(prefix, header_len);
+    const char *step = "write";
+    int failed = write_all(fd, prefix, sizeof prefix) || write_all(fd, header, header_len);
+    for (size_t i = 0; !failed && i < layout->n; i++) {
+        const clg_ckpt_entry *e = &layout->entries[i];
+        failed = write_all(fd, data + e->begin, (size_t)(e->end - e->begin));
+    }
+    if (!failed) {
+        step = "fsync";
+        failed = faulted() || fsync(fd) != 0;
+    }
+    *saved = errno;
+    if (close(fd) != 0 && !failed) {
+        step = "close";
+        failed = 1;
+        *saved = errno;
+    }
+    return failed ? step : NULL;
+}
+
+/* Renames the complete temporary file over path, then makes the rename
+ * durable: it is only once the directory entry is. */
+static clg_status publish(clg_context *ctx, const char *what, const char *tmp, const char *path,
+                          const char *dir)
+{
+    if (faulted() || rename(tmp, path) != 0) {
+        int saved = errno;
+        unlink(tmp);
+        return clg__fail(ctx, CLG_ERR_IO, "%s: renaming '%s' to '%s' failed: %s%s", what, tmp, path,
+                         strerror(saved), fault_injected ? " (injected fault)" : "");
+    }
+    clg_status st = CLG_SUCCESS;
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0 || faulted() || fsync(dfd) != 0) {
+        int saved = errno;
+        st = clg__fail(ctx, CLG_ERR_IO,
+                       "%s: '%s' was written, but fsync of its directory '%s' failed: %s%s", what,
+                       path, dir, strerror(saved), fault_injected ? " (injected fault)" : "");
+    }
+    if (dfd >= 0)
+        close(dfd);
+    return st;
+}
+
 /* Writes header and data to a fresh temporary file next to path, makes it
  * durable and renames it over path. On failure the temp file is removed
  * and path is untouched. */
@@ -365,73 +445,24 @@ static clg_status write_durably(clg_context *ctx, const char *path, const char *
         free(dir);
         return clg__fail(ctx, CLG_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", what);
     }
-    char *slash = strrchr(dir, '/');
-    const char *base = slash ? path + (slash - dir) + 1 : path;
-    if (!slash)
-        strcpy(dir, ".");
-    else if (slash == dir)
-        dir[1] = '\0';
-    else
-        *slash = '\0';
+    const char *base = split_dir(dir, path);
     if (*base)
         remove_stale_temps(dir, base);
 
-    int fd = -1;
-    for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
-        temp_name(tmp, tlen, path, (long)getpid(), atomic_fetch_add(&temp_counter, 1));
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (fd < 0 && errno != EEXIST)
-            break;
-    }
-    clg_status st = CLG_SUCCESS;
-    if (fd < 0) {
+    clg_status st;
+    int saved;
+    const char *failed_step = NULL;
+    int fd = create_temp(path, tmp, tlen);
+    if (fd < 0)
         st = clg__fail(ctx, CLG_ERR_IO, "%s: cannot create temporary file '%s': %s", what, tmp,
                        strerror(errno));
-        goto out;
-    }
-
-    uint8_t prefix[8];
-    clg__ckpt_put_le64(prefix, header_len);
-    const char *step = "write";
-    int failed = write_all(fd, prefix, sizeof prefix) || write_all(fd, header, header_len);
-    for (size_t i = 0; !failed && i < layout->n; i++) {
-        const clg_ckpt_entry *e = &layout->entries[i];
-        failed = write_all(fd, data + e->begin, (size_t)(e->end - e->begin));
-    }
-    if (!failed) {
-        step = "fsync";
-        failed = faulted() || fsync(fd) != 0;
-    }
-    int saved = errno;
-    if (close(fd) != 0 && !failed) {
-        step = "close";
-        failed = 1;
-        saved = errno;
-    }
-    if (failed) {
+    else if ((failed_step = write_temp(fd, header, header_len, layout, data, &saved)) != NULL) {
         unlink(tmp);
-        st = clg__fail(ctx, CLG_ERR_IO, "%s: %s of temporary file '%s' failed: %s%s", what, step,
-                       tmp, strerror(saved), fault_injected ? " (injected fault)" : "");
-        goto out;
-    }
-    if (faulted() || rename(tmp, path) != 0) {
-        saved = errno;
-        unlink(tmp);
-        st = clg__fail(ctx, CLG_ERR_IO, "%s: renaming '%s' to '%s' failed: %s%s", what, tmp, path,
-                       strerror(saved), fault_injected ? " (injected fault)" : "");
-        goto out;
-    }
-    /* The rename is durable only once the directory entry is. */
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0 || faulted() || fsync(dfd) != 0) {
-        saved = errno;
-        st = clg__fail(ctx, CLG_ERR_IO,
-                       "%s: '%s' was written, but fsync of its directory '%s' failed: %s%s", what,
-                       path, dir, strerror(saved), fault_injected ? " (injected fault)" : "");
-    }
-    if (dfd >= 0)
-        close(dfd);
-out:
+        st =
+            clg__fail(ctx, CLG_ERR_IO, "%s: %s of temporary file '%s' failed: %s%s", what,
+                      failed_step, tmp, strerror(saved), fault_injected ? " (injected fault)" : "");
+    } else
+        st = publish(ctx, what, tmp, path, dir);
     free(tmp);
     free(dir);
     return st;

@@ -12,6 +12,7 @@
  * (clg__ckpt_header_seal), which takes the mutation on to the JSON parser,
  * the metadata, the configuration, the entries and the counters. */
 #include "checkpoint.h"
+#include "ckpt_testutil.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,19 +26,7 @@ static clg_ckpt_layout layout;
 static void build_layout(void)
 {
     char err[256];
-    clg_config c;
-    memset(&c, 0, sizeof c);
-    c.optimizer = CLG_ADAMW;
-    c.acc_dtype = CLG_BF16;
-    c.param_copy_dtype = CLG_DTYPE_NONE;
-    c.normalize = CLG_NORM_MEAN;
-    c.nonfinite = CLG_NONFINITE_SKIP_UPDATE;
-    c.loss_scale = CLG_LOSS_SCALE_DYNAMIC;
-    c.loss_scale_growth = 2.0f;
-    c.loss_scale_backoff = 0.5f;
-    c.loss_scale_interval = 100;
-    c.loss_scale_min = 1.0f;
-    c.loss_scale_max = 16777216.0f;
+    clg_config c = ckpt_fixture_config();
     clg__ckpt_layout_config(&layout, &c);
     const uint64_t w_shape[2] = {5, 1};
     if (clg__ckpt_layout_add(&layout, CLG_CKPT_STEP_BLOCK_KEY, CLG_CKPT_I32, 32,

@@ -5,7 +5,7 @@ fuzz_checkpoint.c's layout and configuration, and a few near misses) and
 corpus/idx (valid IDX files and near misses) and corpus/tuning (a CLBlast
 tuning file of clgrad-tune's and near misses). Run from any directory; the
 corpora are committed, so this only documents how they were made. The
-checkpoint writer here follows src/checkpoint.h: the header begins with the
+checkpoint writer here follows src/checkpoint_format.h: the header begins with the
 clgrad.header_crc32 field, whose CRC-32 covers the 8 length bytes and the
 header with its 8 digits taken as '0'."""
 import json

@@ -1,7 +1,8 @@
-/* checkpoint.c - clg_checkpoint_save: snapshot the model into host memory,
- * build the safetensors header (checkpoint.h), and write it durably: a
- * temporary file in the same directory, fsync, rename over the target,
- * fsync of the directory. A crash at any point leaves the old or the new
+/* checkpoint.c - the checkpoint writer, clg_checkpoint_save: snapshot the
+ * model into host memory (checkpoint_transfer.c), build the safetensors
+ * header (checkpoint_format.h), and write it durably: a temporary file in
+ * the same directory, fsync, rename over the target, fsync of the
+ * directory. A crash at any point leaves the old or the new
  * file, never a broken one. Every write, fsync and the rename pass through
  * clg__fault_hit(CLG_FAULT_WRITE), so tests can fail or kill at each.
  *
@@ -9,7 +10,6 @@
  * ("<path>.tmp.<pid>.<n>"); the next save to the same path removes those
  * of processes that no longer exist (remove_stale_temps). */
 #include "checkpoint.h"
-#include "qstate.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -49,13 +49,14 @@ static clg_status check_meta(const char *const *keys, const char *const *values,
     }
     for (size_t i = 0; i < n; i++) {
         if (!keys[i] || !values[i] || !keys[i][0]) {
-            snprintf(err, errlen, "metadata entry %zu has a NULL or empty key or a NULL value",
-                     i);
+            snprintf(err, errlen, "metadata entry %zu has a NULL or empty key or a NULL value", i);
             return CLG_ERR_INVALID_ARGUMENT;
         }
         if (strncmp(keys[i], CLG_CKPT_META_PREFIX, strlen(CLG_CKPT_META_PREFIX)) == 0) {
-            snprintf(err, errlen, "metadata key '%.200s' is reserved (keys starting with "
-                     "\"" CLG_CKPT_META_PREFIX "\" are clgrad's)", keys[i]);
+            snprintf(err, errlen,
+                     "metadata key '%.200s' is reserved (keys starting with "
+                     "\"" CLG_CKPT_META_PREFIX "\" are clgrad's)",
+                     keys[i]);
             return CLG_ERR_INVALID_ARGUMENT;
         }
         if (!clg__ckpt_utf8_valid(keys[i]) || !clg__ckpt_utf8_valid(values[i])) {
@@ -96,53 +97,46 @@ static cJSON *raw_u64(uint64_t v)
     return cJSON_CreateRaw(buf);
 }
 
-clg_status clg__ckpt_header(clg_ckpt_layout *layout, const uint8_t *data,
-                            const clg_cycle_state *state, const char *const *meta_keys,
-                            const char *const *meta_values, size_t n_meta, char **header,
-                            size_t *header_len, char *err, size_t errlen)
+/* clgrad's own metadata, the header CRC field first: cJSON prints members
+ * in insertion order, so the header begins with CLG_CKPT_HEADER_PREFIX. Its
+ * digits are filled in once the header's bytes are final (pad_and_sign). */
+static bool add_clgrad_meta(cJSON *meta, const clg_ckpt_layout *layout,
+                            const clg_cycle_state *state)
 {
-    *header = NULL;
-    *header_len = 0;
-    clg_status st = check_meta(meta_keys, meta_values, n_meta, err, errlen);
-    if (st != CLG_SUCCESS)
-        return st;
-
-    bool ok = true;
-    cJSON *root = cJSON_CreateObject();
-    cJSON *meta = root ? cJSON_AddObjectToObject(root, "__metadata__") : NULL;
-    ok = meta != NULL;
     char buf[64];
-    if (ok) {
-        uint32_t wbits;
-        memcpy(&wbits, &state->weight_sum, sizeof wbits);
-        /* First, so that the header begins with CLG_CKPT_HEADER_PREFIX (cJSON
-         * prints members in insertion order); the digits are filled in
-         * once the header's bytes are final. */
-        ok = add_str(meta, "clgrad.header_crc32", "0x00000000");
-        ok = ok && add_str(meta, "clgrad.format", CLG_CKPT_FORMAT);
-        snprintf(buf, sizeof buf, "%d", CLG_CKPT_VERSION);
-        ok = ok && add_str(meta, "clgrad.version", buf);
-        ok = ok && add_str(meta, "clgrad.optimizer", layout->optimizer);
-        for (size_t i = 0; ok && i < layout->n_config; i++) {
-            snprintf(buf, sizeof buf, "clgrad.%s", layout->config[i].field);
-            ok = add_str(meta, buf, layout->config[i].value);
-        }
-        snprintf(buf, sizeof buf, "%u", state->micro);
-        ok = ok && add_str(meta, "clgrad.micro", buf);
-        snprintf(buf, sizeof buf, "0x%08" PRIx32, wbits); /* exact float bits */
-        ok = ok && add_str(meta, "clgrad.weight_sum", buf);
-        snprintf(buf, sizeof buf, "%" PRIu64, state->cycles);
-        ok = ok && add_str(meta, "clgrad.cycles", buf);
-        snprintf(buf, sizeof buf, "%" PRIu64, state->micro_total);
-        ok = ok && add_str(meta, "clgrad.micro_total", buf);
-        /* the step block's counters again, readable and cross-checked */
-        snprintf(buf, sizeof buf, "%" PRIu32, state->step_block[CLG_SB_T]);
-        ok = ok && add_str(meta, "clgrad.updates", buf);
-        snprintf(buf, sizeof buf, "%" PRIu32, state->step_block[CLG_SB_SKIPPED]);
-        ok = ok && add_str(meta, "clgrad.skipped_updates", buf);
-        snprintf(buf, sizeof buf, "%" PRIu32, state->step_block[CLG_SB_SKIPPED_MICRO]);
-        ok = ok && add_str(meta, "clgrad.skipped_micro_steps", buf);
+    uint32_t wbits;
+    memcpy(&wbits, &state->weight_sum, sizeof wbits);
+    bool ok = add_str(meta, CLG_CKPT_KEY_HEADER_CRC, "0x00000000");
+    ok = ok && add_str(meta, CLG_CKPT_KEY_FORMAT, CLG_CKPT_FORMAT);
+    snprintf(buf, sizeof buf, "%d", CLG_CKPT_VERSION);
+    ok = ok && add_str(meta, CLG_CKPT_KEY_VERSION, buf);
+    ok = ok && add_str(meta, CLG_CKPT_KEY_OPTIMIZER, layout->optimizer);
+    for (size_t i = 0; ok && i < layout->n_config; i++) {
+        snprintf(buf, sizeof buf, CLG_CKPT_META_PREFIX "%s", layout->config[i].field);
+        ok = add_str(meta, buf, layout->config[i].value);
     }
+    snprintf(buf, sizeof buf, "%u", state->micro);
+    ok = ok && add_str(meta, CLG_CKPT_KEY_MICRO, buf);
+    snprintf(buf, sizeof buf, "0x%08" PRIx32, wbits); /* exact float bits */
+    ok = ok && add_str(meta, CLG_CKPT_KEY_WEIGHT_SUM, buf);
+    snprintf(buf, sizeof buf, "%" PRIu64, state->cycles);
+    ok = ok && add_str(meta, CLG_CKPT_KEY_CYCLES, buf);
+    snprintf(buf, sizeof buf, "%" PRIu64, state->micro_total);
+    ok = ok && add_str(meta, CLG_CKPT_KEY_MICRO_TOTAL, buf);
+    /* the step block's counters again, readable and cross-checked */
+    snprintf(buf, sizeof buf, "%" PRIu32, state->step_block[CLG_SB_T]);
+    ok = ok && add_str(meta, CLG_CKPT_KEY_UPDATES, buf);
+    snprintf(buf, sizeof buf, "%" PRIu32, state->step_block[CLG_SB_SKIPPED]);
+    ok = ok && add_str(meta, CLG_CKPT_KEY_SKIPPED, buf);
+    snprintf(buf, sizeof buf, "%" PRIu32, state->step_block[CLG_SB_SKIPPED_MICRO]);
+    ok = ok && add_str(meta, CLG_CKPT_KEY_SKIPPED_MICRO, buf);
+    return ok;
+}
+
+/* "clgrad.crc32.<key>" for every entry, computing each entry's CRC. */
+static bool add_entry_crcs(cJSON *meta, clg_ckpt_layout *layout, const uint8_t *data)
+{
+    bool ok = true;
     for (size_t i = 0; ok && i < layout->n; i++) {
         clg_ckpt_entry *e = &layout->entries[i];
         e->crc = clg__crc32(0, data + e->begin, (size_t)(e->end - e->begin));
@@ -150,14 +144,20 @@ clg_status clg__ckpt_header(clg_ckpt_layout *layout, const uint8_t *data,
         char *key = malloc(klen);
         ok = key != NULL;
         if (ok) {
-            snprintf(key, klen, "clgrad.crc32.%s", e->key);
-            snprintf(buf, sizeof buf, "%08" PRIx32, e->crc);
-            ok = add_str(meta, key, buf);
+            char crc[16];
+            snprintf(key, klen, CLG_CKPT_CRC_PREFIX "%s", e->key);
+            snprintf(crc, sizeof crc, "%08" PRIx32, e->crc);
+            ok = add_str(meta, key, crc);
             free(key);
         }
     }
-    for (size_t i = 0; ok && i < n_meta; i++)
-        ok = add_str(meta, meta_keys[i], meta_values[i]);
+    return ok;
+}
+
+/* One {"dtype", "shape", "data_offsets"} object per entry, in layout order. */
+static bool add_entries(cJSON *root, const clg_ckpt_layout *layout)
+{
+    bool ok = true;
     for (size_t i = 0; ok && i < layout->n; i++) {
         const clg_ckpt_entry *e = &layout->entries[i];
         cJSON *entry = cJSON_AddObjectToObject(root, e->key);
@@ -170,13 +170,15 @@ clg_status clg__ckpt_header(clg_ckpt_layout *layout, const uint8_t *data,
              cJSON_AddItemToArray(offs, raw_u64(e->begin)) &&
              cJSON_AddItemToArray(offs, raw_u64(e->end));
     }
-    char *text = ok ? cJSON_PrintUnformatted(root) : NULL;
-    cJSON_Delete(root);
-    if (!text) {
-        snprintf(err, errlen, "out of host memory building the header");
-        return CLG_ERR_OUT_OF_HOST_MEMORY;
-    }
-    /* Pad with spaces so that the data starts at a multiple of 8. */
+    return ok;
+}
+
+/* Pads the printed header text (malloc'ed, taken over) with spaces so that
+ * the data starts at a multiple of 8, and fills in its CRC field, which
+ * covers the length bytes the file will start with. */
+static clg_status pad_and_sign(char *text, char **header, size_t *header_len, char *err,
+                               size_t errlen)
+{
     size_t len = strlen(text);
     size_t padded = (len + 7) / 8 * 8;
     char *out = realloc(text, padded + 1);
@@ -193,78 +195,42 @@ clg_status clg__ckpt_header(clg_ckpt_layout *layout, const uint8_t *data,
                  padded, (unsigned long long)CLG_CKPT_HEADER_MAX);
         return CLG_ERR_INVALID_ARGUMENT;
     }
-    /* The header CRC covers the length bytes the file will start with. */
-    if (padded < CLG_CKPT_HEADER_PREFIX_LEN + 9 ||
-        memcmp(out, CLG_CKPT_HEADER_PREFIX, CLG_CKPT_HEADER_PREFIX_LEN) != 0) {
+    if (!clg__ckpt_has_crc_field((const uint8_t *)out, padded)) {
         free(out);
         snprintf(err, errlen, "internal error: the header does not begin with its CRC field");
         return CLG_ERR_STATE;
     }
     uint8_t len_bytes[8];
-    for (int i = 0; i < 8; i++)
-        len_bytes[i] = (uint8_t)((uint64_t)padded >> (8 * i));
-    uint32_t crc = clg__ckpt_header_crc(len_bytes, (const uint8_t *)out, padded);
-    snprintf(buf, sizeof buf, "%08" PRIx32, crc);
-    memcpy(out + CLG_CKPT_HEADER_PREFIX_LEN, buf, 8);
+    clg__ckpt_put_le64(len_bytes, padded);
+    clg__ckpt_header_sign(len_bytes, (uint8_t *)out, padded);
     *header = out;
     *header_len = padded;
     return CLG_SUCCESS;
 }
 
-/* ------------------------------------------------------------ snapshot */
-
-/* A tensor's state from a gathered host image of the layout space. */
-static void from_image(const clg_model *m, const void *image, int source, int t, uint8_t *dst)
+clg_status clg__ckpt_header(clg_ckpt_layout *layout, const uint8_t *data,
+                            const clg_cycle_state *state, const char *const *meta_keys,
+                            const char *const *meta_values, size_t n_meta, char **header,
+                            size_t *header_len, char *err, size_t errlen)
 {
-    const clg_tensor_slot *ts = &m->tensors[t];
-    size_t esz = m->states[source - CLG_ARENA_STATE0].elem_size;
-    uint64_t at = clg__layout_first(m, ts->chunk) + ts->offset;
-    memcpy(dst, (const uint8_t *)image + at * esz, ts->count * esz);
-}
-
-clg_status clg__ckpt_collect(clg_model *model, const clg_ckpt_layout *layout,
-                             const void *const *images, uint8_t **data, clg_cycle_state *state)
-{
-    *data = NULL;
-    if (layout->data_size > SIZE_MAX)
-        return clg__fail(model->ctx, CLG_ERR_OUT_OF_HOST_MEMORY,
-                         "checkpoint: %llu bytes do not fit in host memory",
-                         (unsigned long long)layout->data_size);
-    uint8_t *buf = malloc(layout->data_size ? (size_t)layout->data_size : 1);
-    if (!buf)
-        return clg__fail(model->ctx, CLG_ERR_OUT_OF_HOST_MEMORY,
-                         "checkpoint: no host memory to stage %llu bytes",
-                         (unsigned long long)layout->data_size);
-    clg_status st = clg__cycle_state_get(model, state);
-    for (size_t i = 0; st == CLG_SUCCESS && i < layout->n; i++) {
-        const clg_ckpt_entry *e = &layout->entries[i];
-        uint8_t *dst = buf + e->begin;
-        if (e->source == CLG_CKPT_SRC_STEP_BLOCK) {
-            for (int w = 0; w < CLG_SB_WORDS; w++)
-                for (int b = 0; b < 4; b++)
-                    dst[4 * w + b] = (uint8_t)(state->step_block[w] >> (8 * b));
-        } else if (e->count == 0) {
-            continue;
-        } else if (e->source == CLG_CKPT_SRC_COPY) {
-            st = clg__ckpt_copy_io(model, e->tensor, dst, 0);
-        } else if (e->source == CLG_CKPT_SRC_EXT) {
-            clg_ckpt_ext *x = clg__ckpt_ext_at(model, e->tensor);
-            st = x->read(x->owner, x->part, dst);
-        } else if (e->source <= CLG_CKPT_SRC_SCALE0) {
-            st = clg__state_scales_io(model, (size_t)(CLG_CKPT_SRC_SCALE0 - e->source),
-                                      (size_t)e->tensor, dst, 0);
-        } else if (images != NULL && e->source >= CLG_ARENA_STATE0) {
-            from_image(model, images[e->source - CLG_ARENA_STATE0], e->source, e->tensor, dst);
-        } else {
-            st = clg__arena_read(model, e->source, e->tensor, dst);
-        }
-    }
-    if (st != CLG_SUCCESS) {
-        free(buf);
+    *header = NULL;
+    *header_len = 0;
+    clg_status st = check_meta(meta_keys, meta_values, n_meta, err, errlen);
+    if (st != CLG_SUCCESS)
         return st;
+    cJSON *root = cJSON_CreateObject();
+    cJSON *meta = root ? cJSON_AddObjectToObject(root, "__metadata__") : NULL;
+    bool ok = meta && add_clgrad_meta(meta, layout, state) && add_entry_crcs(meta, layout, data);
+    for (size_t i = 0; ok && i < n_meta; i++)
+        ok = add_str(meta, meta_keys[i], meta_values[i]);
+    ok = ok && add_entries(root, layout);
+    char *text = ok ? cJSON_PrintUnformatted(root) : NULL;
+    cJSON_Delete(root);
+    if (!text) {
+        snprintf(err, errlen, "out of host memory building the header");
+        return CLG_ERR_OUT_OF_HOST_MEMORY;
     }
-    *data = buf;
-    return CLG_SUCCESS;
+    return pad_and_sign(text, header, header_len, err, errlen);
 }
 
 /* ------------------------------------------------------------ durable write */
@@ -382,6 +348,86 @@ static void remove_stale_temps(const char *dir, const char *base)
     closedir(d);
 }
 
+/* Makes dir (a copy of path) the directory part of path ("." when there
+ * is none), and returns the name within it. */
+static const char *split_dir(char *dir, const char *path)
+{
+    char *slash = strrchr(dir, '/');
+    const char *base = slash ? path + (slash - dir) + 1 : path;
+    if (!slash)
+        strcpy(dir, ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+    return base;
+}
+
+/* Creates a fresh temporary file for a save to path, its name in tmp;
+ * the descriptor, or -1 with errno set. */
+static int create_temp(const char *path, char *tmp, size_t tlen)
+{
+    int fd = -1;
+    for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
+        temp_name(tmp, tlen, path, (long)getpid(), atomic_fetch_add(&temp_counter, 1));
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd < 0 && errno != EEXIST)
+            break;
+    }
+    return fd;
+}
+
+/* Writes the whole file (length, header, entries in layout order) to fd,
+ * fsyncs and closes it. NULL on success, else the step that failed
+ * ("write", "fsync", "close") with its errno in *saved. */
+static const char *write_temp(int fd, const char *header, size_t header_len,
+                              const clg_ckpt_layout *layout, const uint8_t *data, int *saved)
+{
+    uint8_t prefix[8];
+    clg__ckpt_put_le64(prefix, header_len);
+    const char *step = "write";
+    int failed = write_all(fd, prefix, sizeof prefix) || write_all(fd, header, header_len);
+    for (size_t i = 0; !failed && i < layout->n; i++) {
+        const clg_ckpt_entry *e = &layout->entries[i];
+        failed = write_all(fd, data + e->begin, (size_t)(e->end - e->begin));
+    }
+    if (!failed) {
+        step = "fsync";
+        failed = faulted() || fsync(fd) != 0;
+    }
+    *saved = errno;
+    if (close(fd) != 0 && !failed) {
+        step = "close";
+        failed = 1;
+        *saved = errno;
+    }
+    return failed ? step : NULL;
+}
+
+/* Renames the complete temporary file over path, then makes the rename
+ * durable: it is only once the directory entry is. */
+static clg_status publish(clg_context *ctx, const char *what, const char *tmp, const char *path,
+                          const char *dir)
+{
+    if (faulted() || rename(tmp, path) != 0) {
+        int saved = errno;
+        unlink(tmp);
+        return clg__fail(ctx, CLG_ERR_IO, "%s: renaming '%s' to '%s' failed: %s%s", what, tmp, path,
+                         strerror(saved), fault_injected ? " (injected fault)" : "");
+    }
+    clg_status st = CLG_SUCCESS;
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0 || faulted() || fsync(dfd) != 0) {
+        int saved = errno;
+        st = clg__fail(ctx, CLG_ERR_IO,
+                       "%s: '%s' was written, but fsync of its directory '%s' failed: %s%s", what,
+                       path, dir, strerror(saved), fault_injected ? " (injected fault)" : "");
+    }
+    if (dfd >= 0)
+        close(dfd);
+    return st;
+}
+
 /* Writes header and data to a fresh temporary file next to path, makes it
  * durable and renames it over path. On failure the temp file is removed
  * and path is untouched. */
@@ -399,77 +445,24 @@ static clg_status write_durably(clg_context *ctx, const char *path, const char *
         free(dir);
         return clg__fail(ctx, CLG_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", what);
     }
-    char *slash = strrchr(dir, '/');
-    const char *base = slash ? path + (slash - dir) + 1 : path;
-    if (!slash)
-        strcpy(dir, ".");
-    else if (slash == dir)
-        dir[1] = '\0';
-    else
-        *slash = '\0';
+    const char *base = split_dir(dir, path);
     if (*base)
         remove_stale_temps(dir, base);
 
-    int fd = -1;
-    for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
-        temp_name(tmp, tlen, path, (long)getpid(), atomic_fetch_add(&temp_counter, 1));
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (fd < 0 && errno != EEXIST)
-            break;
-    }
-    clg_status st = CLG_SUCCESS;
-    if (fd < 0) {
+    clg_status st;
+    int saved;
+    const char *failed_step = NULL;
+    int fd = create_temp(path, tmp, tlen);
+    if (fd < 0)
         st = clg__fail(ctx, CLG_ERR_IO, "%s: cannot create temporary file '%s': %s", what, tmp,
                        strerror(errno));
-        goto out;
-    }
-
-    uint8_t prefix[8];
-    for (int i = 0; i < 8; i++)
-        prefix[i] = (uint8_t)((uint64_t)header_len >> (8 * i));
-    const char *step = "write";
-    int failed = write_all(fd, prefix, sizeof prefix) || write_all(fd, header, header_len);
-    for (size_t i = 0; !failed && i < layout->n; i++) {
-        const clg_ckpt_entry *e = &layout->entries[i];
-        failed = write_all(fd, data + e->begin, (size_t)(e->end - e->begin));
-    }
-    if (!failed) {
-        step = "fsync";
-        failed = faulted() || fsync(fd) != 0;
-    }
-    int saved = errno;
-    if (close(fd) != 0 && !failed) {
-        step = "close";
-        failed = 1;
-        saved = errno;
-    }
-    if (failed) {
+    else if ((failed_step = write_temp(fd, header, header_len, layout, data, &saved)) != NULL) {
         unlink(tmp);
-        st = clg__fail(ctx, CLG_ERR_IO, "%s: %s of temporary file '%s' failed: %s%s", what, step,
-                       tmp, strerror(saved),
-                       fault_injected ? " (injected fault)" : "");
-        goto out;
-    }
-    if (faulted() || rename(tmp, path) != 0) {
-        saved = errno;
-        unlink(tmp);
-        st = clg__fail(ctx, CLG_ERR_IO, "%s: renaming '%s' to '%s' failed: %s%s", what, tmp,
-                       path, strerror(saved),
-                       fault_injected ? " (injected fault)" : "");
-        goto out;
-    }
-    /* The rename is durable only once the directory entry is. */
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0 || faulted() || fsync(dfd) != 0) {
-        saved = errno;
-        st = clg__fail(ctx, CLG_ERR_IO,
-                       "%s: '%s' was written, but fsync of its directory '%s' failed: %s%s",
-                       what, path, dir, strerror(saved),
-                       fault_injected ? " (injected fault)" : "");
-    }
-    if (dfd >= 0)
-        close(dfd);
-out:
+        st =
+            clg__fail(ctx, CLG_ERR_IO, "%s: %s of temporary file '%s' failed: %s%s", what,
+                      failed_step, tmp, strerror(saved), fault_injected ? " (injected fault)" : "");
+    } else
+        st = publish(ctx, what, tmp, path, dir);
     free(tmp);
     free(dir);
     return st;
@@ -479,8 +472,8 @@ out:
 
 /* images: the gathered states of a sharded model (NULL: from the device). */
 static clg_status save(clg_model *model, const char *path, const char *const *meta_keys,
-                       const char *const *meta_values, size_t n_meta,
-                       const void *const *images, const char *who)
+                       const char *const *meta_values, size_t n_meta, const void *const *images,
+                       const char *who)
 {
     clg_context *ctx = model->ctx;
     if (!path || !*path)
@@ -552,8 +545,8 @@ clg_status clg_checkpoint_save_gathered(clg_model *model, const char *path,
         return clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT, "%s: model is NULL", who);
     if (model->finalized && n_states != model->n_states)
         return clg__fail(model->ctx, CLG_ERR_INVALID_ARGUMENT,
-                         "%s: %zu state images given, the optimizer has %zu states", who,
-                         n_states, model->n_states);
+                         "%s: %zu state images given, the optimizer has %zu states", who, n_states,
+                         model->n_states);
     for (size_t s = 0; s < n_states; s++)
         if (states == NULL || states[s] == NULL)
             return clg__fail(model->ctx, CLG_ERR_INVALID_ARGUMENT, "%s: state image %zu is NULL",
@@ -561,8 +554,8 @@ clg_status clg_checkpoint_save_gathered(clg_model *model, const char *path,
     for (size_t s = 0; model->finalized && s < n_states; s++)
         if (model->states[s].elem_size == 0)
             return clg__fail(model->ctx, CLG_ERR_UNSUPPORTED,
-                             "%s: state %zu is Q8/Q4; gathered saves hold fp32 or bf16 states",
-                             who, s);
+                             "%s: state %zu is Q8/Q4; gathered saves hold fp32 or bf16 states", who,
+                             s);
     static const void *const none[1] = {NULL};
     return save(model, path, meta_keys, meta_values, n_meta, n_states ? states : none, who);
 }

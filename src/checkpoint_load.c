@@ -1,9 +1,8 @@
-/* checkpoint_load.c - the device half of checkpoint reading and
- * clg_checkpoint_load: stage the file, verify it completely in host memory
- * (checkpoint_parse.c), back up the live state, write the checkpoint to the
- * device, and restore the backup if a device write fails half-way. */
+/* checkpoint_load.c - clg_checkpoint_load: stage the file, verify it
+ * completely in host memory (checkpoint_parse.c), back up the live state,
+ * write the checkpoint to the device (checkpoint_transfer.c), and restore
+ * the backup if a device write fails half-way. */
 #include "checkpoint.h"
-#include "qstate.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,60 +11,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-/* ------------------------------------------------------------ device side */
-
-/* The low-precision parameter copy has no arena id in model.h, so its
- * per-tensor transfer is done here, like clg__arena_read/write. */
-clg_status clg__ckpt_copy_io(clg_model *model, int tensor, void *host, int write)
-{
-    clg_context *ctx = model->ctx;
-    const clg_tensor_slot *t = &model->tensors[tensor];
-    const clg_arena *a = &model->copy;
-    const char *call = write ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer";
-    if (t->count == 0)
-        return CLG_SUCCESS;
-    if (clg__fault_hit(CLG_FAULT_ENQUEUE))
-        return clg__cl_fail(ctx, CL_OUT_OF_RESOURCES, "checkpoint: parameter copy (injected fault)",
-                            call);
-    cl_int err;
-    if (write)
-        err = clEnqueueWriteBuffer(ctx->queue, a->chunks[t->chunk], CL_TRUE,
-                                   t->offset * a->elem_size, t->count * a->elem_size, host, 0,
-                                   NULL, NULL);
-    else
-        err = clEnqueueReadBuffer(ctx->queue, a->chunks[t->chunk], CL_TRUE,
-                                  t->offset * a->elem_size, t->count * a->elem_size, host, 0,
-                                  NULL, NULL);
-    if (err != CL_SUCCESS)
-        return clg__cl_fail(ctx, err, "checkpoint: parameter copy", call);
-    return CLG_SUCCESS;
-}
-
-clg_status clg__ckpt_apply(clg_model *model, const clg_ckpt_layout *layout, const uint8_t *data,
-                           int file_offsets, const clg_cycle_state *state)
-{
-    for (size_t i = 0; i < layout->n; i++) {
-        const clg_ckpt_entry *e = &layout->entries[i];
-        if (e->source == CLG_CKPT_SRC_STEP_BLOCK || e->count == 0)
-            continue;
-        const uint8_t *src = data + (file_offsets ? e->file_begin : e->begin);
-        clg_status st;
-        if (e->source == CLG_CKPT_SRC_COPY) {
-            st = clg__ckpt_copy_io(model, e->tensor, (void *)src, 1);
-        } else if (e->source == CLG_CKPT_SRC_EXT) {
-            clg_ckpt_ext *x = clg__ckpt_ext_at(model, e->tensor);
-            st = x->write(x->owner, x->part, src);
-        } else if (e->source <= CLG_CKPT_SRC_SCALE0) {
-            st = clg__state_scales_io(model, (size_t)(CLG_CKPT_SRC_SCALE0 - e->source),
-                                      (size_t)e->tensor, (void *)src, 1);
-        } else
-            st = clg__arena_write(model, e->source, e->tensor, src);
-        if (st != CLG_SUCCESS)
-            return st;
-    }
-    return clg__cycle_state_set(model, state);
-}
 
 /* ------------------------------------------------------------ load */
 
@@ -86,16 +31,14 @@ static clg_status read_file(clg_context *ctx, const char *path, uint8_t **out, s
     if (!S_ISREG(sb.st_mode)) {
         /* errno is not ours here: whatever an earlier call left in it */
         close(fd);
-        return clg__fail(ctx, CLG_ERR_IO, "clg_checkpoint_load: '%s' is not a regular file",
-                         path);
+        return clg__fail(ctx, CLG_ERR_IO, "clg_checkpoint_load: '%s' is not a regular file", path);
     }
     size_t n = (size_t)sb.st_size;
     uint8_t *buf = malloc(n ? n : 1);
     if (!buf) {
         close(fd);
         return clg__fail(ctx, CLG_ERR_OUT_OF_HOST_MEMORY,
-                         "clg_checkpoint_load: no host memory to stage %zu bytes of '%s'", n,
-                         path);
+                         "clg_checkpoint_load: no host memory to stage %zu bytes of '%s'", n, path);
     }
     size_t got = 0;
     while (got < n) {
@@ -106,8 +49,8 @@ static clg_status read_file(clg_context *ctx, const char *path, uint8_t **out, s
             int e = errno;
             free(buf);
             close(fd);
-            return clg__fail(ctx, CLG_ERR_IO, "clg_checkpoint_load: reading '%s' failed: %s",
-                             path, r == 0 ? "file shrank while reading" : strerror(e));
+            return clg__fail(ctx, CLG_ERR_IO, "clg_checkpoint_load: reading '%s' failed: %s", path,
+                             r == 0 ? "file shrank while reading" : strerror(e));
         }
         got += (size_t)r;
     }
@@ -115,6 +58,71 @@ static clg_status read_file(clg_context *ctx, const char *path, uint8_t **out, s
     *out = buf;
     *size = n;
     return CLG_SUCCESS;
+}
+
+/* A mid-cycle checkpoint needs a cycle at least as long as the part
+ * already taken (k may have changed between runs). */
+static clg_status check_cycle_fits(clg_model *model, const char *path, const clg_cycle_state *saved)
+{
+    const clg_config *cfg = &model->cfg;
+    unsigned k =
+        cfg->k_schedule ? cfg->k_schedule(saved->cycles, cfg->k_schedule_user) : cfg->accum_steps;
+    if (saved->micro >= k)
+        return clg__fail(model->ctx, CLG_ERR_MISMATCH,
+                         "clg_checkpoint_load: '%s': the checkpoint is %u micro-steps into a "
+                         "cycle, but the model's cycle %llu has %u",
+                         path, saved->micro, (unsigned long long)saved->cycles, k);
+    return CLG_SUCCESS;
+}
+
+/* Attached parts (ckpt_ext.h) say whether their bytes can be loaded. */
+static clg_status check_attached_parts(clg_model *model, const char *path,
+                                       const clg_ckpt_layout *layout, const uint8_t *data)
+{
+    char why[512];
+    for (size_t i = 0; i < layout->n; i++) {
+        const clg_ckpt_entry *e = &layout->entries[i];
+        clg_ckpt_ext *x = e->source == CLG_CKPT_SRC_EXT ? clg__ckpt_ext_at(model, e->tensor) : NULL;
+        if (x && x->check && !x->check(x->owner, x->part, data + e->file_begin, why, sizeof why))
+            return clg__fail(model->ctx, CLG_ERR_CORRUPT_FILE,
+                             "clg_checkpoint_load: '%s': tensor '%s': %s", path, e->key, why);
+    }
+    return CLG_SUCCESS;
+}
+
+/* Writes the parsed checkpoint to the device. The live state is kept
+ * first, so that a device failure half-way through the writes can be
+ * undone. */
+static clg_status apply_or_undo(clg_model *model, const char *path, const clg_ckpt_layout *layout,
+                                const clg_ckpt_parsed *parsed)
+{
+    clg_context *ctx = model->ctx;
+    uint8_t *backup = NULL;
+    clg_cycle_state backup_state;
+    void **own = NULL; /* a sharded model's backup: its own shard's states */
+    clg_status st = model->sharded ? clg__shard_images(model, &own) : CLG_SUCCESS;
+    if (st == CLG_SUCCESS)
+        st = clg__ckpt_collect(model, layout, (const void *const *)own, &backup, &backup_state);
+    clg__shard_images_free(model, own);
+    if (st != CLG_SUCCESS)
+        return st; /* nothing changed yet; message set by the failing call */
+    /* A successful load clears a failed step's refusal (the whole state is
+     * written); an undone one must leave it as it was, and one that could
+     * not be undone sets it: the model then holds neither state. */
+    clg_status was_failed = model->failed;
+    st = clg__ckpt_apply(model, layout, parsed->data, 1, &parsed->state);
+    if (st != CLG_SUCCESS) {
+        char first[CLG_ERROR_MAX / 2];
+        snprintf(first, sizeof first, "%s", clg_last_error(ctx));
+        clg_status undo = clg__ckpt_apply(model, layout, backup, 0, &backup_state);
+        model->failed = undo == CLG_SUCCESS ? was_failed : st;
+        clg__fail(ctx, st, "clg_checkpoint_load: '%s': %s (%s)", path, first,
+                  undo == CLG_SUCCESS ? "the previous state was restored"
+                                      : "restoring the previous state failed too: the model "
+                                        "state is undefined");
+    }
+    free(backup);
+    return st;
 }
 
 clg_status clg_checkpoint_load(clg_model *model, const char *path, clg_meta_fn meta, void *user)
@@ -135,79 +143,28 @@ clg_status clg_checkpoint_load(clg_model *model, const char *path, clg_meta_fn m
     clg_status st = clg__ckpt_layout_model(model, &layout, err, sizeof err);
     if (st != CLG_SUCCESS)
         return clg__fail(ctx, st, "clg_checkpoint_load: '%s': %s", path, err);
-
-    uint8_t *file = NULL, *backup = NULL;
+    uint8_t *file = NULL;
     size_t size = 0;
     clg_ckpt_parsed parsed;
     memset(&parsed, 0, sizeof parsed);
     st = read_file(ctx, path, &file, &size);
-    if (st != CLG_SUCCESS)
-        goto done;
-    st = clg__ckpt_parse(file, size, &layout, &parsed, err, sizeof err);
-    if (st != CLG_SUCCESS) {
-        clg__fail(ctx, st, "clg_checkpoint_load: '%s': %s", path, err);
-        goto done;
+    if (st == CLG_SUCCESS) {
+        st = clg__ckpt_parse(file, size, &layout, &parsed, err, sizeof err);
+        if (st != CLG_SUCCESS)
+            clg__fail(ctx, st, "clg_checkpoint_load: '%s': %s", path, err);
     }
-
-    /* A mid-cycle checkpoint needs a cycle at least as long as the part
-     * already taken (k may have changed between runs). */
-    const clg_config *cfg = &model->cfg;
-    unsigned k = cfg->k_schedule ? cfg->k_schedule(parsed.state.cycles, cfg->k_schedule_user)
-                                 : cfg->accum_steps;
-    if (parsed.state.micro >= k) {
-        st = clg__fail(ctx, CLG_ERR_MISMATCH,
-                       "clg_checkpoint_load: '%s': the checkpoint is %u micro-steps into a "
-                       "cycle, but the model's cycle %llu has %u",
-                       path, parsed.state.micro, (unsigned long long)parsed.state.cycles, k);
-        goto done;
-    }
-
-    /* Attached parts (ckpt_ext.h) say whether their bytes can be loaded. */
-    for (size_t i = 0; i < layout.n; i++) {
-        const clg_ckpt_entry *e = &layout.entries[i];
-        clg_ckpt_ext *x = e->source == CLG_CKPT_SRC_EXT ? clg__ckpt_ext_at(model, e->tensor) : NULL;
-        if (x && x->check && !x->check(x->owner, x->part, parsed.data + e->file_begin, err,
-                                       sizeof err)) {
-            st = clg__fail(ctx, CLG_ERR_CORRUPT_FILE, "clg_checkpoint_load: '%s': tensor '%s': %s",
-                           path, e->key, err);
-            goto done;
-        }
-    }
-
-    /* All checks passed. Keep the live state, so that a device failure
-     * half-way through the writes can be undone. */
-    clg_cycle_state backup_state;
-    void **own = NULL; /* a sharded model's backup: its own shard's states */
-    st = model->sharded ? clg__shard_images(model, &own) : CLG_SUCCESS;
     if (st == CLG_SUCCESS)
-        st = clg__ckpt_collect(model, &layout, (const void *const *)own, &backup, &backup_state);
-    clg__shard_images_free(model, own);
-    if (st != CLG_SUCCESS)
-        goto done; /* nothing changed yet; message set by the failing call */
-    /* A successful load clears a failed step's refusal (the whole state is
-     * written); an undone one must leave it as it was, and one that could
-     * not be undone sets it: the model then holds neither state. */
-    clg_status was_failed = model->failed;
-    st = clg__ckpt_apply(model, &layout, parsed.data, 1, &parsed.state);
-    if (st != CLG_SUCCESS) {
-        char first[CLG_ERROR_MAX / 2];
-        snprintf(first, sizeof first, "%s", clg_last_error(ctx));
-        clg_status undo = clg__ckpt_apply(model, &layout, backup, 0, &backup_state);
-        model->failed = undo == CLG_SUCCESS ? was_failed : st;
-        clg__fail(ctx, st, "clg_checkpoint_load: '%s': %s (%s)", path, first,
-                  undo == CLG_SUCCESS ? "the previous state was restored"
-                                      : "restoring the previous state failed too: the model "
-                                        "state is undefined");
-        goto done;
-    }
-    if (meta)
+        st = check_cycle_fits(model, path, &parsed.state);
+    if (st == CLG_SUCCESS)
+        st = check_attached_parts(model, path, &layout, parsed.data);
+    /* all checks passed: only now does anything change */
+    if (st == CLG_SUCCESS)
+        st = apply_or_undo(model, path, &layout, &parsed);
+    if (st == CLG_SUCCESS && meta)
         for (size_t i = 0; i < parsed.n_meta; i++)
             meta(parsed.meta_keys[i], parsed.meta_values[i], user);
-
-done:
     clg__ckpt_parsed_free(&parsed);
     clg__ckpt_layout_free(&layout);
     free(file);
-    free(backup);
     return st;
 }

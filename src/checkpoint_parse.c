@@ -1,12 +1,9 @@
-/* checkpoint_parse.c - the host-only half of checkpoint reading: the
- * checkpoint layout of a model (which tensors, dtypes, shapes and offsets,
- * and which configuration values) and the strict parser, which validates a
- * whole file image in memory against an expected layout (header length,
- * header CRC, JSON, metadata, configuration, entries, offsets, CRCs, the
- * counters stored twice). Nothing here touches a device, so fuzz/ can drive
- * it alone. */
+/* checkpoint_parse.c - the strict checkpoint parser: validates a whole
+ * file image in memory against an expected layout (header length, header
+ * CRC, JSON, metadata, configuration, entries, offsets, CRCs, the counters
+ * stored twice). Nothing here touches a device, so fuzz/ can drive it
+ * alone, with checkpoint_format.c and checkpoint_layout.c. */
 #include "checkpoint.h"
-#include "qstate.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -18,550 +15,6 @@
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "checkpoints store tensors in host order, which must be little-endian (safetensors)"
 #endif
-
-/* ------------------------------------------------------------ layout */
-
-const char *clg__ckpt_dtype_name(clg_ckpt_dtype dtype)
-{
-    switch (dtype) {
-    case CLG_CKPT_F32: return "F32";
-    case CLG_CKPT_F16: return "F16";
-    case CLG_CKPT_BF16: return "BF16";
-    case CLG_CKPT_I32: return "I32";
-    case CLG_CKPT_U8: return "U8";
-    }
-    return "?";
-}
-
-size_t clg__ckpt_dtype_size(clg_ckpt_dtype dtype)
-{
-    return dtype == CLG_CKPT_U8 ? 1 : (dtype == CLG_CKPT_F16 || dtype == CLG_CKPT_BF16) ? 2 : 4;
-}
-
-const char *clg__ckpt_optimizer_name(clg_optimizer optimizer)
-{
-    switch (optimizer) {
-    case CLG_SGD: return "sgd";
-    case CLG_ADAM: return "adam";
-    case CLG_ADAMW: return "adamw";
-    case CLG_LION: return "lion";
-    }
-    return "unknown";
-}
-
-clg_status clg__ckpt_layout_add(clg_ckpt_layout *layout, const char *key, clg_ckpt_dtype dtype,
-                                uint64_t count, int source, int tensor)
-{
-    if (layout->n % 16 == 0) {
-        clg_ckpt_entry *grown = realloc(layout->entries, (layout->n + 16) * sizeof *grown);
-        if (!grown)
-            return CLG_ERR_OUT_OF_HOST_MEMORY;
-        layout->entries = grown;
-    }
-    char *copy = strdup(key);
-    if (!copy)
-        return CLG_ERR_OUT_OF_HOST_MEMORY;
-    clg_ckpt_entry *e = &layout->entries[layout->n++];
-    memset(e, 0, sizeof *e);
-    e->key = copy;
-    e->dtype = dtype;
-    e->count = count;
-    e->ndim = 1;
-    e->dims[0] = count;
-    e->source = source;
-    e->tensor = tensor;
-    return CLG_SUCCESS;
-}
-
-clg_status clg__ckpt_layout_shape(clg_ckpt_layout *layout, size_t ndim, const uint64_t *dims)
-{
-    if (layout->n == 0 || ndim < 1 || ndim > CLG_MAX_DIMS)
-        return CLG_ERR_INVALID_ARGUMENT;
-    clg_ckpt_entry *e = &layout->entries[layout->n - 1];
-    uint64_t product = 1;
-    for (size_t d = 0; d < ndim; d++) {
-        if (dims[d] != 0 && product > UINT64_MAX / dims[d])
-            return CLG_ERR_INVALID_ARGUMENT;
-        product *= dims[d];
-    }
-    if (product != e->count)
-        return CLG_ERR_INVALID_ARGUMENT;
-    e->ndim = ndim;
-    memcpy(e->dims, dims, ndim * sizeof *dims);
-    return CLG_SUCCESS;
-}
-
-/* ------------------------------------------------------------ configuration */
-
-/* The configuration a checkpoint records, in the order a load compares it:
- * the settings that change what the saved state means, so that loading it
- * under other values would silently train differently from the saved run.
- *   amsgrad           (Adam, AdamW) whether state2 is the running max
- *   acc_dtype         the accumulator's dtype (fp32, or bf16 with
- *                     stochastic rounding)
- *   param_copy_dtype  the low-precision parameter copy
- *   normalize         mean or sum: what the accumulated sum is divided by
- *   nonfinite         the policy; a load compares only whether it is
- *                     skip_micro, the one mode whose step block holds the
- *                     cycle's micro-step count and weights (switching
- *                     between the others is the caller's choice)
- *   loss_scale        none, static or dynamic (the scale itself is state,
- *                     in the step block)
- *   loss_scale_init   static only: the scale, which the step block holds
- *   loss_scale_growth, _backoff, _interval, _min, _max   dynamic only
- *   state_dtype       how the optimizer states are stored (fp32, bf16, q8,
- *                     q4); a file saved before it was recorded is fp32
- *   state_min_size    q8/q4 only: which tensors keep fp32 states
- *   master_dtype      the parameters' dtype (fp32, bf16); absent: fp32
- * state_rounding is not: it changes only how later updates round.
- * Hyperparameters (lr, betas, eps, weight decay, momentum, schedule,
- * clipping, k) are the caller's business, as is the seed: a run may change
- * them between resumes on purpose. */
-static const char *const config_fields[] = {
-    "amsgrad",          "acc_dtype",         "param_copy_dtype",    "normalize",
-    "nonfinite",        "loss_scale",        "loss_scale_init",     "loss_scale_growth",
-    "loss_scale_backoff", "loss_scale_interval", "loss_scale_min", "loss_scale_max",
-    "state_dtype",      "state_min_size",    "master_dtype",
-};
-/* Fields a file may lack (saved before they were recorded), and the value
- * such a file has. */
-static const char *config_before(const char *field)
-{
-    return strcmp(field, "state_dtype") == 0 || strcmp(field, "master_dtype") == 0 ? "fp32"
-                                                                                  : NULL;
-}
-enum { N_CONFIG_FIELDS = sizeof config_fields / sizeof config_fields[0] };
-
-static const char *nonfinite_text(clg_nonfinite_policy p)
-{
-    switch (p) {
-    case CLG_NONFINITE_IGNORE: return "ignore";
-    case CLG_NONFINITE_SKIP_UPDATE: return "skip_update";
-    case CLG_NONFINITE_SKIP_MICRO: return "skip_micro";
-    case CLG_NONFINITE_ERROR: return "error";
-    }
-    return "unknown";
-}
-
-static bool known_policy(const char *name)
-{
-    for (int p = CLG_NONFINITE_IGNORE; p <= CLG_NONFINITE_ERROR; p++)
-        if (strcmp(name, nonfinite_text((clg_nonfinite_policy)p)) == 0)
-            return true;
-    return false;
-}
-
-static void setting(clg_ckpt_layout *layout, const char *field, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void setting(clg_ckpt_layout *layout, const char *field, const char *fmt, ...)
-{
-    if (layout->n_config >= CLG_CKPT_MAX_CONFIG)
-        return; /* cannot happen: config_fields has fewer */
-    clg_ckpt_setting *s = &layout->config[layout->n_config++];
-    s->field = field;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(s->value, sizeof s->value, fmt, ap);
-    va_end(ap);
-}
-
-void clg__ckpt_layout_config(clg_ckpt_layout *layout, const clg_config *cfg)
-{
-    snprintf(layout->optimizer, sizeof layout->optimizer, "%s",
-             clg__ckpt_optimizer_name(cfg->optimizer));
-    layout->n_config = 0;
-    /* %.9g prints every float so that it reads back exactly: equal text,
-     * equal value. */
-    if (cfg->optimizer == CLG_ADAM || cfg->optimizer == CLG_ADAMW)
-        setting(layout, "amsgrad", "%d", cfg->amsgrad ? 1 : 0);
-    setting(layout, "acc_dtype", "%s", clg_dtype_name(cfg->acc_dtype));
-    setting(layout, "param_copy_dtype", "%s", clg_dtype_name(cfg->param_copy_dtype));
-    setting(layout, "normalize", "%s", cfg->normalize == CLG_NORM_SUM ? "sum" : "mean");
-    setting(layout, "nonfinite", "%s", nonfinite_text(cfg->nonfinite));
-    switch (cfg->loss_scale) {
-    case CLG_LOSS_SCALE_NONE:
-        setting(layout, "loss_scale", "none");
-        break;
-    case CLG_LOSS_SCALE_STATIC:
-        setting(layout, "loss_scale", "static");
-        setting(layout, "loss_scale_init", "%.9g", (double)cfg->loss_scale_init);
-        break;
-    case CLG_LOSS_SCALE_DYNAMIC:
-        setting(layout, "loss_scale", "dynamic");
-        setting(layout, "loss_scale_growth", "%.9g", (double)cfg->loss_scale_growth);
-        setting(layout, "loss_scale_backoff", "%.9g", (double)cfg->loss_scale_backoff);
-        setting(layout, "loss_scale_interval", "%u", cfg->loss_scale_interval);
-        setting(layout, "loss_scale_min", "%.9g", (double)cfg->loss_scale_min);
-        setting(layout, "loss_scale_max", "%.9g", (double)cfg->loss_scale_max);
-        break;
-    }
-    setting(layout, "state_dtype", "%s", clg_dtype_name(cfg->state_dtype));
-    if (cfg->state_dtype == CLG_Q8 || cfg->state_dtype == CLG_Q4)
-        setting(layout, "state_min_size", "%llu", (unsigned long long)cfg->state_min_size);
-    setting(layout, "master_dtype", "%s", clg_dtype_name(cfg->master_dtype));
-}
-
-static const char *layout_setting(const clg_ckpt_layout *layout, const char *field)
-{
-    for (size_t i = 0; i < layout->n_config; i++)
-        if (strcmp(layout->config[i].field, field) == 0)
-            return layout->config[i].value;
-    return NULL;
-}
-
-/* ------------------------------------------------------------ header CRC */
-
-uint32_t clg__ckpt_header_crc(const uint8_t len_bytes[8], const uint8_t *header, size_t hlen)
-{
-    static const char zeros[8] = "00000000";
-    const size_t p = CLG_CKPT_HEADER_PREFIX_LEN;
-    uint32_t crc = clg__crc32(0, len_bytes, 8);
-    crc = clg__crc32(crc, header, p);
-    crc = clg__crc32(crc, zeros, 8);
-    return clg__crc32(crc, header + p + 8, hlen - p - 8);
-}
-
-/* True if the header of hlen bytes begins with the prefix, 8 characters
- * and a closing quote. */
-static bool has_crc_field(const uint8_t *header, uint64_t hlen)
-{
-    const size_t p = CLG_CKPT_HEADER_PREFIX_LEN;
-    return hlen >= p + 9 && memcmp(header, CLG_CKPT_HEADER_PREFIX, p) == 0 &&
-           header[p + 8] == '"';
-}
-
-static void put_hex32(uint8_t *dst, uint32_t v)
-{
-    static const char digits[] = "0123456789abcdef";
-    for (int i = 7; i >= 0; i--, v >>= 4)
-        dst[i] = (uint8_t)digits[v & 15];
-}
-
-bool clg__ckpt_header_seal(uint8_t *file, size_t size)
-{
-    if (size < 8)
-        return false;
-    uint64_t hlen = 0;
-    for (int i = 7; i >= 0; i--)
-        hlen = (hlen << 8) | file[i];
-    if (hlen > size - 8 || !has_crc_field(file + 8, hlen))
-        return false;
-    uint32_t crc = clg__ckpt_header_crc(file, file + 8, (size_t)hlen);
-    put_hex32(file + 8 + CLG_CKPT_HEADER_PREFIX_LEN, crc);
-    return true;
-}
-
-/* qsort has no context argument: sort (key, index) pairs instead of indices,
- * so that concurrent loads of different models stay independent. */
-typedef struct key_index {
-    const char *key;
-    size_t index;
-} key_index;
-
-static int key_index_cmp(const void *a, const void *b)
-{
-    return strcmp(((const key_index *)a)->key, ((const key_index *)b)->key);
-}
-
-/* True if s[0..n) is well-formed UTF-8 (no overlongs, no surrogates). */
-static bool utf8_valid(const unsigned char *s, size_t n)
-{
-    size_t i = 0;
-    while (i < n) {
-        unsigned c = s[i];
-        size_t len;
-        unsigned min;
-        if (c < 0x80) {
-            i++;
-            continue;
-        } else if ((c & 0xe0) == 0xc0) {
-            len = 2, min = 0x80, c &= 0x1f;
-        } else if ((c & 0xf0) == 0xe0) {
-            len = 3, min = 0x800, c &= 0x0f;
-        } else if ((c & 0xf8) == 0xf0) {
-            len = 4, min = 0x10000, c &= 0x07;
-        } else {
-            return false;
-        }
-        if (n - i < len)
-            return false;
-        for (size_t k = 1; k < len; k++) {
-            if ((s[i + k] & 0xc0) != 0x80)
-                return false;
-            c = (c << 6) | (s[i + k] & 0x3f);
-        }
-        if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
-            return false;
-        i += len;
-    }
-    return true;
-}
-
-bool clg__ckpt_utf8_valid(const char *s)
-{
-    return utf8_valid((const unsigned char *)s, strlen(s));
-}
-
-clg_status clg__ckpt_layout_finish(clg_ckpt_layout *layout, char *err, size_t errlen)
-{
-    free(layout->by_key);
-    layout->by_key = malloc((layout->n ? layout->n : 1) * sizeof *layout->by_key);
-    if (!layout->by_key) {
-        snprintf(err, errlen, "out of host memory");
-        return CLG_ERR_OUT_OF_HOST_MEMORY;
-    }
-    uint64_t offset = 0;
-    for (size_t i = 0; i < layout->n; i++) {
-        clg_ckpt_entry *e = &layout->entries[i];
-        if (!clg__ckpt_utf8_valid(e->key) || strcmp(e->key, "__metadata__") == 0 ||
-            e->key[0] == '\0') {
-            snprintf(err, errlen, "tensor key '%s' cannot be stored (empty, reserved or not UTF-8)",
-                     e->key);
-            return CLG_ERR_INVALID_ARGUMENT;
-        }
-        uint64_t bytes = e->count * clg__ckpt_dtype_size(e->dtype);
-        if (e->count > UINT64_MAX / 8 || offset > UINT64_MAX - bytes) {
-            snprintf(err, errlen, "tensor '%s' is too large", e->key);
-            return CLG_ERR_INVALID_ARGUMENT;
-        }
-        e->begin = offset;
-        e->end = offset + bytes;
-        offset = e->end;
-        layout->by_key[i] = i;
-    }
-    layout->data_size = offset;
-    key_index *pairs = malloc((layout->n ? layout->n : 1) * sizeof *pairs);
-    if (!pairs) {
-        snprintf(err, errlen, "out of host memory");
-        return CLG_ERR_OUT_OF_HOST_MEMORY;
-    }
-    for (size_t i = 0; i < layout->n; i++)
-        pairs[i] = (key_index){layout->entries[i].key, i};
-    qsort(pairs, layout->n, sizeof *pairs, key_index_cmp);
-    for (size_t i = 0; i < layout->n; i++)
-        layout->by_key[i] = pairs[i].index;
-    free(pairs);
-    for (size_t i = 1; i < layout->n; i++) {
-        const char *a = layout->entries[layout->by_key[i - 1]].key;
-        if (strcmp(a, layout->entries[layout->by_key[i]].key) == 0) {
-            snprintf(err, errlen,
-                     "tensor key '%s' occurs twice (a tensor name collides with another "
-                     "tensor's suffix such as .acc or .state0)",
-                     a);
-            return CLG_ERR_INVALID_ARGUMENT;
-        }
-    }
-    return CLG_SUCCESS;
-}
-
-long clg__ckpt_layout_find(const clg_ckpt_layout *layout, const char *key)
-{
-    size_t lo = 0, hi = layout->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        size_t idx = layout->by_key[mid];
-        int c = strcmp(key, layout->entries[idx].key);
-        if (c == 0)
-            return (long)idx;
-        if (c < 0)
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
-    return -1;
-}
-
-void clg__ckpt_layout_free(clg_ckpt_layout *layout)
-{
-    if (!layout)
-        return;
-    for (size_t i = 0; i < layout->n; i++)
-        free(layout->entries[i].key);
-    free(layout->entries);
-    free(layout->by_key);
-    memset(layout, 0, sizeof *layout);
-}
-
-static bool dtype_of_arena(clg_dtype dtype, clg_ckpt_dtype *out)
-{
-    switch (dtype) {
-    case CLG_FP32: *out = CLG_CKPT_F32; return true;
-    case CLG_FP16: *out = CLG_CKPT_F16; return true;
-    case CLG_BF16: *out = CLG_CKPT_BF16; return true;
-    default: return false;
-    }
-}
-
-/* Adds "<tensor name><suffix>" for every tensor of one arena. */
-static clg_status layout_add_arena(clg_model *model, clg_ckpt_layout *layout, const clg_arena *arena,
-                                   const char *suffix, int source, char *err, size_t errlen)
-{
-    clg_ckpt_dtype dtype;
-    if (!dtype_of_arena(arena->dtype, &dtype)) {
-        snprintf(err, errlen, "arena%s has dtype %d, which checkpoints cannot store", suffix,
-                 (int)arena->dtype);
-        return CLG_ERR_UNSUPPORTED;
-    }
-    for (size_t t = 0; t < model->n_tensors; t++) {
-        const char *name = model->tensors[t].name;
-        size_t len = strlen(name) + strlen(suffix) + 1;
-        char *key = malloc(len);
-        if (!key) {
-            snprintf(err, errlen, "out of host memory");
-            return CLG_ERR_OUT_OF_HOST_MEMORY;
-        }
-        snprintf(key, len, "%s%s", name, suffix);
-        const clg_tensor_slot *ts = &model->tensors[t];
-        clg_status st = clg__ckpt_layout_add(layout, key, dtype, ts->count, source, (int)t);
-        free(key);
-        if (st != CLG_SUCCESS) {
-            snprintf(err, errlen, "out of host memory");
-            return st;
-        }
-        uint64_t dims[CLG_MAX_DIMS];
-        for (size_t d = 0; d < ts->ndim && d < CLG_MAX_DIMS; d++)
-            dims[d] = ts->dims[d];
-        if (clg__ckpt_layout_shape(layout, ts->ndim, dims) != CLG_SUCCESS) {
-            snprintf(err, errlen, "tensor '%s' has a shape of %zu dims that is not its %zu "
-                     "elements", ts->name, ts->ndim, ts->count);
-            return CLG_ERR_INVALID_ARGUMENT;
-        }
-    }
-    return CLG_SUCCESS;
-}
-
-/* Adds one entry "<tensor t's name><suffix>" of dtype, count elements and
- * the tensor's shape (or [count] when shaped is false). */
-static clg_status add_tensor_entry(clg_model *model, clg_ckpt_layout *layout, size_t t,
-                                   const char *suffix, clg_ckpt_dtype dtype, uint64_t count,
-                                   bool shaped, int source, char *err, size_t errlen)
-{
-    const clg_tensor_slot *ts = &model->tensors[t];
-    char key[320];
-    snprintf(key, sizeof key, "%s%s", ts->name, suffix);
-    clg_status st = clg__ckpt_layout_add(layout, key, dtype, count, source, (int)t);
-    if (st == CLG_SUCCESS && shaped) {
-        uint64_t dims[CLG_MAX_DIMS];
-        for (size_t d = 0; d < ts->ndim && d < CLG_MAX_DIMS; d++)
-            dims[d] = ts->dims[d];
-        st = clg__ckpt_layout_shape(layout, ts->ndim, dims);
-    }
-    if (st != CLG_SUCCESS)
-        snprintf(err, errlen, "%s", st == CLG_ERR_OUT_OF_HOST_MEMORY ? "out of host memory"
-                                                                    : "a shape is not its count");
-    return st;
-}
-
-/* The optimizer states as stored (src/qstate.h), the entries whose
- * elements have elem bytes: fp32 states and Q8/Q4 absmax (4), bf16 states
- * (2), Q8/Q4 codes (1). */
-static clg_status layout_add_states(clg_model *model, clg_ckpt_layout *layout, size_t elem,
-                                    char *err, size_t errlen)
-{
-    clg_status st = CLG_SUCCESS;
-    for (size_t s = 0; st == CLG_SUCCESS && s < model->n_states; s++) {
-        for (size_t t = 0; st == CLG_SUCCESS && t < model->n_tensors; t++) {
-            const clg_tensor_slot *ts = &model->tensors[t];
-            clg_dtype fmt = clg__state_format(model, s, ts->chunk);
-            char suffix[48];
-            snprintf(suffix, sizeof suffix, ".state%zu", s);
-            if (fmt == CLG_FP32 && elem == 4)
-                st = add_tensor_entry(model, layout, t, suffix, CLG_CKPT_F32, ts->count, true,
-                                      CLG_ARENA_STATE0 + (int)s, err, errlen);
-            else if (fmt == CLG_BF16 && elem == 2)
-                st = add_tensor_entry(model, layout, t, suffix, CLG_CKPT_BF16, ts->count, true,
-                                      CLG_ARENA_STATE0 + (int)s, err, errlen);
-            else if (clg__dtype_quantized(fmt) && elem == 1)
-                /* Q4's packed bytes have no element shape */
-                st = add_tensor_entry(model, layout, t, suffix, CLG_CKPT_U8,
-                                      clg__format_bytes(fmt, ts->count), fmt == CLG_Q8,
-                                      CLG_ARENA_STATE0 + (int)s, err, errlen);
-            else if (clg__dtype_quantized(fmt) && elem == 4) {
-                snprintf(suffix, sizeof suffix, ".state%zu.absmax", s);
-                st = add_tensor_entry(model, layout, t, suffix, CLG_CKPT_F32,
-                                      clg__format_scales(fmt, ts->count), false,
-                                      CLG_CKPT_SRC_SCALE0 - (int)s, err, errlen);
-            }
-        }
-    }
-    return st;
-}
-
-/* Adds the parts attached to the model (ckpt_ext.h) whose elements have
- * elem bytes, from the list's fields alone. */
-static clg_status layout_add_ext(clg_model *model, clg_ckpt_layout *layout, size_t elem,
-                                 char *err, size_t errlen)
-{
-    int index = 0;
-    for (const clg_ckpt_ext *x = model->ckpt_ext; x; x = x->next, index++) {
-        if (clg__ckpt_dtype_size((clg_ckpt_dtype)x->dtype) != elem)
-            continue;
-        clg_status st = clg__ckpt_layout_add(layout, x->key, (clg_ckpt_dtype)x->dtype, x->count,
-                                             CLG_CKPT_SRC_EXT, index);
-        if (st == CLG_SUCCESS)
-            st = clg__ckpt_layout_shape(layout, x->ndim, x->dims);
-        if (st != CLG_SUCCESS) {
-            snprintf(err, errlen, "attached tensor '%s': %s", x->key,
-                     st == CLG_ERR_OUT_OF_HOST_MEMORY ? "out of host memory"
-                                                      : "shape is not its element count");
-            return st;
-        }
-    }
-    return CLG_SUCCESS;
-}
-
-clg_status clg__ckpt_layout_model(clg_model *model, clg_ckpt_layout *layout, char *err,
-                                  size_t errlen)
-{
-    memset(layout, 0, sizeof *layout);
-    clg__ckpt_layout_config(layout, &model->cfg);
-    /* 4-byte entries first, 2-byte ones (copy, bf16 acc) last, so that every
-     * F32/I32 entry starts at a multiple of 4 in the file. */
-    clg_status st = clg__ckpt_layout_add(layout, CLG_CKPT_STEP_BLOCK_KEY, CLG_CKPT_I32,
-                                         CLG_SB_WORDS, CLG_CKPT_SRC_STEP_BLOCK, -1);
-    if (st != CLG_SUCCESS) {
-        snprintf(err, errlen, "out of host memory");
-        goto fail;
-    }
-    bool bf16_params = model->params.dtype == CLG_BF16;
-    if (!bf16_params)
-        st = layout_add_arena(model, layout, &model->params, "", CLG_ARENA_PARAMS, err, errlen);
-    if (st == CLG_SUCCESS)
-        st = layout_add_states(model, layout, 4, err, errlen);
-    if (st == CLG_SUCCESS)
-        st = layout_add_ext(model, layout, 4, err, errlen);
-    if (st == CLG_SUCCESS && bf16_params)
-        st = layout_add_arena(model, layout, &model->params, "", CLG_ARENA_PARAMS, err, errlen);
-    if (st == CLG_SUCCESS)
-        st = layout_add_states(model, layout, 2, err, errlen);
-    if (st == CLG_SUCCESS && model->copy.chunks)
-        st = layout_add_arena(model, layout, &model->copy, ".copy", CLG_CKPT_SRC_COPY, err,
-                              errlen);
-    if (st == CLG_SUCCESS && model->acc.chunks)
-        st = layout_add_arena(model, layout, &model->acc, ".acc", CLG_ARENA_ACC, err, errlen);
-    if (st == CLG_SUCCESS)
-        st = layout_add_ext(model, layout, 2, err, errlen);
-    /* the Q8/Q4 codes last: one byte each */
-    if (st == CLG_SUCCESS)
-        st = layout_add_states(model, layout, 1, err, errlen);
-    if (st == CLG_SUCCESS)
-        st = clg__ckpt_layout_finish(layout, err, errlen);
-    if (st == CLG_SUCCESS)
-        return CLG_SUCCESS;
-fail:
-    clg__ckpt_layout_free(layout);
-    return st;
-}
-
-/* ------------------------------------------------------------ parser */
-
-#define FAIL(status, ...)                                                                       \
-    do {                                                                                        \
-        snprintf(err, errlen, __VA_ARGS__);                                                     \
-        st = (status);                                                                          \
-        goto done;                                                                              \
-    } while (0)
 
 /* Strict unsigned decimal: 1 to 20 digits, no sign, no space, no overflow. */
 static bool parse_u64(const char *s, uint64_t *out)
@@ -654,84 +107,45 @@ static void shape_text(char *out, size_t len, const uint64_t *dims, size_t rank)
     snprintf(out + l, len - l, "%s]", rank > CLG_MAX_DIMS ? ", ..." : "");
 }
 
-/* Validates one tensor entry {"dtype", "shape", "data_offsets"}. */
-static clg_status parse_entry(clg_ckpt_entry *e, const cJSON *item, char *err, size_t errlen)
+/* ------------------------------------------------------------ the parse's state */
+
+/* What the checks have found so far, handed from one to the next. */
+typedef struct parse_state {
+    const uint8_t *file;
+    size_t size;
+    clg_ckpt_layout *layout;
+    clg_ckpt_parsed *out;
+    char *err;
+    size_t errlen;
+    uint64_t hlen; /* check_header_length */
+    const uint8_t *header;
+    char *text;  /* check_header_json: the header, NUL-terminated, owned */
+    cJSON *root; /* owned until the result takes it */
+    uint64_t data_size;
+    const cJSON *meta; /* check_metadata_map */
+    size_t n_user;     /* check_clgrad_keys_known: the caller's entries */
+    /* clgrad's values as the file gives them (pointing into root) */
+    const char *format, *version, *optimizer, *micro, *weight_sum, *cycles, *micro_total, *updates,
+        *skipped, *skipped_micro;
+    const char *saved_config[CLG_CKPT_MAX_CONFIG];
+    /* check_counters_readable */
+    uint64_t v_micro, v_cycles, v_total, v_updates, v_skipped, v_skipped_micro;
+    uint32_t v_wsum;
+    const uint8_t *data;          /* check_offsets_contiguous */
+    uint32_t words[CLG_SB_WORDS]; /* check_counters_agree: the step block */
+} parse_state;
+
+static clg_status fail(parse_state *p, clg_status status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Sets the message and returns status: each check ends in `return fail(...)`. */
+static clg_status fail(parse_state *p, clg_status status, const char *fmt, ...)
 {
-    clg_status st = CLG_SUCCESS;
-    const cJSON *dtype = NULL, *shape = NULL, *offsets = NULL;
-    if (!cJSON_IsObject(item))
-        FAIL(CLG_ERR_CORRUPT_FILE, "entry '%s' is not a JSON object", e->key);
-    for (const cJSON *f = item->child; f; f = f->next) {
-        const cJSON **slot = NULL;
-        if (strcmp(f->string, "dtype") == 0)
-            slot = &dtype;
-        else if (strcmp(f->string, "shape") == 0)
-            slot = &shape;
-        else if (strcmp(f->string, "data_offsets") == 0)
-            slot = &offsets;
-        else
-            FAIL(CLG_ERR_CORRUPT_FILE, "entry '%s' has an unknown field '%s'", e->key, f->string);
-        if (*slot)
-            FAIL(CLG_ERR_CORRUPT_FILE, "entry '%s' has field '%s' twice", e->key, f->string);
-        *slot = f;
-    }
-    if (!cJSON_IsString(dtype) || !cJSON_IsArray(shape) || !cJSON_IsArray(offsets))
-        FAIL(CLG_ERR_CORRUPT_FILE,
-             "entry '%s' lacks a string \"dtype\", an array \"shape\" or an array "
-             "\"data_offsets\"",
-             e->key);
-
-    /* Shape: well-formed first (else the file is damaged), then equal. */
-    uint64_t dims[CLG_MAX_DIMS];
-    size_t rank = 0;
-    for (const cJSON *d = shape->child; d; d = d->next) {
-        uint64_t v;
-        if (!json_u64(d, &v))
-            FAIL(CLG_ERR_CORRUPT_FILE, "entry '%s': shape holds something other than a size",
-                 e->key);
-        if (rank < CLG_MAX_DIMS)
-            dims[rank] = v;
-        rank++;
-    }
-    int n_off = 0;
-    uint64_t off[2] = {0, 0};
-    for (const cJSON *d = offsets->child; d; d = d->next) {
-        uint64_t v;
-        if (n_off >= 2 || !json_u64(d, &v))
-            FAIL(CLG_ERR_CORRUPT_FILE,
-                 "entry '%s': data_offsets is not a pair of byte offsets", e->key);
-        off[n_off++] = v;
-    }
-    if (n_off != 2 || off[1] < off[0])
-        FAIL(CLG_ERR_CORRUPT_FILE, "entry '%s': data_offsets is not a pair [begin, end] with "
-             "begin <= end", e->key);
-
-    const char *want = clg__ckpt_dtype_name(e->dtype);
-    if (strcmp(dtype->valuestring, want) != 0)
-        FAIL(CLG_ERR_MISMATCH, "tensor '%s' is %.16s in the file but %s in the model", e->key,
-             dtype->valuestring, want);
-    uint64_t bytes = e->count * clg__ckpt_dtype_size(e->dtype);
-    bool same = rank == e->ndim;
-    for (size_t i = 0; same && i < rank; i++)
-        same = dims[i] == e->dims[i];
-    if (!same) {
-        char got[128], want_shape[128];
-        shape_text(got, sizeof got, dims, rank);
-        shape_text(want_shape, sizeof want_shape, e->dims, e->ndim);
-        FAIL(CLG_ERR_MISMATCH, "tensor '%s' has shape %s in the file but %s in the model",
-             e->key, got, want_shape);
-    }
-    if (off[1] - off[0] != bytes)
-        FAIL(CLG_ERR_CORRUPT_FILE,
-             "tensor '%s': data_offsets [%llu, %llu) span %llu bytes but %s[%llu] needs %llu",
-             e->key, (unsigned long long)off[0], (unsigned long long)off[1],
-             (unsigned long long)(off[1] - off[0]), want, (unsigned long long)e->count,
-             (unsigned long long)bytes);
-    e->file_begin = off[0];
-    e->file_end = off[1];
-    e->seen = 1;
-done:
-    return st;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->err, p->errlen, fmt, ap);
+    va_end(ap);
+    return status;
 }
 
 static uint32_t le32(const uint8_t *p)
@@ -739,58 +153,57 @@ static uint32_t le32(const uint8_t *p)
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-clg_status clg__ckpt_parse(const uint8_t *file, size_t size, clg_ckpt_layout *layout,
-                           clg_ckpt_parsed *out, char *err, size_t errlen)
+/* ------------------------------------------------------------ the raw header */
+
+/* 1. The 8-byte header length, and the header within the file. */
+static clg_status check_header_length(parse_state *p)
 {
-    clg_status st = CLG_SUCCESS;
-    char *text = NULL;
-    cJSON *root = NULL;
-    const char **meta_sorted = NULL;
-    span *order = NULL;
-    uint8_t *crc_seen = NULL;
-    memset(out, 0, sizeof *out);
-    for (size_t i = 0; i < layout->n; i++) {
-        layout->entries[i].seen = 0;
-        layout->entries[i].file_begin = layout->entries[i].file_end = 0;
-    }
+    if (p->size < 8)
+        return fail(p, CLG_ERR_CORRUPT_FILE,
+                    "truncated: %zu bytes, less than the 8-byte header length", p->size);
+    p->hlen = clg__ckpt_get_le64(p->file);
+    if (p->hlen > CLG_CKPT_HEADER_MAX)
+        return fail(p, CLG_ERR_CORRUPT_FILE, "header length %llu exceeds the limit of %llu bytes",
+                    (unsigned long long)p->hlen, (unsigned long long)CLG_CKPT_HEADER_MAX);
+    if (p->hlen > p->size - 8)
+        return fail(p, CLG_ERR_CORRUPT_FILE,
+                    "truncated: header length %llu but only %zu bytes follow",
+                    (unsigned long long)p->hlen, p->size - 8);
+    p->header = p->file + 8;
+    return CLG_SUCCESS;
+}
 
-    /* 1. The 8-byte header length and the header itself. */
-    if (size < 8)
-        FAIL(CLG_ERR_CORRUPT_FILE,
-             "truncated: %zu bytes, less than the 8-byte header length", size);
-    uint64_t hlen = 0;
-    for (int i = 7; i >= 0; i--)
-        hlen = (hlen << 8) | file[i];
-    if (hlen > CLG_CKPT_HEADER_MAX)
-        FAIL(CLG_ERR_CORRUPT_FILE, "header length %llu exceeds the limit of %llu bytes",
-             (unsigned long long)hlen, (unsigned long long)CLG_CKPT_HEADER_MAX);
-    if (hlen > size - 8)
-        FAIL(CLG_ERR_CORRUPT_FILE, "truncated: header length %llu but only %zu bytes follow",
-             (unsigned long long)hlen, size - 8);
-    const uint8_t *header = file + 8;
+/* Why a header without the CRC field is refused: a version 1 file, a
+ * header too short for the field, or not a clgrad header. */
+static clg_status refuse_header_without_crc(parse_state *p)
+{
+    static const char v1[] = "{\"__metadata__\":{\"clgrad.format\":\"clgrad-checkpoint\","
+                             "\"clgrad.version\":\"1\"";
+    if (p->hlen >= sizeof v1 - 1 && memcmp(p->header, v1, sizeof v1 - 1) == 0)
+        return fail(p, CLG_ERR_CORRUPT_FILE,
+                    "checkpoint format version 1 is not supported (this clgrad reads version "
+                    "%d): version 1 headers carry no CRC, so they cannot be verified; load it "
+                    "with the clgrad that wrote it, or start the run anew",
+                    CLG_CKPT_VERSION);
+    if (p->hlen < CLG_CKPT_HEADER_PREFIX_LEN + 9)
+        return fail(p, CLG_ERR_CORRUPT_FILE, "header length %llu is too short for a clgrad header",
+                    (unsigned long long)p->hlen);
+    return fail(p, CLG_ERR_CORRUPT_FILE,
+                "not a clgrad checkpoint: the header does not begin with its CRC field "
+                "(%s<8 hex digits>\")",
+                CLG_CKPT_HEADER_PREFIX);
+}
 
-    /* 2. The header CRC, on the raw bytes, before anything reads the JSON
-     * (checkpoint.h): a damaged header, or one whose caller metadata was
-     * changed, is refused here whatever else it says. */
-    if (!has_crc_field(header, hlen)) {
-        static const char v1[] = "{\"__metadata__\":{\"clgrad.format\":\"clgrad-checkpoint\","
-                                 "\"clgrad.version\":\"1\"";
-        if (hlen >= sizeof v1 - 1 && memcmp(header, v1, sizeof v1 - 1) == 0)
-            FAIL(CLG_ERR_CORRUPT_FILE,
-                 "checkpoint format version 1 is not supported (this clgrad reads version %d): "
-                 "version 1 headers carry no CRC, so they cannot be verified; load it with the "
-                 "clgrad that wrote it, or start the run anew",
-                 CLG_CKPT_VERSION);
-        if (hlen < CLG_CKPT_HEADER_PREFIX_LEN + 9)
-            FAIL(CLG_ERR_CORRUPT_FILE, "header length %llu is too short for a clgrad header",
-                 (unsigned long long)hlen);
-        FAIL(CLG_ERR_CORRUPT_FILE,
-             "not a clgrad checkpoint: the header does not begin with its CRC field "
-             "(%s<8 hex digits>\")", CLG_CKPT_HEADER_PREFIX);
-    }
+/* 2. The header CRC, on the raw bytes, before anything reads the JSON
+ * (checkpoint_format.h): a damaged header, or one whose caller metadata was
+ * changed, is refused here whatever else it says. */
+static clg_status check_header_crc(parse_state *p)
+{
+    if (!clg__ckpt_has_crc_field(p->header, p->hlen))
+        return refuse_header_without_crc(p);
     uint32_t header_crc;
     char crc_text[9];
-    memcpy(crc_text, header + CLG_CKPT_HEADER_PREFIX_LEN, 8);
+    memcpy(crc_text, p->header + CLG_CKPT_HEADER_PREFIX_LEN, 8);
     crc_text[8] = '\0';
     /* lowercase only, as written: 'A' is 'a' with bit 5 flipped, and would
      * read as the same digit (the CRC then cannot see the flip) */
@@ -798,89 +211,115 @@ clg_status clg__ckpt_parse(const uint8_t *file, size_t size, clg_ckpt_layout *la
     for (const char *c = crc_text; *c; c++)
         upper = upper || (*c >= 'A' && *c <= 'F');
     if (upper || !parse_hex32(crc_text, "", &header_crc))
-        FAIL(CLG_ERR_CORRUPT_FILE,
-             "the header's CRC field is not 8 lowercase hex digits: damaged header");
-    uint32_t header_actual = clg__ckpt_header_crc(file, header, (size_t)hlen);
+        return fail(p, CLG_ERR_CORRUPT_FILE,
+                    "the header's CRC field is not 8 lowercase hex digits: damaged header");
+    uint32_t header_actual = clg__ckpt_header_crc(p->file, p->header, (size_t)p->hlen);
     if (header_crc != header_actual)
-        FAIL(CLG_ERR_CORRUPT_FILE,
-             "header CRC-32 mismatch: the header says %08x, its %llu bytes give %08x (the "
-             "header, its metadata or its length is damaged)",
-             (unsigned)header_crc, (unsigned long long)hlen, (unsigned)header_actual);
+        return fail(p, CLG_ERR_CORRUPT_FILE,
+                    "header CRC-32 mismatch: the header says %08x, its %llu bytes give %08x "
+                    "(the header, its metadata or its length is damaged)",
+                    (unsigned)header_crc, (unsigned long long)p->hlen, (unsigned)header_actual);
+    return CLG_SUCCESS;
+}
 
-    /* 3. The JSON. */
-    if (memchr(header, 0, hlen))
-        FAIL(CLG_ERR_CORRUPT_FILE, "header contains a NUL byte");
-    if (!utf8_valid(header, hlen))
-        FAIL(CLG_ERR_CORRUPT_FILE, "header is not valid UTF-8");
-    text = malloc(hlen + 1);
-    if (!text)
-        FAIL(CLG_ERR_OUT_OF_HOST_MEMORY, "out of host memory for a %llu-byte header",
-             (unsigned long long)hlen);
-    memcpy(text, header, hlen);
-    text[hlen] = '\0';
+/* 3. The JSON: UTF-8 text without NUL, one object. */
+static clg_status check_header_json(parse_state *p)
+{
+    if (memchr(p->header, 0, p->hlen))
+        return fail(p, CLG_ERR_CORRUPT_FILE, "header contains a NUL byte");
+    if (!clg__ckpt_utf8_valid_n(p->header, p->hlen))
+        return fail(p, CLG_ERR_CORRUPT_FILE, "header is not valid UTF-8");
+    p->text = malloc(p->hlen + 1);
+    if (!p->text)
+        return fail(p, CLG_ERR_OUT_OF_HOST_MEMORY, "out of host memory for a %llu-byte header",
+                    (unsigned long long)p->hlen);
+    memcpy(p->text, p->header, p->hlen);
+    p->text[p->hlen] = '\0';
     const char *parse_end = NULL;
-    root = cJSON_ParseWithOpts(text, &parse_end, 1);
-    if (!root)
-        FAIL(CLG_ERR_CORRUPT_FILE, "header is not valid JSON (error at byte %lld of %llu)",
-             parse_end ? (long long)(parse_end - text) : -1LL, (unsigned long long)hlen);
-    if (!cJSON_IsObject(root))
-        FAIL(CLG_ERR_CORRUPT_FILE, "header is not a JSON object");
-    const uint64_t data_size = size - 8 - hlen;
+    p->root = cJSON_ParseWithOpts(p->text, &parse_end, 1);
+    if (!p->root)
+        return fail(
+            p, CLG_ERR_CORRUPT_FILE, "header is not valid JSON (error at byte %lld of %llu)",
+            parse_end ? (long long)(parse_end - p->text) : -1LL, (unsigned long long)p->hlen);
+    if (!cJSON_IsObject(p->root))
+        return fail(p, CLG_ERR_CORRUPT_FILE, "header is not a JSON object");
+    p->data_size = p->size - 8 - p->hlen;
+    return CLG_SUCCESS;
+}
 
-    /* 4. __metadata__: exactly one, a map of strings, with our format. */
-    const cJSON *meta = NULL;
-    for (const cJSON *c = root->child; c; c = c->next) {
+/* ------------------------------------------------------------ metadata */
+
+/* 4. __metadata__: exactly one, a map of strings. */
+static clg_status check_metadata_map(parse_state *p)
+{
+    for (const cJSON *c = p->root->child; c; c = c->next) {
         if (strcmp(c->string, "__metadata__") != 0)
             continue;
-        if (meta)
-            FAIL(CLG_ERR_CORRUPT_FILE, "header has __metadata__ twice");
-        meta = c;
+        if (p->meta)
+            return fail(p, CLG_ERR_CORRUPT_FILE, "header has __metadata__ twice");
+        p->meta = c;
     }
-    if (!meta)
-        FAIL(CLG_ERR_CORRUPT_FILE, "not a clgrad checkpoint: the header has no __metadata__");
-    if (!cJSON_IsObject(meta))
-        FAIL(CLG_ERR_CORRUPT_FILE, "__metadata__ is not a JSON object");
-    size_t n_meta = 0, n_user = 0;
-    for (const cJSON *m = meta->child; m; m = m->next) {
+    if (!p->meta)
+        return fail(p, CLG_ERR_CORRUPT_FILE,
+                    "not a clgrad checkpoint: the header has no __metadata__");
+    if (!cJSON_IsObject(p->meta))
+        return fail(p, CLG_ERR_CORRUPT_FILE, "__metadata__ is not a JSON object");
+    for (const cJSON *m = p->meta->child; m; m = m->next)
         if (!cJSON_IsString(m))
-            FAIL(CLG_ERR_CORRUPT_FILE, "__metadata__ value of '%.200s' is not a string",
-                 m->string);
-        n_meta++;
-    }
-    meta_sorted = malloc((n_meta ? n_meta : 1) * sizeof *meta_sorted);
-    if (!meta_sorted)
-        FAIL(CLG_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
-    n_meta = 0;
-    for (const cJSON *m = meta->child; m; m = m->next)
-        meta_sorted[n_meta++] = m->string;
-    qsort(meta_sorted, n_meta, sizeof *meta_sorted, cmp_str_ptr);
-    for (size_t i = 1; i < n_meta; i++)
-        if (strcmp(meta_sorted[i - 1], meta_sorted[i]) == 0)
-            FAIL(CLG_ERR_CORRUPT_FILE, "__metadata__ has key '%.200s' twice", meta_sorted[i]);
+            return fail(p, CLG_ERR_CORRUPT_FILE, "__metadata__ value of '%.200s' is not a string",
+                        m->string);
+    return CLG_SUCCESS;
+}
 
-    const char *format = NULL, *version = NULL, *optimizer = NULL, *micro = NULL,
-               *weight_sum = NULL, *cycles = NULL, *micro_total = NULL, *updates = NULL,
-               *skipped = NULL, *skipped_micro = NULL;
-    const char *saved_config[N_CONFIG_FIELDS] = {NULL};
-    struct {
+/* 5. No metadata key twice. */
+static clg_status check_metadata_keys_unique(parse_state *p)
+{
+    size_t n_meta = 0;
+    for (const cJSON *m = p->meta->child; m; m = m->next)
+        n_meta++;
+    const char **sorted = malloc((n_meta ? n_meta : 1) * sizeof *sorted);
+    if (!sorted)
+        return fail(p, CLG_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    n_meta = 0;
+    for (const cJSON *m = p->meta->child; m; m = m->next)
+        sorted[n_meta++] = m->string;
+    qsort(sorted, n_meta, sizeof *sorted, cmp_str_ptr);
+    clg_status st = CLG_SUCCESS;
+    for (size_t i = 1; i < n_meta && st == CLG_SUCCESS; i++)
+        if (strcmp(sorted[i - 1], sorted[i]) == 0)
+            st = fail(p, CLG_ERR_CORRUPT_FILE, "__metadata__ has key '%.200s' twice", sorted[i]);
+    free(sorted);
+    return st;
+}
+
+/* 6. Every "clgrad." key is one clgrad writes; their values are kept for
+ * the checks below, the others are the caller's. */
+static clg_status check_clgrad_keys_known(parse_state *p)
+{
+    const struct {
         const char *key;
         const char **value;
     } known[] = {
-        {"clgrad.format", &format},           {"clgrad.version", &version},
-        {"clgrad.optimizer", &optimizer},     {"clgrad.micro", &micro},
-        {"clgrad.weight_sum", &weight_sum},   {"clgrad.cycles", &cycles},
-        {"clgrad.micro_total", &micro_total}, {"clgrad.updates", &updates},
-        {"clgrad.skipped_updates", &skipped}, {"clgrad.skipped_micro_steps", &skipped_micro},
-        {"clgrad.header_crc32", NULL}, /* checked first, on the raw bytes */
+        {CLG_CKPT_KEY_FORMAT, &p->format},
+        {CLG_CKPT_KEY_VERSION, &p->version},
+        {CLG_CKPT_KEY_OPTIMIZER, &p->optimizer},
+        {CLG_CKPT_KEY_MICRO, &p->micro},
+        {CLG_CKPT_KEY_WEIGHT_SUM, &p->weight_sum},
+        {CLG_CKPT_KEY_CYCLES, &p->cycles},
+        {CLG_CKPT_KEY_MICRO_TOTAL, &p->micro_total},
+        {CLG_CKPT_KEY_UPDATES, &p->updates},
+        {CLG_CKPT_KEY_SKIPPED, &p->skipped},
+        {CLG_CKPT_KEY_SKIPPED_MICRO, &p->skipped_micro},
+        {CLG_CKPT_KEY_HEADER_CRC, NULL}, /* checked first, on the raw bytes */
     };
     const size_t n_known = sizeof known / sizeof known[0];
     const size_t prefix_len = strlen(CLG_CKPT_META_PREFIX);
-    for (const cJSON *m = meta->child; m; m = m->next) {
+    for (const cJSON *m = p->meta->child; m; m = m->next) {
         if (strncmp(m->string, CLG_CKPT_META_PREFIX, prefix_len) != 0) {
-            n_user++;
+            p->n_user++;
             continue;
         }
-        if (strncmp(m->string, "clgrad.crc32.", 13) == 0)
+        if (strncmp(m->string, CLG_CKPT_CRC_PREFIX, CLG_CKPT_CRC_PREFIX_LEN) == 0)
             continue; /* checked after the entries */
         size_t k = 0;
         while (k < n_known && strcmp(m->string, known[k].key) != 0)
@@ -891,235 +330,458 @@ clg_status clg__ckpt_parse(const uint8_t *file, size_t size, clg_ckpt_layout *la
             continue;
         }
         size_t c = 0;
-        while (c < N_CONFIG_FIELDS && strcmp(m->string + prefix_len, config_fields[c]) != 0)
+        while (c < clg__ckpt_n_config_fields &&
+               strcmp(m->string + prefix_len, clg__ckpt_config_fields[c]) != 0)
             c++;
-        if (c == N_CONFIG_FIELDS)
-            FAIL(CLG_ERR_CORRUPT_FILE, "__metadata__ has an unknown clgrad key '%.200s'",
-                 m->string);
-        saved_config[c] = m->valuestring;
+        if (c == clg__ckpt_n_config_fields)
+            return fail(p, CLG_ERR_CORRUPT_FILE, "__metadata__ has an unknown clgrad key '%.200s'",
+                        m->string);
+        p->saved_config[c] = m->valuestring;
     }
+    return CLG_SUCCESS;
+}
+
+/* 7. Our format, in the version this clgrad reads. */
+static clg_status check_format_version(parse_state *p)
+{
+    const char *format = p->format;
     if (!format || strcmp(format, CLG_CKPT_FORMAT) != 0)
-        FAIL(CLG_ERR_CORRUPT_FILE,
-             "not a clgrad checkpoint: __metadata__ clgrad.format is %s%.64s%s, not '"
-             CLG_CKPT_FORMAT "'",
-             format ? "'" : "", format ? format : "missing", format ? "'" : "");
+        return fail(p, CLG_ERR_CORRUPT_FILE,
+                    "not a clgrad checkpoint: __metadata__ clgrad.format is %s%.64s%s, not "
+                    "'" CLG_CKPT_FORMAT "'",
+                    format ? "'" : "", format ? format : "missing", format ? "'" : "");
     uint64_t ver;
-    if (!version || !parse_u64(version, &ver))
-        FAIL(CLG_ERR_CORRUPT_FILE, "__metadata__ clgrad.version is missing or not a number");
+    if (!p->version || !parse_u64(p->version, &ver))
+        return fail(p, CLG_ERR_CORRUPT_FILE,
+                    "__metadata__ clgrad.version is missing or not a number");
     if (ver != CLG_CKPT_VERSION)
-        FAIL(CLG_ERR_CORRUPT_FILE,
-             "checkpoint format version %llu is not supported (this clgrad reads version %d)",
-             (unsigned long long)ver, CLG_CKPT_VERSION);
-    uint64_t v_micro, v_cycles, v_total, v_updates, v_skipped, v_skipped_micro;
-    uint32_t v_wsum;
-    if (!optimizer || !micro || !weight_sum || !cycles || !micro_total || !updates ||
-        !skipped || !skipped_micro)
-        FAIL(CLG_ERR_CORRUPT_FILE, "__metadata__ lacks one of clgrad.optimizer, clgrad.micro, "
-             "clgrad.weight_sum, clgrad.cycles, clgrad.micro_total, clgrad.updates, "
-             "clgrad.skipped_updates, clgrad.skipped_micro_steps");
-    if (!parse_u64(micro, &v_micro) || v_micro > UINT32_MAX)
-        FAIL(CLG_ERR_CORRUPT_FILE, "clgrad.micro '%.32s' is not a micro-step count", micro);
-    if (!parse_u64(cycles, &v_cycles) || !parse_u64(micro_total, &v_total))
-        FAIL(CLG_ERR_CORRUPT_FILE, "clgrad.cycles or clgrad.micro_total is not a count");
-    if (!parse_u64(updates, &v_updates) || v_updates > UINT32_MAX ||
-        !parse_u64(skipped, &v_skipped) || v_skipped > UINT32_MAX ||
-        !parse_u64(skipped_micro, &v_skipped_micro) || v_skipped_micro > UINT32_MAX)
-        FAIL(CLG_ERR_CORRUPT_FILE, "clgrad.updates, clgrad.skipped_updates or "
-             "clgrad.skipped_micro_steps is not a 32-bit count (the step block's width)");
-    if (!parse_hex32(weight_sum, "0x", &v_wsum))
-        FAIL(CLG_ERR_CORRUPT_FILE, "clgrad.weight_sum '%.32s' is not 0x + 8 hex digits",
-             weight_sum);
-    if (strcmp(optimizer, layout->optimizer) != 0)
-        FAIL(CLG_ERR_MISMATCH, "checkpoint is for optimizer '%.32s', the model uses '%s'",
-             optimizer, layout->optimizer);
-    /* The configuration the saved state depends on, field by field, in
-     * config_fields' order (the loss-scale mode before its parameters). */
-    for (size_t c = 0; c < N_CONFIG_FIELDS; c++) {
-        const char *saved = saved_config[c], *live = layout_setting(layout, config_fields[c]);
+        return fail(p, CLG_ERR_CORRUPT_FILE,
+                    "checkpoint format version %llu is not supported (this clgrad reads version "
+                    "%d)",
+                    (unsigned long long)ver, CLG_CKPT_VERSION);
+    return CLG_SUCCESS;
+}
+
+/* 8. The host counters and the step block's, each present and a number of
+ * its width; the weight sum as exact float bits. */
+static clg_status check_counters_readable(parse_state *p)
+{
+    if (!p->optimizer || !p->micro || !p->weight_sum || !p->cycles || !p->micro_total ||
+        !p->updates || !p->skipped || !p->skipped_micro)
+        return fail(p, CLG_ERR_CORRUPT_FILE,
+                    "__metadata__ lacks one of clgrad.optimizer, clgrad.micro, "
+                    "clgrad.weight_sum, clgrad.cycles, clgrad.micro_total, clgrad.updates, "
+                    "clgrad.skipped_updates, clgrad.skipped_micro_steps");
+    if (!parse_u64(p->micro, &p->v_micro) || p->v_micro > UINT32_MAX)
+        return fail(p, CLG_ERR_CORRUPT_FILE, "clgrad.micro '%.32s' is not a micro-step count",
+                    p->micro);
+    if (!parse_u64(p->cycles, &p->v_cycles) || !parse_u64(p->micro_total, &p->v_total))
+        return fail(p, CLG_ERR_CORRUPT_FILE, "clgrad.cycles or clgrad.micro_total is not a count");
+    if (!parse_u64(p->updates, &p->v_updates) || p->v_updates > UINT32_MAX ||
+        !parse_u64(p->skipped, &p->v_skipped) || p->v_skipped > UINT32_MAX ||
+        !parse_u64(p->skipped_micro, &p->v_skipped_micro) || p->v_skipped_micro > UINT32_MAX)
+        return fail(p, CLG_ERR_CORRUPT_FILE,
+                    "clgrad.updates, clgrad.skipped_updates or clgrad.skipped_micro_steps is "
+                    "not a 32-bit count (the step block's width)");
+    if (!parse_hex32(p->weight_sum, "0x", &p->v_wsum))
+        return fail(p, CLG_ERR_CORRUPT_FILE, "clgrad.weight_sum '%.32s' is not 0x + 8 hex digits",
+                    p->weight_sum);
+    return CLG_SUCCESS;
+}
+
+/* ------------------------------------------------------------ against the model */
+
+/* 9. The model's optimizer. */
+static clg_status check_optimizer(parse_state *p)
+{
+    if (strcmp(p->optimizer, p->layout->optimizer) != 0)
+        return fail(p, CLG_ERR_MISMATCH, "checkpoint is for optimizer '%.32s', the model uses '%s'",
+                    p->optimizer, p->layout->optimizer);
+    return CLG_SUCCESS;
+}
+
+/* 10. The configuration the saved state depends on, field by field, in
+ * clg__ckpt_config_fields' order (the loss-scale mode before its
+ * parameters). */
+static clg_status check_configuration(parse_state *p)
+{
+    for (size_t c = 0; c < clg__ckpt_n_config_fields; c++) {
+        const char *field = clg__ckpt_config_fields[c];
+        const char *saved = p->saved_config[c];
+        const char *live = clg__ckpt_layout_setting(p->layout, field);
         if (!saved)
-            saved = config_before(config_fields[c]);
+            saved = clg__ckpt_config_before(field);
         if (!saved && !live)
             continue;
-        bool same = saved && live && strcmp(saved, live) == 0;
-        if (saved && live && strcmp(config_fields[c], "nonfinite") == 0)
-            same = known_policy(saved) &&
-                   (strcmp(saved, "skip_micro") == 0) == (strcmp(live, "skip_micro") == 0);
-        if (!same)
-            FAIL(CLG_ERR_MISMATCH,
-                 "configuration mismatch: %s was %s%.32s%s when the checkpoint was saved, the "
-                 "model has %s%s%s",
-                 config_fields[c], saved ? "'" : "", saved ? saved : "not set", saved ? "'" : "",
-                 live ? "'" : "", live ? live : "none (not used)", live ? "'" : "");
+        if (!saved || !live || !clg__ckpt_config_same(field, saved, live))
+            return fail(p, CLG_ERR_MISMATCH,
+                        "configuration mismatch: %s was %s%.32s%s when the checkpoint was saved, "
+                        "the model has %s%s%s",
+                        field, saved ? "'" : "", saved ? saved : "not set", saved ? "'" : "",
+                        live ? "'" : "", live ? live : "none (not used)", live ? "'" : "");
     }
+    return CLG_SUCCESS;
+}
 
-    /* 5. Tensor entries: all known to the model, well-formed, matching. */
-    for (const cJSON *c = root->child; c; c = c->next) {
-        if (c == meta)
+/* ------------------------------------------------------------ entries */
+
+/* An entry's three fields, each once and nothing else; dtype a string,
+ * shape and data_offsets arrays. */
+static clg_status entry_fields(parse_state *p, const clg_ckpt_entry *e, const cJSON *item,
+                               const cJSON **dtype, const cJSON **shape, const cJSON **offsets)
+{
+    if (!cJSON_IsObject(item))
+        return fail(p, CLG_ERR_CORRUPT_FILE, "entry '%s' is not a JSON object", e->key);
+    for (const cJSON *f = item->child; f; f = f->next) {
+        const cJSON **slot = NULL;
+        if (strcmp(f->string, "dtype") == 0)
+            slot = dtype;
+        else if (strcmp(f->string, "shape") == 0)
+            slot = shape;
+        else if (strcmp(f->string, "data_offsets") == 0)
+            slot = offsets;
+        else
+            return fail(p, CLG_ERR_CORRUPT_FILE, "entry '%s' has an unknown field '%s'", e->key,
+                        f->string);
+        if (*slot)
+            return fail(p, CLG_ERR_CORRUPT_FILE, "entry '%s' has field '%s' twice", e->key,
+                        f->string);
+        *slot = f;
+    }
+    if (!cJSON_IsString(*dtype) || !cJSON_IsArray(*shape) || !cJSON_IsArray(*offsets))
+        return fail(p, CLG_ERR_CORRUPT_FILE,
+                    "entry '%s' lacks a string \"dtype\", an array \"shape\" or an array "
+                    "\"data_offsets\"",
+                    e->key);
+    return CLG_SUCCESS;
+}
+
+/* The shape as sizes (the first CLG_MAX_DIMS kept), its rank in *rank. */
+static clg_status entry_shape(parse_state *p, const clg_ckpt_entry *e, const cJSON *shape,
+                              uint64_t dims[CLG_MAX_DIMS], size_t *rank)
+{
+    *rank = 0;
+    for (const cJSON *d = shape->child; d; d = d->next) {
+        uint64_t v;
+        if (!json_u64(d, &v))
+            return fail(p, CLG_ERR_CORRUPT_FILE,
+                        "entry '%s': shape holds something other than a size", e->key);
+        if (*rank < CLG_MAX_DIMS)
+            dims[*rank] = v;
+        (*rank)++;
+    }
+    return CLG_SUCCESS;
+}
+
+/* data_offsets as a pair [begin, end] with begin <= end. */
+static clg_status entry_offsets(parse_state *p, const clg_ckpt_entry *e, const cJSON *offsets,
+                                uint64_t off[2])
+{
+    int n_off = 0;
+    for (const cJSON *d = offsets->child; d; d = d->next) {
+        uint64_t v;
+        if (n_off >= 2 || !json_u64(d, &v))
+            return fail(p, CLG_ERR_CORRUPT_FILE,
+                        "entry '%s': data_offsets is not a pair of byte offsets", e->key);
+        off[n_off++] = v;
+    }
+    if (n_off != 2 || off[1] < off[0])
+        return fail(p, CLG_ERR_CORRUPT_FILE,
+                    "entry '%s': data_offsets is not a pair [begin, end] with begin <= end",
+                    e->key);
+    return CLG_SUCCESS;
+}
+
+/* One tensor entry {"dtype", "shape", "data_offsets"}: well-formed first
+ * (else the file is damaged), then the model's dtype and shape, and the
+ * bytes they need. */
+static clg_status check_entry(parse_state *p, clg_ckpt_entry *e, const cJSON *item)
+{
+    const cJSON *dtype = NULL, *shape = NULL, *offsets = NULL;
+    uint64_t dims[CLG_MAX_DIMS], off[2] = {0, 0};
+    size_t rank;
+    clg_status st = entry_fields(p, e, item, &dtype, &shape, &offsets);
+    if (st == CLG_SUCCESS)
+        st = entry_shape(p, e, shape, dims, &rank);
+    if (st == CLG_SUCCESS)
+        st = entry_offsets(p, e, offsets, off);
+    if (st != CLG_SUCCESS)
+        return st;
+    const char *want = clg__ckpt_dtype_name(e->dtype);
+    if (strcmp(dtype->valuestring, want) != 0)
+        return fail(p, CLG_ERR_MISMATCH, "tensor '%s' is %.16s in the file but %s in the model",
+                    e->key, dtype->valuestring, want);
+    uint64_t bytes = e->count * clg__ckpt_dtype_size(e->dtype);
+    bool same = rank == e->ndim;
+    for (size_t i = 0; same && i < rank; i++)
+        same = dims[i] == e->dims[i];
+    if (!same) {
+        char got[128], want_shape[128];
+        shape_text(got, sizeof got, dims, rank);
+        shape_text(want_shape, sizeof want_shape, e->dims, e->ndim);
+        return fail(p, CLG_ERR_MISMATCH, "tensor '%s' has shape %s in the file but %s in the model",
+                    e->key, got, want_shape);
+    }
+    if (off[1] - off[0] != bytes)
+        return fail(p, CLG_ERR_CORRUPT_FILE,
+                    "tensor '%s': data_offsets [%llu, %llu) span %llu bytes but %s[%llu] needs "
+                    "%llu",
+                    e->key, (unsigned long long)off[0], (unsigned long long)off[1],
+                    (unsigned long long)(off[1] - off[0]), want, (unsigned long long)e->count,
+                    (unsigned long long)bytes);
+    e->file_begin = off[0];
+    e->file_end = off[1];
+    e->seen = 1;
+    return CLG_SUCCESS;
+}
+
+/* 11. Tensor entries: each one the model has, once, well-formed and
+ * matching; and every model tensor in the file. */
+static clg_status check_entries(parse_state *p)
+{
+    clg_ckpt_layout *layout = p->layout;
+    for (const cJSON *c = p->root->child; c; c = c->next) {
+        if (c == p->meta)
             continue;
         long idx = clg__ckpt_layout_find(layout, c->string);
         if (idx < 0)
-            FAIL(CLG_ERR_MISMATCH, "the file has tensor '%.200s', which the model lacks",
-                 c->string);
+            return fail(p, CLG_ERR_MISMATCH, "the file has tensor '%.200s', which the model lacks",
+                        c->string);
         clg_ckpt_entry *e = &layout->entries[idx];
         if (e->seen)
-            FAIL(CLG_ERR_CORRUPT_FILE, "the header has tensor '%.200s' twice", c->string);
-        st = parse_entry(e, c, err, errlen);
+            return fail(p, CLG_ERR_CORRUPT_FILE, "the header has tensor '%.200s' twice", c->string);
+        clg_status st = check_entry(p, e, c);
         if (st != CLG_SUCCESS)
-            goto done;
+            return st;
     }
     for (size_t i = 0; i < layout->n; i++)
         if (!layout->entries[i].seen)
-            FAIL(CLG_ERR_MISMATCH, "model tensor '%s' is not in the file",
-                 layout->entries[i].key);
+            return fail(p, CLG_ERR_MISMATCH, "model tensor '%s' is not in the file",
+                        layout->entries[i].key);
+    return CLG_SUCCESS;
+}
 
-    /* 6. Offsets: inside the data, contiguous from 0 to its end. */
+/* 12. Offsets: inside the data, contiguous from 0 to its end. */
+static clg_status check_offsets_contiguous(parse_state *p)
+{
+    const clg_ckpt_layout *layout = p->layout;
     for (size_t i = 0; i < layout->n; i++) {
         const clg_ckpt_entry *e = &layout->entries[i];
-        if (e->file_end > data_size)
-            FAIL(CLG_ERR_CORRUPT_FILE,
-                 "tensor '%s' at data_offsets [%llu, %llu) lies beyond the end of the data "
-                 "(%llu bytes): truncated file",
-                 e->key, (unsigned long long)e->file_begin, (unsigned long long)e->file_end,
-                 (unsigned long long)data_size);
+        if (e->file_end > p->data_size)
+            return fail(p, CLG_ERR_CORRUPT_FILE,
+                        "tensor '%s' at data_offsets [%llu, %llu) lies beyond the end of the data "
+                        "(%llu bytes): truncated file",
+                        e->key, (unsigned long long)e->file_begin, (unsigned long long)e->file_end,
+                        (unsigned long long)p->data_size);
     }
-    order = malloc((layout->n ? layout->n : 1) * sizeof *order);
+    span *order = malloc((layout->n ? layout->n : 1) * sizeof *order);
     if (!order)
-        FAIL(CLG_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+        return fail(p, CLG_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
     for (size_t i = 0; i < layout->n; i++)
         order[i] = (span){layout->entries[i].file_begin, layout->entries[i].file_end, i};
     qsort(order, layout->n, sizeof *order, span_cmp);
+    clg_status st = CLG_SUCCESS;
     uint64_t pos = 0;
-    for (size_t i = 0; i < layout->n; i++) {
+    for (size_t i = 0; i < layout->n && st == CLG_SUCCESS; i++) {
         const clg_ckpt_entry *e = &layout->entries[order[i].index];
         if (e->file_begin < pos)
-            FAIL(CLG_ERR_CORRUPT_FILE, "tensor '%s' at [%llu, %llu) overlaps the one before it",
-                 e->key, (unsigned long long)e->file_begin, (unsigned long long)e->file_end);
-        if (e->file_begin > pos)
-            FAIL(CLG_ERR_CORRUPT_FILE, "hole in the data: bytes [%llu, %llu) before tensor '%s' "
-                 "belong to no tensor",
-                 (unsigned long long)pos, (unsigned long long)e->file_begin, e->key);
+            st = fail(p, CLG_ERR_CORRUPT_FILE,
+                      "tensor '%s' at [%llu, %llu) overlaps the one before it", e->key,
+                      (unsigned long long)e->file_begin, (unsigned long long)e->file_end);
+        else if (e->file_begin > pos)
+            st = fail(p, CLG_ERR_CORRUPT_FILE,
+                      "hole in the data: bytes [%llu, %llu) before tensor '%s' belong to no "
+                      "tensor",
+                      (unsigned long long)pos, (unsigned long long)e->file_begin, e->key);
         pos = e->file_end;
     }
-    if (pos != data_size)
-        FAIL(CLG_ERR_CORRUPT_FILE, "%llu trailing bytes after the last tensor",
-             (unsigned long long)(data_size - pos));
-    const uint8_t *data = header + hlen;
+    free(order);
+    if (st == CLG_SUCCESS && pos != p->data_size)
+        st = fail(p, CLG_ERR_CORRUPT_FILE, "%llu trailing bytes after the last tensor",
+                  (unsigned long long)(p->data_size - pos));
+    p->data = p->header + p->hlen;
+    return st;
+}
 
-    /* 7. A CRC-32 for every tensor, and only for those; then verify. */
-    crc_seen = calloc(layout->n ? layout->n : 1, 1);
+/* 13. A CRC-32 for every tensor, and only for those; then verify. */
+static clg_status check_tensor_crcs(parse_state *p)
+{
+    clg_ckpt_layout *layout = p->layout;
+    uint8_t *crc_seen = calloc(layout->n ? layout->n : 1, 1);
     if (!crc_seen)
-        FAIL(CLG_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
-    for (const cJSON *m = meta->child; m; m = m->next) {
-        if (strncmp(m->string, "clgrad.crc32.", 13) != 0)
+        return fail(p, CLG_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    clg_status st = CLG_SUCCESS;
+    for (const cJSON *m = p->meta->child; m && st == CLG_SUCCESS; m = m->next) {
+        if (strncmp(m->string, CLG_CKPT_CRC_PREFIX, CLG_CKPT_CRC_PREFIX_LEN) != 0)
             continue;
-        long idx = clg__ckpt_layout_find(layout, m->string + 13);
-        if (idx < 0)
-            FAIL(CLG_ERR_CORRUPT_FILE, "__metadata__ has a CRC for '%.200s', a tensor not in "
-                 "the file", m->string + 13);
+        const char *key = m->string + CLG_CKPT_CRC_PREFIX_LEN;
+        long idx = clg__ckpt_layout_find(layout, key);
         uint32_t crc;
-        if (!parse_hex32(m->valuestring, "", &crc))
-            FAIL(CLG_ERR_CORRUPT_FILE, "%.200s '%.32s' is not 8 hex digits", m->string,
-                 m->valuestring);
-        layout->entries[idx].crc = crc;
-        crc_seen[idx] = 1;
+        if (idx < 0)
+            st = fail(p, CLG_ERR_CORRUPT_FILE,
+                      "__metadata__ has a CRC for '%.200s', a tensor not in the file", key);
+        else if (!parse_hex32(m->valuestring, "", &crc))
+            st = fail(p, CLG_ERR_CORRUPT_FILE, "%.200s '%.32s' is not 8 hex digits", m->string,
+                      m->valuestring);
+        else {
+            layout->entries[idx].crc = crc;
+            crc_seen[idx] = 1;
+        }
     }
-    for (size_t i = 0; i < layout->n; i++) {
+    for (size_t i = 0; i < layout->n && st == CLG_SUCCESS; i++) {
         const clg_ckpt_entry *e = &layout->entries[i];
-        if (!crc_seen[i])
-            FAIL(CLG_ERR_CORRUPT_FILE, "__metadata__ has no clgrad.crc32.%s", e->key);
-        uint32_t crc = clg__crc32(0, data + e->file_begin, (size_t)(e->file_end - e->file_begin));
+        if (!crc_seen[i]) {
+            st = fail(p, CLG_ERR_CORRUPT_FILE, "__metadata__ has no " CLG_CKPT_CRC_PREFIX "%s",
+                      e->key);
+            continue;
+        }
+        uint32_t crc =
+            clg__crc32(0, p->data + e->file_begin, (size_t)(e->file_end - e->file_begin));
         if (crc != e->crc)
-            FAIL(CLG_ERR_CORRUPT_FILE,
-                 "CRC-32 mismatch in tensor '%s': the header says %08x, the data gives %08x",
-                 e->key, (unsigned)e->crc, (unsigned)crc);
+            st = fail(p, CLG_ERR_CORRUPT_FILE,
+                      "CRC-32 mismatch in tensor '%s': the header says %08x, the data gives %08x",
+                      e->key, (unsigned)e->crc, (unsigned)crc);
     }
+    free(crc_seen);
+    return st;
+}
 
-    /* 8. The counters stored twice agree. Each CRC above holds for its own
-     * bytes; these catch a writer or an editor that changed one copy and
-     * not the other (and make a forged file harder to get right). */
-    uint32_t words[CLG_SB_WORDS] = {0};
-    long sb = clg__ckpt_layout_find(layout, CLG_CKPT_STEP_BLOCK_KEY);
-    bool have_sb = sb >= 0 && layout->entries[sb].count == CLG_SB_WORDS &&
-                   layout->entries[sb].dtype == CLG_CKPT_I32;
-    if (have_sb)
+/* ------------------------------------------------------------ counters */
+
+/* The step block's counters against the metadata's copies and each other. */
+static clg_status check_step_block_counters(parse_state *p)
+{
+    const struct {
+        const char *key;
+        uint64_t meta;
+        uint32_t block;
+        const char *word;
+    } twice[] = {
+        {CLG_CKPT_KEY_UPDATES, p->v_updates, p->words[CLG_SB_T], "T (updates applied)"},
+        {CLG_CKPT_KEY_SKIPPED, p->v_skipped, p->words[CLG_SB_SKIPPED], "SKIPPED"},
+        {CLG_CKPT_KEY_SKIPPED_MICRO, p->v_skipped_micro, p->words[CLG_SB_SKIPPED_MICRO],
+         "SKIPPED_MICRO"},
+    };
+    for (size_t i = 0; i < sizeof twice / sizeof twice[0]; i++)
+        if (twice[i].meta != twice[i].block)
+            return fail(p, CLG_ERR_CORRUPT_FILE,
+                        "counters disagree: %s is %llu in the metadata but the step block's %s "
+                        "is %u",
+                        twice[i].key, (unsigned long long)twice[i].meta, twice[i].word,
+                        (unsigned)twice[i].block);
+    /* Every completed cycle either applied or skipped its update; the
+     * step block counts both in 32 bits. */
+    if ((uint32_t)p->v_cycles != (uint32_t)(p->v_updates + p->v_skipped))
+        return fail(p, CLG_ERR_CORRUPT_FILE,
+                    "counters disagree: clgrad.cycles is %llu but clgrad.updates %llu + "
+                    "clgrad.skipped_updates %llu is %llu",
+                    (unsigned long long)p->v_cycles, (unsigned long long)p->v_updates,
+                    (unsigned long long)p->v_skipped,
+                    (unsigned long long)(p->v_updates + p->v_skipped));
+    /* Skip-micro mode counts the cycle's finite micro-steps on the
+     * device: never more than the host's count of the cycle. */
+    if (p->words[CLG_SB_MICRO_COUNT] > p->v_micro)
+        return fail(p, CLG_ERR_CORRUPT_FILE,
+                    "counters disagree: the step block counts %u finite micro-steps in the "
+                    "current cycle but clgrad.micro is %llu",
+                    (unsigned)p->words[CLG_SB_MICRO_COUNT], (unsigned long long)p->v_micro);
+    return CLG_SUCCESS;
+}
+
+/* 14. The counters stored twice agree. Each CRC above holds for its own
+ * bytes; these catch a writer or an editor that changed one copy and
+ * not the other (and make a forged file harder to get right). */
+static clg_status check_counters_agree(parse_state *p)
+{
+    long sb = clg__ckpt_layout_find(p->layout, CLG_CKPT_STEP_BLOCK_KEY);
+    if (sb >= 0 && p->layout->entries[sb].count == CLG_SB_WORDS &&
+        p->layout->entries[sb].dtype == CLG_CKPT_I32) {
         for (int w = 0; w < CLG_SB_WORDS; w++)
-            words[w] = le32(data + layout->entries[sb].file_begin + 4 * w);
-    if (have_sb) {
-        const struct {
-            const char *key;
-            uint64_t meta;
-            uint32_t block;
-            const char *word;
-        } twice[] = {
-            {"clgrad.updates", v_updates, words[CLG_SB_T], "T (updates applied)"},
-            {"clgrad.skipped_updates", v_skipped, words[CLG_SB_SKIPPED], "SKIPPED"},
-            {"clgrad.skipped_micro_steps", v_skipped_micro, words[CLG_SB_SKIPPED_MICRO],
-             "SKIPPED_MICRO"},
-        };
-        for (size_t i = 0; i < sizeof twice / sizeof twice[0]; i++)
-            if (twice[i].meta != twice[i].block)
-                FAIL(CLG_ERR_CORRUPT_FILE,
-                     "counters disagree: %s is %llu in the metadata but the step block's %s "
-                     "is %u",
-                     twice[i].key, (unsigned long long)twice[i].meta, twice[i].word,
-                     (unsigned)twice[i].block);
-        /* Every completed cycle either applied or skipped its update; the
-         * step block counts both in 32 bits. */
-        if ((uint32_t)v_cycles != (uint32_t)(v_updates + v_skipped))
-            FAIL(CLG_ERR_CORRUPT_FILE,
-                 "counters disagree: clgrad.cycles is %llu but clgrad.updates %llu + "
-                 "clgrad.skipped_updates %llu is %llu",
-                 (unsigned long long)v_cycles, (unsigned long long)v_updates,
-                 (unsigned long long)v_skipped, (unsigned long long)(v_updates + v_skipped));
-        /* Skip-micro mode counts the cycle's finite micro-steps on the
-         * device: never more than the host's count of the cycle. */
-        if (words[CLG_SB_MICRO_COUNT] > v_micro)
-            FAIL(CLG_ERR_CORRUPT_FILE,
-                 "counters disagree: the step block counts %u finite micro-steps in the "
-                 "current cycle but clgrad.micro is %llu",
-                 (unsigned)words[CLG_SB_MICRO_COUNT], (unsigned long long)v_micro);
+            p->words[w] = le32(p->data + p->layout->entries[sb].file_begin + 4 * w);
+        clg_status st = check_step_block_counters(p);
+        if (st != CLG_SUCCESS)
+            return st;
     }
     /* Every cycle took at least one micro-step, and so did every skipped
      * micro-step and every one of the current cycle. */
-    if (v_cycles > v_total || v_micro > v_total - v_cycles || v_skipped_micro > v_total)
-        FAIL(CLG_ERR_CORRUPT_FILE,
-             "counters disagree: clgrad.micro_total is %llu, less than clgrad.cycles %llu + "
-             "clgrad.micro %llu, or than clgrad.skipped_micro_steps %llu",
-             (unsigned long long)v_total, (unsigned long long)v_cycles,
-             (unsigned long long)v_micro, (unsigned long long)v_skipped_micro);
+    if (p->v_cycles > p->v_total || p->v_micro > p->v_total - p->v_cycles ||
+        p->v_skipped_micro > p->v_total)
+        return fail(p, CLG_ERR_CORRUPT_FILE,
+                    "counters disagree: clgrad.micro_total is %llu, less than clgrad.cycles %llu "
+                    "+ clgrad.micro %llu, or than clgrad.skipped_micro_steps %llu",
+                    (unsigned long long)p->v_total, (unsigned long long)p->v_cycles,
+                    (unsigned long long)p->v_micro, (unsigned long long)p->v_skipped_micro);
+    return CLG_SUCCESS;
+}
 
-    /* 9. Everything checked out: fill the result. */
-    out->state.micro = (unsigned)v_micro;
-    memcpy(&out->state.weight_sum, &v_wsum, sizeof v_wsum);
-    out->state.cycles = v_cycles;
-    out->state.micro_total = v_total;
-    memcpy(out->state.step_block, words, sizeof words);
-    out->data = data;
-    out->meta_keys = malloc((n_user ? n_user : 1) * sizeof *out->meta_keys);
-    out->meta_values = malloc((n_user ? n_user : 1) * sizeof *out->meta_values);
+/* ------------------------------------------------------------ the result */
+
+/* 15. Everything checked out: the cycle state, the data and the caller's
+ * metadata (in file order) go to the result, which takes the JSON. */
+static clg_status fill_result(parse_state *p)
+{
+    clg_ckpt_parsed *out = p->out;
+    out->state.micro = (unsigned)p->v_micro;
+    memcpy(&out->state.weight_sum, &p->v_wsum, sizeof p->v_wsum);
+    out->state.cycles = p->v_cycles;
+    out->state.micro_total = p->v_total;
+    memcpy(out->state.step_block, p->words, sizeof p->words);
+    out->data = p->data;
+    out->meta_keys = malloc((p->n_user ? p->n_user : 1) * sizeof *out->meta_keys);
+    out->meta_values = malloc((p->n_user ? p->n_user : 1) * sizeof *out->meta_values);
     if (!out->meta_keys || !out->meta_values)
-        FAIL(CLG_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
-    for (const cJSON *m = meta->child; m; m = m->next) {
+        return fail(p, CLG_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    for (const cJSON *m = p->meta->child; m; m = m->next) {
         if (strncmp(m->string, CLG_CKPT_META_PREFIX, strlen(CLG_CKPT_META_PREFIX)) == 0)
             continue;
         out->meta_keys[out->n_meta] = m->string;
         out->meta_values[out->n_meta] = m->valuestring;
         out->n_meta++;
     }
-    out->json = root;
-    root = NULL;
+    out->json = p->root;
+    p->root = NULL;
+    return CLG_SUCCESS;
+}
 
-done:
-    free(text);
-    free(meta_sorted);
-    free(order);
-    free(crc_seen);
-    cJSON_Delete(root);
-    if (st != CLG_SUCCESS) {
-        free(out->meta_keys);
-        free(out->meta_values);
-        memset(out, 0, sizeof *out);
+/* ------------------------------------------------------------ the parser */
+
+/* The checks in the order they run: each may rely on what the ones before
+ * it found, and the first that fails gives the message. */
+static clg_status (*const parse_steps[])(parse_state *) = {
+    check_header_length,
+    check_header_crc,
+    check_header_json,
+    check_metadata_map,
+    check_metadata_keys_unique,
+    check_clgrad_keys_known,
+    check_format_version,
+    check_counters_readable,
+    check_optimizer,
+    check_configuration,
+    check_entries,
+    check_offsets_contiguous,
+    check_tensor_crcs,
+    check_counters_agree,
+    fill_result,
+};
+
+clg_status clg__ckpt_parse(const uint8_t *file, size_t size, clg_ckpt_layout *layout,
+                           clg_ckpt_parsed *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    for (size_t i = 0; i < layout->n; i++) {
+        layout->entries[i].seen = 0;
+        layout->entries[i].file_begin = layout->entries[i].file_end = 0;
     }
+    parse_state p = {
+        .file = file, .size = size, .layout = layout, .out = out, .err = err, .errlen = errlen};
+    clg_status st = CLG_SUCCESS;
+    for (size_t i = 0; i < sizeof parse_steps / sizeof parse_steps[0] && st == CLG_SUCCESS; i++)
+        st = parse_steps[i](&p);
+    free(p.text);
+    cJSON_Delete(p.root);
+    if (st != CLG_SUCCESS)
+        clg__ckpt_parsed_free(out);
     return st;
 }
 
@@ -1132,5 +794,3 @@ void clg__ckpt_parsed_free(clg_ckpt_parsed *parsed)
     cJSON_Delete(parsed->json);
     memset(parsed, 0, sizeof *parsed);
 }
-
-#undef FAIL

@@ -1,7 +1,7 @@
 /* ckpt_ext.h - tensors that a model's checkpoints carry for objects other
  * than the model (a clg_contrastive's memory banks: clg_contrastive_attach).
  * Each attached part is one checkpoint entry: the layout
- * (checkpoint_parse.c) adds it from the fields below alone, so that the
+ * (checkpoint_layout.c) adds it from the fields below alone, so that the
  * device-free parser and the fuzz harness need no code of the owner; the
  * save reads it, and the load checks all of them before it changes
  * anything, then writes them, through the owner's callbacks. */
@@ -18,7 +18,7 @@ typedef struct clg_ckpt_ext clg_ckpt_ext;
 struct clg_ckpt_ext {
     clg_ckpt_ext *next;             /* the model's list (model->ckpt_ext) */
     char key[CLG_CKPT_EXT_KEY_MAX]; /* the entry's key */
-    int dtype;                      /* a clg_ckpt_dtype (checkpoint.h) */
+    int dtype;                      /* a clg_ckpt_dtype (checkpoint_format.h) */
     uint64_t count;                 /* elements */
     size_t ndim;
     uint64_t dims[2];

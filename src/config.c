@@ -8,38 +8,38 @@
 #include <math.h>
 #include <string.h>
 
-/* Every default, for the library's own (full-size) struct. */
+/* Every default, for the library's own (full-size) struct; fields not
+ * named are zero. */
 static clg_config defaults(clg_optimizer optimizer)
 {
-    clg_config c;
-    memset(&c, 0, sizeof c);
-    c.struct_size = sizeof c;
-    c.optimizer = optimizer;
-    c.lr = optimizer == CLG_LION ? 1e-4f : optimizer == CLG_SGD ? 1e-2f : 1e-3f;
-    c.beta1 = 0.9f;
-    c.beta2 = optimizer == CLG_LION ? 0.99f : 0.999f;
-    c.eps = 1e-8f;
-    c.weight_decay = optimizer == CLG_ADAMW ? 1e-2f : 0.0f;
-    c.schedule.kind = CLG_SCHED_CONSTANT;
-    c.accum_steps = 1;
-    c.normalize = CLG_NORM_MEAN;
-    c.fuse_last_micro_step = 1;
-    c.acc_dtype = CLG_FP32;
-    c.param_copy_dtype = CLG_DTYPE_NONE;
-    c.nonfinite = CLG_NONFINITE_IGNORE;
-    c.loss_scale = CLG_LOSS_SCALE_NONE;
-    c.loss_scale_init = 65536.0f;
-    c.loss_scale_growth = 2.0f;
-    c.loss_scale_backoff = 0.5f;
-    c.loss_scale_interval = 2000;
-    c.loss_scale_min = 1.0f;
-    c.loss_scale_max = 16777216.0f;
-    c.noise_scale_ema = 0.9f;
-    c.state_dtype = CLG_FP32;
-    c.state_min_size = 4096;
-    c.state_rounding = CLG_ROUND_NEAREST;
-    c.master_dtype = CLG_FP32;
-    return c;
+    return (clg_config){
+        .struct_size = sizeof(clg_config),
+        .optimizer = optimizer,
+        .lr = optimizer == CLG_LION ? 1e-4f : optimizer == CLG_SGD ? 1e-2f : 1e-3f,
+        .beta1 = 0.9f,
+        .beta2 = optimizer == CLG_LION ? 0.99f : 0.999f,
+        .eps = 1e-8f,
+        .weight_decay = optimizer == CLG_ADAMW ? 1e-2f : 0.0f,
+        .schedule = {.kind = CLG_SCHED_CONSTANT},
+        .accum_steps = 1,
+        .normalize = CLG_NORM_MEAN,
+        .fuse_last_micro_step = 1,
+        .acc_dtype = CLG_FP32,
+        .param_copy_dtype = CLG_DTYPE_NONE,
+        .nonfinite = CLG_NONFINITE_IGNORE,
+        .loss_scale = CLG_LOSS_SCALE_NONE,
+        .loss_scale_init = 65536.0f,
+        .loss_scale_growth = 2.0f,
+        .loss_scale_backoff = 0.5f,
+        .loss_scale_interval = 2000,
+        .loss_scale_min = 1.0f,
+        .loss_scale_max = 16777216.0f,
+        .noise_scale_ema = 0.9f,
+        .state_dtype = CLG_FP32,
+        .state_min_size = 4096,
+        .state_rounding = CLG_ROUND_NEAREST,
+        .master_dtype = CLG_FP32,
+    };
 }
 
 clg_status clg_config_init_sized(clg_config *config, size_t struct_size, clg_optimizer optimizer)

@@ -15,19 +15,28 @@
 /* What the ICD loader returns when no platform is installed (cl_khr_icd). */
 #define CLG_PLATFORM_NOT_FOUND_KHR (-1001)
 
-/* Copies a string query into a fixed field, truncating long values (a plain
- * clGetDeviceInfo into a short buffer would fail instead). */
-static cl_int device_string(cl_device_id dev, cl_device_info what, char *dst, size_t cap)
+/* clGetDeviceInfo or clGetPlatformInfo, for string_query. */
+static cl_int info_query(void *object, bool device, cl_uint what, size_t size, void *value,
+                         size_t *size_ret)
+{
+    return device ? clGetDeviceInfo((cl_device_id)object, what, size, value, size_ret)
+                  : clGetPlatformInfo((cl_platform_id)object, what, size, value, size_ret);
+}
+
+/* Copies a string query of a device or a platform into a fixed field,
+ * truncating long values (a plain query into a short buffer would fail
+ * instead). */
+static cl_int string_query(void *object, bool device, cl_uint what, char *dst, size_t cap)
 {
     size_t n = 0;
     dst[0] = '\0';
-    cl_int err = clGetDeviceInfo(dev, what, 0, NULL, &n);
+    cl_int err = info_query(object, device, what, 0, NULL, &n);
     if (err != CL_SUCCESS)
         return err;
     char *tmp = malloc(n + 1);
     if (!tmp)
         return CL_OUT_OF_HOST_MEMORY;
-    err = clGetDeviceInfo(dev, what, n, tmp, NULL);
+    err = info_query(object, device, what, n, tmp, NULL);
     if (err == CL_SUCCESS) {
         tmp[n] = '\0';
         snprintf(dst, cap, "%s", tmp);
@@ -36,23 +45,14 @@ static cl_int device_string(cl_device_id dev, cl_device_info what, char *dst, si
     return err;
 }
 
+static cl_int device_string(cl_device_id dev, cl_device_info what, char *dst, size_t cap)
+{
+    return string_query(dev, true, what, dst, cap);
+}
+
 static cl_int platform_string(cl_platform_id plat, cl_platform_info what, char *dst, size_t cap)
 {
-    size_t n = 0;
-    dst[0] = '\0';
-    cl_int err = clGetPlatformInfo(plat, what, 0, NULL, &n);
-    if (err != CL_SUCCESS)
-        return err;
-    char *tmp = malloc(n + 1);
-    if (!tmp)
-        return CL_OUT_OF_HOST_MEMORY;
-    err = clGetPlatformInfo(plat, what, n, tmp, NULL);
-    if (err == CL_SUCCESS) {
-        tmp[n] = '\0';
-        snprintf(dst, cap, "%s", tmp);
-    }
-    free(tmp);
-    return err;
+    return string_query(plat, false, what, dst, cap);
 }
 
 void clg__parse_cl_version(const char *text, const char *prefix, int *major, int *minor)

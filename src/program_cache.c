@@ -194,34 +194,30 @@ static void entry_digest(const uint8_t header[DIGEST_OFFSET], const unsigned cha
     clg__sha256_final(&s, digest);
 }
 
-static int read_all(int fd, void *buf, size_t n)
+/* Reads n bytes into in, or writes n bytes from out (when out is not
+ * NULL), retrying after signals; -1 on an error or an early end of file. */
+static int transfer_all(int fd, void *in, const void *out, size_t n)
 {
-    uint8_t *p = buf;
-    while (n > 0) {
-        ssize_t r = read(fd, p, n);
+    for (size_t done = 0; done < n;) {
+        ssize_t r = out ? write(fd, (const uint8_t *)out + done, n - done)
+                        : read(fd, (uint8_t *)in + done, n - done);
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0)
             return -1;
-        p += r;
-        n -= (size_t)r;
+        done += (size_t)r;
     }
     return 0;
 }
 
+static int read_all(int fd, void *buf, size_t n)
+{
+    return transfer_all(fd, buf, NULL, n);
+}
+
 static int write_all(int fd, const void *buf, size_t n)
 {
-    const uint8_t *p = buf;
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
+    return transfer_all(fd, NULL, buf, n);
 }
 
 int clg__cache_load(const uint8_t key[CLG_CACHE_KEY_SIZE], unsigned char **binary, size_t *size)

@@ -28,6 +28,7 @@
 
 #include "testutil.h"
 #include "checkpoint.h"
+#include "ckpt_testutil.h"
 #include "fault.h"
 
 #include <cjson/cJSON.h>
@@ -139,6 +140,27 @@ static clg_status train(clg_model *m, unsigned u0, unsigned mi0, unsigned u1)
             st = micro_step(m, g, u, mi);
     clg_grads_destroy(g);
     return st;
+}
+
+/* A file's first 8 bytes: the header length, little-endian (read here on
+ * its own, not through the library's reader). */
+static uint64_t header_length(const uint8_t *f)
+{
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--)
+        hlen = hlen << 8 | f[i];
+    return hlen;
+}
+
+/* A model of cfg (seed 1) after `updates` updates, saved at path with
+ * the given metadata. */
+static clg_model *saved_model(const clg_config *cfg, const char *path, unsigned updates,
+                              const char *const *keys, const char *const *values, size_t n_meta)
+{
+    clg_model *a = build_model(cfg, NULL, 1);
+    OK(train(a, 0, 0, updates));
+    OK(clg_checkpoint_save(a, path, keys, values, n_meta));
+    return a;
 }
 
 /* ------------------------------------------------------------ snapshots */
@@ -470,13 +492,10 @@ static void test_safetensors_layout(void **state)
     (void)state;
     clg_config cfg = rich_config();
     char *path = tu_tmp_path("layout.ckpt");
-    clg_model *a = build_model(&cfg, NULL, 1);
-    OK(clg_checkpoint_save(a, path, NULL, NULL, 0));
+    clg_model *a = saved_model(&cfg, path, 0, NULL, NULL, 0);
     size_t n;
     uint8_t *f = tu_read_file(path, &n);
-    uint64_t hlen = 0;
-    for (int i = 7; i >= 0; i--)
-        hlen = hlen << 8 | f[i];
+    uint64_t hlen = header_length(f);
     assert_true(hlen % 8 == 0 && 8 + hlen <= n);
     char *text = tu_xmalloc(hlen + 1);
     memcpy(text, f + 8, hlen);
@@ -557,16 +576,14 @@ static void patch(uint8_t *f, size_t n, const char *from, const char *to)
     fail_msg("'%s' not found in the file", from);
 }
 
-/* Writes the header CRC into f as checkpoint.h defines it, computed here on
+/* Writes the header CRC into f as checkpoint_format.h defines it, computed here on
  * its own: the header begins with the field below; the CRC-32 of the 8
  * length bytes and the header, with the field's 8 digits taken as '0'. */
 static void seal(uint8_t *f, size_t n)
 {
     static const char prefix[] = "{\"__metadata__\":{\"clgrad.header_crc32\":\"0x";
     const size_t p = sizeof prefix - 1;
-    uint64_t hlen = 0;
-    for (int i = 7; i >= 0; i--)
-        hlen = hlen << 8 | f[i];
+    uint64_t hlen = n < 8 ? 0 : header_length(f);
     if (n < 8 || hlen > n - 8 || hlen < p + 9 || memcmp(f + 8, prefix, p) != 0 ||
         f[8 + p + 8] != '"')
         fail_msg("the header does not begin with its CRC field");
@@ -580,28 +597,8 @@ static void seal(uint8_t *f, size_t n)
  * header CRC sealed. */
 static uint8_t *rewrite(const uint8_t *f, size_t n, void (*fn)(cJSON *), size_t *out_n)
 {
-    uint64_t hlen = 0;
-    for (int i = 7; i >= 0; i--)
-        hlen = hlen << 8 | f[i];
-    char *text = tu_xmalloc(hlen + 1);
-    memcpy(text, f + 8, hlen);
-    text[hlen] = '\0';
-    cJSON *root = cJSON_Parse(text);
-    free(text);
-    assert_non_null(root);
-    fn(root);
-    char *js = cJSON_PrintUnformatted(root);
-    cJSON_Delete(root);
-    size_t len = strlen(js), padded = (len + 7) / 8 * 8;
-    size_t data_n = n - 8 - hlen;
-    uint8_t *out = tu_xmalloc(8 + padded + data_n);
-    for (int i = 0; i < 8; i++)
-        out[i] = (uint8_t)((uint64_t)padded >> (8 * i));
-    memcpy(out + 8, js, len);
-    memset(out + 8 + len, ' ', padded - len);
-    memcpy(out + 8 + padded, f + 8 + hlen, data_n);
-    free(js);
-    *out_n = 8 + padded + data_n;
+    uint8_t *out = ckpt_rewrite_header(f, n, fn, out_n);
+    assert_non_null(out);
     seal(out, *out_n);
     return out;
 }
@@ -650,14 +647,10 @@ static void test_strict_damage(void **state)
     (void)state;
     clg_config cfg = rich_config();
     char *path = tu_tmp_path("good.ckpt");
-    clg_model *a = build_model(&cfg, NULL, 1);
-    OK(train(a, 0, 0, 2));
-    OK(clg_checkpoint_save(a, path, NULL, NULL, 0));
+    clg_model *a = saved_model(&cfg, path, 2, NULL, NULL, 0);
     size_t n;
     uint8_t *good = tu_read_file(path, &n);
-    uint64_t hlen = 0;
-    for (int i = 7; i >= 0; i--)
-        hlen = hlen << 8 | good[i];
+    uint64_t hlen = header_length(good);
 
     /* the live model, mid-cycle, with its own distinct state */
     clg_model *m = build_model(&cfg, NULL, 7);
@@ -767,10 +760,8 @@ static void test_header_protected(void **state)
     (void)state;
     clg_config cfg = rich_config();
     char *path = tu_tmp_path("header.ckpt");
-    clg_model *a = build_model(&cfg, NULL, 1);
-    OK(train(a, 0, 0, 3));
     const char *keys[] = {"train.updates"}, *values[] = {"10"};
-    OK(clg_checkpoint_save(a, path, keys, values, 1));
+    clg_model *a = saved_model(&cfg, path, 3, keys, values, 1);
     size_t n;
     uint8_t *good = tu_read_file(path, &n);
 
@@ -841,56 +832,49 @@ static void test_strict_mismatch(void **state)
     (void)state;
     clg_config cfg = rich_config();
     char *path = tu_tmp_path("model.ckpt");
-    clg_model *a = build_model(&cfg, NULL, 1);
-    OK(train(a, 0, 0, 1));
-    OK(clg_checkpoint_save(a, path, NULL, NULL, 0));
+    clg_model *a = saved_model(&cfg, path, 1, NULL, NULL, 0);
     clg_model_destroy(a);
 
-    clg_config fp32_acc = cfg;
-    fp32_acc.acc_dtype = CLG_FP32;
-    expect_mismatch(path, &fp32_acc, NULL,
-                    "acc_dtype was 'bf16' when the checkpoint was saved, the model has 'fp32'");
-    clg_config c = cfg;
-    c.param_copy_dtype = CLG_BF16;
-    expect_mismatch(path, &c, NULL, "param_copy_dtype was 'fp16' when the checkpoint was "
-                                    "saved, the model has 'bf16'");
-    c = cfg;
-    c.param_copy_dtype = CLG_DTYPE_NONE;
-    expect_mismatch(path, &c, NULL, "param_copy_dtype was 'fp16'");
+/* cfg with one field changed must be refused with msg */
+#define EXPECT_FIELD_MISMATCH(field, value, msg)                                                   \
+    do {                                                                                           \
+        clg_config changed = cfg;                                                                  \
+        changed.field = value;                                                                     \
+        expect_mismatch(path, &changed, NULL, msg);                                                \
+    } while (0)
+    EXPECT_FIELD_MISMATCH(acc_dtype, CLG_FP32,
+                          "acc_dtype was 'bf16' when the checkpoint was saved, the model has "
+                          "'fp32'");
+    EXPECT_FIELD_MISMATCH(param_copy_dtype, CLG_BF16,
+                          "param_copy_dtype was 'fp16' when the checkpoint was saved, the model "
+                          "has 'bf16'");
+    EXPECT_FIELD_MISMATCH(param_copy_dtype, CLG_DTYPE_NONE, "param_copy_dtype was 'fp16'");
     /* the loss-scale settings (issue 14, point 4) */
-    c = cfg;
-    c.loss_scale = CLG_LOSS_SCALE_NONE;
-    expect_mismatch(path, &c, NULL,
-                    "loss_scale was 'dynamic' when the checkpoint was saved, the model has "
-                    "'none'");
-    c.loss_scale = CLG_LOSS_SCALE_STATIC;
-    expect_mismatch(path, &c, NULL, "loss_scale was 'dynamic' when the checkpoint was saved, "
-                                    "the model has 'static'");
-    c = cfg;
-    c.loss_scale_growth = 4.0f;
-    expect_mismatch(path, &c, NULL, "loss_scale_growth was '2' when the checkpoint was saved, "
-                                    "the model has '4'");
-    c = cfg;
-    c.loss_scale_backoff = 0.25f;
-    expect_mismatch(path, &c, NULL, "loss_scale_backoff was '0.5' when the checkpoint was "
-                                    "saved, the model has '0.25'");
-    c = cfg;
-    c.loss_scale_interval = 3;
-    expect_mismatch(path, &c, NULL, "loss_scale_interval was '2' when the checkpoint was "
-                                    "saved, the model has '3'");
-    c = cfg;
-    c.loss_scale_min = 2.0f;
-    expect_mismatch(path, &c, NULL, "loss_scale_min was '1' when the checkpoint was saved, "
-                                    "the model has '2'");
-    c = cfg;
-    c.loss_scale_max = 65536.0f;
-    expect_mismatch(path, &c, NULL, "loss_scale_max was '16777216' when the checkpoint was "
-                                    "saved, the model has '65536'");
-    c = cfg;
-    c.normalize = CLG_NORM_SUM;
-    expect_mismatch(path, &c, NULL, "normalize was 'mean' when the checkpoint was saved, the "
-                                    "model has 'sum'");
-    c = cfg;
+    EXPECT_FIELD_MISMATCH(loss_scale, CLG_LOSS_SCALE_NONE,
+                          "loss_scale was 'dynamic' when the checkpoint was saved, the model has "
+                          "'none'");
+    EXPECT_FIELD_MISMATCH(loss_scale, CLG_LOSS_SCALE_STATIC,
+                          "loss_scale was 'dynamic' when the checkpoint was saved, the model has "
+                          "'static'");
+    EXPECT_FIELD_MISMATCH(loss_scale_growth, 4.0f,
+                          "loss_scale_growth was '2' when the checkpoint was saved, the model "
+                          "has '4'");
+    EXPECT_FIELD_MISMATCH(loss_scale_backoff, 0.25f,
+                          "loss_scale_backoff was '0.5' when the checkpoint was saved, the model "
+                          "has '0.25'");
+    EXPECT_FIELD_MISMATCH(loss_scale_interval, 3,
+                          "loss_scale_interval was '2' when the checkpoint was saved, the model "
+                          "has '3'");
+    EXPECT_FIELD_MISMATCH(loss_scale_min, 2.0f,
+                          "loss_scale_min was '1' when the checkpoint was saved, the model has "
+                          "'2'");
+    EXPECT_FIELD_MISMATCH(loss_scale_max, 65536.0f,
+                          "loss_scale_max was '16777216' when the checkpoint was saved, the "
+                          "model has '65536'");
+    EXPECT_FIELD_MISMATCH(normalize, CLG_NORM_SUM,
+                          "normalize was 'mean' when the checkpoint was saved, the model has "
+                          "'sum'");
+    clg_config c = cfg;
     c.nonfinite = CLG_NONFINITE_SKIP_MICRO;
     c.noise_scale = 0; /* not available in skip-micro mode */
     expect_mismatch(path, &c, NULL, "nonfinite was 'skip_update' when the checkpoint was "
@@ -906,13 +890,10 @@ static void test_strict_mismatch(void **state)
     expect_mismatch(path, &cfg, &extra, "model tensor 'extra' is not in the file");
     variant dropped = {.drop_head = 1};
     expect_mismatch(path, &cfg, &dropped, "'head.w', which the model lacks");
-    clg_config adam = cfg;
-    adam.optimizer = CLG_ADAM;
-    expect_mismatch(path, &adam, NULL, "optimizer 'adamw', the model uses 'adam'");
-    clg_config no_amsgrad = cfg;
-    no_amsgrad.amsgrad = 0;
-    expect_mismatch(path, &no_amsgrad, NULL, "amsgrad was '1' when the checkpoint was saved, "
-                                             "the model has '0'");
+    EXPECT_FIELD_MISMATCH(optimizer, CLG_ADAM, "optimizer 'adamw', the model uses 'adam'");
+    EXPECT_FIELD_MISMATCH(amsgrad, 0,
+                          "amsgrad was '1' when the checkpoint was saved, the model has '0'");
+#undef EXPECT_FIELD_MISMATCH
     unlink(path);
 
     /* mid-cycle (2 of 3 micro-steps taken) into a model whose cycle is 2 */
@@ -1061,10 +1042,8 @@ static void test_crash_during_save(void **state)
     clg_config cfg = rich_config();
     char *target = tu_tmp_path("crash.ckpt");
     char *newsrc = tu_tmp_path("crash-new-source.ckpt");
-    clg_model *a = build_model(&cfg, NULL, 1);
-    OK(train(a, 0, 0, 2));
     const char *keys[] = {"version"}, *old_v[] = {"old"}, *new_v[] = {"new"};
-    OK(clg_checkpoint_save(a, target, keys, old_v, 1));
+    clg_model *a = saved_model(&cfg, target, 2, keys, old_v, 1);
     OK(train(a, 2, 0, 4));
     OK(clg_checkpoint_save(a, newsrc, keys, new_v, 1));
     size_t old_n, new_n;

@@ -202,15 +202,21 @@ static void expect_refused(const char *path, const clg_config *c, const char *ne
     clg_model_destroy(m);
 }
 
+/* A model of c with uniform parameters and no update, saved at path. */
+static clg_model *saved_untrained(const clg_config *c, const char *path)
+{
+    clg_model *m = build(c);
+    tu_upload_uniform_params(m, 5);
+    OK(clg_checkpoint_save(m, path, NULL, NULL, 0));
+    return m;
+}
+
 static void test_other_formats_are_refused(void **state)
 {
     (void)state;
     char *path = tu_tmp_path("q8.ckpt");
     clg_config c = config_of(CLG_ADAMW, CLG_Q8, CLG_FP32, CLG_ROUND_NEAREST);
-    clg_model *m = build(&c);
-    tu_upload_uniform_params(m, 5);
-    OK(clg_checkpoint_save(m, path, NULL, NULL, 0));
-    clg_model_destroy(m);
+    clg_model_destroy(saved_untrained(&c, path));
     clg_config other = c;
     other.state_dtype = CLG_FP32;
     expect_refused(path, &other, "state_dtype was 'q8' when the checkpoint was saved, the model "
@@ -226,7 +232,7 @@ static void test_other_formats_are_refused(void **state)
     /* the rounding is not part of the state */
     other = c;
     other.state_rounding = CLG_ROUND_STOCHASTIC;
-    m = build(&other);
+    clg_model *m = build(&other);
     OK(clg_checkpoint_load(m, path, NULL, NULL));
     clg_model_destroy(m);
     remove(path);
@@ -255,9 +261,7 @@ static void test_older_fp32_files_load(void **state)
     (void)state;
     char *path = tu_tmp_path("old.ckpt");
     clg_config c = config_of(CLG_ADAMW, CLG_FP32, CLG_FP32, CLG_ROUND_NEAREST);
-    clg_model *m = build(&c);
-    tu_upload_uniform_params(m, 5);
-    OK(clg_checkpoint_save(m, path, NULL, NULL, 0));
+    clg_model *m = saved_untrained(&c, path);
     snapshot want = take(m);
     clg_model_destroy(m);
     size_t size;

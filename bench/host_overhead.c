@@ -16,11 +16,12 @@
  * norm first).
  *
  * Usage: clgrad-host-overhead [updates] (default 2000) */
+#include "timing.h"
+
 #include <clgrad.h>
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 typedef struct host_case {
     const char *name;
@@ -31,27 +32,19 @@ typedef struct host_case {
 } host_case;
 
 static const host_case cases[] = {
-    {"1x1024 k=1", 1, 1, 0, 0},         {"1x1024 k=4", 1, 4, 0, 0},
-    {"1x1024 k=1 clip", 1, 1, 1, 0},    {"1x1024 k=4 clip", 1, 4, 1, 0},
-    {"64x1024 k=1", 64, 1, 0, 0},       {"1x1024 k=1 grads", 1, 1, 0, 1},
-    {"1x1024 k=4 grads", 1, 4, 0, 1},   {"1x1024 k=1 clip grads", 1, 1, 1, 1},
-    {"1x1024 k=4 clip grads", 1, 4, 1, 1}, {"64x1024 k=1 grads", 64, 1, 0, 1},
+    {"1x1024 k=1", 1, 1, 0, 0},
+    {"1x1024 k=4", 1, 4, 0, 0},
+    {"1x1024 k=1 clip", 1, 1, 1, 0},
+    {"1x1024 k=4 clip", 1, 4, 1, 0},
+    {"64x1024 k=1", 64, 1, 0, 0},
+    {"1x1024 k=1 grads", 1, 1, 0, 1},
+    {"1x1024 k=4 grads", 1, 4, 0, 1},
+    {"1x1024 k=1 clip grads", 1, 1, 1, 1},
+    {"1x1024 k=4 clip grads", 1, 4, 1, 1},
+    {"64x1024 k=1 grads", 64, 1, 0, 1},
 };
 
 enum { PARAMS = 1024, WARMUP = 50 };
-
-static double now_us(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec * 1e-3;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static int failed(clg_context *ctx, clg_status st, const char *what)
 {
@@ -76,8 +69,8 @@ static int run_case(clg_context *ctx, const host_case *hc, int updates, double *
         char name[32];
         snprintf(name, sizeof name, "t%zu", t);
         int tensor;
-        bad = failed(ctx, clg_model_add_tensor(m, name, PARAMS, 0, &tensor),
-                     "clg_model_add_tensor");
+        bad =
+            failed(ctx, clg_model_add_tensor(m, name, PARAMS, 0, &tensor), "clg_model_add_tensor");
     }
     bad = bad || failed(ctx, clg_model_finalize(m), "clg_model_finalize");
     if (!bad && hc->grads)
@@ -88,17 +81,16 @@ static int run_case(clg_context *ctx, const host_case *hc, int updates, double *
         if (u == 0)
             launches_before = clg_context_launches(ctx);
         clFinish(q);
-        double t0 = now_us();
+        double t0 = bench_now_ms();
         for (unsigned i = 0; !bad && i < hc->k; i++)
             bad = failed(ctx, clg_step(m, g, 1.0f, NULL, NULL), "clg_step");
-        double t1 = now_us();
+        double t1 = bench_now_ms();
         if (u >= 0)
-            times[u] = t1 - t0;
+            times[u] = (t1 - t0) * 1e3; /* us */
     }
     clFinish(q);
     if (!bad) {
-        qsort(times, (size_t)updates, sizeof *times, cmp_double);
-        *median = times[updates / 2];
+        *median = bench_summarize(times, (size_t)updates).median;
         *launches = (unsigned long long)(clg_context_launches(ctx) - launches_before);
     }
     clg_grads_destroy(g);

@@ -313,7 +313,8 @@ static clg_status check_events(const clg_contrastive *c, const clg_events *event
 }
 
 /* The first checks of a call on one side's rows (fill, grad): its event
- * cleared, then the handle and the side. */
+ * cleared, then the handle and the side. A NULL c fails here, and every
+ * later check and the call's end pass the failure through. */
 static clg_status check_side_call(const clg_contrastive *c, clg_side side,
                                   const clg_events *events, const char *who)
 {
@@ -329,8 +330,6 @@ clg_status clg_contrastive_fill(clg_contrastive *c, clg_side side, size_t row, s
 {
     const char *who = "clg_contrastive_fill";
     clg_status st = check_side_call(c, side, events, who);
-    if (c == NULL)
-        return st;
     if (st == CLG_SUCCESS)
         st = check_rows(c, row, rows, c->cfg.batch, "the cache", who);
     if (st == CLG_SUCCESS)
@@ -352,7 +351,7 @@ clg_status clg_contrastive_fill(clg_contrastive *c, clg_side side, size_t row, s
             c->filled[side][r] = 1;
         }
     }
-    return clg__events_finish(c->ctx, events, st, who);
+    return clg__events_finish(c ? c->ctx : NULL, events, st, who);
 }
 
 clg_status clg_contrastive_compute(clg_contrastive *c, size_t rows, const clg_events *events)
@@ -416,8 +415,6 @@ clg_status clg_contrastive_grad(clg_contrastive *c, clg_side side, size_t row, s
 {
     const char *who = "clg_contrastive_grad";
     clg_status st = check_side_call(c, side, events, who);
-    if (c == NULL)
-        return st;
     if (st == CLG_SUCCESS)
         st = check_computed(c, who);
     if (st == CLG_SUCCESS)
@@ -432,7 +429,7 @@ clg_status clg_contrastive_grad(clg_contrastive *c, clg_side side, size_t row, s
     if (st == CLG_SUCCESS)
         st = clg__con_launch_grad_out(c, side, row, rows, scale, dst, dst_offset, dst_stride,
                                       dst_dtype);
-    return clg__events_finish(c->ctx, events, st, who);
+    return clg__events_finish(c ? c->ctx : NULL, events, st, who);
 }
 
 clg_status clg_contrastive_grad_view(const clg_contrastive *c, clg_side side, clg_view *view)

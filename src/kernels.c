@@ -82,15 +82,22 @@ clg_status clg__launch_accumulate(clg_model *m, const clg_grads *g, float w, boo
     return st;
 }
 
-/* A fold of a partials region into the step block (part: which). */
-static clg_status fold(clg_model *m, clg_plan_part part, float weight)
+/* A one-launch part (the prologue, a fold) whose one argument of the call
+ * is the float at index. */
+static clg_status run_single(clg_model *m, clg_plan_part part, cl_uint index, float value,
+                             const char *name)
 {
     const clg_launch *l;
     clg_status st = clg__plan_part(m, part, CLG_FP32, &l);
-    if (st != CLG_SUCCESS)
-        return st;
-    SET(l, FOLD_WEIGHT, weight);
-    return run(m, l);
+    if (st == CLG_SUCCESS)
+        st = set_arg(m, l, index, sizeof value, &value, name);
+    return st == CLG_SUCCESS ? run(m, l) : st;
+}
+
+/* A fold of a partials region into the step block (part: which). */
+static clg_status fold(clg_model *m, clg_plan_part part, float weight)
+{
+    return run_single(m, part, FOLD_WEIGHT, weight, "FOLD_WEIGHT");
 }
 
 clg_status clg__launch_check_micro(clg_model *m, const clg_grads *g, float w)
@@ -109,48 +116,43 @@ clg_status clg__launch_fold_small(clg_model *m, float weight)
     return fold(m, CLG_PLAN_FOLD_SMALL, weight);
 }
 
-/* Every launch of a per-chunk part with no argument of the call (chunks
- * without work, e.g. another shard's, have none planned). */
-static clg_status run_chunks(clg_model *m, clg_plan_part part)
+/* Every launch of a per-chunk part (chunks without work, e.g. another
+ * shard's, have none planned); region >= 0: a norm pass into that partials
+ * region, the call's only argument. */
+static clg_status run_chunks(clg_model *m, clg_plan_part part, int region)
 {
     const clg_launch *l;
     clg_status st = clg__plan_part(m, part, CLG_FP32, &l);
-    for (size_t c = 0; c < m->n_chunks && st == CLG_SUCCESS; c++)
-        if (l[c].kernel != NULL)
-            st = run(m, &l[c]);
-    return st;
-}
-
-clg_status clg__launch_shard_sumsq(clg_model *m)
-{
-    return run_chunks(m, CLG_PLAN_SHARD_SUMSQ);
-}
-
-clg_status clg__launch_acc_sumsq(clg_model *m, int region)
-{
-    const clg_launch *l;
-    clg_status st = clg__plan_part(m, CLG_PLAN_ACC_SUMSQ, CLG_FP32, &l);
     for (size_t c = 0; c < m->n_chunks && st == CLG_SUCCESS; c++) {
-        cl_ulong pbase = region_base(m, region, c);
-        SET(&l[c], REDUCE_PBASE, pbase);
+        if (l[c].kernel == NULL)
+            continue;
+        if (region >= 0) {
+            cl_ulong pbase = region_base(m, region, c);
+            SET(&l[c], REDUCE_PBASE, pbase);
+        }
         st = run(m, &l[c]);
     }
     return st;
 }
 
+clg_status clg__launch_shard_sumsq(clg_model *m)
+{
+    return run_chunks(m, CLG_PLAN_SHARD_SUMSQ, -1);
+}
+
+clg_status clg__launch_acc_sumsq(clg_model *m, int region)
+{
+    return run_chunks(m, CLG_PLAN_ACC_SUMSQ, region);
+}
+
 clg_status clg__launch_tensor_sumsq(clg_model *m)
 {
-    return run_chunks(m, CLG_PLAN_TENSOR_SUMSQ);
+    return run_chunks(m, CLG_PLAN_TENSOR_SUMSQ, -1);
 }
 
 clg_status clg__launch_prologue(clg_model *m, float weight_sum)
 {
-    const clg_launch *l;
-    clg_status st = clg__plan_part(m, CLG_PLAN_PROLOGUE, CLG_FP32, &l);
-    if (st != CLG_SUCCESS)
-        return st;
-    SET(l, PROLOGUE_WEIGHT_SUM, weight_sum);
-    return run(m, l);
+    return run_single(m, CLG_PLAN_PROLOGUE, PROLOGUE_WEIGHT_SUM, weight_sum, "PROLOGUE_WEIGHT_SUM");
 }
 
 /* The stochastic-rounding stream of one chunk's update: new with every

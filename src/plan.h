@@ -1,7 +1,6 @@
-/* plan.h - a model's launch plan, resolved at clg_model_finalize: for each
- * launch of the cycle, its kernel (a kernel object of its own, built from
- * the variant the config selects), its NDRange and its fixed arguments,
- * set once. The launchers (kernels.c) then set only what changes from one
+/* plan.h - a model's launch plan: for each launch of the cycle, its kernel
+ * (a kernel object of its own, built from the variant the config selects),
+ * its NDRange and its fixed arguments, decided and set once. The launchers (kernels.c) then set only what changes from one
  * call to the next (the gradients, a weight, a seed, a partials region)
  * and enqueue. The update is planned at finalize, every other part at its
  * first use (the launches over gradients once per gradient dtype, known

@@ -2,6 +2,8 @@
  * launches counted per context. */
 #include "internal.h"
 
+#include <stdio.h>
+
 /* Charges bytes to the budget, or fails naming the numbers. */
 static clg_status charge(clg_context *ctx, uint64_t bytes)
 {
@@ -89,6 +91,13 @@ void clg__buffer_release(clg_context *ctx, cl_mem mem, uint64_t bytes)
     clReleaseMemObject(mem);
     if (ctx)
         refund(ctx, bytes);
+}
+
+clg_status clg__args_failed(clg_context *ctx, cl_int err, const char *list, const char *arg)
+{
+    char what[96];
+    snprintf(what, sizeof what, "%s: setting kernel argument %s", list, arg ? arg : "?");
+    return clg__cl_fail(ctx, err, what, "clSetKernelArg");
 }
 
 clg_status clg__launch(clg_context *ctx, cl_kernel kernel, size_t global, size_t local,

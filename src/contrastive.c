@@ -304,23 +304,38 @@ static clg_status check_user_buffer(const clg_contrastive *c, cl_mem mem, size_t
 
 /* ------------------------------------------------------------ fill, compute */
 
+/* The call's wait list: checked, then waited for. */
+static clg_status check_events(const clg_contrastive *c, const clg_events *events,
+                               const char *who)
+{
+    clg_status st = clg__events_check(c->ctx, events, who);
+    return st == CLG_SUCCESS ? clg__events_wait(c->ctx, events, who) : st;
+}
+
+/* The first checks of a call on one side's rows (fill, grad): its event
+ * cleared, then the handle and the side. A NULL c fails here, and every
+ * later check and the call's end pass the failure through. */
+static clg_status check_side_call(const clg_contrastive *c, clg_side side,
+                                  const clg_events *events, const char *who)
+{
+    clg__events_clear(events);
+    if (c == NULL)
+        return clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT, "%s: c is NULL", who);
+    return check_side(c, side, who);
+}
+
 clg_status clg_contrastive_fill(clg_contrastive *c, clg_side side, size_t row, size_t rows,
                                 cl_mem src, size_t src_offset, size_t src_stride,
                                 clg_dtype src_dtype, const clg_events *events)
 {
     const char *who = "clg_contrastive_fill";
-    clg__events_clear(events);
-    if (c == NULL)
-        return clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT, "%s: c is NULL", who);
-    clg_status st = check_side(c, side, who);
+    clg_status st = check_side_call(c, side, events, who);
     if (st == CLG_SUCCESS)
         st = check_rows(c, row, rows, c->cfg.batch, "the cache", who);
     if (st == CLG_SUCCESS)
         st = check_user_buffer(c, src, src_offset, src_stride, rows, src_dtype, "src", who);
     if (st == CLG_SUCCESS)
-        st = clg__events_check(c->ctx, events, who);
-    if (st == CLG_SUCCESS)
-        st = clg__events_wait(c->ctx, events, who);
+        st = check_events(c, events, who);
     if (st == CLG_SUCCESS)
         st = clg__con_launch_fill(c, side, row, rows, src, src_offset, src_stride, src_dtype);
     if (st == CLG_SUCCESS) {
@@ -336,22 +351,7 @@ clg_status clg_contrastive_fill(clg_contrastive *c, clg_side side, size_t row, s
             c->filled[side][r] = 1;
         }
     }
-    return clg__events_finish(c->ctx, events, st, who);
-}
-
-clg_status clg__con_check_filled(const clg_contrastive *c, size_t rows, const char *who)
-{
-    for (int s = 0; s < 2; s++) {
-        if (c->n_filled[s] >= rows && memchr(c->filled[s], 0, rows) == NULL)
-            continue;
-        const unsigned char *z = memchr(c->filled[s], 0, rows);
-        return clg__fail(c->ctx, CLG_ERR_STATE,
-                         "%s: row %zu of the %s side is not filled (rows [0, %zu) of both sides "
-                         "must be, by clg_contrastive_fill since the last compute's batch)",
-                         who, (size_t)(z - c->filled[s]), s == CLG_SIDE_QUERY ? "query" : "key",
-                         rows);
-    }
-    return CLG_SUCCESS;
+    return clg__events_finish(c ? c->ctx : NULL, events, st, who);
 }
 
 clg_status clg_contrastive_compute(clg_contrastive *c, size_t rows, const clg_events *events)
@@ -360,17 +360,7 @@ clg_status clg_contrastive_compute(clg_contrastive *c, size_t rows, const clg_ev
     clg__events_clear(events);
     if (c == NULL)
         return clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT, "%s: c is NULL", who);
-    clg_status st = rows >= 1 && rows <= c->cfg.batch
-                        ? CLG_SUCCESS
-                        : clg__fail(c->ctx, CLG_ERR_INVALID_ARGUMENT,
-                                    "%s: rows %zu is outside 1..%zu (the batch)", who, rows,
-                                    c->cfg.batch);
-    if (st == CLG_SUCCESS)
-        st = clg__con_check_filled(c, rows, who);
-    if (st == CLG_SUCCESS)
-        st = clg__events_check(c->ctx, events, who);
-    if (st == CLG_SUCCESS)
-        st = clg__events_wait(c->ctx, events, who);
+    clg_status st = clg__con_check_batch(c, rows, events, who);
     if (st == CLG_SUCCESS) {
         st = clg__con_launch_compute(c, rows);
         /* a compute that failed half-way leaves gradients of no batch */
@@ -424,10 +414,7 @@ clg_status clg_contrastive_grad(clg_contrastive *c, clg_side side, size_t row, s
                                 clg_dtype dst_dtype, const clg_events *events)
 {
     const char *who = "clg_contrastive_grad";
-    clg__events_clear(events);
-    if (c == NULL)
-        return clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT, "%s: c is NULL", who);
-    clg_status st = check_side(c, side, who);
+    clg_status st = check_side_call(c, side, events, who);
     if (st == CLG_SUCCESS)
         st = check_computed(c, who);
     if (st == CLG_SUCCESS)
@@ -438,13 +425,11 @@ clg_status clg_contrastive_grad(clg_contrastive *c, clg_side side, size_t row, s
     if (st == CLG_SUCCESS)
         st = check_user_buffer(c, dst, dst_offset, dst_stride, rows, dst_dtype, "dst", who);
     if (st == CLG_SUCCESS)
-        st = clg__events_check(c->ctx, events, who);
-    if (st == CLG_SUCCESS)
-        st = clg__events_wait(c->ctx, events, who);
+        st = check_events(c, events, who);
     if (st == CLG_SUCCESS)
         st = clg__con_launch_grad_out(c, side, row, rows, scale, dst, dst_offset, dst_stride,
                                       dst_dtype);
-    return clg__events_finish(c->ctx, events, st, who);
+    return clg__events_finish(c ? c->ctx : NULL, events, st, who);
 }
 
 clg_status clg_contrastive_grad_view(const clg_contrastive *c, clg_side side, clg_view *view)

@@ -49,10 +49,14 @@ struct clg_contrastive {
     clg_ckpt_ext parts[3]; /* bank_q, bank_k, bank_state */
 };
 
-/* contrastive.c */
+/* contrastive_batch.c */
 /* Rows [0, rows) of both sides hold data of the current batch, else
  * CLG_ERR_STATE naming the first row that does not. */
 clg_status clg__con_check_filled(const clg_contrastive *c, size_t rows, const char *who);
+/* A call consuming the batch's first rows: rows in 1..batch, filled, and
+ * the call's events checked and waited for. */
+clg_status clg__con_check_batch(const clg_contrastive *c, size_t rows, const clg_events *events,
+                                const char *who);
 
 /* contrastive_kernels.c */
 #ifdef CLG_FAULT_INJECTION

@@ -44,15 +44,8 @@ clg_status clg_contrastive_bank_push(clg_contrastive *c, size_t rows, const clg_
     if (c == NULL)
         return clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT, "%s: c is NULL", who);
     clg_status st = check_banks(c, who);
-    if (st == CLG_SUCCESS && (rows < 1 || rows > c->cfg.batch))
-        st = clg__fail(c->ctx, CLG_ERR_INVALID_ARGUMENT, "%s: rows %zu is outside 1..%zu (the "
-                       "batch)", who, rows, c->cfg.batch);
     if (st == CLG_SUCCESS)
-        st = clg__con_check_filled(c, rows, who);
-    if (st == CLG_SUCCESS)
-        st = clg__events_check(c->ctx, events, who);
-    if (st == CLG_SUCCESS)
-        st = clg__events_wait(c->ctx, events, who);
+        st = clg__con_check_batch(c, rows, events, who);
     if (st != CLG_SUCCESS)
         return clg__events_finish(c->ctx, events, st, who);
     /* Rows a longer push would overwrite itself are never copied: row r

@@ -150,20 +150,7 @@ clg_status clg__con_kernels_create(clg_contrastive *c)
 
 /* ------------------------------------------------------------ launchers */
 
-static clg_status args_failed(clg_contrastive *c, cl_int err, const char *list, const char *arg)
-{
-    char what[96];
-    snprintf(what, sizeof what, "%s: setting kernel argument %s", list, arg ? arg : "?");
-    return clg__cl_fail(c->ctx, err, what, "clSetKernelArg");
-}
-
-#define SET_ARGS(list, k, args)                                                \
-    do {                                                                       \
-        const char *bad_ = NULL;                                               \
-        cl_int e_ = clg__set_args_##list((k), (args), &bad_);                  \
-        if (e_ != CL_SUCCESS)                                                  \
-            return args_failed(c, e_, #list, bad_);                            \
-    } while (0)
+#define SET_ARGS(list, k, args) CLG_SET_ARGS(c->ctx, list, k, args)
 
 /* work-groups of the tiled kernels */
 static clg_status launch_groups(clg_contrastive *c, int kernel, size_t groups)

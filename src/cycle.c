@@ -16,15 +16,9 @@
  * before the statistics, prologue and update run on the combined sum. */
 #include "kernels.h"
 #include "model.h"
+#include "plan.h"
 
 #include <math.h>
-
-/* Does the end of the cycle need the norm / non-finite statistics? */
-static bool needs_stats(const clg_config *c)
-{
-    return c->clip_norm > 0.0f || c->nonfinite != CLG_NONFINITE_IGNORE ||
-           c->loss_scale == CLG_LOSS_SCALE_DYNAMIC || c->noise_scale;
-}
 
 static clg_status cycle_length(clg_model *m, unsigned *k)
 {
@@ -58,14 +52,14 @@ float clg_accum_beta(const clg_model *m) { return m != NULL && m->micro > 0 ? 1.
 static clg_status end_cycle(clg_model *m, const clg_grads *last, float w_last, float weight_sum,
                             bool stats_done)
 {
-    bool stats = needs_stats(&m->cfg);
+    bool stats = clg__needs_stats(&m->cfg);
     clg_status st = CLG_SUCCESS;
     if (stats && !stats_done)
         st = clg__launch_acc_sumsq(m, CLG_REGION_MAIN);
     if (st == CLG_SUCCESS && m->cfg.tensor_norms)
         st = clg__launch_tensor_sumsq(m);
     if (st == CLG_SUCCESS)
-        st = clg__launch_prologue(m, stats, weight_sum);
+        st = clg__launch_prologue(m, weight_sum);
     if (st == CLG_SUCCESS)
         st = clg__launch_update(m, last, w_last, last != NULL && m->micro == 0);
     return st;
@@ -158,7 +152,7 @@ static clg_status step_skip_micro(clg_model *m, const clg_grads *g, float w, uns
 {
     clg_status st = clg__launch_check_micro(m, g, w);
     if (st == CLG_SUCCESS)
-        st = clg__launch_accumulate(m, g, w, false, -1, true);
+        st = clg__launch_accumulate(m, g, w, false, -1);
     if (st != CLG_SUCCESS)
         return st;
     /* counters change only once the whole call was enqueued */
@@ -194,7 +188,7 @@ static clg_status step_plain(clg_model *m, const clg_grads *g, float w, unsigned
     bool first = m->micro == 0;
     bool last = m->micro + 1 >= k;
     bool end = last && !collect; /* the end of the cycle runs in this call */
-    bool stats = needs_stats(c);
+    bool stats = clg__needs_stats(c);
     /* the noise scale needs the first micro-step's norm on its own */
     bool small = c->noise_scale && first && !last;
     float weight_sum = m->weight_sum + w;
@@ -206,7 +200,7 @@ static clg_status step_plain(clg_model *m, const clg_grads *g, float w, unsigned
             st = end_cycle(m, g, w, weight_sum, true);
         } else {
             int region = end && stats ? CLG_REGION_MAIN : small ? CLG_REGION_SMALL : -1;
-            st = clg__launch_accumulate(m, g, w, first, region, false);
+            st = clg__launch_accumulate(m, g, w, first, region);
         }
         if (st == CLG_SUCCESS && end && !path_c)
             st = end_cycle(m, NULL, 0.0f, weight_sum, stats);
@@ -307,7 +301,7 @@ static clg_status finish(clg_model *m, float weight_sum, const double *sumsq,
     st = clg__events_check(m->ctx, ev, who);
     if (st == CLG_SUCCESS)
         st = clg__events_wait(m->ctx, ev, who);
-    if (st == CLG_SUCCESS && sumsq != NULL && needs_stats(&m->cfg))
+    if (st == CLG_SUCCESS && sumsq != NULL && clg__needs_stats(&m->cfg))
         st = clg__partials_set_main(m, (float)*sumsq, who);
     if (st != CLG_SUCCESS)
         return clg__events_finish(m->ctx, ev, st, who);
@@ -339,7 +333,7 @@ clg_status clg_shard_sumsq(clg_model *m, double *sumsq)
         st = clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT, "%s: sumsq is NULL", who);
     if (st != CLG_SUCCESS)
         return st;
-    if (!needs_stats(&m->cfg)) {
+    if (!clg__needs_stats(&m->cfg)) {
         /* the cycle's end reads no norm: no pass, no read back */
         *sumsq = 0.0;
         return CLG_SUCCESS;

@@ -22,10 +22,9 @@ static void estimate(const clg_config *config, uint64_t n, uint64_t own, clg_mem
     plan->states = n_q * clg__format_bytes(fmt, own) + (n_s - n_q) * 4 * own;
     plan->state_scales = n_q * 4 * clg__format_scales(fmt, own);
     plan->param_copy = clg__dtype_size(config->param_copy_dtype) * n;
-    /* the partials of a 256-wide work-group with 8 float4s per work-item
-     * (clg__kernels_reduce_groups), one region per CLG_REGIONS */
-    uint64_t groups = (n / 4 + 2047) / 2048;
-    plan->step_block = 4 * CLG_SB_WORDS + 4 * CLG_REGIONS * (groups ? groups : 1);
+    /* the partials of a 256-wide work-group, one region per CLG_REGIONS */
+    uint64_t groups = clg__reduce_groups(256, (size_t)(n / 4));
+    plan->step_block = 4 * CLG_SB_WORDS + 4 * CLG_REGIONS * groups;
     /* per-tensor norms: one float, one offset and one count for the tensor */
     plan->tables = config->tensor_norms ? 4 + 8 + 8 : 0;
     plan->total = plan->params + plan->accumulators + plan->states + plan->param_copy +

@@ -99,6 +99,20 @@ clg_status clg__buffer_create(clg_context *ctx, uint64_t bytes, cl_mem *out);
 /* Releases a buffer made by clg__buffer_create and refunds its bytes. */
 void clg__buffer_release(clg_context *ctx, cl_mem mem, uint64_t bytes);
 
+/* A failed clSetKernelArg (a clgrad bug or a lost device), reported with
+ * the argument list and the argument's index and name. */
+clg_status clg__args_failed(clg_context *ctx, cl_int err, const char *list, const char *arg);
+/* Sets every argument of kernel k from *args with the setter of argument
+ * list `list` (clg__set_args_<list>, generated into clg_layout.h from
+ * cl/layout.py), returning the failure from the calling function. */
+#define CLG_SET_ARGS(ctx, list, k, args)                                       \
+    do {                                                                       \
+        const char *bad_ = NULL;                                               \
+        cl_int e_ = clg__set_args_##list((k), (args), &bad_);                  \
+        if (e_ != CL_SUCCESS)                                                  \
+            return clg__args_failed((ctx), e_, #list, bad_);                   \
+    } while (0)
+
 /* Enqueues a 1-D NDRange and counts it as one launch. */
 clg_status clg__launch(clg_context *ctx, cl_kernel kernel, size_t global, size_t local,
                        const char *what);

@@ -3,7 +3,7 @@
 #include "arena.h"
 #include "ckpt_ext.h"
 #include "config.h"
-#include "kernels.h"
+#include "plan.h"
 #include "model.h"
 #include "qstate.h"
 #include "sized.h"
@@ -84,8 +84,7 @@ static void release_device(clg_model *m)
         clReleaseEvent(m->sb_event);
         m->sb_event = NULL;
     }
-    clg__kernels_destroy(m);
-    clg__kernels_free_group_params(m);
+    clg__plan_destroy(m);
     clg__shard_free(m);
     free_norm_tables(m);
     clg__arena_free(m, &m->params);
@@ -101,8 +100,7 @@ static void release_device(clg_model *m)
     free(m->chunk_small);
     free(m->segments);
     free(m->chunk_pbase);
-    m->chunk_pbase = NULL;
-    m->chunk_elems = NULL;
+    m->chunk_pbase = m->chunk_elems = NULL;
     m->chunk_small = NULL;
     m->segments = NULL;
     m->n_chunks = m->n_segments = 0;
@@ -123,15 +121,25 @@ void clg_model_destroy(clg_model *m)
     free(m);
 }
 
+/* The first checks of clg_model_add_group and clg_model_add_tensor: no
+ * NULL argument (args_ok), and a model still being built. */
+static clg_status check_adding(const clg_model *m, bool args_ok, const char *who,
+                               const char *what)
+{
+    if (m == NULL || !args_ok)
+        return clg__fail(m ? m->ctx : NULL, CLG_ERR_INVALID_ARGUMENT, "%s: NULL argument", who);
+    if (m->finalized)
+        return clg__fail(m->ctx, CLG_ERR_STATE, "%s: model is finalized; add %s before", who,
+                         what);
+    return CLG_SUCCESS;
+}
+
 clg_status clg_model_add_group(clg_model *m, const char *name, float lr_mult, float weight_decay,
                                int *group)
 {
-    if (m == NULL || name == NULL || group == NULL)
-        return clg__fail(m ? m->ctx : NULL, CLG_ERR_INVALID_ARGUMENT,
-                         "clg_model_add_group: NULL argument");
-    if (m->finalized)
-        return clg__fail(m->ctx, CLG_ERR_STATE,
-                         "clg_model_add_group: model is finalized; add groups before");
+    clg_status st = check_adding(m, name != NULL && group != NULL, "clg_model_add_group", "groups");
+    if (st != CLG_SUCCESS)
+        return st;
     if (!(isfinite(lr_mult) && lr_mult >= 0.0f))
         return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT,
                          "clg_model_add_group: lr_mult %g of group '%s' must be finite and >= 0",
@@ -141,10 +149,8 @@ clg_status clg_model_add_group(clg_model *m, const char *name, float lr_mult, fl
                          "clg_model_add_group: weight_decay %g of group '%s' must be finite",
                          (double)weight_decay, name);
     clg_group_slot *g = realloc(m->groups, (m->n_groups + 1) * sizeof *g);
-    if (g == NULL)
-        return clg__fail(m->ctx, CLG_ERR_OUT_OF_HOST_MEMORY, "clg_model_add_group: out of memory");
-    m->groups = g;
-    char *copy = dup_str(name);
+    m->groups = g != NULL ? g : m->groups;
+    char *copy = g != NULL ? dup_str(name) : NULL;
     if (copy == NULL)
         return clg__fail(m->ctx, CLG_ERR_OUT_OF_HOST_MEMORY, "clg_model_add_group: out of memory");
     g[m->n_groups] = (clg_group_slot){copy, lr_mult,
@@ -156,12 +162,10 @@ clg_status clg_model_add_group(clg_model *m, const char *name, float lr_mult, fl
 clg_status clg_model_add_tensor(clg_model *m, const char *name, size_t count, int group,
                                 int *tensor)
 {
-    if (m == NULL || name == NULL || tensor == NULL)
-        return clg__fail(m ? m->ctx : NULL, CLG_ERR_INVALID_ARGUMENT,
-                         "clg_model_add_tensor: NULL argument");
-    if (m->finalized)
-        return clg__fail(m->ctx, CLG_ERR_STATE,
-                         "clg_model_add_tensor: model is finalized; add tensors before");
+    clg_status st =
+        check_adding(m, name != NULL && tensor != NULL, "clg_model_add_tensor", "tensors");
+    if (st != CLG_SUCCESS)
+        return st;
     if (name[0] == '\0' || strlen(name) > 255)
         return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT,
                          "clg_model_add_tensor: tensor name must have 1 to 255 characters");
@@ -177,10 +181,8 @@ clg_status clg_model_add_tensor(clg_model *m, const char *name, size_t count, in
             return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT,
                              "clg_model_add_tensor: a tensor named '%s' exists already", name);
     clg_tensor_slot *ts = realloc(m->tensors, (m->n_tensors + 1) * sizeof *ts);
-    if (ts == NULL)
-        return clg__fail(m->ctx, CLG_ERR_OUT_OF_HOST_MEMORY, "clg_model_add_tensor: out of memory");
-    m->tensors = ts;
-    char *copy = dup_str(name);
+    m->tensors = ts != NULL ? ts : m->tensors;
+    char *copy = ts != NULL ? dup_str(name) : NULL;
     if (copy == NULL)
         return clg__fail(m->ctx, CLG_ERR_OUT_OF_HOST_MEMORY, "clg_model_add_tensor: out of memory");
     ts[m->n_tensors] = (clg_tensor_slot){.name = copy, .count = count, .ndim = 1,
@@ -346,7 +348,7 @@ clg_status clg_model_finalize(clg_model *m)
         st = clg__shard_layout(m); /* the states' size depends on it */
     if (st != CLG_SUCCESS)
         goto fail;
-    m->wg = clg__kernels_wg(m->ctx);
+    m->wg = clg__work_group_size(m->ctx);
     m->chunk_pbase = calloc(m->n_chunks, sizeof *m->chunk_pbase);
     if (m->chunk_pbase == NULL) {
         st = clg__fail(m->ctx, CLG_ERR_OUT_OF_HOST_MEMORY, "clg_model_finalize: out of memory");
@@ -355,7 +357,7 @@ clg_status clg_model_finalize(clg_model *m)
     m->region_size = 0;
     for (size_t c = 0; c < m->n_chunks; c++) {
         m->chunk_pbase[c] = m->region_size;
-        m->region_size += clg__kernels_reduce_groups(m, m->chunk_elems[c] / 4);
+        m->region_size += clg__reduce_groups(m->wg, m->chunk_elems[c] / 4);
     }
     m->n_partials = CLG_REGIONS * m->region_size;
     uint64_t n = clg__arena_bytes(m, 1), states, scales;
@@ -390,7 +392,7 @@ clg_status clg_model_finalize(clg_model *m)
     if (st == CLG_SUCCESS)
         st = clg__buffer_create(m->ctx, 4 * (uint64_t)m->n_partials, &m->partials);
     if (st == CLG_SUCCESS)
-        st = clg__kernels_group_params(m);
+        st = clg__plan_tables(m);
     if (st == CLG_SUCCESS && m->cfg.tensor_norms)
         st = build_norm_tables(m);
     if (st == CLG_SUCCESS) {
@@ -400,7 +402,7 @@ clg_status clg_model_finalize(clg_model *m)
         memcpy(m->sb_host, sb, sizeof sb);
     }
     if (st == CLG_SUCCESS)
-        st = clg__kernels_create(m);
+        st = clg__plan_create(m);
     if (st != CLG_SUCCESS)
         goto fail;
     m->finalized = true;
@@ -477,7 +479,7 @@ clg_status clg_model_memory(const clg_model *m, clg_memory_plan *user_plan)
     plan.params = clg__arena_size(m, &m->params);
     plan.accumulators = clg__arena_size(m, &m->acc);
     clg__qstate_bytes(m, &plan.states, &plan.state_scales);
-    plan.tables = clg__kernels_group_params_bytes(m) + norm_table_bytes(m);
+    plan.tables = clg__plan_table_bytes(m) + norm_table_bytes(m);
     plan.param_copy = clg__arena_size(m, &m->copy);
     plan.grad_buffers = m->grads_bytes;
     plan.step_block = 4 * CLG_SB_WORDS + 4 * (uint64_t)m->n_partials;
@@ -501,20 +503,6 @@ static clg_status check_tensor(const clg_model *m, int t, bool allow_all, const 
                          "%s: no tensor %d (the model has %zu%s)", who, t, m->n_tensors,
                          allow_all ? "; CLG_ALL_TENSORS is -1" : "");
     return CLG_SUCCESS;
-}
-
-clg_status clg__host_count_check(const clg_model *m, int t, size_t count, const char *who)
-{
-    size_t need = t == CLG_ALL_TENSORS ? (size_t)clg_model_param_count(m) : m->tensors[t].count;
-    if (count == need)
-        return CLG_SUCCESS;
-    if (t == CLG_ALL_TENSORS)
-        return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT,
-                         "%s: the host buffer holds %zu elements, the model (all %zu tensors) "
-                         "has %zu", who, count, m->n_tensors, need);
-    return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT,
-                     "%s: the host buffer holds %zu elements, tensor %d ('%s') has %zu", who,
-                     count, t, m->tensors[t].name, need);
 }
 
 static clg_status view_of(const clg_model *m, const clg_arena *a, int t, clg_view *view,
@@ -668,10 +656,18 @@ static clg_status check_copy(clg_model *m, int t, const void *host, size_t count
     return st == CLG_SUCCESS ? clg__events_check(m->ctx, ev, who) : st;
 }
 
-/* Runs a copy between the caller's wait list and its event. */
-static clg_status with_events(clg_model *m, const clg_events *ev, clg_status (*copy)(clg_model *, int, void *, const char *), int t, void *host, const char *who)
+typedef clg_status (*host_copy_fn)(clg_model *m, int t, void *host, const char *who);
+
+/* A public host copy: its checks, then the copy between the caller's wait
+ * list and its event. */
+static clg_status host_copy(clg_model *m, int t, void *host, size_t count, const clg_events *ev,
+                            host_copy_fn copy, const char *who)
 {
-    clg_status st = clg__events_wait(m->ctx, ev, who);
+    clg__events_clear(ev);
+    clg_status st = check_copy(m, t, host, count, ev, who);
+    if (st != CLG_SUCCESS)
+        return st;
+    st = clg__events_wait(m->ctx, ev, who);
     if (st == CLG_SUCCESS)
         st = copy(m, t, host, who);
     return clg__events_finish(m->ctx, ev, st, who);
@@ -730,28 +726,19 @@ static clg_status download_acc(clg_model *m, int t, void *out, const char *who)
 clg_status clg_model_upload_params(clg_model *m, int t, const float *host, size_t count,
                                    const clg_events *ev)
 {
-    clg__events_clear(ev);
-    const char *who = "clg_model_upload_params";
-    clg_status st = check_copy(m, t, host, count, ev, who);
-    return st == CLG_SUCCESS ? with_events(m, ev, upload_params, t, (void *)host, who) : st;
+    return host_copy(m, t, (void *)host, count, ev, upload_params, "clg_model_upload_params");
 }
 
 clg_status clg_model_download_params(clg_model *m, int t, float *host, size_t count,
                                      const clg_events *ev)
 {
-    clg__events_clear(ev);
-    const char *who = "clg_model_download_params";
-    clg_status st = check_copy(m, t, host, count, ev, who);
-    return st == CLG_SUCCESS ? with_events(m, ev, download_params, t, host, who) : st;
+    return host_copy(m, t, host, count, ev, download_params, "clg_model_download_params");
 }
 
 clg_status clg_model_download_acc(clg_model *m, int t, float *host, size_t count,
                                   const clg_events *ev)
 {
-    clg__events_clear(ev);
-    const char *who = "clg_model_download_acc";
-    clg_status st = check_copy(m, t, host, count, ev, who);
-    return st == CLG_SUCCESS ? with_events(m, ev, download_acc, t, host, who) : st;
+    return host_copy(m, t, host, count, ev, download_acc, "clg_model_download_acc");
 }
 
 clg_status clg__arena_read(clg_model *m, int id, int t, void *host)

@@ -5,6 +5,7 @@
 
 #include "internal.h"
 #include "clg_layout.h"
+#include "sizing.h"
 
 /* Every tensor starts at a multiple of this many elements, so that kernels
  * may use aligned vector loads; the padding stays zero forever. */
@@ -61,8 +62,8 @@ typedef struct clg_sb_moment {
     float weight_sum;
 } clg_sb_moment;
 
-/* Kernels, created at finalize (and rebuilt for grads of another dtype). */
-typedef struct clg_kernel_set clg_kernel_set;
+/* The launch plan, resolved at finalize (src/plan.h). */
+struct clg_plan;
 
 struct clg_model {
     clg_context *ctx;
@@ -126,7 +127,7 @@ struct clg_model {
     clg_sb_moment sb_pending_at;       /* the host counters when it was enqueued */
     cl_event sb_event;                 /* that read, or NULL */
 
-    clg_kernel_set *kernels;
+    struct clg_plan *plan;
     uint64_t launched;    /* kernels this model enqueued */
     uint64_t grads_bytes; /* device bytes of its live clg_grads */
     /* Set when a call failed after some of its device work was enqueued:
@@ -176,9 +177,6 @@ typedef enum clg_arena_id {
 enum { CLG_REGION_MAIN = 0, CLG_REGION_SMALL = 1, CLG_REGION_CHECK = 2, CLG_REGIONS = 3 };
 
 clg_arena *clg__model_arena(clg_model *model, int arena_id);
-/* A host copy's count must equal the elements of tensor t (a valid index or
- * CLG_ALL_TENSORS: the whole model); the message names both numbers. */
-clg_status clg__host_count_check(const clg_model *model, int t, size_t count, const char *who);
 /* Blocking copies of one tensor of an arena, raw bytes in the arena's dtype
  * (count * elem_size bytes). */
 clg_status clg__arena_read(clg_model *model, int arena_id, int tensor, void *host);
@@ -187,17 +185,9 @@ clg_status clg__arena_write(clg_model *model, int arena_id, int tensor, const vo
 clg_status clg__cycle_state_get(clg_model *model, clg_cycle_state *state);
 clg_status clg__cycle_state_set(clg_model *model, const clg_cycle_state *state);
 
-/* Shards (src/shard.c). The elements of chunk c that the states cover: all
- * of them, or the chunk's part of the shard. */
-size_t clg__state_elems(const clg_model *model, size_t chunk);
-/* At finalize: the shard's range per chunk (after the layout), its
+/* Shards (src/shard.c; their bounds and sizes are in sizing.h). At finalize: the shard's range per chunk (after the layout), its
  * sub-buffers (after the params and accumulators); and their release. */
 clg_status clg__shard_layout(clg_model *model);
-/* Shard index of count over a layout space of total elements: whole
- * segments, the remainder spread one each over the shards, so that sizes
- * differ by at most one segment. */
-void clg__shard_bounds(uint64_t total, unsigned index, unsigned count, uint64_t *first,
-                       uint64_t *n);
 /* CLG_ERR_UNSUPPORTED naming what a sharded model cannot hold yet
  * (qstates: the model would have Q8/Q4 chunks). */
 clg_status clg__shard_config_check(clg_context *ctx, const clg_config *config, bool qstates,
@@ -217,8 +207,6 @@ clg_status clg__shard_state_write(clg_model *model, size_t s, size_t t, const vo
  * release (images may be NULL). */
 clg_status clg__shard_images(clg_model *model, void ***images);
 void clg__shard_images_free(const clg_model *model, void **images);
-/* Where chunk c starts in the layout space. */
-uint64_t clg__layout_first(const clg_model *model, size_t chunk);
 /* The shard's sum of squares from the main region's partials (after
  * clg__launch_shard_sumsq), and the main region set to one partial, the
  * sum over every shard, for the prologue. Blocking. */

@@ -14,16 +14,6 @@ bool clg__qstate_signed(const clg_config *c, size_t s)
     return !((c->optimizer == CLG_ADAM || c->optimizer == CLG_ADAMW) && s == 1);
 }
 
-bool clg__qstate_split(const clg_config *c)
-{
-    return clg__dtype_quantized(c->state_dtype) && clg__qstate_count(c) > 0;
-}
-
-bool clg__qstate_small(const clg_config *c, size_t count)
-{
-    return clg__qstate_split(c) && count < c->state_min_size;
-}
-
 const float *clg__qmap_of(const clg_model *m, size_t s, size_t *n)
 {
     *n = m->cfg.state_dtype == CLG_Q4 ? 16 : 256;

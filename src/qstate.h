@@ -46,11 +46,8 @@ static inline size_t clg__qstate_count(const clg_config *c)
 }
 /* State s uses the signed map (m, momentum) or the unsigned one (v). */
 bool clg__qstate_signed(const clg_config *config, size_t s);
-/* Does the layout keep tensors below state_min_size apart (Q8/Q4 states,
- * and an optimizer that has states)? */
-bool clg__qstate_split(const clg_config *config);
-/* A tensor of count elements keeps fp32 states under such a layout. */
-bool clg__qstate_small(const clg_config *config, size_t count);
+/* Which tensors keep fp32 states (clg__qstate_split, clg__qstate_small)
+ * is in sizing.h. */
 
 /* The format of state s in chunk c: CLG_FP32, CLG_BF16, CLG_Q8 or CLG_Q4. */
 static inline clg_dtype clg__state_format(const clg_model *m, size_t s, size_t chunk)

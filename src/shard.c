@@ -11,41 +11,18 @@
  * groups, as the whole model's would, so an update of the shard is
  * bitwise the whole model's update of those elements given the same
  * prologue. */
-#include "kernels.h"
 #include "model.h"
 #include "qstate.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-size_t clg__state_elems(const clg_model *m, size_t c)
-{
-    return m->own_n != NULL ? m->own_n[c] : m->chunk_elems[c];
-}
-
 static unsigned shard_count(const clg_model *m) { return m->shard_count ? m->shard_count : 1; }
-
-static uint64_t layout_total(const clg_model *m)
-{
-    uint64_t total = 0;
-    for (size_t c = 0; c < m->n_chunks; c++)
-        total += m->chunk_elems[c];
-    return total;
-}
-
-void clg__shard_bounds(uint64_t total, unsigned index, unsigned count, uint64_t *first,
-                       uint64_t *n)
-{
-    uint64_t units = total / CLG_SEGMENT_ALIGN;
-    uint64_t lo = units * index / count, hi = units * (index + 1) / count;
-    *first = lo * CLG_SEGMENT_ALIGN;
-    *n = (hi - lo) * CLG_SEGMENT_ALIGN;
-}
 
 static void bounds(const clg_model *m, unsigned index, unsigned count, uint64_t *first,
                    uint64_t *n)
 {
-    clg__shard_bounds(layout_total(m), index, count, first, n);
+    clg__shard_bounds(clg__layout_total(m), index, count, first, n);
 }
 
 clg_status clg_model_set_shard(clg_model *m, unsigned index, unsigned count)
@@ -258,7 +235,7 @@ clg_status clg_model_shard_range(const clg_model *m, unsigned index, uint64_t *f
     if (count)
         *count = n;
     if (total)
-        *total = layout_total(m);
+        *total = clg__layout_total(m);
     return CLG_SUCCESS;
 }
 
@@ -316,14 +293,6 @@ clg_status clg__shard_state_write(clg_model *m, size_t s, size_t t, const void *
     return err == CL_SUCCESS ? CLG_SUCCESS : clg__cl_fail(m->ctx, err, who, "clEnqueueWriteBuffer");
 }
 
-uint64_t clg__layout_first(const clg_model *m, size_t chunk)
-{
-    uint64_t first = 0;
-    for (size_t c = 0; c < chunk; c++)
-        first += m->chunk_elems[c];
-    return first;
-}
-
 /* ------------------------------------------------ the shard's statistics */
 
 clg_status clg__partials_shard_sum(clg_model *m, double *sumsq, const char *who)
@@ -345,7 +314,7 @@ clg_status clg__partials_shard_sum(clg_model *m, double *sumsq, const char *who)
      * run of the same shard gives the same bits */
     double sum = 0.0;
     for (size_t c = 0; c < m->n_chunks; c++) {
-        size_t groups = m->own_n[c] ? clg__kernels_reduce_groups(m, m->own_n[c] / 4) : 0;
+        size_t groups = m->own_n[c] ? clg__reduce_groups(m->wg, m->own_n[c] / 4) : 0;
         for (size_t g = 0; g < groups; g++)
             sum += (double)p[m->chunk_pbase[c] + g];
     }

@@ -22,6 +22,16 @@ static clg_status check_state(const clg_model *m, int s, int t, bool allow_all, 
     return CLG_SUCCESS;
 }
 
+/* A download's first checks: its event cleared, the state and tensor, and
+ * a whole model's states (a shard has only its part). */
+static clg_status check_download(const clg_model *m, int s, int t, bool allow_all,
+                                 const clg_events *ev, const char *who)
+{
+    clg__events_clear(ev);
+    clg_status st = check_state(m, s, t, allow_all, who);
+    return st == CLG_SUCCESS ? clg__shard_refuse(m, who) : st;
+}
+
 /* Where tensor t's state s lives: its format, its code bytes and absmax
  * values, and their byte offsets in the chunk's buffers. */
 typedef struct state_region {
@@ -45,29 +55,27 @@ static state_region region_of(const clg_model *m, size_t s, size_t t)
     return r;
 }
 
+/* A blocking copy of bytes at offset of mem: to the device when
+ * to_device, else to the host. */
+static clg_status copy(clg_model *m, cl_mem mem, uint64_t offset, uint64_t bytes, void *host,
+                       int to_device, const char *who)
+{
+    if (bytes == 0)
+        return CLG_SUCCESS;
+    const char *call = to_device ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer";
+    if (clg__fault_hit(CLG_FAULT_ENQUEUE))
+        return clg__cl_fail(m->ctx, CL_OUT_OF_RESOURCES, who, call);
+    cl_int err = to_device ? clEnqueueWriteBuffer(m->ctx->queue, mem, CL_TRUE, offset, bytes,
+                                                  host, 0, NULL, NULL)
+                           : clEnqueueReadBuffer(m->ctx->queue, mem, CL_TRUE, offset, bytes,
+                                                 host, 0, NULL, NULL);
+    return err == CL_SUCCESS ? CLG_SUCCESS : clg__cl_fail(m->ctx, err, who, call);
+}
+
 static clg_status read(clg_model *m, cl_mem mem, uint64_t offset, uint64_t bytes, void *host,
                        const char *who)
 {
-    if (bytes == 0)
-        return CLG_SUCCESS;
-    if (clg__fault_hit(CLG_FAULT_ENQUEUE))
-        return clg__cl_fail(m->ctx, CL_OUT_OF_RESOURCES, who, "clEnqueueReadBuffer");
-    cl_int err = clEnqueueReadBuffer(m->ctx->queue, mem, CL_TRUE, offset, bytes, host, 0, NULL,
-                                     NULL);
-    return err == CL_SUCCESS ? CLG_SUCCESS : clg__cl_fail(m->ctx, err, who, "clEnqueueReadBuffer");
-}
-
-static clg_status write(clg_model *m, cl_mem mem, uint64_t offset, uint64_t bytes,
-                        const void *host, const char *who)
-{
-    if (bytes == 0)
-        return CLG_SUCCESS;
-    if (clg__fault_hit(CLG_FAULT_ENQUEUE))
-        return clg__cl_fail(m->ctx, CL_OUT_OF_RESOURCES, who, "clEnqueueWriteBuffer");
-    cl_int err = clEnqueueWriteBuffer(m->ctx->queue, mem, CL_TRUE, offset, bytes, host, 0, NULL,
-                                      NULL);
-    return err == CL_SUCCESS ? CLG_SUCCESS
-                             : clg__cl_fail(m->ctx, err, who, "clEnqueueWriteBuffer");
+    return copy(m, mem, offset, bytes, host, 0, who);
 }
 
 clg_status clg__state_codes_io(clg_model *m, size_t s, size_t t, void *host, int to_device)
@@ -79,16 +87,14 @@ clg_status clg__state_codes_io(clg_model *m, size_t s, size_t t, void *host, int
                          "internal error: a per-tensor read of a sharded model's state");
     state_region r = region_of(m, s, t);
     const char *who = "checkpoint: optimizer state";
-    return to_device ? write(m, r.codes, r.code_offset, r.code_bytes, host, who)
-                     : read(m, r.codes, r.code_offset, r.code_bytes, host, who);
+    return copy(m, r.codes, r.code_offset, r.code_bytes, host, to_device, who);
 }
 
 clg_status clg__state_scales_io(clg_model *m, size_t s, size_t t, void *host, int to_device)
 {
     state_region r = region_of(m, s, t);
     const char *who = "checkpoint: optimizer state absmax";
-    return to_device ? write(m, r.scales, r.scale_offset, 4 * r.n_scales, host, who)
-                     : read(m, r.scales, r.scale_offset, 4 * r.n_scales, host, who);
+    return copy(m, r.scales, r.scale_offset, 4 * r.n_scales, host, to_device, who);
 }
 
 static clg_status read_raw(clg_model *m, const state_region *r, void *codes, float *scales,
@@ -130,11 +136,8 @@ static clg_status read_fp32(clg_model *m, size_t s, size_t t, float *out, const 
 clg_status clg_model_download_state(clg_model *m, int s, int t, float *host, size_t count,
                                     const clg_events *ev)
 {
-    clg__events_clear(ev);
     const char *who = "clg_model_download_state";
-    clg_status st = check_state(m, s, t, true, who);
-    if (st == CLG_SUCCESS)
-        st = clg__shard_refuse(m, who);
+    clg_status st = check_download(m, s, t, true, ev, who);
     if (st == CLG_SUCCESS && host == NULL)
         st = clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT, "%s: NULL host", who);
     if (st == CLG_SUCCESS)
@@ -173,11 +176,8 @@ clg_status clg_model_download_state_raw(clg_model *m, int s, int t, void *codes,
                                         size_t code_bytes, float *scales, size_t n_scales,
                                         const clg_events *ev)
 {
-    clg__events_clear(ev);
     const char *who = "clg_model_download_state_raw";
-    clg_status st = check_state(m, s, t, false, who);
-    if (st == CLG_SUCCESS)
-        st = clg__shard_refuse(m, who);
+    clg_status st = check_download(m, s, t, false, ev, who);
     if (st != CLG_SUCCESS)
         return st;
     state_region r = region_of(m, (size_t)s, (size_t)t);

@@ -15,12 +15,16 @@ static float u2f(uint32_t u)
     return f;
 }
 
-static clg_status check_model(clg_model *m, const char *who)
+/* A finalized model, and the call's output `out_name` (NULL: none) given. */
+static clg_status check_model(clg_model *m, const void *out, const char *out_name,
+                              const char *who)
 {
     if (m == NULL)
         return clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT, "%s: NULL model", who);
     if (!m->finalized)
         return clg__fail(m->ctx, CLG_ERR_STATE, "%s: model not finalized", who);
+    if (out_name != NULL && out == NULL)
+        return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT, "%s: NULL %s", who, out_name);
     return CLG_SUCCESS;
 }
 
@@ -112,11 +116,9 @@ static clg_status take_sticky(clg_model *m, const char *who)
 
 clg_status clg_model_stats(clg_model *m, int blocking, clg_stats *out)
 {
-    clg_status st = check_model(m, "clg_model_stats");
+    clg_status st = check_model(m, out, "stats", "clg_model_stats");
     if (st != CLG_SUCCESS)
         return st;
-    if (out == NULL)
-        return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT, "clg_model_stats: NULL stats");
     st = clg__sized_check(m->ctx, out->struct_size, CLG__STATS_SIZE_MIN, "clg_stats",
                           "clg_model_stats");
     if (st == CLG_SUCCESS)
@@ -147,11 +149,9 @@ clg_status clg_model_stats(clg_model *m, int blocking, clg_stats *out)
 
 clg_status clg_model_loss_scale(clg_model *m, int blocking, float *scale)
 {
-    clg_status st = check_model(m, "clg_model_loss_scale");
+    clg_status st = check_model(m, scale, "scale", "clg_model_loss_scale");
     if (st != CLG_SUCCESS)
         return st;
-    if (scale == NULL)
-        return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT, "clg_model_loss_scale: NULL scale");
     st = refresh(m, blocking, "clg_model_loss_scale");
     if (st == CLG_SUCCESS)
         *scale = u2f(m->sb_host[CLG_SB_LOSS_SCALE]);
@@ -160,11 +160,9 @@ clg_status clg_model_loss_scale(clg_model *m, int blocking, float *scale)
 
 clg_status clg_model_tensor_norms(clg_model *m, float *norms, size_t count)
 {
-    clg_status st = check_model(m, "clg_model_tensor_norms");
+    clg_status st = check_model(m, norms, "norms", "clg_model_tensor_norms");
     if (st != CLG_SUCCESS)
         return st;
-    if (norms == NULL)
-        return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT, "clg_model_tensor_norms: NULL norms");
     if (count != m->n_tensors)
         return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT,
                          "clg_model_tensor_norms: the host buffer holds %zu floats, the model "
@@ -198,7 +196,7 @@ clg_status clg_model_tensor_norms(clg_model *m, float *norms, size_t count)
 
 clg_status clg_model_sync(clg_model *m)
 {
-    clg_status st = check_model(m, "clg_model_sync");
+    clg_status st = check_model(m, NULL, NULL, "clg_model_sync");
     if (st != CLG_SUCCESS)
         return st;
     st = refresh(m, 1, "clg_model_sync");

@@ -156,22 +156,52 @@ static cl_int read_own(const clg_dist *d, size_t i, dist_slot *s)
     return err == CL_SUCCESS ? clg__dist_mark(d, s) : err;
 }
 
+/* Round o's element count of every shard and where each goes in a
+ * round's buffer (one piece per rank). */
+static void round_counts(const clg_dist *d, uint64_t o, int *cnt, int *displ)
+{
+    for (int r = 0; r < d->size; r++) {
+        cnt[r] = (int)part(d, r, o);
+        displ[r] = r * (int)piece_of(d);
+    }
+}
+
+/* The elements of the other ranks' shards in a round's counts. */
+static uint64_t others(const clg_dist *d, const int *cnt)
+{
+    uint64_t n = 0;
+    for (int r = 0; r < d->size; r++)
+        n += r == d->rank ? 0 : (uint64_t)cnt[r];
+    return n;
+}
+
+/* Round 0's copies into slot 0, started before the first round begins. */
+static cl_int first_round(clg_dist *d, dist_read_fn read)
+{
+    return rounds_of(d) > 0 ? read(d, 0, &d->slot[0]) : CL_SUCCESS;
+}
+
+/* After the rounds: the staging's failure (of `what`) unless the
+ * exchange failed first. */
+static clg_status rounds_end(clg_dist *d, clg_status st, cl_int cl_err, const char *what)
+{
+    cl_err = clg__dist_rounds_end(d, cl_err);
+    return st == CLG_SUCCESS && cl_err != CL_SUCCESS ? staging_failed(d, what, cl_err) : st;
+}
+
 clg_status clg__dist_reduce_scatter(clg_dist *d)
 {
     const int R = d->size, me = d->rank;
-    const size_t piece = piece_of(d);
-    int *cnt = d->xcount;
-    int *displ = cnt + R, *rcnt = cnt + 2 * R, *rdispl = cnt + 3 * R;
-    clg_status st = CLG_SUCCESS;
-    const size_t rounds = rounds_of(d);
-    cl_int cl_err = rounds > 0 ? read_parts(d, 0, &d->slot[0]) : CL_SUCCESS;
+    const size_t piece = piece_of(d), rounds = rounds_of(d);
+    int *cnt = d->xcount, *displ = cnt + R, *rcnt = cnt + 2 * R, *rdispl = cnt + 3 * R;
+    cl_int cl_err = first_round(d, read_parts);
     clg_dist_counters *c = &d->counters;
+    clg_status st = CLG_SUCCESS;
     size_t i = 0;
     for (uint64_t o = 0; o < largest_shard(d); o += piece, i++) {
         const int mine = (int)part(d, me, o);
+        round_counts(d, o, cnt, displ);
         for (int r = 0; r < R; r++) {
-            cnt[r] = (int)part(d, r, o);
-            displ[r] = r * (int)piece;
             rcnt[r] = mine;
             rdispl[r] = r * (int)piece;
         }
@@ -188,34 +218,23 @@ clg_status clg__dist_reduce_scatter(clg_dist *d)
         clg__dist_sum_ranks(s->recv, piece, mine, R, s->sum);
         if (cl_err == CL_SUCCESS) /* waited for two rounds on, or at the end */
             cl_err = clg__dist_copy(d, d->spans, d->first[me] + o, (size_t)mine, s->sum, 1);
-        uint64_t sent = 0;
-        for (int r = 0; r < R; r++)
-            sent += r == me ? 0 : (uint64_t)cnt[r];
-        c->last_bytes_sent += sent * sizeof(float);
+        c->last_bytes_sent += others(d, cnt) * sizeof(float);
         c->last_bytes_received += (uint64_t)mine * (uint64_t)(R - 1) * sizeof(float);
     }
-    cl_err = clg__dist_rounds_end(d, cl_err);
-    if (st == CLG_SUCCESS && cl_err != CL_SUCCESS)
-        st = staging_failed(d, "accumulator", cl_err);
-    return st;
+    return rounds_end(d, st, cl_err, "accumulator");
 }
 
 clg_status clg__dist_gather_params(clg_dist *d)
 {
     const int R = d->size, me = d->rank;
-    const size_t piece = piece_of(d);
-    int *cnt = d->xcount;
-    int *displ = cnt + R;
-    clg_status st = CLG_SUCCESS;
-    const size_t rounds = rounds_of(d);
-    cl_int cl_err = rounds > 0 ? read_own(d, 0, &d->slot[0]) : CL_SUCCESS;
+    const size_t piece = piece_of(d), rounds = rounds_of(d);
+    int *cnt = d->xcount, *displ = cnt + R;
+    cl_int cl_err = first_round(d, read_own);
     clg_dist_counters *c = &d->counters;
+    clg_status st = CLG_SUCCESS;
     size_t i = 0;
     for (uint64_t o = 0; o < largest_shard(d); o += piece, i++) {
-        for (int r = 0; r < R; r++) {
-            cnt[r] = (int)part(d, r, o);
-            displ[r] = r * (int)piece;
-        }
+        round_counts(d, o, cnt, displ);
         const int mine = cnt[me];
         dist_slot *s =
             clg__dist_round_begin(d, i, rounds, read_own, &cl_err, d->slot[i % 2].sum, piece);
@@ -231,16 +250,10 @@ clg_status clg__dist_gather_params(clg_dist *d)
             if (r != me)
                 cl_err = clg__dist_copy(d, d->pspans, d->first[r] + o, (size_t)cnt[r],
                                         s->recv + displ[r], 1);
-        uint64_t received = 0;
-        for (int r = 0; r < R; r++)
-            received += r == me ? 0 : (uint64_t)cnt[r];
         c->last_bytes_sent += (uint64_t)mine * (uint64_t)(R - 1) * sizeof(float);
-        c->last_bytes_received += received * sizeof(float);
+        c->last_bytes_received += others(d, cnt) * sizeof(float);
     }
-    cl_err = clg__dist_rounds_end(d, cl_err);
-    if (st == CLG_SUCCESS && cl_err != CL_SUCCESS)
-        st = staging_failed(d, "params", cl_err);
-    return st;
+    return rounds_end(d, st, cl_err, "params");
 }
 
 /* ------------------------------------------------------------ checkpoints */

@@ -164,3 +164,20 @@ inline ulong reduce_index(uint r)
 {
     return get_group_id(0) * (ulong)(WG * ITEMS) + (ulong)r * WG + get_local_id(0);
 }
+
+/* The sum of squares of the float4s a work-item takes in a reduction pass
+ * over src[0 .. n4), read as the gradient (grad: G_DTYPE) or as the
+ * accumulator (ACC_DTYPE): the pass of check_finite and acc_sumsq. */
+CLG_INLINE float4 sumsq_pass(global const void *src, ulong n4, int grad)
+{
+    float4 ss = (float4)(0.0f);
+#pragma unroll
+    for (uint r = 0; r < ITEMS; r++) {
+        ulong i = reduce_index(r);
+        if (i < n4) {
+            float4 v = grad ? load_grad4(src, i) : load_acc4(src, i);
+            ss += v * v;
+        }
+    }
+    return ss;
+}

@@ -67,15 +67,6 @@ kernel void accumulate(ACCUMULATE_PARAMS)
 __attribute__((reqd_work_group_size(WG, 1, 1)))
 kernel void check_finite(REDUCE_PARAMS)
 {
-    float4 ss = (float4)(0.0f);
-#pragma unroll
-    for (uint r = 0; r < ITEMS; r++) {
-        ulong i = reduce_index(r);
-        if (i < n4) {
-            float4 v = load_grad4(src, i); /* the gradient (G_DTYPE) */
-            ss += v * v;
-        }
-    }
     local float scratch[WG];
-    write_partial(sum4(ss), scratch, partials, pbase);
+    write_partial(sum4(sumsq_pass(src, n4, 1)), scratch, partials, pbase);
 }

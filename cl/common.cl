@@ -74,25 +74,25 @@ CLG_BF16_FUNCS(x4, 4)
 #define WG 256
 #endif
 
-inline float4 load_grad4(global const void *g, ulong i)
-{
-#if G_DTYPE == DT_FP16
-    return vload_half4(i, (global const half *)g);
-#elif G_DTYPE == DT_BF16
-    return bf16x4_to_float(vload4(i, (global const ushort *)g));
-#else
-    return vload4(i, (global const float *)g);
-#endif
-}
-
-inline float4 load_acc4(global const void *acc, ulong i)
-{
-#if ACC_DTYPE == DT_BF16
-    return bf16x4_to_float(vload4(i, (global const ushort *)acc));
-#else
-    return vload4(i, (global const float *)acc);
-#endif
-}
+/* load_gradN, load_accN: N elements (N = 4 here, 16 in update_q.cl) of
+ * the gradient (G_DTYPE) or the accumulator (ACC_DTYPE) as fp32, from
+ * element N i on. */
+#define CLG_LOAD_FUNCS(N)                                                                       \
+    CLG_INLINE float##N load_grad##N(global const void *g, ulong i)                             \
+    {                                                                                           \
+        if (G_DTYPE == DT_FP16)                                                                 \
+            return vload_half##N(i, (global const half *)g);                                    \
+        if (G_DTYPE == DT_BF16)                                                                 \
+            return bf16x##N##_to_float(vload##N(i, (global const ushort *)g));                  \
+        return vload##N(i, (global const float *)g);                                            \
+    }                                                                                           \
+    CLG_INLINE float##N load_acc##N(global const void *acc, ulong i)                            \
+    {                                                                                           \
+        if (ACC_DTYPE == DT_BF16)                                                               \
+            return bf16x##N##_to_float(vload##N(i, (global const ushort *)acc));                \
+        return vload##N(i, (global const float *)acc);                                          \
+    }
+CLG_LOAD_FUNCS(4)
 
 /* Stores v and returns what was stored (the rounded value for bf16). */
 inline float4 store_acc4(global void *acc, ulong i, float4 v, uint seed)
@@ -163,4 +163,21 @@ inline float sum_partials(global const float *partials, ulong base, uint n, loca
 inline ulong reduce_index(uint r)
 {
     return get_group_id(0) * (ulong)(WG * ITEMS) + (ulong)r * WG + get_local_id(0);
+}
+
+/* The sum of squares of the float4s a work-item takes in a reduction pass
+ * over src[0 .. n4), read as the gradient (grad: G_DTYPE) or as the
+ * accumulator (ACC_DTYPE): the pass of check_finite and acc_sumsq. */
+CLG_INLINE float4 sumsq_pass(global const void *src, ulong n4, int grad)
+{
+    float4 ss = (float4)(0.0f);
+#pragma unroll
+    for (uint r = 0; r < ITEMS; r++) {
+        ulong i = reduce_index(r);
+        if (i < n4) {
+            float4 v = grad ? load_grad4(src, i) : load_acc4(src, i);
+            ss += v * v;
+        }
+    }
+    return ss;
 }

@@ -187,29 +187,51 @@ kernel void con_prep(CON_PREP_PARAMS)
  * keep only their absolute error. No negatives: x = -inf, cp = loss = 0. */
 inline float softplus(float x) { return fmax(x, 0.0f) + log1p(exp(-fabs(x))); }
 
-__attribute__((reqd_work_group_size(WG, 1, 1)))
+/* The columns of the loss, source src: 0 b's nb rows (the positives among
+ * them), 1 the bank's nbank; rows and their inverse norms r. */
+typedef struct con_cols {
+    global const void *rows;
+    global const float *r;
+    uint n;
+} con_cols;
+
+inline con_cols con_source(uint src, global const void *b, global const float *rb, uint nb,
+                           global const void *bank, global const float *rbank, uint nbank)
+{
+    con_cols k = {src == 0 ? b : bank, src == 0 ? rb : rbank, src == 0 ? nb : nbank};
+    return k;
+}
+
+/* The logits l = a.c ra rc / tau of the tile of rows row0.. of a (na rows)
+ * and columns col0.. of k, 0 past the ends: this work-item's EPW entries
+ * (see tile_dots) written to l[r * TCP + c] (local memory; the work-item
+ * reads back only its own entries). */
+inline void tile_logits(global const void *a, global const float *ra, uint na, uint row0,
+                        con_cols k, uint col0, uint dim, float inv_tau, local float *at,
+                        local float *bt, local float *l)
+{
+    float acc[EPW];
+    tile_dots(a, na, row0, k.rows, k.n, col0, dim, at, bt, acc);
+    for (int t = 0; t < EPW; t++) {
+        uint e = get_local_id(0) + (uint)t * WG, r = e / TC, c = e % TC;
+        uint row = row0 + r, col = col0 + c;
+        l[r * TCP + c] = row < na && col < k.n ? acc[t] * ra[row] * k.r[col] * inv_tau : 0.0f;
+    }
+}
+
 __attribute__((reqd_work_group_size(WG, 1, 1)))
 kernel void con_lse(CON_LSE_PARAMS)
 {
     local float at[DK * TR], bt[DK * TC], s[TR * TCP];
     uint lid = get_local_id(0), row0 = get_group_id(0) * TR;
     float m = -INFINITY, sum = 0.0f, pos = 0.0f;
-    float acc[EPW];
     for (uint src = 0; src < 2; src++) {
-        global const void *cols = src == 0 ? b : bank;
-        global const float *rc = src == 0 ? rb : rbank;
-        uint ncols = src == 0 ? nb : nbank;
-        for (uint col0 = 0; col0 < ncols; col0 += TC) {
-            tile_dots(a, na, row0, cols, ncols, col0, dim, at, bt, acc);
-            for (int t = 0; t < EPW; t++) {
-                uint e = lid + (uint)t * WG, r = e / TC, c = e % TC;
-                uint row = row0 + r, col = col0 + c;
-                s[r * TCP + c] = row < na && col < ncols ? acc[t] * ra[row] * rc[col] * inv_tau
-                                                         : 0.0f;
-            }
+        const con_cols cs = con_source(src, b, rb, nb, bank, rbank, nbank);
+        for (uint col0 = 0; col0 < cs.n; col0 += TC) {
+            tile_logits(a, ra, na, row0, cs, col0, dim, inv_tau, at, bt, s);
             barrier(CLK_LOCAL_MEM_FENCE);
             if (lid < TR) {
-                uint valid = min((uint)TC, ncols - col0);
+                uint valid = min((uint)TC, cs.n - col0);
                 for (uint c = 0; c < valid; c++) {
                     float v = s[lid * TCP + c];
                     if (src == 0 && col0 + c == row0 + lid) {
@@ -245,29 +267,26 @@ kernel void con_lse(CON_LSE_PARAMS)
  * con_finish applies the normalization's backward). A coefficient of 0
  * never reads its lse (which may hold anything). */
 __attribute__((reqd_work_group_size(WG, 1, 1)))
-__attribute__((reqd_work_group_size(WG, 1, 1)))
 kernel void con_grad(CON_GRAD_PARAMS)
 {
     local float at[DK * TR], bt[DK * TC], g[TR * TCP], bs[TC * DO];
     uint lid = get_local_id(0);
     uint slices = (dim + DO - 1) / DO, tile = get_group_id(0) / slices;
     uint row0 = tile * TR, k0 = (get_group_id(0) - tile * slices) * DO;
-    float acc[EPW];
     vec_o out_acc[NOV];
     for (int t = 0; t < NOV; t++)
         out_acc[t] = (vec_o)(0.0f);
     for (uint src = 0; src < 2; src++) {
-        global const void *cols = src == 0 ? b : bank;
-        global const float *rc = src == 0 ? rb : rbank;
-        uint ncols = src == 0 ? nb : nbank;
-        for (uint col0 = 0; col0 < ncols; col0 += TC) {
-            tile_dots(a, na, row0, cols, ncols, col0, dim, at, bt, acc);
+        const con_cols cs = con_source(src, b, rb, nb, bank, rbank, nbank);
+        for (uint col0 = 0; col0 < cs.n; col0 += TC) {
+            tile_logits(a, ra, na, row0, cs, col0, dim, inv_tau, at, bt, g);
+            /* each logit l becomes its entry of G (times r_b / tau) */
             for (int t = 0; t < EPW; t++) {
                 uint e = lid + (uint)t * WG, r = e / TC, c = e % TC;
                 uint row = row0 + r, col = col0 + c;
                 float v = 0.0f;
-                if (row < na && col < ncols) {
-                    float l = acc[t] * ra[row] * rc[col] * inv_tau;
+                if (row < na && col < cs.n) {
+                    float l = g[r * TCP + c];
                     if (src == 0 && row == col) {
                         /* the positive: p - 1 = -cp, exactly (con_lse) */
                         if (ca != 0.0f)
@@ -280,13 +299,13 @@ kernel void con_grad(CON_GRAD_PARAMS)
                         if (src == 0 && cb != 0.0f)
                             v += cb * exp(l - lse_b[col]);
                     }
-                    v *= rc[col] * inv_tau;
+                    v *= cs.r[col] * inv_tau;
                 }
                 g[r * TCP + c] = v;
             }
             for (uint e = lid; e < TC * DO; e += WG) {
                 uint c = e / DO, kk = e - c * DO, col = col0 + c, k = k0 + kk;
-                bs[e] = col < ncols && k < dim ? rep_load(cols, (ulong)col * dim + k) : 0.0f;
+                bs[e] = col < cs.n && k < dim ? rep_load(cs.rows, (ulong)col * dim + k) : 0.0f;
             }
             barrier(CLK_LOCAL_MEM_FENCE);
             /* VO consecutive elements of one row per vector, in the order
@@ -338,7 +357,6 @@ kernel void con_finish(CON_FINISH_PARAMS)
 
 /* One work-group: loss[0] = sum over i < n of cq * rloss_q[i] + ck *
  * rloss_k[i], in a fixed order (common.cl's group_sum). */
-__attribute__((reqd_work_group_size(WG, 1, 1)))
 __attribute__((reqd_work_group_size(WG, 1, 1)))
 kernel void con_loss(CON_LOSS_PARAMS)
 {

@@ -173,15 +173,11 @@ kernel void prologue(PROLOGUE_PARAMS)
     sb[SB_WEIGHT_SUM] = as_uint(0.0f);
 }
 
-/* Skip-micro mode: decides whether the micro-step just checked is added
- * (1), added as the first of its cycle (2) or dropped (0). */
-__attribute__((reqd_work_group_size(WG, 1, 1)))
-kernel void micro_prologue(FOLD_PARAMS)
+/* Skip-micro mode: decides whether the micro-step just checked (the sum
+ * of squares of its gradient) is added (1), added as the first of its
+ * cycle (2) or dropped (0). */
+inline void micro_verdict(global uint *sb, float sumsq, float weight)
 {
-    local float scratch[WG];
-    float sumsq = sum_partials(partials, base, n, scratch);
-    if (get_local_id(0) != 0)
-        return;
     uint count = sb[SB_MICRO_COUNT];
     if (!isfinite(sumsq)) {
         sb[SB_MICRO_OK] = 0u;
@@ -196,13 +192,22 @@ kernel void micro_prologue(FOLD_PARAMS)
 /* Noise scale: keeps the first micro-step's sum of squares and weight in the
  * step block until the end of the cycle (so a checkpoint taken mid-cycle
  * carries them). */
-__attribute__((reqd_work_group_size(WG, 1, 1)))
-kernel void fold_small(FOLD_PARAMS)
+inline void keep_small(global uint *sb, float sumsq, float weight)
 {
-    local float scratch[WG];
-    float sumsq = sum_partials(partials, base, n, scratch);
-    if (get_local_id(0) != 0)
-        return;
     sb[SB_SMALL_SUMSQ] = as_uint(sumsq);
     sb[SB_SMALL_WEIGHT] = as_uint(weight);
 }
+
+/* The kernels of FOLD_PARAMS: one work-group sums partials[base .. base +
+ * n) (one micro-step's sum of squares) and work-item 0, which holds the
+ * sum, folds it into the step block with fold(sb, sumsq, weight). */
+#define FOLD_KERNEL(name, fold)                                                                 \
+    __attribute__((reqd_work_group_size(WG, 1, 1))) kernel void name(FOLD_PARAMS)               \
+    {                                                                                           \
+        local float scratch[WG];                                                                \
+        const float sumsq = sum_partials(partials, base, n, scratch);                           \
+        if (get_local_id(0) == 0)                                                               \
+            fold(sb, sumsq, weight);                                                            \
+    }
+FOLD_KERNEL(micro_prologue, micro_verdict)
+FOLD_KERNEL(fold_small, keep_small)

@@ -6,17 +6,8 @@
 __attribute__((reqd_work_group_size(WG, 1, 1)))
 kernel void acc_sumsq(REDUCE_PARAMS)
 {
-    float4 ss = (float4)(0.0f);
-#pragma unroll
-    for (uint r = 0; r < ITEMS; r++) {
-        ulong i = reduce_index(r);
-        if (i < n4) {
-            float4 v = load_acc4(src, i); /* the accumulator (ACC_DTYPE) */
-            ss += v * v;
-        }
-    }
     local float scratch[WG];
-    write_partial(sum4(ss), scratch, partials, pbase);
+    write_partial(sum4(sumsq_pass(src, n4, 0)), scratch, partials, pbase);
 }
 
 /* One work-group per tensor of the chunk: sum of squares of its elements

@@ -1,8 +1,8 @@
 /* update_q.cl - the fused optimizer update of a chunk whose states are Q8
  * or Q4 (docs/design.md, "Quantized states"). One work-item per absmax
  * block, 16 elements at a time: it reads each state code, the block's
- * absmax, the accumulator and the params once; updates in fp32 (the same
- * formulas as update.cl); writes the params and keeps the block's new
+ * absmax, the accumulator and the params once; updates in fp32 (optim.cl's
+ * step, as update.cl); writes the params and keeps the block's new
  * states in private memory while it reduces their absmax, then writes each
  * state as the code of the nearest map value of state / absmax (ties to the
  * smaller magnitude), or stochastically one of its two neighbours, and the
@@ -10,7 +10,8 @@
  * barrier and a gather from a table each cost more than the whole fp32
  * update (measured), so the maps are evaluated arithmetically.
  *
- * Variants (-D) as update.cl's, STATE_DTYPE 4 (Q8) or 5 (Q4). The maps:
+ * Variants (-D): optim.cl's, STATE_DTYPE 4 (Q8; and the default) or 5 (Q4).
+ * The maps:
  *   Q8: bitsandbytes' create_dynamic_map, evaluated in fp32 as
  *       10^(d-6) * (0.1 + (2k + 1) * 0.45 / n) for the k-th of the n codes
  *       of decade d (signed: n = 2^d; unsigned: n = 2^(d+1)), plus 0 and 1;
@@ -21,52 +22,11 @@
  * n4 bounds the launch, which is rounded up to whole work-groups. */
 #pragma OPENCL FP_CONTRACT OFF
 
-#define OPT_SGD 0
-#define OPT_ADAM 1
-#define OPT_ADAMW 2
-#define OPT_LION 3
-
-#ifndef OPT
-#define OPT OPT_ADAMW
-#endif
-#ifndef MOMENTUM
-#define MOMENTUM 0
-#endif
-#ifndef NESTEROV
-#define NESTEROV 0
-#endif
-#ifndef AMSGRAD
-#define AMSGRAD 0
-#endif
-#ifndef MAXIMIZE
-#define MAXIMIZE 0
-#endif
-#ifndef PATH_C
-#define PATH_C 0
-#endif
-#ifndef COPY_DTYPE
-#define COPY_DTYPE 3
-#endif
-#ifndef CLIP_VALUE
-#define CLIP_VALUE 0
-#endif
-#ifndef SINGLE_GROUP
-#define SINGLE_GROUP 1
-#endif
-#ifndef STATE_DTYPE
-#define STATE_DTYPE 4
-#endif
-#ifndef STATE_SR
-#define STATE_SR 0
-#endif
-#ifndef MASTER_DTYPE
-#define MASTER_DTYPE 0
-#endif
-
-#define QBLOCK (STATE_DTYPE == 4 ? 256 : 128) /* elements per absmax */
+#define QBLOCK (STATE_DTYPE == 5 ? 128 : 256) /* elements per absmax */
 #define QSTEPS (QBLOCK / 16)
-/* states that are quantized: m and v of Adam, else the one state */
-#define QSTATES ((OPT == OPT_ADAM || OPT == OPT_ADAMW) ? 2 : 1)
+/* states that are quantized: m and v of Adam, else the one state (SGD
+ * without momentum has none, so never a Q8/Q4 chunk) */
+#define QSTATES (OPT_STATES == 2 ? 2 : 1)
 
 typedef float16 vf;
 typedef int16 vi;
@@ -80,25 +40,8 @@ typedef uint16 vu;
 
 CLG_BF16_FUNCS(x16, 16) /* common.cl */
 
-QFN vf load_grad16(global const void *g, ulong e)
-{
-#if G_DTYPE == DT_FP16
-    return vload_half16(e, (global const half *)g);
-#elif G_DTYPE == DT_BF16
-    return bf16x16_to_float(vload16(e, (global const ushort *)g));
-#else
-    return vload16(e, (global const float *)g);
-#endif
-}
-
-QFN vf load_acc16(global const void *acc, ulong e)
-{
-#if ACC_DTYPE == DT_BF16
-    return bf16x16_to_float(vload16(e, (global const ushort *)acc));
-#else
-    return vload16(e, (global const float *)acc);
-#endif
-}
+CLG_LOAD_FUNCS(16) /* common.cl: load_grad16, load_acc16 */
+CLG_OPTIM_FUNCS(16) /* optim.cl, with contraction off as above */
 
 /* 16 random words for the elements of one step, per stream */
 QFN vu random16(uint seed, uint stream, ulong e)
@@ -110,7 +53,7 @@ QFN vu random16(uint seed, uint stream, ulong e)
 
 /* ---- Q8: the dynamic maps, evaluated */
 
-#if STATE_DTYPE == 4
+#if STATE_DTYPE != 5
 #define Q_01 0x1.99999ap-4f  /* 0.1f */
 #define Q_045 0x1.ccccccp-2f /* 0.45f */
 #define Q_109 0x1.1c71c8p+0f /* 1 / 0.9 (the estimate only) */
@@ -330,7 +273,7 @@ QFN vi q_encode(vf x, int uns, const q8_bounds *b)
  * high one), so that a step's codes are a mask or a shift of the group's
  * bytes and no lane is moved (Oclgrind's --uninitialized check cannot run
  * lane shuffles either). QRAWS: 16-byte groups per block. */
-#if STATE_DTYPE == 4
+#if STATE_DTYPE != 5
 #define QRAWS QSTEPS
 #define QRAW_OF(j) (j)
 QFN vi q_codes(uchar16 r, int j)
@@ -394,26 +337,27 @@ QFN float qmax_result(const qmax_acc *m)
     return any(m->nan) ? NAN : r;
 }
 
+/* The 16 bytes of codes of group r of a block's new states `news` (one
+ * step of 16 elements; Q4: two, in the low and high nibbles), with the
+ * random words of stream `stream` from element 16 e on. */
+QFN uchar16 q_group(const vf *news, int r, float absmax, int uns, const q8_bounds *b, uint seed,
+                    uint stream, ulong e)
+{
+    vi c = q_quantize(news[r * (QSTEPS / QRAWS)], absmax, uns, b, random16(seed, stream, e));
+#if STATE_DTYPE == 5
+    c |= q_quantize(news[2 * r + 1], absmax, uns, b, random16(seed, stream, e + 1)) << 4;
+#endif
+    return convert_uchar16(c);
+}
+
 kernel void update_q(UPDATE_PARAMS)
 {
     const ulong blk = get_global_id(0); /* the absmax block of this work-item */
     if (blk >= n4 * 4 / QBLOCK)
         return;
-#if !SINGLE_GROUP
     /* group_params has a row per 4 * WG elements (update.cl's work-groups) */
-    const float2 gp = group_params[blk * QBLOCK / (4 * WG)];
-    lr_mult = gp.x;
-    wd = gp.y;
-#else
-    (void)group_params;
-#endif
-    const uint skip = sb[SB_SKIP];
-    const float scale = sb_float(sb, SB_GRAD_SCALE);
-    const float lr = sb_float(sb, SB_LR) * lr_mult;
-    const uint step = sb[SB_T];
-    const float step_size = lr / sb_float(sb, SB_BC1);
-    const float bc2_sqrt = sb_float(sb, SB_BC2_SQRT);
-    const float decay = 1.0f - lr * wd;
+    const optim_hyper h = optim_hyper16(sb, group_params, blk * QBLOCK / (4 * WG), lr_mult, wd,
+                                        beta1, beta2, eps, momentum, dampening, clip_value);
 
     const q8_bounds bounds0 = q8_thresholds(0);
     const float am0_old = s0_scale[blk];
@@ -433,27 +377,13 @@ kernel void update_q(UPDATE_PARAMS)
     /* pass 1: the update, the params written, the new states kept */
     for (int j = 0; j < QSTEPS; j++) {
         const ulong e = blk * QSTEPS + (ulong)j; /* in units of 16 elements */
-#if PATH_C
-        vf a = w_last * load_grad16(g, e);
-        if (!acc_empty)
-            a += load_acc16(acc, e);
-#else
-        vf a = load_acc16(acc, e);
-#endif
-        vf gr = a * scale;
-#if CLIP_VALUE
-        gr = clamp(gr, -clip_value, clip_value);
-#endif
-#if MAXIMIZE
-        gr = -gr;
-#endif
+        const vf gr = optim_grad16(acc, g, e, w_last, acc_empty, &h);
 #if MASTER_DTYPE == DT_BF16
         const ushort16 p_raw = vload16(e, (global ushort *)p);
         const vf p_old = bf16x16_to_float(p_raw);
 #else
         const vf p_old = vload16(e, (global float *)p);
 #endif
-        vf pv = p_old;
         const ulong r = blk * QRAWS + (ulong)QRAW_OF(j); /* its 16 bytes of codes */
         if (QRAW_OF(j) * (QSTEPS / QRAWS) == j) {
             old0[QRAW_OF(j)] = vload16(r, (global const uchar *)s0);
@@ -461,61 +391,29 @@ kernel void update_q(UPDATE_PARAMS)
             old1[QRAW_OF(j)] = vload16(r, (global const uchar *)s1);
 #endif
         }
-        const vf s0_old = q_decode(q_codes(old0[QRAW_OF(j)], j), 0) * am0_old;
-        vf s0_new;
+        /* the states before this update, then after it */
+        vf st0 = q_decode(q_codes(old0[QRAW_OF(j)], j), 0) * am0_old, st1 = 0.0f;
 #if QSTATES == 2
-        const vf s1_old = q_decode(q_codes(old1[QRAW_OF(j)], j), 1) * am1_old;
-        vf s1_new;
+        st1 = q_decode(q_codes(old1[QRAW_OF(j)], j), 1) * am1_old;
 #endif
-
-#if OPT == OPT_SGD
-        if (wd != 0.0f)
-            gr += wd * pv;
-        s0_new = step == 1u ? gr : momentum * s0_old + (1.0f - dampening) * gr;
-#if NESTEROV
-        gr += momentum * s0_new;
-#else
-        gr = s0_new;
-#endif
-        pv -= lr * gr;
-#elif OPT == OPT_ADAM || OPT == OPT_ADAMW
-#if OPT == OPT_ADAM
-        if (wd != 0.0f)
-            gr += wd * pv;
-#else
-        pv *= decay;
-#endif
-        s0_new = s0_old + (1.0f - beta1) * (gr - s0_old);
-        s1_new = beta2 * s1_old + (1.0f - beta2) * gr * gr;
-        vf v = s1_new;
-#if AMSGRAD
-        const vf vmax_old = vload16(e, s2);
-        v = fmax(vmax_old, v);
-        vstore16(skip ? vmax_old : v, e, s2);
-#endif
-        pv -= step_size * (s0_new / (sqrt(v) / bc2_sqrt + eps));
-#elif OPT == OPT_LION
-        pv *= decay;
-        pv -= lr * sign(beta1 * s0_old + (1.0f - beta1) * gr);
-        s0_new = beta2 * s0_old + (1.0f - beta2) * gr;
-#endif
+        const vf pv = optim_step16(gr, p_old, &st0, &st1, s2, e, &h);
 
 #if MASTER_DTYPE == DT_BF16
-        vstore16(skip ? p_raw : float_to_bf16x16_sr(pv, random16(seed, 0x2c1b3c6du, e)), e,
+        vstore16(h.skip ? p_raw : float_to_bf16x16_sr(pv, random16(seed, 0x2c1b3c6du, e)), e,
                  (global ushort *)p);
 #else
-        vstore16(skip ? p_old : pv, e, (global float *)p);
+        vstore16(h.skip ? p_old : pv, e, (global float *)p);
 #endif
 #if COPY_DTYPE == DT_FP16
         vstore_half16_rte(pv, e, (global half *)copy);
 #elif COPY_DTYPE == DT_BF16
         vstore16(float_to_bf16x16_rne(pv), e, (global ushort *)copy);
 #endif
-        new0[j] = s0_new;
-        qmax_add(&max0, s0_new);
+        new0[j] = st0;
+        qmax_add(&max0, st0);
 #if QSTATES == 2
-        new1[j] = s1_new;
-        qmax_add(&max1, s1_new);
+        new1[j] = st1;
+        qmax_add(&max1, st1);
 #endif
     }
 
@@ -527,43 +425,20 @@ kernel void update_q(UPDATE_PARAMS)
 #endif
     for (int r = 0; r < QRAWS; r++) {
         const ulong e = blk * QSTEPS + (ulong)(r * (QSTEPS / QRAWS));
-        vi c = q_quantize(new0[r * (QSTEPS / QRAWS)], am0, 0, &bounds0,
-                          random16(seed, 0x68e31da4u, e));
-#if STATE_DTYPE == 5
-        c |= q_quantize(new0[2 * r + 1], am0, 0, &bounds0, random16(seed, 0x68e31da4u, e + 1))
-             << 4;
-#endif
-        vstore16(skip ? old0[r] : convert_uchar16(c), blk * QRAWS + (ulong)r, (global uchar *)s0);
+        const ulong at = blk * QRAWS + (ulong)r;
+        const uchar16 c0 = q_group(new0, r, am0, 0, &bounds0, seed, 0x68e31da4u, e);
+        vstore16(h.skip ? old0[r] : c0, at, (global uchar *)s0);
 #if QSTATES == 2
-        c = q_quantize(new1[r * (QSTEPS / QRAWS)], am1, 1, &bounds1,
-                       random16(seed, 0xb5297a4du, e));
-#if STATE_DTYPE == 5
-        c |= q_quantize(new1[2 * r + 1], am1, 1, &bounds1, random16(seed, 0xb5297a4du, e + 1))
-             << 4;
-#endif
-        vstore16(skip ? old1[r] : convert_uchar16(c), blk * QRAWS + (ulong)r, (global uchar *)s1);
+        const uchar16 c1 = q_group(new1, r, am1, 1, &bounds1, seed, 0xb5297a4du, e);
+        vstore16(h.skip ? old1[r] : c1, at, (global uchar *)s1);
 #endif
     }
-    s0_scale[blk] = skip ? am0_old : am0;
+    s0_scale[blk] = h.skip ? am0_old : am0;
 #if QSTATES == 2
-    s1_scale[blk] = skip ? am1_old : am1;
+    s1_scale[blk] = h.skip ? am1_old : am1;
 #endif
-    (void)g;
-    (void)w_last;
-    (void)acc_empty;
     (void)s1;
-    (void)s2;
     (void)s1_scale;
     (void)seed;
     (void)copy;
-    (void)momentum;
-    (void)dampening;
-    (void)clip_value;
-    (void)beta1;
-    (void)beta2;
-    (void)eps;
-    (void)step;
-    (void)step_size;
-    (void)bc2_sqrt;
-    (void)decay;
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """embed-cl.py - turns OpenCL C files into a C source file for the library.
 
-Usage: embed-cl.py a.cl b.cl ... [--prepend a gen.cl] --output clg_kernels.c
+Usage: embed-cl.py a.cl b.cl ... [--prepend a front.cl ...] --output clg_kernels.c
 
 Each file becomes a NULL-terminated array of string chunks, every chunk
 shorter than 4095 characters (the longest string literal C compilers must
@@ -9,11 +9,13 @@ accept), split on line boundaries; clg__kernel_source("a") returns the
 chunks of a.cl. The library then needs no file from the source tree at run
 time.
 
---prepend a gen.cl puts generated source in front of a.cl's, in the same
-chunks: clg_layout.cl (tools/gen-layout.py) goes in front of common.cl, so
-that every program sees it and the kernel cache key, a hash of the chunks,
-covers it. No embedded file may #define a macro gen.cl defines: a second
-definition would silently replace the generated one.
+--prepend a front.cl puts front.cl's source in front of a.cl's, in the same
+chunks, so that the kernel cache key, a hash of the chunks, covers it:
+the generated clg_layout.cl (tools/gen-layout.py) goes in front of
+common.cl, hence into every program; cl/optim.cl, the optimizer step, in
+front of update.cl and update_q.cl (one file may go in front of several).
+No embedded file may #define a macro a prepended file defines: a second
+definition would silently replace the first.
 """
 import argparse
 import os
@@ -88,11 +90,13 @@ def main():
     ap.add_argument("--output", required=True)
     args = ap.parse_args()
 
-    prepend, generated = {}, {}
+    prepend, in_front = {}, {}
     for name, path in args.prepend:
+        if name in prepend:
+            sys.exit("embed-cl.py: two files to prepend to %s" % name)
         prepend[name] = (path, read(path))
         for macro in DEFINE_RE.findall(prepend[name][1]):
-            generated[macro] = path
+            in_front[macro] = path
 
     entries = []
     seen = set()
@@ -107,9 +111,9 @@ def main():
         ident = "clg_src_" + re.sub(r"[^A-Za-z0-9_]", "_", name)
         text = read(path)
         for macro in DEFINE_RE.findall(text):
-            if macro in generated:
-                sys.exit("embed-cl.py: %s defines %s, which the generated %s already "
-                         "defines" % (path, macro, os.path.basename(generated[macro])))
+            if macro in in_front:
+                sys.exit("embed-cl.py: %s defines %s, which the prepended %s already "
+                         "defines" % (path, macro, os.path.basename(in_front[macro])))
         origin = "cl/%s.cl" % name
         if name in prepend:
             origin += ", after %s" % os.path.basename(prepend[name][0])

@@ -157,8 +157,15 @@ static void run_case(const ref_case *rc, uint64_t seed)
     assert_true(dl <= 2e-5);
     assert_true(eq <= 5e-5);
     assert_true(ek <= 5e-5);
-    if (!rc->symmetric) /* the keys still get the q->k direction's gradient */
-        assert_true(ref_rel_l2(gk, rk, n * d) < 1.0);
+    if (!rc->symmetric && n > 1) {
+        /* the keys still get the q->k direction's gradient: the reference's
+         * is not zero, so that ek above did not compare 0 with 0 (the
+         * device's and the reference's key gradients both dropped) */
+        double k2 = 0;
+        for (size_t i = 0; i < n * d; i++)
+            k2 += rk[i] * rk[i];
+        assert_true(k2 > 0);
+    }
 
     free(q), free(k), free(bq), free(bk), free(gq), free(gk), free(rq), free(rk);
     clg_contrastive_destroy(c);

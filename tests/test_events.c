@@ -1,7 +1,7 @@
 /* test_events.c - the optional clg_events of clg_step, clg_flush and the
  * host copies (work ordered across queues without clFinish), and what a
  * non-blocking clg_model_stats returns (one consistent snapshot, at most
- * one cycle behind). */
+ * one cycle behind, taken without waiting for the device's pending work). */
 #include "clgrad.h"
 #include "testutil.h"
 
@@ -12,6 +12,8 @@
 #include <string.h>
 #include <time.h>
 #include <math.h>
+#include <stdatomic.h>
+#include <threads.h>
 
 #include <cmocka.h>
 
@@ -256,6 +258,69 @@ static void test_nonblocking_stats(void **state)
     clg_model_destroy(m);
 }
 
+/* The gate of the queue, released by a thread after ms: a call that
+ * waits for the queue returns then instead of hanging the test. */
+typedef struct gate_timer {
+    cl_event gate;
+    long ms;
+    atomic_int released;
+} gate_timer;
+
+static int release_later(void *p)
+{
+    gate_timer *t = p;
+    sleep_ms(t->ms);
+    atomic_store(&t->released, 1);
+    clSetUserEventStatus(t->gate, CL_COMPLETE);
+    return 0;
+}
+
+/* A non-blocking snapshot does not wait for the device: with the second
+ * cycle's update held on the queue by a user event, it returns before the
+ * gate opens, with the first cycle's stats (one behind); once the queue has
+ * run, the read it started gives the second's without a blocking call. A
+ * blocking snapshot would return only when the thread opens the gate
+ * (2 s), with the current stats. */
+static void test_nonblocking_stats_while_device_busy(void **state)
+{
+    (void)state;
+    clg_model *m = sgd_model(1);
+    tu_upload_uniform_params(m, 9);
+    OK(clg_step(m, NULL, 1.0f, NULL, NULL));
+    clg_stats s = clg_stats_init();
+    OK(clg_model_stats(m, 1, &s));
+    check_snapshot(&s, 1, 1);
+
+    cl_int err;
+    gate_timer t = {clCreateUserEvent(clg_context_cl(tu_ctx), &err), 2000, 0};
+    assert_int_equal(err, CL_SUCCESS);
+    cl_event done = NULL;
+    OK(clg_step(m, NULL, 1.0f, NULL, &(clg_events){1, &t.gate, &done}));
+    thrd_t th;
+    assert_int_equal(thrd_create(&th, release_later, &t), thrd_success);
+    s = clg_stats_init();
+    clg_status st = clg_model_stats(m, 0, &s);
+    const int gate_was_open = atomic_load(&t.released);
+    const cl_int update_status = event_status(done);
+    assert_int_equal(thrd_join(th, NULL), thrd_success);
+    OK(st);
+    if (gate_was_open)
+        fail_msg("the non-blocking snapshot waited for the gated update");
+    assert_int_not_equal(update_status, CL_COMPLETE);
+    assert_int_equal(s.cycles_behind, 1);
+    check_snapshot(&s, 1, 2);
+
+    assert_int_equal(clWaitForEvents(1, &done), CL_SUCCESS);
+    OK(clg_model_sync(m)); /* the snapshot's read, queued behind the update */
+    s = clg_stats_init();
+    OK(clg_model_stats(m, 0, &s));
+    assert_int_equal(s.cycles_behind, 0);
+    check_snapshot(&s, 1, 2);
+    clReleaseEvent(done);
+    clReleaseEvent(t.gate);
+    clg_model_destroy(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -264,6 +329,7 @@ int main(void)
         cmocka_unit_test(test_event_without_work_and_flush),
         cmocka_unit_test(test_bad_events),
         cmocka_unit_test(test_nonblocking_stats),
+        cmocka_unit_test(test_nonblocking_stats_while_device_busy),
     };
     return cmocka_run_group_tests(tests, tu_group_setup, tu_group_teardown);
 }

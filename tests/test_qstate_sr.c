@@ -6,8 +6,9 @@
  *  - bf16 states: round to nearest even bit for bit on exact inputs, and
  *    within half a bf16 spacing of the reference over updates;
  *  - stochastic rounding of bf16 and Q8/Q4 states and of bf16 master
- *    weights: always one of the two neighbours, unbiased (the mean error
- *    over 2^16..2^20 elements within 5 standard deviations of 0), the same
+ *    weights: always one of the two neighbours, rounding up with the
+ *    probability of the dropped fraction (the double reference's), by
+ *    fraction bins and over all elements within binomial bounds, the same
  *    bits for the same seed and different bits for another;
  *  - bf16 master weights: uploaded with round to nearest even, and updates
  *    smaller than a bf16 spacing still move the params on average (what
@@ -158,6 +159,50 @@ static void test_bf16_states_nearest(void **state)
     clg_model_destroy(m);
 }
 
+/* Stochastic rounding rounds up with the probability f of the dropped
+ * fraction, f = (x - lo) / (hi - lo) in double between the neighbours lo and
+ * hi. The elements are binned by f; in each bin, and over all elements, the
+ * count of round-ups is a sum of independent Bernoulli(f_i) draws, so it
+ * must be within 5 of its standard deviations sqrt(sum f_i (1 - f_i)) of
+ * sum f_i, plus 1 for the device's own f (bf16: exactly the 16 dropped bits
+ * against 16 random bits; Q8/Q4: fp32 arithmetic against 24 random bits,
+ * off by about 1e-7 an element). A mean error of 0 alone would pass a fair
+ * coin that ignores f: with 2^16 / 8 elements a bin, the coin is off by
+ * hundreds of deviations in the lowest and the highest bin. */
+enum { SR_BINS = 8 };
+typedef struct sr_tally {
+    double n[SR_BINS + 1], ups[SR_BINS + 1], sum_f[SR_BINS + 1], var[SR_BINS + 1];
+} sr_tally; /* [SR_BINS]: all elements */
+
+static void sr_add(sr_tally *t, double f, int up)
+{
+    size_t bin = (size_t)(f * SR_BINS);
+    bin = bin < SR_BINS ? bin : SR_BINS - 1;
+    const size_t rows[2] = {bin, SR_BINS};
+    for (size_t r = 0; r < 2; r++) {
+        t->n[rows[r]] += 1;
+        t->ups[rows[r]] += up;
+        t->sum_f[rows[r]] += f;
+        t->var[rows[r]] += f * (1 - f);
+    }
+}
+
+static void sr_check(const sr_tally *t, const char *what)
+{
+    for (size_t b = 0; b <= SR_BINS; b++) {
+        if (t->n[b] == 0)
+            continue;
+        double off = t->ups[b] - t->sum_f[b], bound = 5 * sqrt(t->var[b]) + 1;
+        char bin[32] = "all";
+        if (b < SR_BINS)
+            snprintf(bin, sizeof bin, "[%g, %g)", (double)b / SR_BINS, (double)(b + 1) / SR_BINS);
+        if (!(fabs(off) <= bound))
+            fail_msg("%s stochastic rounding, fractions %s: %.0f of %.0f rounded up, expected "
+                     "%.1f +- %.1f",
+                     what, bin, t->ups[b], t->n[b], t->sum_f[b], bound);
+    }
+}
+
 /* Two models of seed s1 and s2 after one update of g: the state bits. */
 static void sr_states(clg_config c, uint64_t seed, const float *g, void *out0, float *absmax)
 {
@@ -186,21 +231,19 @@ static void test_bf16_states_stochastic(void **state)
     sr_states(c, 2, g, o, NULL);
     assert_memory_equal(a, b, N * 2);
     assert_memory_not_equal(a, o, N * 2);
-    /* the buffer is g itself: each bf16 is g truncated or one up, and the
-     * mean of (value - g) / spacing is 0 */
-    double sum = 0;
+    /* the buffer is g itself: each bf16 is g truncated or one up (in
+     * magnitude), up with the probability of the truncated fraction */
+    sr_tally t = {0};
     for (size_t i = 0; i < N; i++) {
         uint32_t u;
         memcpy(&u, &g[i], 4);
         uint16_t down = (uint16_t)(u >> 16);
         assert_true(a[i] == down || a[i] == (uint16_t)(down + 1));
-        double spacing = fabs((double)bf16_value((uint16_t)(down + 1)) - bf16_value(down));
-        sum += ((double)bf16_value(a[i]) - g[i]) / spacing * (g[i] < 0 ? -1 : 1);
+        double lo = fabs((double)bf16_value(down));
+        double spacing = fabs((double)bf16_value((uint16_t)(down + 1))) - lo;
+        sr_add(&t, (fabs((double)g[i]) - lo) / spacing, a[i] != down);
     }
-    /* each error is at most one spacing: standard deviation <= 0.5 */
-    double mean = sum / N, sigma = 0.5 / sqrt((double)N);
-    if (fabs(mean) > 5 * sigma)
-        fail_msg("bf16 stochastic rounding is biased: mean error %.3g spacings", mean);
+    sr_check(&t, "bf16");
     free(g);
     free(a);
     free(b);
@@ -235,8 +278,7 @@ static void q_stochastic(clg_dtype dtype)
     ref_qmap_from_floats(fmap, k, &map);
     unsigned *codes = tu_xmalloc(N * sizeof *codes);
     ref_unpack_codes(dtype, a, N, codes);
-    double sum = 0;
-    size_t between = 0;
+    sr_tally t = {0};
     for (size_t i = 0; i < N; i++) {
         assert_true(am[i / block] == 4.0f);
         double x = g[i] / 4.0;
@@ -245,15 +287,10 @@ static void q_stochastic(clg_dtype dtype)
         if (codes[i] != lo && codes[i] != hi)
             fail_msg("element %zu: x %.9g between codes %u and %u, stochastic code %u", i, x, lo,
                      hi, codes[i]);
-        if (lo != hi) {
-            between++;
-            sum += (map.v[codes[i]] - x) / (map.v[hi] - map.v[lo]);
-        }
+        if (lo != hi)
+            sr_add(&t, (x - map.v[lo]) / (map.v[hi] - map.v[lo]), codes[i] == hi);
     }
-    double mean = sum / (double)between, sigma = 0.5 / sqrt((double)between);
-    if (fabs(mean) > 5 * sigma)
-        fail_msg("%s stochastic rounding is biased: mean error %.3g spacings over %zu",
-                 dtype == CLG_Q8 ? "Q8" : "Q4", mean, between);
+    sr_check(&t, dtype == CLG_Q8 ? "Q8" : "Q4");
     free(g);
     free(a);
     free(b);

@@ -250,11 +250,21 @@ static void test_apply_and_restore(void **state)
     get("XgemmDirect", def, &nd);
 
     tuning t = device_tuning();
+    size_t differ = 0; /* else applying it and doing nothing look the same */
+    for (size_t i = 0; i < nd; i++)
+        differ += value_of(&t.kernel[0], def[i].name) != def[i].value;
+    if (differ == 0)
+        fail_msg("the test's XgemmDirect tuning is this device's default");
     assert_int_equal(tuning_apply(tu_ctx, &t, err, sizeof err), 0);
     get("XgemmDirect", now, &nn);
     assert_int_equal(nn, nd);
-    for (size_t i = 0; i < nn; i++) /* CLBlast now reports the tuning's values */
+    size_t changed = 0;
+    for (size_t i = 0; i < nn; i++) { /* CLBlast now reports the tuning's values */
+        assert_string_equal(now[i].name, def[i].name);
         assert_int_equal(now[i].value, value_of(&t.kernel[0], now[i].name));
+        changed += now[i].value != def[i].value;
+    }
+    assert_int_equal(changed, differ);
 
     assert_int_equal(tuning_restore_defaults(tu_ctx, err, sizeof err), 0);
     get("XgemmDirect", now, &nn);

@@ -31,22 +31,6 @@
 
 /* ------------------------------------------------------------ helpers */
 
-static cl_mem upload(const void *host, size_t bytes)
-{
-    cl_int err;
-    cl_mem m = clCreateBuffer(clg_context_cl(tu_ctx), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
-                              bytes, (void *)host, &err);
-    assert_int_equal(err, CL_SUCCESS);
-    return m;
-}
-
-static void download(cl_mem m, size_t offset_bytes, void *host, size_t bytes)
-{
-    assert_int_equal(clEnqueueReadBuffer(clg_context_queue(tu_ctx), m, CL_TRUE, offset_bytes,
-                                         bytes, host, 0, NULL, NULL),
-                     CL_SUCCESS);
-}
-
 static float bf16_round(float f)
 {
     uint32_t u;
@@ -60,23 +44,17 @@ static float bf16_round(float f)
 static clg_contrastive *make(size_t batch, size_t dim, clg_dtype dtype, float tau, int symmetric,
                              int normalize, size_t bank)
 {
-    clg_contrastive_config cfg = clg_contrastive_config_init();
-    cfg.batch = batch;
-    cfg.dim = dim;
-    cfg.dtype = dtype;
+    clg_contrastive_config cfg = tu_contrastive_config(batch, dim, bank, dtype);
     cfg.temperature = tau;
     cfg.symmetric = symmetric;
     cfg.normalize = normalize;
-    cfg.bank_size = bank;
-    clg_contrastive *c = NULL;
-    OK(clg_contrastive_create(tu_ctx, &cfg, &c));
-    return c;
+    return tu_contrastive_create(&cfg);
 }
 
 /* Fills rows [0, rows) of one side from host fp32 values. */
 static void fill_host(clg_contrastive *c, clg_side side, const float *x, size_t rows, size_t d)
 {
-    cl_mem m = upload(x, rows * d * sizeof *x);
+    cl_mem m = tu_buffer_from(x, rows * d * sizeof *x);
     OK(clg_contrastive_fill(c, side, 0, rows, m, 0, d, CLG_FP32, NULL));
     clReleaseMemObject(m);
 }
@@ -85,7 +63,7 @@ static void read_grad(clg_contrastive *c, clg_side side, float *out, size_t n)
 {
     clg_view v;
     OK(clg_contrastive_grad_view(c, side, &v));
-    download(v.mem, v.offset * 4, out, n * sizeof *out);
+    tu_buffer_read(v.mem, v.offset * 4, out, n * sizeof *out);
 }
 
 /* ------------------------------------------------------------ against the reference */
@@ -264,7 +242,7 @@ static void test_split_invariance(void **state)
             fill_host(c, CLG_SIDE_QUERY, q, n, d);
             fill_host(c, CLG_SIDE_KEY, k, n, d);
         } else if (way == 1) { /* micro-batches of 7, keys before queries */
-            cl_mem mq = upload(q, n * d * 4), mk = upload(k, n * d * 4);
+            cl_mem mq = tu_buffer_from(q, n * d * 4), mk = tu_buffer_from(k, n * d * 4);
             for (size_t r = 0; r < n; r += 7) {
                 size_t rows = n - r < 7 ? n - r : 7;
                 OK(clg_contrastive_fill(c, CLG_SIDE_KEY, r, rows, mk, r * d, d, CLG_FP32, NULL));
@@ -282,7 +260,7 @@ static void test_split_invariance(void **state)
                     wide[r * stride + j] = q[r * d + j];
                     wide[(n + r) * stride + j] = k[r * d + j];
                 }
-            cl_mem m = upload(wide, 2 * n * stride * 4);
+            cl_mem m = tu_buffer_from(wide, 2 * n * stride * 4);
             for (size_t r = n; r-- > 0;) {
                 OK(clg_contrastive_fill(c, CLG_SIDE_QUERY, r, 1, m, r * stride, stride, CLG_FP32,
                                         NULL));
@@ -329,13 +307,13 @@ static void test_fill_dtypes(void **state)
         b[i] = (uint16_t)(u >> 16);
         want_k[i] = f; /* exact in bf16 */
     }
-    cl_mem mh = upload(h, n * d * 2), mb = upload(b, n * d * 2);
+    cl_mem mh = tu_buffer_from(h, n * d * 2), mb = tu_buffer_from(b, n * d * 2);
     OK(clg_contrastive_fill(c, CLG_SIDE_QUERY, 0, n, mh, 0, d, CLG_FP16, NULL));
     OK(clg_contrastive_fill(c, CLG_SIDE_KEY, 0, n, mb, 0, d, CLG_BF16, NULL));
     float *got = tu_xmalloc(n * d * 4);
-    download(c->reps[CLG_SIDE_QUERY], 0, got, n * d * 4);
+    tu_buffer_read(c->reps[CLG_SIDE_QUERY], 0, got, n * d * 4);
     assert_memory_equal(got, want_q, n * d * 4);
-    download(c->reps[CLG_SIDE_KEY], 0, got, n * d * 4);
+    tu_buffer_read(c->reps[CLG_SIDE_KEY], 0, got, n * d * 4);
     assert_memory_equal(got, want_k, n * d * 4);
     clReleaseMemObject(mh), clReleaseMemObject(mb);
     free(h), free(b), free(want_q), free(want_k), free(got);
@@ -366,10 +344,10 @@ static void test_grad_slices(void **state)
         clg_dtype dtype = dt == 0 ? CLG_FP32 : dt == 1 ? CLG_FP16 : CLG_BF16;
         size_t es = dt == 0 ? 4 : 2;
         unsigned char *zero = calloc(total, es);
-        cl_mem m = upload(zero, total * es);
+        cl_mem m = tu_buffer_from(zero, total * es);
         OK(clg_contrastive_grad(c, CLG_SIDE_KEY, row, rows, scale, m, off, stride, dtype, NULL));
         unsigned char *got = tu_xmalloc(total * es);
-        download(m, 0, got, total * es);
+        tu_buffer_read(m, 0, got, total * es);
         for (size_t r = 0; r < rows; r++)
             for (size_t j = 0; j < stride; j++) {
                 size_t i = off + r * stride + j;

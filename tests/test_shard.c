@@ -70,15 +70,7 @@ static clg_config config(void)
 /* shards 0: the whole model. *bytes: the device bytes finalize took. */
 static clg_model *build(const clg_config *cfg, unsigned index, unsigned shards, uint64_t *bytes)
 {
-    clg_model *m;
-    OK(clg_model_create(tu_ctx, cfg, &m));
-    int g1, t;
-    OK(clg_model_add_group(m, "no_decay", 0.5f, 0.0f, &g1));
-    for (int i = 0; i < N_TENSORS; i++) {
-        char name[16];
-        snprintf(name, sizeof name, "t%d", i);
-        OK(clg_model_add_tensor(m, name, counts[i], in_group1[i] ? g1 : 0, &t));
-    }
+    clg_model *m = tu_grouped_model(cfg, N_TENSORS, counts, in_group1);
     if (shards)
         OK(clg_model_set_shard(m, index, shards));
     uint64_t before = clg_context_device_bytes(tu_ctx);

@@ -103,15 +103,10 @@ static void test_many_small_tensors(void **state)
     cfg.accum_steps = 2;
     twin tw;
     twin_init(&tw, tu_ctx, &cfg, &lay, 21);
-    float *g = tu_xmalloc(tw.n * sizeof(float));
     for (unsigned u = 0; u < 3; u++) {
-        for (unsigned m = 0; m < 2; m++) {
-            twin_gradient(&tw, u, m, g);
-            twin_micro(&tw, g, 1.0f);
-        }
+        twin_cycle(&tw, u, 2, 0.0f);
         twin_check(&tw, REF_RTOL, REF_ATOL, "many small tensors");
     }
-    free(g);
     twin_free(&tw);
 }
 
@@ -134,12 +129,8 @@ static void train_chunk_model(clg_context *c, float clip, float *out_params, flo
     cfg.clip_norm = clip;
     twin tw;
     twin_init(&tw, c, &cfg, &lay, 31);
-    float *g = tu_xmalloc(tw.n * sizeof(float));
     for (unsigned u = 0; u < 4; u++) {
-        for (unsigned m = 0; m < 3; m++) {
-            twin_gradient(&tw, u, m, g);
-            twin_micro(&tw, g, 1.0f + (float)m);
-        }
+        twin_cycle(&tw, u, 3, 1.0f);
         twin_check(&tw, REF_RTOL, REF_ATOL, "chunking model");
     }
     if (out_params) {
@@ -161,7 +152,6 @@ static void train_chunk_model(clg_context *c, float clip, float *out_params, flo
             mems[n++] = v.mem;
     }
     *n_mem = n;
-    free(g);
     twin_free(&tw);
 }
 

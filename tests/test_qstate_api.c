@@ -39,6 +39,13 @@ static clg_model *build(const clg_config *cfg)
     return tu_grouped_model(cfg, N_TENSORS, counts, groups);
 }
 
+static clg_model *finalized(const clg_config *cfg)
+{
+    clg_model *m = build(cfg);
+    OK(clg_model_finalize(m));
+    return m;
+}
+
 static clg_config qconfig(clg_optimizer opt, clg_dtype state, clg_dtype master)
 {
     clg_config c = clg_config_default(opt);
@@ -128,8 +135,7 @@ static void exact_memory(clg_config c, const char *what)
 {
     c.tensor_norms = 1;
     uint64_t before = clg_context_device_bytes(tu_ctx);
-    clg_model *m = build(&c);
-    OK(clg_model_finalize(m));
+    clg_model *m = finalized(&c);
     clg_memory_plan plan = clg_memory_plan_init();
     OK(clg_model_memory(m, &plan));
     uint64_t used = clg_context_device_bytes(tu_ctx) - before;
@@ -204,8 +210,7 @@ static void test_layout_and_launches(void **state)
 {
     (void)state;
     clg_config c = qconfig(CLG_ADAMW, CLG_Q8, CLG_FP32);
-    clg_model *m = build(&c);
-    OK(clg_model_finalize(m));
+    clg_model *m = finalized(&c);
     /* the quantized tensors (70001, 8192) in one chunk, the three below
      * state_min_size in another */
     assert_int_equal(m->n_chunks, 2);
@@ -237,8 +242,7 @@ static void test_layout_and_launches(void **state)
      * starts on 128 */
     c = qconfig(CLG_ADAMW, CLG_Q4, CLG_FP32);
     c.state_min_size = 0;
-    m = build(&c);
-    OK(clg_model_finalize(m));
+    m = finalized(&c);
     assert_int_equal(m->n_chunks, 1);
     for (int t = 0; t < N_TENSORS; t++)
         assert_int_equal(m->tensors[t].offset % CLG_Q4_BLOCK, 0);
@@ -247,8 +251,7 @@ static void test_layout_and_launches(void **state)
     /* no states to quantize (SGD without momentum): the plain layout */
     c = qconfig(CLG_SGD, CLG_Q8, CLG_FP32);
     c.momentum = 0.0f;
-    m = build(&c);
-    OK(clg_model_finalize(m));
+    m = finalized(&c);
     assert_int_equal(m->n_chunks, 1);
     clg_model_destroy(m);
 }
@@ -259,8 +262,7 @@ static void test_state_format_and_raw_download(void **state)
 {
     (void)state;
     clg_config c = qconfig(CLG_ADAMW, CLG_Q4, CLG_FP32);
-    clg_model *m = build(&c);
-    OK(clg_model_finalize(m));
+    clg_model *m = finalized(&c);
     size_t bytes, scales;
     clg_dtype fmt;
     OK(clg_model_state_format(m, 1, 0, &fmt, &bytes, &scales));
@@ -356,8 +358,7 @@ static void test_skipped_update_changes_nothing(void **state)
     (void)state;
     clg_config c = qconfig(CLG_ADAMW, CLG_Q8, CLG_FP32);
     c.nonfinite = CLG_NONFINITE_SKIP_UPDATE;
-    clg_model *m = build(&c);
-    OK(clg_model_finalize(m));
+    clg_model *m = finalized(&c);
     tu_upload_uniform_params(m, 5);
     clg_grads *g = NULL;
     OK(clg_grads_create(m, CLG_FP32, &g));
@@ -394,9 +395,7 @@ typedef struct ab_pair {
 
 static ab_pair ab_open(const clg_config *ca, const clg_config *cb, uint64_t seed)
 {
-    ab_pair p = {build(ca), build(cb), NULL, 0, NULL};
-    OK(clg_model_finalize(p.a));
-    OK(clg_model_finalize(p.b));
+    ab_pair p = {finalized(ca), finalized(cb), NULL, 0, NULL};
     tu_upload_uniform_params(p.a, seed);
     tu_upload_uniform_params(p.b, seed);
     OK(clg_grads_create(p.a, CLG_FP32, &p.g));

@@ -149,9 +149,8 @@ static void run_case(const ref_case *rc, uint64_t seed)
     clg_contrastive_destroy(c);
 }
 
-static void test_against_reference(void **state)
+static void test_against_reference(TU_STATE)
 {
-    (void)state;
     const ref_case cases[] = {
         /* one row: only the positive, loss 0 */
         {1, 3, 0, 0, 1, 1, CLG_FP32, 0.05f},
@@ -178,9 +177,8 @@ static void test_against_reference(void **state)
  * a native float width of 8 or more), both on every device through the
  * test build's hook: the same tolerances, at sizes that give every
  * gradient vector width (VO 8/4, 2 and 1 at d 130, 48 and 5). */
-static void test_other_vector_widths(void **state)
+static void test_other_vector_widths(TU_STATE)
 {
-    (void)state;
     const ref_case cases[] = {
         {257, 130, 96, 300, 1, 1, CLG_FP32, 0.07f},
         {300, 48, 128, 200, 1, 1, CLG_BF16, 0.05f},
@@ -203,9 +201,8 @@ static void test_other_vector_widths(void **state)
  * wrong results at 32 work-items from about 4096 columns on with the
  * widths the library no longer picks (VW 16, VO 1), hence the n 4096
  * case. */
-static void test_small_work_groups(void **state)
+static void test_small_work_groups(TU_STATE)
 {
-    (void)state;
     const ref_case at32[] = {
         {4096, 16, 512, 512, 1, 1, CLG_FP32, 0.05f},
         {257, 130, 96, 300, 1, 1, CLG_FP32, 0.07f},
@@ -228,9 +225,8 @@ static void test_small_work_groups(void **state)
 
 /* ------------------------------------------------------------ the split does not matter */
 
-static void test_split_invariance(void **state)
+static void test_split_invariance(TU_STATE)
 {
-    (void)state;
     const size_t n = 150, d = 40;
     float *q = tu_xmalloc(n * d * 4), *k = tu_xmalloc(n * d * 4);
     tu_fill_normal(q, n * d, 5, 1.0f);
@@ -289,9 +285,8 @@ static void test_split_invariance(void **state)
 }
 
 /* Fills from fp16 and bf16 sources: the cache holds what the source held. */
-static void test_fill_dtypes(void **state)
+static void test_fill_dtypes(TU_STATE)
 {
-    (void)state;
     const size_t n = 33, d = 9;
     clg_contrastive *c = make(n, d, CLG_FP32, 0.1f, 1, 1, 0);
     uint16_t *h = tu_xmalloc(n * d * 2), *b = tu_xmalloc(n * d * 2);
@@ -322,9 +317,8 @@ static void test_fill_dtypes(void **state)
 
 /* ------------------------------------------------------------ gradient slices */
 
-static void test_grad_slices(void **state)
+static void test_grad_slices(TU_STATE)
 {
-    (void)state;
     const size_t n = 64, d = 20;
     clg_contrastive *c = make(n, d, CLG_FP32, 0.05f, 1, 1, 0);
     float *q = tu_xmalloc(n * d * 4), *k = tu_xmalloc(n * d * 4);
@@ -401,9 +395,8 @@ static void check_plan_allocates(const clg_contrastive_config *cfg)
     assert_int_equal(clg_context_device_bytes(tu_ctx), before);
 }
 
-static void test_memory_plan(void **state)
+static void test_memory_plan(TU_STATE)
 {
-    (void)state;
     clg_contrastive_config cfg = clg_contrastive_config_init();
     cfg.batch = 1000;
     cfg.dim = 33;
@@ -447,9 +440,8 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static void test_sample_seed(void **state)
+static void test_sample_seed(TU_STATE)
 {
-    (void)state;
     /* from a Python implementation of the formula in clgrad.h */
     assert_true(clg_sample_seed(0, 0, 0) == 0x2dc6a26ce0511e15ull);
     assert_true(clg_sample_seed(42, 0, 0) == 0x592d9c726ba49a21ull);

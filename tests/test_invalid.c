@@ -53,9 +53,8 @@ static void bad_config(clg_config cfg, const char *needle, const char *what)
     assert_null(m);
 }
 
-static void test_bad_config(void **state)
+static void test_bad_config(TU_STATE)
 {
-    (void)state;
     clg_config base = clg_config_default(CLG_ADAM);
     clg_config c;
 
@@ -93,9 +92,8 @@ static void test_bad_config(void **state)
     clg_model_destroy(m);
 }
 
-static void test_null_handles(void **state)
+static void test_null_handles(TU_STATE)
 {
-    (void)state;
     clg_config cfg = clg_config_default(CLG_SGD);
     clg_model *m = NULL;
     expect(clg_model_create(NULL, &cfg, &m), CLG_ERR_INVALID_ARGUMENT, NULL, NULL,
@@ -130,9 +128,8 @@ static void test_null_handles(void **state)
 
 /* ---------------------------------------------------- building a model */
 
-static void test_build_phase(void **state)
+static void test_build_phase(TU_STATE)
 {
-    (void)state;
     clg_config cfg = clg_config_default(CLG_ADAMW);
     clg_model *m = NULL;
     assert_int_equal(clg_model_create(tu_ctx, &cfg, &m), CLG_SUCCESS);
@@ -175,9 +172,8 @@ static void test_build_phase(void **state)
 
 /* ---------------------------------------------------- a live model */
 
-static void test_bad_indices_and_steps(void **state)
+static void test_bad_indices_and_steps(TU_STATE)
 {
-    (void)state;
     clg_config cfg = clg_config_default(CLG_ADAM);
     cfg.accum_steps = 3;
     twin tw;
@@ -259,9 +255,8 @@ static unsigned k_zero_later(uint64_t t, void *user)
 
 /* A k schedule that returns 0 is an error at the step that asks for it,
  * naming the value, and the step changes nothing. */
-static void test_k_schedule_zero(void **state)
+static void test_k_schedule_zero(TU_STATE)
 {
-    (void)state;
     clg_config cfg = clg_config_default(CLG_SGD);
     cfg.k_schedule = k_zero_later;
     twin tw;
@@ -286,9 +281,8 @@ static void test_k_schedule_zero(void **state)
     twin_free(&tw);
 }
 
-static void test_lr_scale(void **state)
+static void test_lr_scale(TU_STATE)
 {
-    (void)state;
     float lr = 0;
     assert_int_equal(clg_lr_scale(CLG_LR_RULE_LINEAR, 0.1f, 32, 128, &lr), CLG_SUCCESS);
     assert_true(fabsf(lr - 0.4f) <= 1e-7f);

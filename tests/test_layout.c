@@ -18,9 +18,8 @@
 
 /* Views: right counts, disjoint ranges within a buffer, and the view's
  * bytes are the tensor's params; per-tensor upload/download round trip. */
-static void test_views(void **state)
+static void test_views(TU_STATE)
 {
-    (void)state;
     clg_config cfg = clg_config_default(CLG_ADAM);
     twin tw;
     twin_init(&tw, tu_ctx, &cfg, &twin_default_layout, 11);
@@ -84,9 +83,8 @@ static void test_views(void **state)
 
 /* 200 tiny tensors (1..7 elements) around one of 5003 elements, in two
  * groups, against the reference. */
-static void test_many_small_tensors(void **state)
+static void test_many_small_tensors(TU_STATE)
 {
-    (void)state;
     enum { NT = 201 };
     size_t counts[NT];
     int groups[NT];
@@ -155,9 +153,8 @@ static void train_chunk_model(clg_context *c, float clip, float *out_params, flo
     twin_free(&tw);
 }
 
-static void test_chunking(void **state)
+static void test_chunking(TU_STATE)
 {
-    (void)state;
     size_t total = 0;
     for (int t = 0; t < 8; t++)
         total += chunk_counts[t];
@@ -217,9 +214,8 @@ static void test_chunking(void **state)
 
 /* ---------------------------------------------------- budget */
 
-static void test_budget(void **state)
+static void test_budget(TU_STATE)
 {
-    (void)state;
     uint64_t used = clg_context_device_bytes(tu_ctx);
     /* below what is already allocated: refused, nothing changes */
     if (used > 0) {

@@ -24,9 +24,7 @@ static const twin_layout small_layout = {1, one_lr, one_wd, 3, small_counts, sma
 
 static clg_config sgd_lr1(unsigned k, clg_normalize norm, int fuse)
 {
-    clg_config cfg = clg_config_default(CLG_SGD);
-    cfg.lr = 1.0f;
-    cfg.accum_steps = k;
+    clg_config cfg = tu_config(CLG_SGD, 1.0f, k);
     cfg.normalize = norm;
     cfg.fuse_last_micro_step = fuse;
     return cfg;

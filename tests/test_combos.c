@@ -132,9 +132,7 @@ static void test_chunked_path_b(TU_STATE)
 /* Noise scale with a loss scale: the estimates are of unscaled gradients. */
 static void test_noise_with_loss_scale(TU_STATE)
 {
-    clg_config cfg = clg_config_default(CLG_SGD);
-    cfg.lr = 1e-3f;
-    cfg.accum_steps = 4;
+    clg_config cfg = tu_config(CLG_SGD, 1e-3f, 4);
     cfg.noise_scale = 1;
     cfg.noise_scale_ema = 0.8f;
     cfg.loss_scale = CLG_LOSS_SCALE_STATIC;
@@ -167,9 +165,7 @@ static void test_noise_with_loss_scale(TU_STATE)
 static void test_skip_micro_flush(TU_STATE)
 {
     for (int fuse = 0; fuse <= 1; fuse++) {
-        clg_config cfg = clg_config_default(CLG_ADAM);
-        cfg.lr = 1e-2f;
-        cfg.accum_steps = 4;
+        clg_config cfg = tu_config(CLG_ADAM, 1e-2f, 4);
         cfg.nonfinite = CLG_NONFINITE_SKIP_MICRO;
         cfg.fuse_last_micro_step = fuse;
         twin tw;

@@ -25,9 +25,7 @@ static const float LR = 0.125f;
  * rounding of it). */
 static clg_model *sgd_model(unsigned k)
 {
-    clg_config cfg = clg_config_default(CLG_SGD);
-    cfg.lr = LR;
-    cfg.accum_steps = k;
+    clg_config cfg = tu_config(CLG_SGD, LR, k);
     clg_model *m = NULL;
     OK(clg_model_create(tu_ctx, &cfg, &m));
     int t;

@@ -96,9 +96,7 @@ static void test_many_small_tensors(TU_STATE)
     static const float lr_mult[] = {1.0f, 2.0f};
     static const float wd[] = {-1.0f, 0.0f};
     const twin_layout lay = {2, lr_mult, wd, NT, counts, groups};
-    clg_config cfg = clg_config_default(CLG_ADAMW);
-    cfg.lr = 1e-2f;
-    cfg.accum_steps = 2;
+    clg_config cfg = tu_config(CLG_ADAMW, 1e-2f, 2);
     twin tw;
     twin_init(&tw, tu_ctx, &cfg, &lay, 21);
     for (unsigned u = 0; u < 3; u++) {

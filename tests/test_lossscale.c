@@ -47,9 +47,7 @@ static void scaled_cycle(twin *tw, unsigned k, uint64_t cycle, int poison, doubl
 
 static void test_dynamic_sequence(TU_STATE)
 {
-    clg_config cfg = clg_config_default(CLG_ADAMW);
-    cfg.lr = 1e-2f;
-    cfg.accum_steps = 2;
+    clg_config cfg = tu_config(CLG_ADAMW, 1e-2f, 2);
     cfg.loss_scale = CLG_LOSS_SCALE_DYNAMIC;
     cfg.loss_scale_init = 65536.0f;
     cfg.loss_scale_growth = 2.0f;

@@ -50,9 +50,7 @@ static int half_micro(twin *tw, clg_grads *hg, clg_dtype dt, const float *g, flo
 
 static void half_grads_case(clg_dtype dt, int fuse)
 {
-    clg_config cfg = clg_config_default(CLG_ADAMW);
-    cfg.lr = 1e-2f;
-    cfg.accum_steps = 3;
+    clg_config cfg = tu_config(CLG_ADAMW, 1e-2f, 3);
     cfg.fuse_last_micro_step = fuse;
     twin tw;
     twin_init(&tw, tu_ctx, &cfg, &twin_default_layout, 111);
@@ -89,9 +87,7 @@ static void test_bf16_grads(TU_STATE)
 static void test_fp16_overflow(TU_STATE)
 {
     for (int fuse = 0; fuse <= 1; fuse++) {
-        clg_config cfg = clg_config_default(CLG_SGD);
-        cfg.lr = 0.1f;
-        cfg.accum_steps = 2;
+        clg_config cfg = tu_config(CLG_SGD, 0.1f, 2);
         cfg.nonfinite = CLG_NONFINITE_SKIP_UPDATE;
         cfg.fuse_last_micro_step = fuse;
         twin tw;
@@ -154,9 +150,7 @@ static void assert_copy_matches(twin *tw, clg_dtype dt, const char *what)
 static void param_copy_case(clg_dtype dt)
 {
     const char *name = dt == CLG_FP16 ? "fp16 copy" : "bf16 copy";
-    clg_config cfg = clg_config_default(CLG_ADAM);
-    cfg.lr = 1e-2f;
-    cfg.accum_steps = 2;
+    clg_config cfg = tu_config(CLG_ADAM, 1e-2f, 2);
     cfg.param_copy_dtype = dt;
     twin tw;
     twin_init(&tw, tu_ctx, &cfg, &twin_default_layout, 113);
@@ -263,9 +257,7 @@ static void test_param_copy_bf16(TU_STATE)
 static void bf16_sr_case(int fuse)
 {
     enum { N = 4096, K = 64 };
-    clg_config cfg = clg_config_default(CLG_SGD);
-    cfg.lr = 1.0f;
-    cfg.accum_steps = K;
+    clg_config cfg = tu_config(CLG_SGD, 1.0f, K);
     cfg.acc_dtype = CLG_BF16;
     cfg.fuse_last_micro_step = fuse;
     cfg.seed = 12345;

@@ -28,9 +28,7 @@ static const double G_ELEM = 0.5;
 
 static void noise_case(int fuse, clg_optimizer opt)
 {
-    clg_config cfg = clg_config_default(opt);
-    cfg.lr = 1e-3f;
-    cfg.accum_steps = K;
+    clg_config cfg = tu_config(opt, 1e-3f, K);
     cfg.noise_scale = 1;
     cfg.noise_scale_ema = 0.9f;
     cfg.fuse_last_micro_step = fuse;

@@ -179,9 +179,7 @@ static void test_clip_boundary(TU_STATE)
 
 static void test_clip_value(TU_STATE)
 {
-    clg_config cfg = clg_config_default(CLG_ADAMW);
-    cfg.lr = 1e-2f;
-    cfg.accum_steps = 2;
+    clg_config cfg = tu_config(CLG_ADAMW, 1e-2f, 2);
     cfg.clip_value = 0.6f; /* |ĝ| is 0..1.5: clamps roughly half the elements */
     twin tw;
     twin_init(&tw, tu_ctx, &cfg, &twin_default_layout, 71);
@@ -252,9 +250,7 @@ static void poison(float *g, size_t n, float v, size_t at)
 
 static void skip_update_case(int path)
 {
-    clg_config cfg = clg_config_default(CLG_ADAM);
-    cfg.lr = 1e-2f;
-    cfg.accum_steps = 3;
+    clg_config cfg = tu_config(CLG_ADAM, 1e-2f, 3);
     cfg.nonfinite = CLG_NONFINITE_SKIP_UPDATE;
     cfg.fuse_last_micro_step = path == 2;
     twin tw;
@@ -332,9 +328,7 @@ static void test_skip_update_path_b(TU_STATE)
 
 static void test_skip_micro(TU_STATE)
 {
-    clg_config cfg = clg_config_default(CLG_ADAMW);
-    cfg.lr = 1e-2f;
-    cfg.accum_steps = 3;
+    clg_config cfg = tu_config(CLG_ADAMW, 1e-2f, 3);
     cfg.nonfinite = CLG_NONFINITE_SKIP_MICRO;
     cfg.fuse_last_micro_step = 0; /* path A only */
     twin tw;
@@ -371,9 +365,7 @@ static void test_skip_micro(TU_STATE)
 
 static void test_error_policy(TU_STATE)
 {
-    clg_config cfg = clg_config_default(CLG_SGD);
-    cfg.lr = 0.1f;
-    cfg.accum_steps = 2;
+    clg_config cfg = tu_config(CLG_SGD, 0.1f, 2);
     cfg.nonfinite = CLG_NONFINITE_ERROR;
     twin tw;
     twin_init(&tw, tu_ctx, &cfg, &twin_default_layout, 94);

@@ -24,9 +24,7 @@ static const float weights[K] = {1.0f, 0.25f, 3.0f, 1.5f};
 
 static void run_paths(clg_optimizer opt, float lr, int tight)
 {
-    clg_config cfg = clg_config_default(opt);
-    cfg.lr = lr;
-    cfg.accum_steps = K;
+    clg_config cfg = tu_config(opt, lr, K);
     twin tw[3]; /* A, B, C */
     const char *names[3] = {"path A", "path B", "path C"};
     for (int p = 0; p < 3; p++) {

@@ -146,6 +146,14 @@ void tu_fill_normal(float *x, size_t n, uint64_t seed, float stddev)
         x[i] = (float)(tu_rng_normal(&r) * stddev);
 }
 
+clg_config tu_config(clg_optimizer opt, float lr, unsigned accum_steps)
+{
+    clg_config c = clg_config_default(opt);
+    c.lr = lr;
+    c.accum_steps = accum_steps;
+    return c;
+}
+
 void tu_upload_uniform_params(clg_model *m, uint64_t seed)
 {
     size_t n = clg_model_param_count(m);

@@ -149,28 +149,40 @@ static void run_case(const ref_case *rc, uint64_t seed)
     clg_contrastive_destroy(c);
 }
 
+/* The cases, by what they exercise. */
+static const ref_case
+    /* one row: only the positive, loss 0 */
+    ONE_ROW = {1, 3, 0, 0, 1, 1, CLG_FP32, 0.05f},
+    /* partial tiles, d below one chunk, one direction */
+    PARTIAL_TILES = {37, 5, 0, 0, 0, 1, CLG_FP32, 0.1f},
+    /* one d slice of 128, a partly filled bank */
+    ONE_SLICE = {100, 128, 250, 170, 1, 1, CLG_FP32, 0.05f},
+    /* two slices (128 + 2) and chunks past d, a bank that wrapped */
+    TWO_SLICES = {257, 130, 96, 300, 1, 1, CLG_FP32, 0.07f},
+    /* dot products, one direction, bank */
+    DOT_BANK = {300, 24, 64, 64, 0, 0, CLG_FP32, 1.0f},
+    /* bf16 cache and bank */
+    BF16_BANK = {300, 48, 128, 200, 1, 1, CLG_BF16, 0.05f},
+    /* 32 row tiles x 32 column tiles */
+    TILES_32 = {1024, 64, 0, 0, 1, 1, CLG_FP32, 0.05f},
+    /* the same with dot products, one direction and a bank */
+    TILES_32_DOT = {1024, 64, 64, 64, 0, 0, CLG_FP32, 1.0f},
+    /* B = 4096: 128 x 128 tiles, plus 512 bank columns */
+    B_4096 = {4096, 16, 512, 512, 1, 1, CLG_FP32, 0.05f};
+
+/* Case i of n with seed seed0 + step * i. */
+static void run_cases(const ref_case *const *cases, size_t n, uint64_t seed0, uint64_t step)
+{
+    for (size_t i = 0; i < n; i++)
+        run_case(cases[i], seed0 + step * i);
+}
+#define RUN_CASES(list, seed0, step) run_cases(list, sizeof list / sizeof *list, seed0, step)
+
 static void test_against_reference(TU_STATE)
 {
-    const ref_case cases[] = {
-        /* one row: only the positive, loss 0 */
-        {1, 3, 0, 0, 1, 1, CLG_FP32, 0.05f},
-        /* partial tiles, d below one chunk, one direction */
-        {37, 5, 0, 0, 0, 1, CLG_FP32, 0.1f},
-        /* one d slice of 128, a partly filled bank */
-        {100, 128, 250, 170, 1, 1, CLG_FP32, 0.05f},
-        /* two slices (128 + 2) and chunks past d, a bank that wrapped */
-        {257, 130, 96, 300, 1, 1, CLG_FP32, 0.07f},
-        /* dot products, one direction, bank */
-        {300, 24, 64, 64, 0, 0, CLG_FP32, 1.0f},
-        /* bf16 cache and bank */
-        {300, 48, 128, 200, 1, 1, CLG_BF16, 0.05f},
-        /* 32 row tiles x 32 column tiles */
-        {1024, 64, 0, 0, 1, 1, CLG_FP32, 0.05f},
-        /* B = 4096: 128 x 128 tiles, plus 512 bank columns */
-        {4096, 16, 512, 512, 1, 1, CLG_FP32, 0.05f},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        run_case(&cases[i], 1000 + 17 * i);
+    const ref_case *const cases[] = {&ONE_ROW,  &PARTIAL_TILES, &ONE_SLICE, &TWO_SLICES,
+                                     &DOT_BANK, &BF16_BANK,     &TILES_32,  &B_4096};
+    RUN_CASES(cases, 1000, 17);
 }
 
 /* The vector widths the library picks (4, or 8 where the device reports
@@ -179,18 +191,12 @@ static void test_against_reference(TU_STATE)
  * gradient vector width (VO 8/4, 2 and 1 at d 130, 48 and 5). */
 static void test_other_vector_widths(TU_STATE)
 {
-    const ref_case cases[] = {
-        {257, 130, 96, 300, 1, 1, CLG_FP32, 0.07f},
-        {300, 48, 128, 200, 1, 1, CLG_BF16, 0.05f},
-        {37, 5, 0, 0, 0, 1, CLG_FP32, 0.1f},
-        {1024, 64, 64, 64, 0, 0, CLG_FP32, 1.0f},
-    };
+    const ref_case *const cases[] = {&TWO_SLICES, &BF16_BANK, &PARTIAL_TILES, &TILES_32_DOT};
     const size_t widths[] = {4, 8};
     for (size_t w = 0; w < 2; w++) {
         clg__con_test_vw = widths[w];
         print_message("VW %zu:\n", widths[w]);
-        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-            run_case(&cases[i], 2000 + 31 * i);
+        RUN_CASES(cases, 2000, 31);
     }
     clg__con_test_vw = 0;
 }
@@ -203,23 +209,14 @@ static void test_other_vector_widths(TU_STATE)
  * case. */
 static void test_small_work_groups(TU_STATE)
 {
-    const ref_case at32[] = {
-        {4096, 16, 512, 512, 1, 1, CLG_FP32, 0.05f},
-        {257, 130, 96, 300, 1, 1, CLG_FP32, 0.07f},
-        {1024, 64, 64, 64, 0, 0, CLG_FP32, 1.0f},
-    };
-    const ref_case at4[] = {
-        {37, 5, 0, 0, 0, 1, CLG_FP32, 0.1f},
-        {300, 48, 128, 200, 1, 1, CLG_BF16, 0.05f},
-    };
+    const ref_case *const at32[] = {&B_4096, &TWO_SLICES, &TILES_32_DOT};
+    const ref_case *const at4[] = {&PARTIAL_TILES, &BF16_BANK};
     clg__con_test_max_wg = 32;
     print_message("at most 32 work-items:\n");
-    for (size_t i = 0; i < sizeof at32 / sizeof at32[0]; i++)
-        run_case(&at32[i], 4000 + 13 * i);
+    RUN_CASES(at32, 4000, 13);
     clg__con_test_max_wg = 4;
     print_message("at most 4 work-items:\n");
-    for (size_t i = 0; i < sizeof at4 / sizeof at4[0]; i++)
-        run_case(&at4[i], 5000 + 13 * i);
+    RUN_CASES(at4, 5000, 13);
     clg__con_test_max_wg = 0;
 }
 

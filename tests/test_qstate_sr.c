@@ -41,6 +41,14 @@ static clg_model *one_tensor(const clg_config *c, size_t n)
     return m;
 }
 
+/* one_tensor with its fp32 gradients in *gr. */
+static clg_model *one_tensor_grads(const clg_config *c, size_t n, clg_grads **gr)
+{
+    clg_model *m = one_tensor(c, n);
+    OK(clg_grads_create(m, CLG_FP32, gr));
+    return m;
+}
+
 /* One micro-step of fp32 gradients g on path C. */
 static void step(clg_model *m, clg_grads *gr, const float *g, size_t n)
 {
@@ -69,9 +77,8 @@ static void decode_probe(clg_dtype dtype)
     c.lr = 1.0f;
     c.momentum = 1.0f;
     c.dampening = 1.0f;
-    clg_model *m = one_tensor(&c, N);
     clg_grads *gr = NULL;
-    OK(clg_grads_create(m, CLG_FP32, &gr));
+    clg_model *m = one_tensor_grads(&c, N, &gr);
     float map[256];
     size_t k = clg__qmap_fill(dtype, true, map);
     size_t block = clg__qblock(dtype);
@@ -129,9 +136,8 @@ static void test_bf16_states_nearest(TU_STATE)
 {
     clg_config c = clg_config_default(CLG_ADAMW);
     c.state_dtype = CLG_BF16;
-    clg_model *m = one_tensor(&c, N);
     clg_grads *gr = NULL;
-    OK(clg_grads_create(m, CLG_FP32, &gr));
+    clg_model *m = one_tensor_grads(&c, N, &gr);
     float *g = tu_xmalloc(N * sizeof *g);
     tu_fill_normal(g, N, 41, 1.0f);
     step(m, gr, g, N);
@@ -205,9 +211,8 @@ static void sr_check(const sr_tally *t, const char *what)
 static void sr_states(clg_config c, uint64_t seed, const float *g, void *out0, float *absmax)
 {
     c.seed = seed;
-    clg_model *m = one_tensor(&c, N);
     clg_grads *gr = NULL;
-    OK(clg_grads_create(m, CLG_FP32, &gr));
+    clg_model *m = one_tensor_grads(&c, N, &gr);
     step(m, gr, g, N);
     raw_state(m, 0, out0, absmax);
     clg_grads_destroy(gr);
@@ -334,8 +339,7 @@ static void test_bf16_master(TU_STATE)
     size_t moved[2] = {0, 0};
     uint16_t *bits[2];
     for (int run = 0; run < 2; run++) {
-        m = one_tensor(&c, N);
-        OK(clg_grads_create(m, CLG_FP32, &gr));
+        m = one_tensor_grads(&c, N, &gr);
         for (size_t i = 0; i < N; i++) {
             p[i] = 1.0f;
             g[i] = 1.0f;

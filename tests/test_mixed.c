@@ -48,14 +48,22 @@ static int half_micro(twin *tw, clg_grads *hg, clg_dtype dt, const float *g, flo
     return updated;
 }
 
+/* A twin of cfg on the default layout from seed, and gradients of dtype dt
+ * for its model. */
+static clg_grads *half_twin(twin *tw, const clg_config *cfg, uint64_t seed, clg_dtype dt)
+{
+    twin_init(tw, tu_ctx, cfg, &twin_default_layout, seed);
+    clg_grads *hg = NULL;
+    OK(clg_grads_create(tw->model, dt, &hg));
+    return hg;
+}
+
 static void half_grads_case(clg_dtype dt, int fuse)
 {
     clg_config cfg = tu_config(CLG_ADAMW, 1e-2f, 3);
     cfg.fuse_last_micro_step = fuse;
     twin tw;
-    twin_init(&tw, tu_ctx, &cfg, &twin_default_layout, 111);
-    clg_grads *hg = NULL;
-    OK(clg_grads_create(tw.model, dt, &hg));
+    clg_grads *hg = half_twin(&tw, &cfg, 111, dt);
     float *g = tu_xmalloc(tw.n * sizeof(float));
     for (unsigned c = 0; c < 3; c++) {
         for (unsigned m = 0; m < 3; m++) {
@@ -91,9 +99,7 @@ static void test_fp16_overflow(TU_STATE)
         cfg.nonfinite = CLG_NONFINITE_SKIP_UPDATE;
         cfg.fuse_last_micro_step = fuse;
         twin tw;
-        twin_init(&tw, tu_ctx, &cfg, &twin_default_layout, 112);
-        clg_grads *hg = NULL;
-        OK(clg_grads_create(tw.model, CLG_FP16, &hg));
+        clg_grads *hg = half_twin(&tw, &cfg, 112, CLG_FP16);
         float *g = tu_xmalloc(tw.n * sizeof(float));
         float *snap = twin_snapshot(&tw);
         for (unsigned m = 0; m < 2; m++) {

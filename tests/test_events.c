@@ -305,8 +305,8 @@ static void test_nonblocking_stats_while_device_busy(TU_STATE)
     assert_int_equal(thrd_create(&th, release_later, &t), thrd_success);
     s = clg_stats_init(); /* not stats_of: the thread is joined before anything fails */
     clg_status st = clg_model_stats(m, 0, &s);
+    const cl_int update_status = event_status(done); /* read while the gate held */
     const int gate_was_open = atomic_load(&t.released);
-    const cl_int update_status = event_status(done);
     assert_int_equal(thrd_join(th, NULL), thrd_success);
     OK(st);
     if (gate_was_open)

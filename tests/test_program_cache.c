@@ -277,26 +277,31 @@ static void test_cache_off(TU_STATE)
     }
 }
 
+/* The first build of CLG_TEST_DEFAULT is compiled and cached in dir
+ * (parent/sub), the second loaded from there. */
+static void expect_default_cache(const char *parent, const char *sub)
+{
+    char dir[4300];
+    assert_int_equal(load("-DCLG_TEST_DEFAULT=1", NULL, 0), 0);
+    snprintf(dir, sizeof dir, "%s/%s", parent, sub);
+    assert_int_equal(entries(dir, NULL, 0, NULL), 1);
+    assert_int_equal(load("-DCLG_TEST_DEFAULT=1", NULL, 0), 1);
+}
+
 static void test_default_locations(TU_STATE)
 {
-    char xdg[4200], home[4200], dir[4300];
+    char xdg[4200], home[4200];
     snprintf(xdg, sizeof xdg, "%s/xdg", tmp);
     snprintf(home, sizeof home, "%s/home", tmp);
     char *old_home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
     unsetenv("CLGRAD_CACHE_DIR");
 
     setenv("XDG_CACHE_HOME", xdg, 1);
-    assert_int_equal(load("-DCLG_TEST_DEFAULT=1", NULL, 0), 0);
-    snprintf(dir, sizeof dir, "%s/clgrad", xdg);
-    assert_int_equal(entries(dir, NULL, 0, NULL), 1);
-    assert_int_equal(load("-DCLG_TEST_DEFAULT=1", NULL, 0), 1);
+    expect_default_cache(xdg, "clgrad");
 
     unsetenv("XDG_CACHE_HOME");
     setenv("HOME", home, 1);
-    assert_int_equal(load("-DCLG_TEST_DEFAULT=1", NULL, 0), 0);
-    snprintf(dir, sizeof dir, "%s/.cache/clgrad", home);
-    assert_int_equal(entries(dir, NULL, 0, NULL), 1);
-    assert_int_equal(load("-DCLG_TEST_DEFAULT=1", NULL, 0), 1);
+    expect_default_cache(home, ".cache/clgrad");
 
     if (old_home) {
         setenv("HOME", old_home, 1);

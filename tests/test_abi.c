@@ -86,9 +86,8 @@ static void run_updates(clg_model *m, unsigned n)
 
 /* ------------------------------------------------------------ version */
 
-static void test_version(void **state)
+static void test_version(TU_STATE)
 {
-    (void)state;
     assert_string_equal(clg_version(), CLGRAD_VERSION_STRING);
     assert_int_equal(clg_version_number(), CLGRAD_VERSION_NUMBER);
     assert_int_equal(clg_version_number(), CLGRAD_VERSION_MAJOR * 10000 +
@@ -99,9 +98,8 @@ static void test_version(void **state)
 
 /* The names that flags, checkpoints and tables print, one per dtype; an
  * out-of-range value is "none", never NULL. */
-static void test_dtype_names(void **state)
+static void test_dtype_names(TU_STATE)
 {
-    (void)state;
     static const struct {
         clg_dtype dtype;
         const char *name;
@@ -114,9 +112,8 @@ static void test_dtype_names(void **state)
 
 /* ------------------------------------------------------------ clg_config */
 
-static void test_config_exact_size_at_page_end(void **state)
+static void test_config_exact_size_at_page_end(TU_STATE)
 {
-    (void)state;
     guarded g = guarded_alloc(sizeof(clg_config));
     clg_config *c = g.obj;
     OK(clg_config_init(c, CLG_ADAMW));
@@ -138,9 +135,8 @@ static void test_config_exact_size_at_page_end(void **state)
     guarded_free(&g);
 }
 
-static void test_config_defaults_match_header(void **state)
+static void test_config_defaults_match_header(TU_STATE)
 {
-    (void)state;
     /* the values the header documents, optimizer by optimizer */
     const struct {
         clg_optimizer opt;
@@ -174,9 +170,8 @@ static void test_config_defaults_match_header(void **state)
     assert_non_null(strstr(clg_last_error(tu_ctx), "struct_size"));
 }
 
-static void test_config_too_small_is_refused(void **state)
+static void test_config_too_small_is_refused(TU_STATE)
 {
-    (void)state;
     clg_config c = clg_config_default(CLG_SGD);
     c.struct_size = offsetof(clg_config, seed); /* cuts its last field */
     clg_model *m = NULL;
@@ -190,9 +185,8 @@ static void test_config_too_small_is_refused(void **state)
 }
 
 /* A consumer built against a newer header: its struct is longer. */
-static void test_config_from_newer_consumer(void **state)
+static void test_config_from_newer_consumer(TU_STATE)
 {
-    (void)state;
     const size_t extra = 24;
     size_t size = sizeof(clg_config) + extra;
     guarded g = guarded_alloc(size);
@@ -217,9 +211,8 @@ static void test_config_from_newer_consumer(void **state)
 
 /* ------------------------------------------------------------ clg_stats */
 
-static void test_stats_older_consumer(void **state)
+static void test_stats_older_consumer(TU_STATE)
 {
-    (void)state;
     clg_config cfg = clg_config_default(CLG_ADAMW);
     cfg.accum_steps = 2;
     cfg.clip_norm = 1.0f;
@@ -264,9 +257,8 @@ static void test_stats_older_consumer(void **state)
 
 /* ------------------------------------------------------------ clg_memory_plan */
 
-static void test_memory_plan_sizes(void **state)
+static void test_memory_plan_sizes(TU_STATE)
 {
-    (void)state;
     clg_config cfg = clg_config_default(CLG_SGD);
     size_t size = sizeof(clg_memory_plan) + 8;
     guarded g = guarded_alloc(size);
@@ -287,9 +279,8 @@ static void test_memory_plan_sizes(void **state)
 
 /* ------------------------------------------------------------ clg_device_info */
 
-static void test_device_list_stride(void **state)
+static void test_device_list_stride(TU_STATE)
 {
-    (void)state;
     clg_device_info *own = NULL;
     size_t n_own = 0;
     OK(clg_devices_list(&own, &n_own));

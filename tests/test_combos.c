@@ -108,9 +108,8 @@ static void test_combo(void **state)
 
 /* Chunked arenas (4 KiB buffers) on path B with clipping: the acc views
  * of different chunks and the norm across chunks. */
-static void test_chunked_path_b(void **state)
+static void test_chunked_path_b(TU_STATE)
 {
-    (void)state;
     setenv("CLGRAD_MAX_ALLOC", "4096", 1);
     clg_context *small = tu_context_or_skip();
     unsetenv("CLGRAD_MAX_ALLOC");
@@ -131,12 +130,9 @@ static void test_chunked_path_b(void **state)
 }
 
 /* Noise scale with a loss scale: the estimates are of unscaled gradients. */
-static void test_noise_with_loss_scale(void **state)
+static void test_noise_with_loss_scale(TU_STATE)
 {
-    (void)state;
-    clg_config cfg = clg_config_default(CLG_SGD);
-    cfg.lr = 1e-3f;
-    cfg.accum_steps = 4;
+    clg_config cfg = tu_config(CLG_SGD, 1e-3f, 4);
     cfg.noise_scale = 1;
     cfg.noise_scale_ema = 0.8f;
     cfg.loss_scale = CLG_LOSS_SCALE_STATIC;
@@ -166,13 +162,10 @@ static void test_noise_with_loss_scale(void **state)
 /* Skip-micro with a partial window: clg_flush after two finite and one
  * skipped micro-step of k = 4 divides by the two finite weights. Also
  * with the fused-path setting left on (the default). */
-static void test_skip_micro_flush(void **state)
+static void test_skip_micro_flush(TU_STATE)
 {
-    (void)state;
     for (int fuse = 0; fuse <= 1; fuse++) {
-        clg_config cfg = clg_config_default(CLG_ADAM);
-        cfg.lr = 1e-2f;
-        cfg.accum_steps = 4;
+        clg_config cfg = tu_config(CLG_ADAM, 1e-2f, 4);
         cfg.nonfinite = CLG_NONFINITE_SKIP_MICRO;
         cfg.fuse_last_micro_step = fuse;
         twin tw;

@@ -30,25 +30,10 @@
 
 #include <cmocka.h>
 
-static cl_mem upload(const void *host, size_t bytes)
-{
-    cl_int err;
-    cl_mem m = clCreateBuffer(clg_context_cl(tu_ctx), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
-                              bytes, (void *)host, &err);
-    assert_int_equal(err, CL_SUCCESS);
-    return m;
-}
-
 static clg_contrastive *make(size_t batch, size_t dim, size_t bank, clg_dtype dtype)
 {
-    clg_contrastive_config cfg = clg_contrastive_config_init();
-    cfg.batch = batch;
-    cfg.dim = dim;
-    cfg.bank_size = bank;
-    cfg.dtype = dtype;
-    clg_contrastive *c = NULL;
-    OK(clg_contrastive_create(tu_ctx, &cfg, &c));
-    return c;
+    clg_contrastive_config cfg = tu_contrastive_config(batch, dim, bank, dtype);
+    return tu_contrastive_create(&cfg);
 }
 
 /* The value of element e of row r of push `push` on side s: below 256
@@ -66,7 +51,7 @@ static void push_tagged(clg_contrastive *c, int push, size_t rows, size_t d)
         for (size_t r = 0; r < rows; r++)
             for (size_t e = 0; e < d; e++)
                 x[r * d + e] = tag(s, push, r, e);
-        cl_mem m = upload(x, rows * d * 4);
+        cl_mem m = tu_buffer_from(x, rows * d * 4);
         OK(clg_contrastive_fill(c, (clg_side)s, 0, rows, m, 0, d, CLG_FP32, NULL));
         clReleaseMemObject(m);
     }
@@ -117,9 +102,8 @@ static void fifo_case(clg_dtype dtype)
     clg_contrastive_destroy(c);
 }
 
-static void test_fifo_order_and_wrap(void **state)
+static void test_fifo_order_and_wrap(TU_STATE)
 {
-    (void)state;
     fifo_case(CLG_FP32);
     fifo_case(CLG_BF16);
 }
@@ -132,7 +116,7 @@ static void compute_random(clg_contrastive *c, size_t n, size_t d, uint64_t seed
     float *x = tu_xmalloc(n * d * 4);
     for (int s = 0; s < 2; s++) {
         tu_fill_normal(x, n * d, seed + (uint64_t)s, 1.0f);
-        cl_mem m = upload(x, n * d * 4);
+        cl_mem m = tu_buffer_from(x, n * d * 4);
         OK(clg_contrastive_fill(c, (clg_side)s, 0, n, m, 0, d, CLG_FP32, NULL));
         clReleaseMemObject(m);
     }
@@ -150,16 +134,15 @@ static void compute_random(clg_contrastive *c, size_t n, size_t d, uint64_t seed
                      CL_SUCCESS);
 }
 
-static void test_bank_is_constant(void **state)
+static void test_bank_is_constant(TU_STATE)
 {
-    (void)state;
     const size_t B = 40, d = 12, M = 64;
     clg_contrastive *c = make(B, d, M, CLG_FP32);
     for (int p = 0; p < 3; p++) {
         float *x = tu_xmalloc(B * d * 4);
         for (int s = 0; s < 2; s++) {
             tu_fill_normal(x, B * d, 500 + 2 * (uint64_t)p + (uint64_t)s, 1.0f);
-            cl_mem m = upload(x, B * d * 4);
+            cl_mem m = tu_buffer_from(x, B * d * 4);
             OK(clg_contrastive_fill(c, (clg_side)s, 0, B, m, 0, d, CLG_FP32, NULL));
             clReleaseMemObject(m);
         }
@@ -263,9 +246,8 @@ static void forge_tensor(const char *path, const char *key, const void *bytes, s
     free(f);
 }
 
-static void test_checkpoint_round_trip(void **state)
+static void test_checkpoint_round_trip(TU_STATE)
 {
-    (void)state;
     const size_t B = 8, d = 3, M = 10;
     clg_model *m = make_model(0);
     clg_contrastive *c = make(B, d, M, CLG_FP32);
@@ -351,9 +333,8 @@ static void test_checkpoint_round_trip(void **state)
     clg_model_destroy(m);
 }
 
-static void test_attach_rules(void **state)
+static void test_attach_rules(TU_STATE)
 {
-    (void)state;
     clg_model *m = make_model(1);
     clg_contrastive *c = make(4, 2, 6, CLG_BF16);
     /* bad names: NULL, empty, clgrad's prefix; keys of the model's own */

@@ -40,23 +40,15 @@ static cl_mem buffer(size_t bytes, uint64_t seed)
 {
     float *h = tu_xmalloc(bytes);
     tu_fill_normal(h, bytes / 4, seed, 1.0f);
-    cl_int err;
-    cl_mem m = clCreateBuffer(clg_context_cl(tu_ctx), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
-                              bytes, h, &err);
+    cl_mem m = tu_buffer_from(h, bytes);
     free(h);
-    assert_int_equal(err, CL_SUCCESS);
     return m;
 }
 
 static clg_contrastive *make(size_t bank)
 {
-    clg_contrastive_config cfg = clg_contrastive_config_init();
-    cfg.batch = B;
-    cfg.dim = D;
-    cfg.bank_size = bank;
-    clg_contrastive *x = NULL;
-    OK(clg_contrastive_create(tu_ctx, &cfg, &x));
-    return x;
+    clg_contrastive_config cfg = tu_contrastive_config(B, D, bank, CLG_FP32);
+    return tu_contrastive_create(&cfg);
 }
 
 static int setup(void **state)
@@ -346,9 +338,8 @@ static void check_unchanged(const snap *a, const snap *b)
     assert_memory_equal(a, b, sizeof *a);
 }
 
-static void test_error_walk(void **state)
+static void test_error_walk(TU_STATE)
 {
-    (void)state;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const error_case *e = &cases[i];
         snap before[3], after[3];

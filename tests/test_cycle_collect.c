@@ -68,15 +68,7 @@ static clg_config base_config(int stats)
 
 static clg_model *build(const clg_config *cfg)
 {
-    clg_model *m;
-    OK(clg_model_create(tu_ctx, cfg, &m));
-    int g1, t;
-    OK(clg_model_add_group(m, "no_decay", 0.5f, 0.0f, &g1));
-    for (int i = 0; i < N_TENSORS; i++) {
-        char name[16];
-        snprintf(name, sizeof name, "t%d", i);
-        OK(clg_model_add_tensor(m, name, counts[i], in_group1[i] ? g1 : 0, &t));
-    }
+    clg_model *m = tu_grouped_model(cfg, N_TENSORS, counts, in_group1);
     OK(clg_model_finalize(m));
     if (m->n_chunks < 3)
         fail_msg("CLGRAD_MAX_ALLOC=%s: %zu chunk(s), want >= 3", MAX_ALLOC, m->n_chunks);
@@ -110,20 +102,6 @@ static void gradient(float *g, size_t n, unsigned u, unsigned micro, int inf_cyc
         g[n / 2] = INFINITY;
 }
 
-static void acc_write(clg_model *m, const float *host)
-{
-    size_t off = 0;
-    for (int t = 0; t < N_TENSORS; t++) {
-        clg_view v;
-        OK(clg_model_acc_view(m, t, &v));
-        assert_int_equal(clEnqueueWriteBuffer(clg_context_queue(tu_ctx), v.mem, CL_TRUE,
-                                              v.offset * 4, v.count * 4, host + off, 0, NULL,
-                                              NULL),
-                         CL_SUCCESS);
-        off += v.count;
-    }
-}
-
 /* Path B as a backward would do it: w*g into the accumulator views, beta 0
  * on the first micro-step, added on the host after. */
 static void write_path_b(clg_model *m, const float *g, float w, float *scratch, size_t n)
@@ -136,7 +114,7 @@ static void write_path_b(clg_model *m, const float *g, float w, float *scratch, 
         for (size_t i = 0; i < n; i++)
             scratch[i] += w * g[i];
     }
-    acc_write(m, scratch);
+    tu_write_acc(m, scratch, 4);
 }
 
 typedef enum { BETWEEN_NOTHING, BETWEEN_DOUBLE } between;
@@ -169,7 +147,7 @@ static void micro(pair *p, int i, int collect, const float *g, float w, int path
         OK(clg_model_download_acc(m, CLG_ALL_TENSORS, scratch, p->n, NULL));
         for (size_t e = 0; e < p->n; e++)
             scratch[e] *= 2.0f;
-        acc_write(m, scratch);
+        tu_write_acc(m, scratch, 4);
         ws *= 2.0f;
     }
     OK(clg_finish_cycle(m, ws, NULL));
@@ -243,40 +221,35 @@ static double run_pair(const clg_config *cfg, int path_b, between what, int inf_
     return worst;
 }
 
-static void test_plain_path_a_bitwise(void **state)
+static void test_plain_path_a_bitwise(TU_STATE)
 {
-    (void)state;
     clg_config c = base_config(0); /* clg_step ends on path C */
     run_pair(&c, 0, BETWEEN_NOTHING, -1, 1);
 }
 
-static void test_plain_path_b_bitwise(void **state)
+static void test_plain_path_b_bitwise(TU_STATE)
 {
-    (void)state;
     clg_config c = base_config(0);
     run_pair(&c, 1, BETWEEN_NOTHING, -1, 1);
 }
 
-static void test_clip_dynamic_scale_path_a(void **state)
+static void test_clip_dynamic_scale_path_a(TU_STATE)
 {
-    (void)state;
     clg_config c = base_config(1);
     double e = run_pair(&c, 0, BETWEEN_NOTHING, 2, 0);
     print_message("path A, clip + dynamic loss scale: largest relative difference %.3g\n", e);
 }
 
-static void test_clip_dynamic_scale_path_b_bitwise(void **state)
+static void test_clip_dynamic_scale_path_b_bitwise(TU_STATE)
 {
-    (void)state;
     clg_config c = base_config(1);
     run_pair(&c, 1, BETWEEN_NOTHING, 2, 1);
 }
 
 /* Model 0 collects too here (the same path), so that the comparison is of
  * the doubling alone. */
-static void test_doubled_accumulator_same_mean_update(void **state)
+static void test_doubled_accumulator_same_mean_update(TU_STATE)
 {
-    (void)state;
     clg_config c = base_config(1);
     pair p;
     pair_init(&p, &c);
@@ -308,9 +281,8 @@ static void test_doubled_accumulator_same_mean_update(void **state)
     pair_free(&p);
 }
 
-static void test_pending_refuses_then_reset(void **state)
+static void test_pending_refuses_then_reset(TU_STATE)
 {
-    (void)state;
     clg_config c = base_config(0);
     c.accum_steps = 1;
     clg_model *m = build(&c);

@@ -173,9 +173,8 @@ static void run_variant(const bench_config *bc, char feed, uint64_t seed)
     cy.destroy(cy.self);
 }
 
-static void test_handrolled_variants(void **state)
+static void test_handrolled_variants(TU_STATE)
 {
-    (void)state;
     unsigned runs = 0;
     for (size_t i = 0; i < bench_config_count; i++) {
         const bench_config *bc = &bench_configs[i];

@@ -207,9 +207,8 @@ static void check(const char *what, const clg_config *cfg, shape s, int path_b)
     }
 }
 
-static void test_launches_plain(void **state)
+static void test_launches_plain(TU_STATE)
 {
-    (void)state;
     clg_config cfg = clg_config_default(CLG_ADAMW);
     cfg.accum_steps = K;
     check("adamw path C", &cfg, SHAPE_C, 0);
@@ -217,9 +216,8 @@ static void test_launches_plain(void **state)
     check("adamw path A", &cfg, SHAPE_A, 0);
 }
 
-static void test_launches_with_statistics(void **state)
+static void test_launches_with_statistics(TU_STATE)
 {
-    (void)state;
     clg_config cfg = clg_config_default(CLG_ADAM);
     cfg.accum_steps = K;
     cfg.clip_norm = 1.0f;
@@ -231,9 +229,8 @@ static void test_launches_with_statistics(void **state)
     check("adam clip + tensor norms, path A", &cfg, SHAPE_A_NORMS, 0);
 }
 
-static void test_launches_path_b(void **state)
+static void test_launches_path_b(TU_STATE)
 {
-    (void)state;
     clg_config cfg = clg_config_default(CLG_SGD);
     cfg.momentum = 0.9f;
     cfg.accum_steps = K;
@@ -242,9 +239,8 @@ static void test_launches_path_b(void **state)
     check("sgd clip path B", &cfg, SHAPE_B_STATS, 1);
 }
 
-static void test_launches_skip_micro_and_noise(void **state)
+static void test_launches_skip_micro_and_noise(TU_STATE)
 {
-    (void)state;
     clg_config cfg = clg_config_default(CLG_ADAMW);
     cfg.accum_steps = K;
     cfg.fuse_last_micro_step = 0;

@@ -18,9 +18,8 @@
 
 /* Views: right counts, disjoint ranges within a buffer, and the view's
  * bytes are the tensor's params; per-tensor upload/download round trip. */
-static void test_views(void **state)
+static void test_views(TU_STATE)
 {
-    (void)state;
     clg_config cfg = clg_config_default(CLG_ADAM);
     twin tw;
     twin_init(&tw, tu_ctx, &cfg, &twin_default_layout, 11);
@@ -84,9 +83,8 @@ static void test_views(void **state)
 
 /* 200 tiny tensors (1..7 elements) around one of 5003 elements, in two
  * groups, against the reference. */
-static void test_many_small_tensors(void **state)
+static void test_many_small_tensors(TU_STATE)
 {
-    (void)state;
     enum { NT = 201 };
     size_t counts[NT];
     int groups[NT];
@@ -98,20 +96,13 @@ static void test_many_small_tensors(void **state)
     static const float lr_mult[] = {1.0f, 2.0f};
     static const float wd[] = {-1.0f, 0.0f};
     const twin_layout lay = {2, lr_mult, wd, NT, counts, groups};
-    clg_config cfg = clg_config_default(CLG_ADAMW);
-    cfg.lr = 1e-2f;
-    cfg.accum_steps = 2;
+    clg_config cfg = tu_config(CLG_ADAMW, 1e-2f, 2);
     twin tw;
     twin_init(&tw, tu_ctx, &cfg, &lay, 21);
-    float *g = tu_xmalloc(tw.n * sizeof(float));
     for (unsigned u = 0; u < 3; u++) {
-        for (unsigned m = 0; m < 2; m++) {
-            twin_gradient(&tw, u, m, g);
-            twin_micro(&tw, g, 1.0f);
-        }
+        twin_cycle(&tw, u, 2, 0.0f);
         twin_check(&tw, REF_RTOL, REF_ATOL, "many small tensors");
     }
-    free(g);
     twin_free(&tw);
 }
 
@@ -134,12 +125,8 @@ static void train_chunk_model(clg_context *c, float clip, float *out_params, flo
     cfg.clip_norm = clip;
     twin tw;
     twin_init(&tw, c, &cfg, &lay, 31);
-    float *g = tu_xmalloc(tw.n * sizeof(float));
     for (unsigned u = 0; u < 4; u++) {
-        for (unsigned m = 0; m < 3; m++) {
-            twin_gradient(&tw, u, m, g);
-            twin_micro(&tw, g, 1.0f + (float)m);
-        }
+        twin_cycle(&tw, u, 3, 1.0f);
         twin_check(&tw, REF_RTOL, REF_ATOL, "chunking model");
     }
     if (out_params) {
@@ -161,13 +148,11 @@ static void train_chunk_model(clg_context *c, float clip, float *out_params, flo
             mems[n++] = v.mem;
     }
     *n_mem = n;
-    free(g);
     twin_free(&tw);
 }
 
-static void test_chunking(void **state)
+static void test_chunking(TU_STATE)
 {
-    (void)state;
     size_t total = 0;
     for (int t = 0; t < 8; t++)
         total += chunk_counts[t];
@@ -227,9 +212,8 @@ static void test_chunking(void **state)
 
 /* ---------------------------------------------------- budget */
 
-static void test_budget(void **state)
+static void test_budget(TU_STATE)
 {
-    (void)state;
     uint64_t used = clg_context_device_bytes(tu_ctx);
     /* below what is already allocated: refused, nothing changes */
     if (used > 0) {

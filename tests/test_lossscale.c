@@ -45,12 +45,9 @@ static void scaled_cycle(twin *tw, unsigned k, uint64_t cycle, int poison, doubl
     free(g);
 }
 
-static void test_dynamic_sequence(void **state)
+static void test_dynamic_sequence(TU_STATE)
 {
-    (void)state;
-    clg_config cfg = clg_config_default(CLG_ADAMW);
-    cfg.lr = 1e-2f;
-    cfg.accum_steps = 2;
+    clg_config cfg = tu_config(CLG_ADAMW, 1e-2f, 2);
     cfg.loss_scale = CLG_LOSS_SCALE_DYNAMIC;
     cfg.loss_scale_init = 65536.0f;
     cfg.loss_scale_growth = 2.0f;
@@ -127,9 +124,8 @@ static void test_dynamic_sequence(void **state)
 
 /* The clamps, checked directly on the GradScaler sequence the reference
  * produces (and the device followed above). */
-static void test_reference_sequence(void **state)
+static void test_reference_sequence(TU_STATE)
 {
-    (void)state;
     clg_config cfg = clg_config_default(CLG_ADAM);
     cfg.loss_scale_init = 65536.0f;
     cfg.loss_scale_growth = 2.0f;
@@ -152,9 +148,8 @@ static void test_reference_sequence(void **state)
     }
 }
 
-static void test_static_scale(void **state)
+static void test_static_scale(TU_STATE)
 {
-    (void)state;
     for (int sum = 0; sum <= 1; sum++) {
         clg_config cfg = clg_config_default(CLG_SGD);
         cfg.lr = sum ? 0.02f : 0.1f;
@@ -176,9 +171,8 @@ static void test_static_scale(void **state)
     }
 }
 
-static void test_no_scaling_reads_one(void **state)
+static void test_no_scaling_reads_one(TU_STATE)
 {
-    (void)state;
     clg_config cfg = clg_config_default(CLG_ADAM);
     twin tw;
     twin_init(&tw, tu_ctx, &cfg, &twin_default_layout, 103);

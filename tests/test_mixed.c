@@ -48,16 +48,22 @@ static int half_micro(twin *tw, clg_grads *hg, clg_dtype dt, const float *g, flo
     return updated;
 }
 
+/* A twin of cfg on the default layout from seed, and gradients of dtype dt
+ * for its model. */
+static clg_grads *half_twin(twin *tw, const clg_config *cfg, uint64_t seed, clg_dtype dt)
+{
+    twin_init(tw, tu_ctx, cfg, &twin_default_layout, seed);
+    clg_grads *hg = NULL;
+    OK(clg_grads_create(tw->model, dt, &hg));
+    return hg;
+}
+
 static void half_grads_case(clg_dtype dt, int fuse)
 {
-    clg_config cfg = clg_config_default(CLG_ADAMW);
-    cfg.lr = 1e-2f;
-    cfg.accum_steps = 3;
+    clg_config cfg = tu_config(CLG_ADAMW, 1e-2f, 3);
     cfg.fuse_last_micro_step = fuse;
     twin tw;
-    twin_init(&tw, tu_ctx, &cfg, &twin_default_layout, 111);
-    clg_grads *hg = NULL;
-    OK(clg_grads_create(tw.model, dt, &hg));
+    clg_grads *hg = half_twin(&tw, &cfg, 111, dt);
     float *g = tu_xmalloc(tw.n * sizeof(float));
     for (unsigned c = 0; c < 3; c++) {
         for (unsigned m = 0; m < 3; m++) {
@@ -72,35 +78,28 @@ static void half_grads_case(clg_dtype dt, int fuse)
     twin_free(&tw);
 }
 
-static void test_fp16_grads(void **state)
+static void test_fp16_grads(TU_STATE)
 {
-    (void)state;
     half_grads_case(CLG_FP16, 0);
     half_grads_case(CLG_FP16, 1);
 }
 
-static void test_bf16_grads(void **state)
+static void test_bf16_grads(TU_STATE)
 {
-    (void)state;
     half_grads_case(CLG_BF16, 0);
     half_grads_case(CLG_BF16, 1);
 }
 
 /* 65504 * 2 does not fit in fp16: the caller's conversion writes inf bits
  * (0x7c00), and the statistics pass flags it. */
-static void test_fp16_overflow(void **state)
+static void test_fp16_overflow(TU_STATE)
 {
-    (void)state;
     for (int fuse = 0; fuse <= 1; fuse++) {
-        clg_config cfg = clg_config_default(CLG_SGD);
-        cfg.lr = 0.1f;
-        cfg.accum_steps = 2;
+        clg_config cfg = tu_config(CLG_SGD, 0.1f, 2);
         cfg.nonfinite = CLG_NONFINITE_SKIP_UPDATE;
         cfg.fuse_last_micro_step = fuse;
         twin tw;
-        twin_init(&tw, tu_ctx, &cfg, &twin_default_layout, 112);
-        clg_grads *hg = NULL;
-        OK(clg_grads_create(tw.model, CLG_FP16, &hg));
+        clg_grads *hg = half_twin(&tw, &cfg, 112, CLG_FP16);
         float *g = tu_xmalloc(tw.n * sizeof(float));
         float *snap = twin_snapshot(&tw);
         for (unsigned m = 0; m < 2; m++) {
@@ -157,18 +156,12 @@ static void assert_copy_matches(twin *tw, clg_dtype dt, const char *what)
 static void param_copy_case(clg_dtype dt)
 {
     const char *name = dt == CLG_FP16 ? "fp16 copy" : "bf16 copy";
-    clg_config cfg = clg_config_default(CLG_ADAM);
-    cfg.lr = 1e-2f;
-    cfg.accum_steps = 2;
+    clg_config cfg = tu_config(CLG_ADAM, 1e-2f, 2);
     cfg.param_copy_dtype = dt;
     twin tw;
     twin_init(&tw, tu_ctx, &cfg, &twin_default_layout, 113);
-    float *g = tu_xmalloc(tw.n * sizeof(float));
     for (unsigned c = 0; c < 2; c++) {
-        for (unsigned m = 0; m < 2; m++) {
-            twin_gradient(&tw, c, m, g);
-            twin_micro(&tw, g, 1.0f);
-        }
+        twin_cycle(&tw, c, 2, 0.0f);
         twin_check(&tw, REF_RTOL, REF_ATOL, name);
         assert_copy_matches(&tw, dt, name);
     }
@@ -246,19 +239,16 @@ static void param_copy_case(clg_dtype dt)
     for (int i = 0; i < NS + 5; i++)
         assert_true(isnan(p0[i]) ? isnan(tw.ref.p[i]) : tw.ref.p[i] == (double)p0[i]);
     assert_copy_matches(&tw, dt, name);
-    free(g);
     twin_free(&tw);
 }
 
-static void test_param_copy_fp16(void **state)
+static void test_param_copy_fp16(TU_STATE)
 {
-    (void)state;
     param_copy_case(CLG_FP16);
 }
 
-static void test_param_copy_bf16(void **state)
+static void test_param_copy_bf16(TU_STATE)
 {
-    (void)state;
     param_copy_case(CLG_BF16);
 }
 
@@ -273,9 +263,7 @@ static void test_param_copy_bf16(void **state)
 static void bf16_sr_case(int fuse)
 {
     enum { N = 4096, K = 64 };
-    clg_config cfg = clg_config_default(CLG_SGD);
-    cfg.lr = 1.0f;
-    cfg.accum_steps = K;
+    clg_config cfg = tu_config(CLG_SGD, 1.0f, K);
     cfg.acc_dtype = CLG_BF16;
     cfg.fuse_last_micro_step = fuse;
     cfg.seed = 12345;
@@ -322,9 +310,8 @@ static void bf16_sr_case(int fuse)
     twin_free(&tw);
 }
 
-static void test_bf16_stochastic_rounding(void **state)
+static void test_bf16_stochastic_rounding(TU_STATE)
 {
-    (void)state;
     bf16_sr_case(0);
     bf16_sr_case(1);
 }
@@ -334,9 +321,8 @@ static void test_bf16_stochastic_rounding(void **state)
  * whatever its random bits; one 2^16 below may round either way; inf stays
  * inf and a NaN a quiet NaN. Read straight from the bf16 accumulator after
  * one micro-step of two (path A, nothing updated yet). */
-static void test_bf16_sr_edges(void **state)
+static void test_bf16_sr_edges(TU_STATE)
 {
-    (void)state;
     enum { N = 4096 };
     clg_config cfg = clg_config_default(CLG_SGD);
     cfg.accum_steps = 2;

@@ -28,9 +28,7 @@ static const double G_ELEM = 0.5;
 
 static void noise_case(int fuse, clg_optimizer opt)
 {
-    clg_config cfg = clg_config_default(opt);
-    cfg.lr = 1e-3f;
-    cfg.accum_steps = K;
+    clg_config cfg = tu_config(opt, 1e-3f, K);
     cfg.noise_scale = 1;
     cfg.noise_scale_ema = 0.9f;
     cfg.fuse_last_micro_step = fuse;
@@ -91,38 +89,31 @@ static void noise_case(int fuse, clg_optimizer opt)
     twin_free(&tw);
 }
 
-static void test_noise_path_c(void **state)
+static void test_noise_path_c(TU_STATE)
 {
-    (void)state;
     noise_case(1, CLG_ADAMW);
 }
 
-static void test_noise_path_a(void **state)
+static void test_noise_path_a(TU_STATE)
 {
-    (void)state;
     noise_case(0, CLG_SGD);
 }
 
 /* k = 1 has one batch size only: no estimate, the statistic stays NaN. */
-static void test_noise_needs_two_sizes(void **state)
+static void test_noise_needs_two_sizes(TU_STATE)
 {
-    (void)state;
     clg_config cfg = clg_config_default(CLG_SGD);
     cfg.accum_steps = 1;
     cfg.noise_scale = 1;
     cfg.noise_scale_ema = 0.9f;
     twin tw;
     twin_init(&tw, tu_ctx, &cfg, &twin_default_layout, 123);
-    float *g = tu_xmalloc(tw.n * sizeof(float));
-    for (unsigned u = 0; u < 3; u++) {
-        twin_gradient(&tw, u, 0, g);
-        twin_micro(&tw, g, 1.0f);
-    }
+    for (unsigned u = 0; u < 3; u++)
+        twin_cycle(&tw, u, 1, 0.0f);
     clg_stats s = twin_stats(&tw);
     assert_true(isnan(s.noise_scale));
     assert_int_equal(tw.ref.noise_count, 0);
     twin_check(&tw, REF_RTOL, REF_ATOL, "noise k=1");
-    free(g);
     twin_free(&tw);
 }
 

@@ -42,9 +42,8 @@ static void run_cycles(twin *tw, unsigned cycles, unsigned k, uint64_t first_cyc
 
 /* ---------------------------------------------------- clipping */
 
-static void test_clip_norm(void **state)
+static void test_clip_norm(TU_STATE)
 {
-    (void)state;
     for (int fuse = 0; fuse <= 1; fuse++) {
         clg_config cfg = clg_config_default(fuse ? CLG_ADAM : CLG_SGD);
         cfg.lr = fuse ? 1e-2f : 0.1f;
@@ -172,19 +171,15 @@ static void clip_boundary(float grad_value)
     print_message("clip boundary at norm %.9g: below, equal and above checked\n", norm);
 }
 
-static void test_clip_boundary(void **state)
+static void test_clip_boundary(TU_STATE)
 {
-    (void)state;
     clip_boundary(0.125f); /* norm about 1.7 */
     clip_boundary(4.0f);   /* norm about 55 */
 }
 
-static void test_clip_value(void **state)
+static void test_clip_value(TU_STATE)
 {
-    (void)state;
-    clg_config cfg = clg_config_default(CLG_ADAMW);
-    cfg.lr = 1e-2f;
-    cfg.accum_steps = 2;
+    clg_config cfg = tu_config(CLG_ADAMW, 1e-2f, 2);
     cfg.clip_value = 0.6f; /* |ĝ| is 0..1.5: clamps roughly half the elements */
     twin tw;
     twin_init(&tw, tu_ctx, &cfg, &twin_default_layout, 71);
@@ -210,9 +205,8 @@ static void test_clip_value(void **state)
 
 /* ---------------------------------------------------- determinism */
 
-static void test_norm_determinism(void **state)
+static void test_norm_determinism(TU_STATE)
 {
-    (void)state;
     clg_config cfg = clg_config_default(CLG_ADAM);
     cfg.accum_steps = 3;
     cfg.clip_norm = 1.0f;
@@ -256,9 +250,7 @@ static void poison(float *g, size_t n, float v, size_t at)
 
 static void skip_update_case(int path)
 {
-    clg_config cfg = clg_config_default(CLG_ADAM);
-    cfg.lr = 1e-2f;
-    cfg.accum_steps = 3;
+    clg_config cfg = tu_config(CLG_ADAM, 1e-2f, 3);
     cfg.nonfinite = CLG_NONFINITE_SKIP_UPDATE;
     cfg.fuse_last_micro_step = path == 2;
     twin tw;
@@ -298,17 +290,15 @@ static void skip_update_case(int path)
     twin_free(&tw);
 }
 
-static void test_skip_update(void **state)
+static void test_skip_update(TU_STATE)
 {
-    (void)state;
     skip_update_case(1); /* path A */
     skip_update_case(2); /* path C */
 }
 
 /* Path B: the caller's backward wrote an inf into the accumulator. */
-static void test_skip_update_path_b(void **state)
+static void test_skip_update_path_b(TU_STATE)
 {
-    (void)state;
     clg_config cfg = clg_config_default(CLG_SGD);
     cfg.momentum = 0.9f;
     cfg.accum_steps = 1;
@@ -336,12 +326,9 @@ static void test_skip_update_path_b(void **state)
     twin_free(&tw);
 }
 
-static void test_skip_micro(void **state)
+static void test_skip_micro(TU_STATE)
 {
-    (void)state;
-    clg_config cfg = clg_config_default(CLG_ADAMW);
-    cfg.lr = 1e-2f;
-    cfg.accum_steps = 3;
+    clg_config cfg = tu_config(CLG_ADAMW, 1e-2f, 3);
     cfg.nonfinite = CLG_NONFINITE_SKIP_MICRO;
     cfg.fuse_last_micro_step = 0; /* path A only */
     twin tw;
@@ -376,12 +363,9 @@ static void test_skip_micro(void **state)
     twin_free(&tw);
 }
 
-static void test_error_policy(void **state)
+static void test_error_policy(TU_STATE)
 {
-    (void)state;
-    clg_config cfg = clg_config_default(CLG_SGD);
-    cfg.lr = 0.1f;
-    cfg.accum_steps = 2;
+    clg_config cfg = tu_config(CLG_SGD, 0.1f, 2);
     cfg.nonfinite = CLG_NONFINITE_ERROR;
     twin tw;
     twin_init(&tw, tu_ctx, &cfg, &twin_default_layout, 94);

@@ -24,9 +24,7 @@ static const float weights[K] = {1.0f, 0.25f, 3.0f, 1.5f};
 
 static void run_paths(clg_optimizer opt, float lr, int tight)
 {
-    clg_config cfg = clg_config_default(opt);
-    cfg.lr = lr;
-    cfg.accum_steps = K;
+    clg_config cfg = tu_config(opt, lr, K);
     twin tw[3]; /* A, B, C */
     const char *names[3] = {"path A", "path B", "path C"};
     for (int p = 0; p < 3; p++) {
@@ -94,15 +92,13 @@ static void run_paths(clg_optimizer opt, float lr, int tight)
     free(g);
 }
 
-static void test_paths_sgd(void **state)
+static void test_paths_sgd(TU_STATE)
 {
-    (void)state;
     run_paths(CLG_SGD, 0.5f, 1);
 }
 
-static void test_paths_adamw(void **state)
+static void test_paths_adamw(TU_STATE)
 {
-    (void)state;
     /* AdamW divides by sqrt(v): the paths' rounding differences are
      * checked through the reference at PyTorch's fp32 tolerances */
     run_paths(CLG_ADAMW, 1e-2f, 0);
@@ -154,9 +150,8 @@ static double rel_l2(const float *got, const double *want, size_t n)
     return sqrt(num / den);
 }
 
-static void test_least_squares(void **state)
+static void test_least_squares(TU_STATE)
 {
-    (void)state;
     static lsq ls;
     lsq_make(&ls);
     static const float lr_mult[] = {1.0f};

@@ -228,9 +228,8 @@ static int load(const char *options, char *kernel_names, size_t cap)
     return cached;
 }
 
-static void test_second_load_comes_from_cache(void **state)
+static void test_second_load_comes_from_cache(TU_STATE)
 {
-    (void)state;
     char names1[4096], names2[4096], path[4200];
     int temps;
     assert_int_equal(load("-DCLG_TEST_CACHE=1", names1, sizeof names1), 0);
@@ -254,9 +253,8 @@ static void test_second_load_comes_from_cache(void **state)
     assert_int_equal(load("-DCLG_TEST_CACHE=2", NULL, 0), 1);
 }
 
-static void test_cache_off(void **state)
+static void test_cache_off(TU_STATE)
 {
-    (void)state;
     char xdg[4200], home[4200];
     snprintf(xdg, sizeof xdg, "%s/off-xdg", tmp);
     snprintf(home, sizeof home, "%s/off-home", tmp);
@@ -279,27 +277,31 @@ static void test_cache_off(void **state)
     }
 }
 
-static void test_default_locations(void **state)
+/* The first build of CLG_TEST_DEFAULT is compiled and cached in dir
+ * (parent/sub), the second loaded from there. */
+static void expect_default_cache(const char *parent, const char *sub)
 {
-    (void)state;
-    char xdg[4200], home[4200], dir[4300];
+    char dir[4300];
+    assert_int_equal(load("-DCLG_TEST_DEFAULT=1", NULL, 0), 0);
+    snprintf(dir, sizeof dir, "%s/%s", parent, sub);
+    assert_int_equal(entries(dir, NULL, 0, NULL), 1);
+    assert_int_equal(load("-DCLG_TEST_DEFAULT=1", NULL, 0), 1);
+}
+
+static void test_default_locations(TU_STATE)
+{
+    char xdg[4200], home[4200];
     snprintf(xdg, sizeof xdg, "%s/xdg", tmp);
     snprintf(home, sizeof home, "%s/home", tmp);
     char *old_home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
     unsetenv("CLGRAD_CACHE_DIR");
 
     setenv("XDG_CACHE_HOME", xdg, 1);
-    assert_int_equal(load("-DCLG_TEST_DEFAULT=1", NULL, 0), 0);
-    snprintf(dir, sizeof dir, "%s/clgrad", xdg);
-    assert_int_equal(entries(dir, NULL, 0, NULL), 1);
-    assert_int_equal(load("-DCLG_TEST_DEFAULT=1", NULL, 0), 1);
+    expect_default_cache(xdg, "clgrad");
 
     unsetenv("XDG_CACHE_HOME");
     setenv("HOME", home, 1);
-    assert_int_equal(load("-DCLG_TEST_DEFAULT=1", NULL, 0), 0);
-    snprintf(dir, sizeof dir, "%s/.cache/clgrad", home);
-    assert_int_equal(entries(dir, NULL, 0, NULL), 1);
-    assert_int_equal(load("-DCLG_TEST_DEFAULT=1", NULL, 0), 1);
+    expect_default_cache(home, ".cache/clgrad");
 
     if (old_home) {
         setenv("HOME", old_home, 1);
@@ -463,9 +465,8 @@ static void check_documented_digest(const unsigned char *e, size_t n)
         assert_int_equal(e[i], 0);
 }
 
-static void test_damaged_entries_fall_back_and_repair(void **state)
+static void test_damaged_entries_fall_back_and_repair(TU_STATE)
 {
-    (void)state;
     char dir[4200], path[4400], foreign_path[4400];
     snprintf(dir, sizeof dir, "%s/damage", tmp);
     setenv("CLGRAD_CACHE_DIR", dir, 1);
@@ -534,9 +535,8 @@ static void test_damaged_entries_fall_back_and_repair(void **state)
  * driver update that kept its version string, say) is rebuilt from source
  * and the entry rewritten; played by this program's clCreateProgramWithBinary
  * and clBuildProgram, so no real driver is handed a bad binary. */
-static void test_driver_refusal_falls_back(void **state)
+static void test_driver_refusal_falls_back(TU_STATE)
 {
-    (void)state;
     char dir[4200], path[4400];
     snprintf(dir, sizeof dir, "%s/refusal", tmp);
     setenv("CLGRAD_CACHE_DIR", dir, 1);
@@ -559,9 +559,8 @@ static void test_driver_refusal_falls_back(void **state)
     }
 }
 
-static void test_unusable_cache_dir_never_fails_a_build(void **state)
+static void test_unusable_cache_dir_never_fails_a_build(TU_STATE)
 {
-    (void)state;
     char file[4200], under_file[4300];
     snprintf(file, sizeof file, "%s/a-file", tmp);
     tu_write_file(file, "x", 1);
@@ -574,9 +573,8 @@ static void test_unusable_cache_dir_never_fails_a_build(void **state)
     }
 }
 
-static void test_build_failure_carries_log(void **state)
+static void test_build_failure_carries_log(TU_STATE)
 {
-    (void)state;
     clg_context *ctx = tu_context_or_skip();
     cl_program p = (cl_program)0x1;
     int cached = -1;

@@ -36,16 +36,13 @@ enum { N_TENSORS = 5 };
 
 static clg_model *build(const clg_config *cfg)
 {
-    clg_model *m = NULL;
-    OK(clg_model_create(tu_ctx, cfg, &m));
-    int g1, t;
-    OK(clg_model_add_group(m, "no_decay", 0.5f, 0.0f, &g1));
-    assert_int_equal(g1, 1);
-    for (int i = 0; i < N_TENSORS; i++) {
-        char name[16];
-        snprintf(name, sizeof name, "t%d", i);
-        OK(clg_model_add_tensor(m, name, counts[i], groups[i], &t));
-    }
+    return tu_grouped_model(cfg, N_TENSORS, counts, groups);
+}
+
+static clg_model *finalized(const clg_config *cfg)
+{
+    clg_model *m = build(cfg);
+    OK(clg_model_finalize(m));
     return m;
 }
 
@@ -61,9 +58,8 @@ static clg_config qconfig(clg_optimizer opt, clg_dtype state, clg_dtype master)
 
 /* ------------------------------------------------------------ config */
 
-static void test_defaults_and_old_callers(void **state)
+static void test_defaults_and_old_callers(TU_STATE)
 {
-    (void)state;
     clg_config c = clg_config_default(CLG_ADAMW);
     assert_int_equal(c.state_dtype, CLG_FP32);
     assert_int_equal(c.state_min_size, 4096);
@@ -100,9 +96,8 @@ static void refused(const clg_config *c, clg_status want, const char *a, const c
     assert_int_equal(clg_memory_estimate(c, 1000, &plan), want);
 }
 
-static void test_bad_values_and_unsupported(void **state)
+static void test_bad_values_and_unsupported(TU_STATE)
 {
-    (void)state;
     clg_config c = qconfig(CLG_ADAMW, CLG_FP16, CLG_FP32);
     refused(&c, CLG_ERR_INVALID_ARGUMENT, "state_dtype", NULL);
     c = qconfig(CLG_ADAMW, (clg_dtype)99, CLG_FP32);
@@ -138,8 +133,7 @@ static void exact_memory(clg_config c, const char *what)
 {
     c.tensor_norms = 1;
     uint64_t before = clg_context_device_bytes(tu_ctx);
-    clg_model *m = build(&c);
-    OK(clg_model_finalize(m));
+    clg_model *m = finalized(&c);
     clg_memory_plan plan = clg_memory_plan_init();
     OK(clg_model_memory(m, &plan));
     uint64_t used = clg_context_device_bytes(tu_ctx) - before;
@@ -180,9 +174,8 @@ static void exact_memory(clg_config c, const char *what)
     clg_model_destroy(m);
 }
 
-static void test_memory_is_what_was_allocated(void **state)
+static void test_memory_is_what_was_allocated(TU_STATE)
 {
-    (void)state;
     static const clg_dtype states[] = {CLG_FP32, CLG_BF16, CLG_Q8, CLG_Q4};
     static const clg_optimizer opts[] = {CLG_ADAMW, CLG_ADAM, CLG_SGD, CLG_LION};
     for (int s = 0; s < 4; s++)
@@ -210,12 +203,10 @@ static void test_memory_is_what_was_allocated(void **state)
 
 /* ------------------------------------------------------------ layout */
 
-static void test_layout_and_launches(void **state)
+static void test_layout_and_launches(TU_STATE)
 {
-    (void)state;
     clg_config c = qconfig(CLG_ADAMW, CLG_Q8, CLG_FP32);
-    clg_model *m = build(&c);
-    OK(clg_model_finalize(m));
+    clg_model *m = finalized(&c);
     /* the quantized tensors (70001, 8192) in one chunk, the three below
      * state_min_size in another */
     assert_int_equal(m->n_chunks, 2);
@@ -247,8 +238,7 @@ static void test_layout_and_launches(void **state)
      * starts on 128 */
     c = qconfig(CLG_ADAMW, CLG_Q4, CLG_FP32);
     c.state_min_size = 0;
-    m = build(&c);
-    OK(clg_model_finalize(m));
+    m = finalized(&c);
     assert_int_equal(m->n_chunks, 1);
     for (int t = 0; t < N_TENSORS; t++)
         assert_int_equal(m->tensors[t].offset % CLG_Q4_BLOCK, 0);
@@ -257,20 +247,17 @@ static void test_layout_and_launches(void **state)
     /* no states to quantize (SGD without momentum): the plain layout */
     c = qconfig(CLG_SGD, CLG_Q8, CLG_FP32);
     c.momentum = 0.0f;
-    m = build(&c);
-    OK(clg_model_finalize(m));
+    m = finalized(&c);
     assert_int_equal(m->n_chunks, 1);
     clg_model_destroy(m);
 }
 
 /* ------------------------------------------------------------ raw copies */
 
-static void test_state_format_and_raw_download(void **state)
+static void test_state_format_and_raw_download(TU_STATE)
 {
-    (void)state;
     clg_config c = qconfig(CLG_ADAMW, CLG_Q4, CLG_FP32);
-    clg_model *m = build(&c);
-    OK(clg_model_finalize(m));
+    clg_model *m = finalized(&c);
     size_t bytes, scales;
     clg_dtype fmt;
     OK(clg_model_state_format(m, 1, 0, &fmt, &bytes, &scales));
@@ -361,13 +348,11 @@ static void drop(snapshot *s)
     }
 }
 
-static void test_skipped_update_changes_nothing(void **state)
+static void test_skipped_update_changes_nothing(TU_STATE)
 {
-    (void)state;
     clg_config c = qconfig(CLG_ADAMW, CLG_Q8, CLG_FP32);
     c.nonfinite = CLG_NONFINITE_SKIP_UPDATE;
-    clg_model *m = build(&c);
-    OK(clg_model_finalize(m));
+    clg_model *m = finalized(&c);
     tu_upload_uniform_params(m, 5);
     clg_grads *g = NULL;
     OK(clg_grads_create(m, CLG_FP32, &g));
@@ -393,110 +378,90 @@ static void test_skipped_update_changes_nothing(void **state)
     clg_model_destroy(m);
 }
 
-/* Path A (external gradients) and path B (written into the accumulator)
- * hold the same accumulator, so they must update to the same bits. */
-static void test_paths_agree_bitwise(void **state)
+/* Models a and b of configs ca and cb, finalized, with the same params
+ * from seed; fp32 gradients of a and a host buffer of n floats. */
+typedef struct ab_pair {
+    clg_model *a, *b;
+    clg_grads *g;
+    size_t n;
+    float *host;
+} ab_pair;
+
+static ab_pair ab_open(const clg_config *ca, const clg_config *cb, uint64_t seed)
 {
-    (void)state;
-    clg_config c = qconfig(CLG_ADAMW, CLG_Q8, CLG_FP32);
-    c.accum_steps = 1;
-    c.fuse_last_micro_step = 0;
-    clg_model *a = build(&c), *b = build(&c);
-    OK(clg_model_finalize(a));
-    OK(clg_model_finalize(b));
-    tu_upload_uniform_params(a, 9);
-    tu_upload_uniform_params(b, 9);
-    clg_grads *g = NULL;
-    OK(clg_grads_create(a, CLG_FP32, &g));
-    size_t n = (size_t)clg_model_param_count(a);
-    float *host = tu_xmalloc(n * sizeof *host);
-    for (int u = 0; u < 3; u++) {
-        tu_fill_normal(host, n, 100 + (uint64_t)u, 0.1f);
-        OK(clg_grads_upload(g, CLG_ALL_TENSORS, host, n, NULL));
-        OK(clg_step(a, g, 1.0f, NULL, NULL));
-        size_t off = 0;
-        for (int t = 0; t < N_TENSORS; t++) {
-            clg_view v;
-            OK(clg_model_acc_view(b, t, &v));
-            assert_int_equal(clEnqueueWriteBuffer(clg_context_queue(tu_ctx), v.mem, CL_TRUE,
-                                                  v.offset * 4, v.count * 4, host + off, 0, NULL,
-                                                  NULL),
-                             CL_SUCCESS);
-            off += counts[t];
-        }
-        OK(clg_step(b, NULL, 1.0f, NULL, NULL));
-    }
+    ab_pair p = {finalized(ca), finalized(cb), NULL, 0, NULL};
+    tu_upload_uniform_params(p.a, seed);
+    tu_upload_uniform_params(p.b, seed);
+    OK(clg_grads_create(p.a, CLG_FP32, &p.g));
+    p.n = (size_t)clg_model_param_count(p.a);
+    p.host = tu_xmalloc(p.n * sizeof *p.host);
+    return p;
+}
+
+/* Every tensor of a and b bitwise the same (params, codes, absmax); frees. */
+static void ab_close_same(ab_pair *p, const char *what)
+{
     for (int t = 0; t < N_TENSORS; t++) {
-        snapshot sa = take(a, t), sb = take(b, t);
+        snapshot sa = take(p->a, t), sb = take(p->b, t);
         if (!same(&sa, &sb, t))
-            fail_msg("tensor %d: paths A and B differ", t);
+            fail_msg("tensor %d: %s", t, what);
         drop(&sa);
         drop(&sb);
     }
-    free(host);
-    clg_grads_destroy(g);
-    clg_model_destroy(a);
-    clg_model_destroy(b);
+    free(p->host);
+    clg_grads_destroy(p->g);
+    clg_model_destroy(p->a);
+    clg_model_destroy(p->b);
+}
+
+/* Path A (external gradients) and path B (written into the accumulator)
+ * hold the same accumulator, so they must update to the same bits. */
+static void test_paths_agree_bitwise(TU_STATE)
+{
+    clg_config c = qconfig(CLG_ADAMW, CLG_Q8, CLG_FP32);
+    c.accum_steps = 1;
+    c.fuse_last_micro_step = 0;
+    ab_pair p = ab_open(&c, &c, 9);
+    for (int u = 0; u < 3; u++) {
+        tu_fill_normal(p.host, p.n, 100 + (uint64_t)u, 0.1f);
+        OK(clg_grads_upload(p.g, CLG_ALL_TENSORS, p.host, p.n, NULL));
+        OK(clg_step(p.a, p.g, 1.0f, NULL, NULL));
+        tu_write_acc(p.b, p.host, 4);
+        OK(clg_step(p.b, NULL, 1.0f, NULL, NULL));
+    }
+    ab_close_same(&p, "paths A and B differ");
 }
 
 /* Path B with a bf16 accumulator: the caller writes bf16 bits, and the
  * update reads them as the fp32 values they are (the smallest state: no
  * gradient buffer). Against path A with fp32 gradients of those values. */
-static void test_path_b_bf16_accumulator(void **state)
+static void test_path_b_bf16_accumulator(TU_STATE)
 {
-    (void)state;
     clg_config ca = qconfig(CLG_ADAMW, CLG_Q8, CLG_FP32);
     ca.fuse_last_micro_step = 0;
     clg_config cb = ca;
     cb.acc_dtype = CLG_BF16;
-    clg_model *a = build(&ca), *b = build(&cb);
-    OK(clg_model_finalize(a));
-    OK(clg_model_finalize(b));
-    tu_upload_uniform_params(a, 13);
-    tu_upload_uniform_params(b, 13);
-    clg_grads *g = NULL;
-    OK(clg_grads_create(a, CLG_FP32, &g));
-    size_t n = (size_t)clg_model_param_count(a);
-    float *host = tu_xmalloc(n * sizeof *host);
-    uint16_t *bits = tu_xmalloc(n * sizeof *bits);
+    ab_pair p = ab_open(&ca, &cb, 13);
+    uint16_t *bits = tu_xmalloc(p.n * sizeof *bits);
     for (int u = 0; u < 2; u++) {
-        tu_fill_normal(host, n, 200 + (uint64_t)u, 0.1f);
-        for (size_t i = 0; i < n; i++) {
+        tu_fill_normal(p.host, p.n, 200 + (uint64_t)u, 0.1f);
+        for (size_t i = 0; i < p.n; i++) {
             uint32_t x;
-            memcpy(&x, &host[i], 4);
+            memcpy(&x, &p.host[i], 4);
             bits[i] = (uint16_t)(x >> 16); /* truncated: any bf16 will do */
             x = (uint32_t)bits[i] << 16;
-            memcpy(&host[i], &x, 4);
+            memcpy(&p.host[i], &x, 4);
         }
-        OK(clg_grads_upload(g, CLG_ALL_TENSORS, host, n, NULL));
-        OK(clg_step(a, g, 1.0f, NULL, NULL));
-        assert_true(clg_accum_beta(b) == 0.0f);
-        size_t off = 0;
-        for (int t = 0; t < N_TENSORS; t++) {
-            clg_view v;
-            OK(clg_model_acc_view(b, t, &v));
-            assert_int_equal(clEnqueueWriteBuffer(clg_context_queue(tu_ctx), v.mem, CL_TRUE,
-                                                  v.offset * 2, v.count * 2, bits + off, 0, NULL,
-                                                  NULL),
-                             CL_SUCCESS);
-            off += counts[t];
-        }
+        OK(clg_grads_upload(p.g, CLG_ALL_TENSORS, p.host, p.n, NULL));
+        OK(clg_step(p.a, p.g, 1.0f, NULL, NULL));
+        assert_true(clg_accum_beta(p.b) == 0.0f);
+        tu_write_acc(p.b, bits, 2);
         int updated = 0;
-        OK(clg_step(b, NULL, 1.0f, &updated, NULL));
+        OK(clg_step(p.b, NULL, 1.0f, &updated, NULL));
         assert_int_equal(updated, 1);
     }
-    for (int t = 0; t < N_TENSORS; t++) {
-        snapshot sa = take(a, t), sb = take(b, t);
-        if (!same(&sa, &sb, t))
-            fail_msg("tensor %d: path B with a bf16 accumulator differs from path A", t);
-        drop(&sa);
-        drop(&sb);
-    }
-    free(host);
     free(bits);
-    clg_grads_destroy(g);
-    clg_model_destroy(a);
-    clg_model_destroy(b);
+    ab_close_same(&p, "path B with a bf16 accumulator differs from path A");
 }
 
 int main(void)

@@ -6,8 +6,9 @@
  *  - bf16 states: round to nearest even bit for bit on exact inputs, and
  *    within half a bf16 spacing of the reference over updates;
  *  - stochastic rounding of bf16 and Q8/Q4 states and of bf16 master
- *    weights: always one of the two neighbours, unbiased (the mean error
- *    over 2^16..2^20 elements within 5 standard deviations of 0), the same
+ *    weights: always one of the two neighbours, rounding up with the
+ *    probability of the dropped fraction (the double reference's), by
+ *    fraction bins and over all elements within binomial bounds, the same
  *    bits for the same seed and different bits for another;
  *  - bf16 master weights: uploaded with round to nearest even, and updates
  *    smaller than a bf16 spacing still move the params on average (what
@@ -40,6 +41,14 @@ static clg_model *one_tensor(const clg_config *c, size_t n)
     return m;
 }
 
+/* one_tensor with its fp32 gradients in *gr. */
+static clg_model *one_tensor_grads(const clg_config *c, size_t n, clg_grads **gr)
+{
+    clg_model *m = one_tensor(c, n);
+    OK(clg_grads_create(m, CLG_FP32, gr));
+    return m;
+}
+
 /* One micro-step of fp32 gradients g on path C. */
 static void step(clg_model *m, clg_grads *gr, const float *g, size_t n)
 {
@@ -68,9 +77,8 @@ static void decode_probe(clg_dtype dtype)
     c.lr = 1.0f;
     c.momentum = 1.0f;
     c.dampening = 1.0f;
-    clg_model *m = one_tensor(&c, N);
     clg_grads *gr = NULL;
-    OK(clg_grads_create(m, CLG_FP32, &gr));
+    clg_model *m = one_tensor_grads(&c, N, &gr);
     float map[256];
     size_t k = clg__qmap_fill(dtype, true, map);
     size_t block = clg__qblock(dtype);
@@ -116,23 +124,20 @@ static void decode_probe(clg_dtype dtype)
     clg_model_destroy(m);
 }
 
-static void test_device_decodes_the_host_table(void **state)
+static void test_device_decodes_the_host_table(TU_STATE)
 {
-    (void)state;
     decode_probe(CLG_Q8);
     decode_probe(CLG_Q4);
 }
 
 /* ------------------------------------------------------------ bf16 states */
 
-static void test_bf16_states_nearest(void **state)
+static void test_bf16_states_nearest(TU_STATE)
 {
-    (void)state;
     clg_config c = clg_config_default(CLG_ADAMW);
     c.state_dtype = CLG_BF16;
-    clg_model *m = one_tensor(&c, N);
     clg_grads *gr = NULL;
-    OK(clg_grads_create(m, CLG_FP32, &gr));
+    clg_model *m = one_tensor_grads(&c, N, &gr);
     float *g = tu_xmalloc(N * sizeof *g);
     tu_fill_normal(g, N, 41, 1.0f);
     step(m, gr, g, N);
@@ -158,22 +163,64 @@ static void test_bf16_states_nearest(void **state)
     clg_model_destroy(m);
 }
 
+/* Stochastic rounding rounds up with the probability f of the dropped
+ * fraction, f = (x - lo) / (hi - lo) in double between the neighbours lo and
+ * hi. The elements are binned by f; in each bin, and over all elements, the
+ * count of round-ups is a sum of independent Bernoulli(f_i) draws, so it
+ * must be within 5 of its standard deviations sqrt(sum f_i (1 - f_i)) of
+ * sum f_i, plus 1 for the device's own f (bf16: exactly the 16 dropped bits
+ * against 16 random bits; Q8/Q4: fp32 arithmetic against 24 random bits,
+ * off by about 1e-7 an element). A mean error of 0 alone would pass a fair
+ * coin that ignores f: with 2^16 / 8 elements a bin, the coin is off by
+ * hundreds of deviations in the lowest and the highest bin. */
+enum { SR_BINS = 8 };
+typedef struct sr_tally {
+    double n[SR_BINS + 1], ups[SR_BINS + 1], sum_f[SR_BINS + 1], var[SR_BINS + 1];
+} sr_tally; /* [SR_BINS]: all elements */
+
+static void sr_add(sr_tally *t, double f, int up)
+{
+    size_t bin = (size_t)(f * SR_BINS);
+    bin = bin < SR_BINS ? bin : SR_BINS - 1;
+    const size_t rows[2] = {bin, SR_BINS};
+    for (size_t r = 0; r < 2; r++) {
+        t->n[rows[r]] += 1;
+        t->ups[rows[r]] += up;
+        t->sum_f[rows[r]] += f;
+        t->var[rows[r]] += f * (1 - f);
+    }
+}
+
+static void sr_check(const sr_tally *t, const char *what)
+{
+    for (size_t b = 0; b <= SR_BINS; b++) {
+        if (t->n[b] == 0)
+            continue;
+        double off = t->ups[b] - t->sum_f[b], bound = 5 * sqrt(t->var[b]) + 1;
+        char bin[32] = "all";
+        if (b < SR_BINS)
+            snprintf(bin, sizeof bin, "[%g, %g)", (double)b / SR_BINS, (double)(b + 1) / SR_BINS);
+        if (!(fabs(off) <= bound))
+            fail_msg("%s stochastic rounding, fractions %s: %.0f of %.0f rounded up, expected "
+                     "%.1f +- %.1f",
+                     what, bin, t->ups[b], t->n[b], t->sum_f[b], bound);
+    }
+}
+
 /* Two models of seed s1 and s2 after one update of g: the state bits. */
 static void sr_states(clg_config c, uint64_t seed, const float *g, void *out0, float *absmax)
 {
     c.seed = seed;
-    clg_model *m = one_tensor(&c, N);
     clg_grads *gr = NULL;
-    OK(clg_grads_create(m, CLG_FP32, &gr));
+    clg_model *m = one_tensor_grads(&c, N, &gr);
     step(m, gr, g, N);
     raw_state(m, 0, out0, absmax);
     clg_grads_destroy(gr);
     clg_model_destroy(m);
 }
 
-static void test_bf16_states_stochastic(void **state)
+static void test_bf16_states_stochastic(TU_STATE)
 {
-    (void)state;
     clg_config c = clg_config_default(CLG_SGD);
     c.momentum = 0.9f;
     c.state_dtype = CLG_BF16;
@@ -186,21 +233,19 @@ static void test_bf16_states_stochastic(void **state)
     sr_states(c, 2, g, o, NULL);
     assert_memory_equal(a, b, N * 2);
     assert_memory_not_equal(a, o, N * 2);
-    /* the buffer is g itself: each bf16 is g truncated or one up, and the
-     * mean of (value - g) / spacing is 0 */
-    double sum = 0;
+    /* the buffer is g itself: each bf16 is g truncated or one up (in
+     * magnitude), up with the probability of the truncated fraction */
+    sr_tally t = {0};
     for (size_t i = 0; i < N; i++) {
         uint32_t u;
         memcpy(&u, &g[i], 4);
         uint16_t down = (uint16_t)(u >> 16);
         assert_true(a[i] == down || a[i] == (uint16_t)(down + 1));
-        double spacing = fabs((double)bf16_value((uint16_t)(down + 1)) - bf16_value(down));
-        sum += ((double)bf16_value(a[i]) - g[i]) / spacing * (g[i] < 0 ? -1 : 1);
+        double lo = fabs((double)bf16_value(down));
+        double spacing = fabs((double)bf16_value((uint16_t)(down + 1))) - lo;
+        sr_add(&t, (fabs((double)g[i]) - lo) / spacing, a[i] != down);
     }
-    /* each error is at most one spacing: standard deviation <= 0.5 */
-    double mean = sum / N, sigma = 0.5 / sqrt((double)N);
-    if (fabs(mean) > 5 * sigma)
-        fail_msg("bf16 stochastic rounding is biased: mean error %.3g spacings", mean);
+    sr_check(&t, "bf16");
     free(g);
     free(a);
     free(b);
@@ -235,8 +280,7 @@ static void q_stochastic(clg_dtype dtype)
     ref_qmap_from_floats(fmap, k, &map);
     unsigned *codes = tu_xmalloc(N * sizeof *codes);
     ref_unpack_codes(dtype, a, N, codes);
-    double sum = 0;
-    size_t between = 0;
+    sr_tally t = {0};
     for (size_t i = 0; i < N; i++) {
         assert_true(am[i / block] == 4.0f);
         double x = g[i] / 4.0;
@@ -245,15 +289,10 @@ static void q_stochastic(clg_dtype dtype)
         if (codes[i] != lo && codes[i] != hi)
             fail_msg("element %zu: x %.9g between codes %u and %u, stochastic code %u", i, x, lo,
                      hi, codes[i]);
-        if (lo != hi) {
-            between++;
-            sum += (map.v[codes[i]] - x) / (map.v[hi] - map.v[lo]);
-        }
+        if (lo != hi)
+            sr_add(&t, (x - map.v[lo]) / (map.v[hi] - map.v[lo]), codes[i] == hi);
     }
-    double mean = sum / (double)between, sigma = 0.5 / sqrt((double)between);
-    if (fabs(mean) > 5 * sigma)
-        fail_msg("%s stochastic rounding is biased: mean error %.3g spacings over %zu",
-                 dtype == CLG_Q8 ? "Q8" : "Q4", mean, between);
+    sr_check(&t, dtype == CLG_Q8 ? "Q8" : "Q4");
     free(g);
     free(a);
     free(b);
@@ -262,18 +301,16 @@ static void q_stochastic(clg_dtype dtype)
     free(codes);
 }
 
-static void test_q_states_stochastic(void **state)
+static void test_q_states_stochastic(TU_STATE)
 {
-    (void)state;
     q_stochastic(CLG_Q8);
     q_stochastic(CLG_Q4);
 }
 
 /* ------------------------------------------------------------ bf16 master */
 
-static void test_bf16_master(void **state)
+static void test_bf16_master(TU_STATE)
 {
-    (void)state;
     clg_config c = clg_config_default(CLG_SGD);
     c.master_dtype = CLG_BF16;
     c.seed = 9;
@@ -302,8 +339,7 @@ static void test_bf16_master(void **state)
     size_t moved[2] = {0, 0};
     uint16_t *bits[2];
     for (int run = 0; run < 2; run++) {
-        m = one_tensor(&c, N);
-        OK(clg_grads_create(m, CLG_FP32, &gr));
+        m = one_tensor_grads(&c, N, &gr);
         for (size_t i = 0; i < N; i++) {
             p[i] = 1.0f;
             g[i] = 1.0f;

@@ -140,9 +140,8 @@ static void device_path(char *path, size_t size)
 
 /* ------------------------------------------------- key and directory */
 
-static void test_key_and_dir(void **state)
+static void test_key_and_dir(TU_STATE)
 {
-    (void)state;
     char key[65], again[65], dir[1024], path[1024];
     OK(clg_context_device_key(tu_ctx, key));
     assert_int_equal(strlen(key), 64);
@@ -182,9 +181,8 @@ static void expect_refused(const char *path, const char *needle)
         fail_msg("%s: message '%s' does not say '%s'", path, err, needle);
 }
 
-static void test_save_load_and_refusals(void **state)
+static void test_save_load_and_refusals(TU_STATE)
 {
-    (void)state;
     char path[1024];
     device_path(path, sizeof path);
     unlink(path);
@@ -239,9 +237,8 @@ static void test_save_load_and_refusals(void **state)
 
 /* ----------------------------------------------------- apply, restore */
 
-static void test_apply_and_restore(void **state)
+static void test_apply_and_restore(TU_STATE)
 {
-    (void)state;
     cl_device_id dev = clg_context_device(tu_ctx);
     clblast_param def[TUNING_MAX_PARAMS], now[TUNING_MAX_PARAMS];
     size_t nd, nn;
@@ -250,11 +247,21 @@ static void test_apply_and_restore(void **state)
     get("XgemmDirect", def, &nd);
 
     tuning t = device_tuning();
+    size_t differ = 0; /* else applying it and doing nothing look the same */
+    for (size_t i = 0; i < nd; i++)
+        differ += value_of(&t.kernel[0], def[i].name) != def[i].value;
+    if (differ == 0)
+        fail_msg("the test's XgemmDirect tuning is this device's default");
     assert_int_equal(tuning_apply(tu_ctx, &t, err, sizeof err), 0);
     get("XgemmDirect", now, &nn);
     assert_int_equal(nn, nd);
-    for (size_t i = 0; i < nn; i++) /* CLBlast now reports the tuning's values */
+    size_t changed = 0;
+    for (size_t i = 0; i < nn; i++) { /* CLBlast now reports the tuning's values */
+        assert_string_equal(now[i].name, def[i].name);
         assert_int_equal(now[i].value, value_of(&t.kernel[0], now[i].name));
+        changed += now[i].value != def[i].value;
+    }
+    assert_int_equal(changed, differ);
 
     assert_int_equal(tuning_restore_defaults(tu_ctx, err, sizeof err), 0);
     get("XgemmDirect", now, &nn);
@@ -297,9 +304,8 @@ static void check_shapes(const char *what)
     gemm_bufs_release(&g);
 }
 
-static void test_mlp_gemms_right(void **state)
+static void test_mlp_gemms_right(TU_STATE)
 {
-    (void)state;
     char err[1024];
     assert_int_equal(tuning_restore_defaults(tu_ctx, err, sizeof err), 0);
     check_shapes("CLBlast's defaults");
@@ -375,9 +381,8 @@ static float *train(const char *tuning_spec, train_result *res, char **log)
     return w;
 }
 
-static void test_trainer_applies_tuning(void **state)
+static void test_trainer_applies_tuning(TU_STATE)
 {
-    (void)state;
     char path[1024];
     device_path(path, sizeof path);
     unlink(path);
@@ -464,9 +469,8 @@ static int run_cmd(const char *cmd)
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-static void test_clgrad_tune_small(void **state)
+static void test_clgrad_tune_small(TU_STATE)
 {
-    (void)state;
     const char *exe = getenv("CLGRAD_TUNE_EXE");
     if (!exe || !*exe)
         exe = CLGRAD_TUNE_EXE;

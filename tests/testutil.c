@@ -146,6 +146,14 @@ void tu_fill_normal(float *x, size_t n, uint64_t seed, float stddev)
         x[i] = (float)(tu_rng_normal(&r) * stddev);
 }
 
+clg_config tu_config(clg_optimizer opt, float lr, unsigned accum_steps)
+{
+    clg_config c = clg_config_default(opt);
+    c.lr = lr;
+    c.accum_steps = accum_steps;
+    return c;
+}
+
 void tu_upload_uniform_params(clg_model *m, uint64_t seed)
 {
     size_t n = clg_model_param_count(m);
@@ -153,6 +161,70 @@ void tu_upload_uniform_params(clg_model *m, uint64_t seed)
     tu_fill_uniform(p, n, seed, -1.0f, 1.0f);
     OK(clg_model_upload_params(m, CLG_ALL_TENSORS, p, (size_t)clg_model_param_count(m), NULL));
     free(p);
+}
+
+clg_model *tu_grouped_model(const clg_config *cfg, size_t n, const size_t *counts,
+                            const int *in_group1)
+{
+    clg_model *m = NULL;
+    OK(clg_model_create(tu_ctx, cfg, &m));
+    int g1, t;
+    OK(clg_model_add_group(m, "no_decay", 0.5f, 0.0f, &g1));
+    assert_int_equal(g1, 1);
+    for (size_t i = 0; i < n; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "t%zu", i);
+        OK(clg_model_add_tensor(m, name, counts[i], in_group1[i] ? g1 : 0, &t));
+    }
+    return m;
+}
+
+void tu_write_acc(clg_model *m, const void *host, size_t elem_bytes)
+{
+    size_t off = 0; /* bytes */
+    for (size_t t = 0; t < clg_model_tensor_count(m); t++) {
+        clg_view v;
+        OK(clg_model_acc_view(m, (int)t, &v));
+        assert_int_equal(clEnqueueWriteBuffer(clg_context_queue(tu_ctx), v.mem, CL_TRUE,
+                                              v.offset * elem_bytes, v.count * elem_bytes,
+                                              (const char *)host + off, 0, NULL, NULL),
+                         CL_SUCCESS);
+        off += v.count * elem_bytes;
+    }
+}
+
+cl_mem tu_buffer_from(const void *host, size_t bytes)
+{
+    cl_int err;
+    cl_mem m = clCreateBuffer(clg_context_cl(tu_ctx), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
+                              bytes, (void *)host, &err);
+    assert_int_equal(err, CL_SUCCESS);
+    return m;
+}
+
+void tu_buffer_read(cl_mem mem, size_t offset_bytes, void *host, size_t bytes)
+{
+    assert_int_equal(clEnqueueReadBuffer(clg_context_queue(tu_ctx), mem, CL_TRUE, offset_bytes,
+                                         bytes, host, 0, NULL, NULL),
+                     CL_SUCCESS);
+}
+
+clg_contrastive_config tu_contrastive_config(size_t batch, size_t dim, size_t bank,
+                                             clg_dtype dtype)
+{
+    clg_contrastive_config cfg = clg_contrastive_config_init();
+    cfg.batch = batch;
+    cfg.dim = dim;
+    cfg.bank_size = bank;
+    cfg.dtype = dtype;
+    return cfg;
+}
+
+clg_contrastive *tu_contrastive_create(const clg_contrastive_config *cfg)
+{
+    clg_contrastive *c = NULL;
+    OK(clg_contrastive_create(tu_ctx, cfg, &c));
+    return c;
 }
 
 void *tu_xmalloc(size_t n)

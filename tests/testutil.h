@@ -46,6 +46,10 @@ int tu_group_setup(void **state);
 int tu_group_setup_tmpdir(void **state);
 int tu_group_teardown(void **state);
 
+/* The parameter of a CMocka test function that does not use its state:
+ * static void test_x(TU_STATE) instead of a (void)state; in every test. */
+#define TU_STATE void **state __attribute__((unused))
+
 /* OK(call): fails the test unless call returned CLG_SUCCESS, naming the
  * call, its file and line, the status and tu_ctx's last error (the
  * thread's when tu_ctx is NULL). */
@@ -70,9 +74,34 @@ void tu_fill_uniform(float *x, size_t n, uint64_t seed, float lo, float hi);
 /* Fills x[0..n) with normal values of given standard deviation from seed. */
 void tu_fill_normal(float *x, size_t n, uint64_t seed, float stddev);
 
+/* clg_config_default(opt) with lr and accum_steps set. */
+clg_config tu_config(clg_optimizer opt, float lr, unsigned accum_steps);
+
 /* Uploads params uniform in [-1, 1) from seed (tu_fill_uniform) to every
  * tensor of the finalized model m; fails the test on error. */
 void tu_upload_uniform_params(clg_model *m, uint64_t seed);
+
+/* A model of cfg on tu_ctx, not finalized, with param group 1 "no_decay"
+ * (lr_mult 0.5, weight decay 0) and n tensors "t<i>" of counts[i]
+ * elements, in group 1 where in_group1[i] is non-zero, else group 0. */
+clg_model *tu_grouped_model(const clg_config *cfg, size_t n, const size_t *counts,
+                            const int *in_group1);
+
+/* Writes host (clg_model_param_count elements of elem_bytes: 4 for an fp32
+ * accumulator, 2 for bf16 bits, in tensor order) into every tensor's
+ * accumulator view, as a backward on path B would; blocking. */
+void tu_write_acc(clg_model *m, const void *host, size_t elem_bytes);
+
+/* A device buffer of tu_ctx holding a copy of bytes from host; and a
+ * blocking read of bytes from offset_bytes of mem. Fail the test on error. */
+cl_mem tu_buffer_from(const void *host, size_t bytes);
+void tu_buffer_read(cl_mem mem, size_t offset_bytes, void *host, size_t bytes);
+
+/* A contrastive config of batch x dim with bank rows of dtype, the rest
+ * clg_contrastive_config_init's; and the object of a config on tu_ctx. */
+clg_contrastive_config tu_contrastive_config(size_t batch, size_t dim, size_t bank,
+                                             clg_dtype dtype);
+clg_contrastive *tu_contrastive_create(const clg_contrastive_config *cfg);
 
 /* Creates a fresh directory under $TMPDIR (or /tmp) named after prefix and
  * returns its malloc'ed path; aborts on failure. tu_rmdir_tree removes it. */

@@ -122,6 +122,16 @@ int twin_micro(twin *tw, const float *g, float w)
     return updated;
 }
 
+void twin_cycle(twin *tw, uint64_t cycle, unsigned k, float dw)
+{
+    float *g = tu_xmalloc(tw->n * sizeof *g);
+    for (unsigned m = 0; m < k; m++) {
+        twin_gradient(tw, cycle, m, g);
+        twin_micro(tw, g, 1.0f + dw * (float)m);
+    }
+    free(g);
+}
+
 int twin_micro_b(twin *tw, const float *g, float w)
 {
     cl_command_queue q = clg_context_queue(tw->ctx);

@@ -56,6 +56,9 @@ int twin_micro(twin *tw, const float *g, float w);
  * write), then clg_step(model, NULL, w). */
 int twin_micro_b(twin *tw, const float *g, float w);
 
+/* Cycle `cycle` of k micro-steps on path A/C: twin_gradient(cycle, m)
+ * with weight 1 + dw * m. */
+void twin_cycle(twin *tw, uint64_t cycle, unsigned k, float dw);
 /* Downloads params and every state and compares with the reference within
  * rtol/atol; fails the test (after printing the offenders) otherwise. */
 void twin_check(twin *tw, double rtol, double atol, const char *what);

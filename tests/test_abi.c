@@ -86,8 +86,9 @@ static void run_updates(clg_model *m, unsigned n)
 
 /* ------------------------------------------------------------ version */
 
-static void test_version(TU_STATE)
+static void test_version(void **state)
 {
+    (void)state;
     assert_string_equal(clg_version(), CLGRAD_VERSION_STRING);
     assert_int_equal(clg_version_number(), CLGRAD_VERSION_NUMBER);
     assert_int_equal(clg_version_number(), CLGRAD_VERSION_MAJOR * 10000 +
@@ -98,8 +99,9 @@ static void test_version(TU_STATE)
 
 /* The names that flags, checkpoints and tables print, one per dtype; an
  * out-of-range value is "none", never NULL. */
-static void test_dtype_names(TU_STATE)
+static void test_dtype_names(void **state)
 {
+    (void)state;
     static const struct {
         clg_dtype dtype;
         const char *name;
@@ -112,8 +114,9 @@ static void test_dtype_names(TU_STATE)
 
 /* ------------------------------------------------------------ clg_config */
 
-static void test_config_exact_size_at_page_end(TU_STATE)
+static void test_config_exact_size_at_page_end(void **state)
 {
+    (void)state;
     guarded g = guarded_alloc(sizeof(clg_config));
     clg_config *c = g.obj;
     OK(clg_config_init(c, CLG_ADAMW));
@@ -135,8 +138,9 @@ static void test_config_exact_size_at_page_end(TU_STATE)
     guarded_free(&g);
 }
 
-static void test_config_defaults_match_header(TU_STATE)
+static void test_config_defaults_match_header(void **state)
 {
+    (void)state;
     /* the values the header documents, optimizer by optimizer */
     const struct {
         clg_optimizer opt;
@@ -170,8 +174,9 @@ static void test_config_defaults_match_header(TU_STATE)
     assert_non_null(strstr(clg_last_error(tu_ctx), "struct_size"));
 }
 
-static void test_config_too_small_is_refused(TU_STATE)
+static void test_config_too_small_is_refused(void **state)
 {
+    (void)state;
     clg_config c = clg_config_default(CLG_SGD);
     c.struct_size = offsetof(clg_config, seed); /* cuts its last field */
     clg_model *m = NULL;
@@ -185,8 +190,9 @@ static void test_config_too_small_is_refused(TU_STATE)
 }
 
 /* A consumer built against a newer header: its struct is longer. */
-static void test_config_from_newer_consumer(TU_STATE)
+static void test_config_from_newer_consumer(void **state)
 {
+    (void)state;
     const size_t extra = 24;
     size_t size = sizeof(clg_config) + extra;
     guarded g = guarded_alloc(size);
@@ -211,8 +217,9 @@ static void test_config_from_newer_consumer(TU_STATE)
 
 /* ------------------------------------------------------------ clg_stats */
 
-static void test_stats_older_consumer(TU_STATE)
+static void test_stats_older_consumer(void **state)
 {
+    (void)state;
     clg_config cfg = clg_config_default(CLG_ADAMW);
     cfg.accum_steps = 2;
     cfg.clip_norm = 1.0f;
@@ -257,8 +264,9 @@ static void test_stats_older_consumer(TU_STATE)
 
 /* ------------------------------------------------------------ clg_memory_plan */
 
-static void test_memory_plan_sizes(TU_STATE)
+static void test_memory_plan_sizes(void **state)
 {
+    (void)state;
     clg_config cfg = clg_config_default(CLG_SGD);
     size_t size = sizeof(clg_memory_plan) + 8;
     guarded g = guarded_alloc(size);
@@ -279,8 +287,9 @@ static void test_memory_plan_sizes(TU_STATE)
 
 /* ------------------------------------------------------------ clg_device_info */
 
-static void test_device_list_stride(TU_STATE)
+static void test_device_list_stride(void **state)
 {
+    (void)state;
     clg_device_info *own = NULL;
     size_t n_own = 0;
     OK(clg_devices_list(&own, &n_own));

@@ -87,21 +87,24 @@ static void run_exact(int fuse, clg_normalize norm, unsigned k, const float *gs,
 static const float g1234[] = {1, 2, 3, 4};
 static const float ones[] = {1, 1, 1, 1};
 
-static void test_mean_is_exact(TU_STATE)
+static void test_mean_is_exact(void **state)
 {
+    (void)state;
     /* (1+2+3+4)/4 = 2.5: exact in fp32 on every path */
     run_exact(1, CLG_NORM_MEAN, 4, g1234, ones, -2.5f, "mean path C");
     run_exact(0, CLG_NORM_MEAN, 4, g1234, ones, -2.5f, "mean path A");
 }
 
-static void test_sum_is_exact(TU_STATE)
+static void test_sum_is_exact(void **state)
 {
+    (void)state;
     run_exact(1, CLG_NORM_SUM, 4, g1234, ones, -10.0f, "sum path C");
     run_exact(0, CLG_NORM_SUM, 4, g1234, ones, -10.0f, "sum path A");
 }
 
-static void test_weighted_mean(TU_STATE)
+static void test_weighted_mean(void **state)
 {
+    (void)state;
     /* weights 1, 1, 2 on gradients 1, 2, 3: (1 + 2 + 6) / 4 = 2.25 */
     static const float g[] = {1, 2, 3};
     static const float w[] = {1, 1, 2};
@@ -114,8 +117,9 @@ static void test_weighted_mean(TU_STATE)
 /* Token-weighted micro-batches (Hugging Face's 2024 fix): each micro-batch
  * brings its mean gradient S_k/n_k with weight n_k; the update must use
  * Σ S_k / Σ n_k, not the mean of the means. */
-static void test_token_weighted(TU_STATE)
+static void test_token_weighted(void **state)
 {
+    (void)state;
     static const float w[] = {3, 5, 8, 1};
     clg_config cfg = sgd_lr1(4, CLG_NORM_MEAN, 1);
     twin tw;
@@ -144,8 +148,9 @@ static void test_token_weighted(TU_STATE)
     twin_free(&tw);
 }
 
-static void test_partial_window(TU_STATE)
+static void test_partial_window(void **state)
 {
+    (void)state;
     for (int fuse = 0; fuse <= 1; fuse++) {
         clg_config cfg = sgd_lr1(4, CLG_NORM_MEAN, fuse);
         twin tw;
@@ -190,8 +195,9 @@ static unsigned k_of(uint64_t t, void *user)
     return 1 + (unsigned)(t % 3); /* 1, 2, 3, 1, 2, 3, ... */
 }
 
-static void test_variable_k(TU_STATE)
+static void test_variable_k(void **state)
 {
+    (void)state;
     clg_config cfg = clg_config_default(CLG_ADAMW);
     cfg.lr = 1e-2f;
     cfg.k_schedule = k_of;
@@ -224,8 +230,9 @@ static void test_variable_k(TU_STATE)
  * (clgrad.h): the host knows it without reading the device. Cycle 1 holds
  * a NaN and is skipped; the cycles after it still get k_of(2), k_of(3),
  * ..., so an index of applied updates would end them one micro-step off. */
-static void test_variable_k_counts_skipped_cycles(TU_STATE)
+static void test_variable_k_counts_skipped_cycles(void **state)
 {
+    (void)state;
     clg_config cfg = clg_config_default(CLG_ADAMW);
     cfg.lr = 1e-2f;
     cfg.k_schedule = k_of;
@@ -265,8 +272,9 @@ static unsigned k_two_then_one(uint64_t t, void *user)
  * first of the cycle, so the accumulator's old content (the previous
  * cycle's sum) must not be read, on either path. SGD lr 1 from p = 0 with
  * all gradients 1: p = -1 after each update, exactly. */
-static void test_k1_after_longer_cycle(TU_STATE)
+static void test_k1_after_longer_cycle(void **state)
 {
+    (void)state;
     for (int fuse = 0; fuse <= 1; fuse++) {
         clg_config cfg = sgd_lr1(1, CLG_NORM_MEAN, fuse);
         cfg.k_schedule = k_two_then_one;
@@ -288,8 +296,9 @@ static void test_k1_after_longer_cycle(TU_STATE)
 
 /* clg_reset_cycle drops what the cycle holds: the next micro-step is the
  * first of a new cycle, on either path. */
-static void test_reset_cycle(TU_STATE)
+static void test_reset_cycle(void **state)
 {
+    (void)state;
     for (int fuse = 0; fuse <= 1; fuse++) {
         clg_config cfg = clg_config_default(CLG_ADAM);
         cfg.accum_steps = 3;
@@ -321,8 +330,9 @@ static void test_reset_cycle(TU_STATE)
 
 /* Path A writes acc = w*g on the first micro-step (no read of old content)
  * and acc += w*g after; the download shows the unnormalized sum. */
-static void test_accumulator_contents(TU_STATE)
+static void test_accumulator_contents(void **state)
 {
+    (void)state;
     clg_config cfg = sgd_lr1(4, CLG_NORM_MEAN, 0);
     twin tw;
     twin_zero(&tw, &cfg);

@@ -108,8 +108,9 @@ static void test_combo(void **state)
 
 /* Chunked arenas (4 KiB buffers) on path B with clipping: the acc views
  * of different chunks and the norm across chunks. */
-static void test_chunked_path_b(TU_STATE)
+static void test_chunked_path_b(void **state)
 {
+    (void)state;
     setenv("CLGRAD_MAX_ALLOC", "4096", 1);
     clg_context *small = tu_context_or_skip();
     unsetenv("CLGRAD_MAX_ALLOC");
@@ -130,8 +131,9 @@ static void test_chunked_path_b(TU_STATE)
 }
 
 /* Noise scale with a loss scale: the estimates are of unscaled gradients. */
-static void test_noise_with_loss_scale(TU_STATE)
+static void test_noise_with_loss_scale(void **state)
 {
+    (void)state;
     clg_config cfg = tu_config(CLG_SGD, 1e-3f, 4);
     cfg.noise_scale = 1;
     cfg.noise_scale_ema = 0.8f;
@@ -162,8 +164,9 @@ static void test_noise_with_loss_scale(TU_STATE)
 /* Skip-micro with a partial window: clg_flush after two finite and one
  * skipped micro-step of k = 4 divides by the two finite weights. Also
  * with the fused-path setting left on (the default). */
-static void test_skip_micro_flush(TU_STATE)
+static void test_skip_micro_flush(void **state)
 {
+    (void)state;
     for (int fuse = 0; fuse <= 1; fuse++) {
         clg_config cfg = tu_config(CLG_ADAM, 1e-2f, 4);
         cfg.nonfinite = CLG_NONFINITE_SKIP_MICRO;

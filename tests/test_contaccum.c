@@ -102,8 +102,9 @@ static void fifo_case(clg_dtype dtype)
     clg_contrastive_destroy(c);
 }
 
-static void test_fifo_order_and_wrap(TU_STATE)
+static void test_fifo_order_and_wrap(void **state)
 {
+    (void)state;
     fifo_case(CLG_FP32);
     fifo_case(CLG_BF16);
 }
@@ -134,8 +135,9 @@ static void compute_random(clg_contrastive *c, size_t n, size_t d, uint64_t seed
                      CL_SUCCESS);
 }
 
-static void test_bank_is_constant(TU_STATE)
+static void test_bank_is_constant(void **state)
 {
+    (void)state;
     const size_t B = 40, d = 12, M = 64;
     clg_contrastive *c = make(B, d, M, CLG_FP32);
     for (int p = 0; p < 3; p++) {
@@ -246,8 +248,9 @@ static void forge_tensor(const char *path, const char *key, const void *bytes, s
     free(f);
 }
 
-static void test_checkpoint_round_trip(TU_STATE)
+static void test_checkpoint_round_trip(void **state)
 {
+    (void)state;
     const size_t B = 8, d = 3, M = 10;
     clg_model *m = make_model(0);
     clg_contrastive *c = make(B, d, M, CLG_FP32);
@@ -333,8 +336,9 @@ static void test_checkpoint_round_trip(TU_STATE)
     clg_model_destroy(m);
 }
 
-static void test_attach_rules(TU_STATE)
+static void test_attach_rules(void **state)
 {
+    (void)state;
     clg_model *m = make_model(1);
     clg_contrastive *c = make(4, 2, 6, CLG_BF16);
     /* bad names: NULL, empty, clgrad's prefix; keys of the model's own */

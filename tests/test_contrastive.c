@@ -178,8 +178,9 @@ static void run_cases(const ref_case *const *cases, size_t n, uint64_t seed0, ui
 }
 #define RUN_CASES(list, seed0, step) run_cases(list, sizeof list / sizeof *list, seed0, step)
 
-static void test_against_reference(TU_STATE)
+static void test_against_reference(void **state)
 {
+    (void)state;
     const ref_case *const cases[] = {&ONE_ROW,  &PARTIAL_TILES, &ONE_SLICE, &TWO_SLICES,
                                      &DOT_BANK, &BF16_BANK,     &TILES_32,  &B_4096};
     RUN_CASES(cases, 1000, 17);
@@ -189,8 +190,9 @@ static void test_against_reference(TU_STATE)
  * a native float width of 8 or more), both on every device through the
  * test build's hook: the same tolerances, at sizes that give every
  * gradient vector width (VO 8/4, 2 and 1 at d 130, 48 and 5). */
-static void test_other_vector_widths(TU_STATE)
+static void test_other_vector_widths(void **state)
 {
+    (void)state;
     const ref_case *const cases[] = {&TWO_SLICES, &BF16_BANK, &PARTIAL_TILES, &TILES_32_DOT};
     const size_t widths[] = {4, 8};
     for (size_t w = 0; w < 2; w++) {
@@ -207,8 +209,9 @@ static void test_other_vector_widths(TU_STATE)
  * wrong results at 32 work-items from about 4096 columns on with the
  * widths the library no longer picks (VW 16, VO 1), hence the n 4096
  * case. */
-static void test_small_work_groups(TU_STATE)
+static void test_small_work_groups(void **state)
 {
+    (void)state;
     const ref_case *const at32[] = {&B_4096, &TWO_SLICES, &TILES_32_DOT};
     const ref_case *const at4[] = {&PARTIAL_TILES, &BF16_BANK};
     clg__con_test_max_wg = 32;
@@ -222,8 +225,9 @@ static void test_small_work_groups(TU_STATE)
 
 /* ------------------------------------------------------------ the split does not matter */
 
-static void test_split_invariance(TU_STATE)
+static void test_split_invariance(void **state)
 {
+    (void)state;
     const size_t n = 150, d = 40;
     float *q = tu_xmalloc(n * d * 4), *k = tu_xmalloc(n * d * 4);
     tu_fill_normal(q, n * d, 5, 1.0f);
@@ -282,8 +286,9 @@ static void test_split_invariance(TU_STATE)
 }
 
 /* Fills from fp16 and bf16 sources: the cache holds what the source held. */
-static void test_fill_dtypes(TU_STATE)
+static void test_fill_dtypes(void **state)
 {
+    (void)state;
     const size_t n = 33, d = 9;
     clg_contrastive *c = make(n, d, CLG_FP32, 0.1f, 1, 1, 0);
     uint16_t *h = tu_xmalloc(n * d * 2), *b = tu_xmalloc(n * d * 2);
@@ -314,8 +319,9 @@ static void test_fill_dtypes(TU_STATE)
 
 /* ------------------------------------------------------------ gradient slices */
 
-static void test_grad_slices(TU_STATE)
+static void test_grad_slices(void **state)
 {
+    (void)state;
     const size_t n = 64, d = 20;
     clg_contrastive *c = make(n, d, CLG_FP32, 0.05f, 1, 1, 0);
     float *q = tu_xmalloc(n * d * 4), *k = tu_xmalloc(n * d * 4);
@@ -392,8 +398,9 @@ static void check_plan_allocates(const clg_contrastive_config *cfg)
     assert_int_equal(clg_context_device_bytes(tu_ctx), before);
 }
 
-static void test_memory_plan(TU_STATE)
+static void test_memory_plan(void **state)
 {
+    (void)state;
     clg_contrastive_config cfg = clg_contrastive_config_init();
     cfg.batch = 1000;
     cfg.dim = 33;
@@ -437,8 +444,9 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static void test_sample_seed(TU_STATE)
+static void test_sample_seed(void **state)
 {
+    (void)state;
     /* from a Python implementation of the formula in clgrad.h */
     assert_true(clg_sample_seed(0, 0, 0) == 0x2dc6a26ce0511e15ull);
     assert_true(clg_sample_seed(42, 0, 0) == 0x592d9c726ba49a21ull);

@@ -338,8 +338,9 @@ static void check_unchanged(const snap *a, const snap *b)
     assert_memory_equal(a, b, sizeof *a);
 }
 
-static void test_error_walk(TU_STATE)
+static void test_error_walk(void **state)
 {
+    (void)state;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const error_case *e = &cases[i];
         snap before[3], after[3];

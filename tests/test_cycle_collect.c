@@ -221,35 +221,40 @@ static double run_pair(const clg_config *cfg, int path_b, between what, int inf_
     return worst;
 }
 
-static void test_plain_path_a_bitwise(TU_STATE)
+static void test_plain_path_a_bitwise(void **state)
 {
+    (void)state;
     clg_config c = base_config(0); /* clg_step ends on path C */
     run_pair(&c, 0, BETWEEN_NOTHING, -1, 1);
 }
 
-static void test_plain_path_b_bitwise(TU_STATE)
+static void test_plain_path_b_bitwise(void **state)
 {
+    (void)state;
     clg_config c = base_config(0);
     run_pair(&c, 1, BETWEEN_NOTHING, -1, 1);
 }
 
-static void test_clip_dynamic_scale_path_a(TU_STATE)
+static void test_clip_dynamic_scale_path_a(void **state)
 {
+    (void)state;
     clg_config c = base_config(1);
     double e = run_pair(&c, 0, BETWEEN_NOTHING, 2, 0);
     print_message("path A, clip + dynamic loss scale: largest relative difference %.3g\n", e);
 }
 
-static void test_clip_dynamic_scale_path_b_bitwise(TU_STATE)
+static void test_clip_dynamic_scale_path_b_bitwise(void **state)
 {
+    (void)state;
     clg_config c = base_config(1);
     run_pair(&c, 1, BETWEEN_NOTHING, 2, 1);
 }
 
 /* Model 0 collects too here (the same path), so that the comparison is of
  * the doubling alone. */
-static void test_doubled_accumulator_same_mean_update(TU_STATE)
+static void test_doubled_accumulator_same_mean_update(void **state)
 {
+    (void)state;
     clg_config c = base_config(1);
     pair p;
     pair_init(&p, &c);
@@ -281,8 +286,9 @@ static void test_doubled_accumulator_same_mean_update(TU_STATE)
     pair_free(&p);
 }
 
-static void test_pending_refuses_then_reset(TU_STATE)
+static void test_pending_refuses_then_reset(void **state)
 {
+    (void)state;
     clg_config c = base_config(0);
     c.accum_steps = 1;
     clg_model *m = build(&c);

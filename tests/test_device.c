@@ -64,8 +64,9 @@ static size_t expected_for_substring(const char *sel)
     return (size_t)-1;
 }
 
-static void test_list_has_facts(TU_STATE)
+static void test_list_has_facts(void **state)
 {
+    (void)state;
     assert_true(ndevs >= 1);
     for (size_t i = 0; i < ndevs; i++) {
         const clg_device_info *d = &devs[i];
@@ -97,8 +98,9 @@ static void test_list_has_facts(TU_STATE)
     }
 }
 
-static void test_select_by_index(TU_STATE)
+static void test_select_by_index(void **state)
 {
+    (void)state;
     for (size_t i = 0; i < ndevs; i++) {
         char sel[32];
         size_t chosen = 999;
@@ -111,8 +113,9 @@ static void test_select_by_index(TU_STATE)
     }
 }
 
-static void test_select_by_platform_device(TU_STATE)
+static void test_select_by_platform_device(void **state)
 {
+    (void)state;
     for (size_t i = 0; i < ndevs; i++) {
         char sel[32];
         size_t chosen = 999;
@@ -126,8 +129,9 @@ static void test_select_by_platform_device(TU_STATE)
     assert_non_null(strstr(clg_last_error(NULL), "97:0"));
 }
 
-static void test_select_by_substring(TU_STATE)
+static void test_select_by_substring(void **state)
 {
+    (void)state;
     for (size_t i = 0; i < ndevs; i++) {
         /* a piece from the middle of the device name, in altered case */
         const char *name = devs[i].name;
@@ -161,8 +165,9 @@ static void test_select_by_substring(TU_STATE)
     assert_int_equal(chosen, expected_for_substring(upper));
 }
 
-static void test_bad_selectors(TU_STATE)
+static void test_bad_selectors(void **state)
 {
+    (void)state;
     size_t chosen = 4242;
     assert_int_equal(clg_device_select(devs, ndevs, "no-such-device-xyzzy", &chosen),
                      CLG_ERR_NO_DEVICE);
@@ -196,8 +201,9 @@ static size_t default_choice(void)
     return 0;
 }
 
-static void test_env_selector(TU_STATE)
+static void test_env_selector(void **state)
 {
+    (void)state;
     size_t chosen = 999;
     unsetenv("CLGRAD_DEVICE");
     assert_int_equal(clg_device_select(devs, ndevs, NULL, &chosen), CLG_SUCCESS);
@@ -232,8 +238,9 @@ static void test_env_selector(TU_STATE)
     unsetenv("CLGRAD_DEVICE");
 }
 
-static void test_own_context(TU_STATE)
+static void test_own_context(void **state)
 {
+    (void)state;
     clg_context *ctx = tu_context_or_skip();
     const clg_device_info *info = clg_context_device_info(ctx);
     const clg_device_info *want = &devs[default_choice()];
@@ -275,8 +282,9 @@ static cl_uint refcount_context(cl_context c)
     return n;
 }
 
-static void test_wrap_callers_queue(TU_STATE)
+static void test_wrap_callers_queue(void **state)
 {
+    (void)state;
     const clg_device_info *d = &devs[default_choice()];
     cl_int err;
     cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)d->platform, 0};
@@ -355,8 +363,9 @@ static void test_wrap_callers_queue(TU_STATE)
     clReleaseContext(c);
 }
 
-static void test_budget(TU_STATE)
+static void test_budget(void **state)
 {
+    (void)state;
     clg_context *ctx = tu_context_or_skip();
     assert_int_equal(clg_context_budget(ctx), 0);
     assert_int_equal(clg_context_set_budget(ctx, 1 << 20), CLG_SUCCESS);
@@ -405,8 +414,9 @@ static void test_budget(TU_STATE)
     clg_context_destroy(ctx);
 }
 
-static void test_new_buffers_are_zero(TU_STATE)
+static void test_new_buffers_are_zero(void **state)
 {
+    (void)state;
     clg_context *ctx = tu_context_or_skip();
     cl_command_queue q = clg_context_queue(ctx);
     const size_t sizes[] = {1, 3, 6, 1001, 4096, 65540};
@@ -432,8 +442,9 @@ static void test_new_buffers_are_zero(TU_STATE)
     clg_context_destroy(ctx);
 }
 
-static void test_injected_alloc_failure(TU_STATE)
+static void test_injected_alloc_failure(void **state)
 {
+    (void)state;
     clg_context *ctx = tu_context_or_skip();
     clg__fault_arm(CLG_FAULT_ALLOC, 1);
     cl_mem m = (cl_mem)0x1;
@@ -454,8 +465,9 @@ static void test_injected_alloc_failure(TU_STATE)
     clg_context_destroy(ctx);
 }
 
-static void test_max_alloc_env(TU_STATE)
+static void test_max_alloc_env(void **state)
 {
+    (void)state;
     clg_context *ctx = NULL;
     setenv("CLGRAD_MAX_ALLOC", "4096", 1);
     assert_int_equal(clg_context_create(&ctx, NULL), CLG_SUCCESS);
@@ -485,8 +497,9 @@ static void test_max_alloc_env(TU_STATE)
 
 /* A kernel of the test's own (not clgrad's) to check launch counting and
  * padding of the global size. */
-static void test_launch_counts_and_pads(TU_STATE)
+static void test_launch_counts_and_pads(void **state)
 {
+    (void)state;
     clg_context *ctx = tu_context_or_skip();
     const char *src = "kernel void fill(global uint *x, uint n) {"
                       "  size_t i = get_global_id(0); if (i >= n) return; x[i] = (uint)i + 1; }";
@@ -537,8 +550,9 @@ static void test_launch_counts_and_pads(TU_STATE)
 }
 
 /* The kernels live inside the library: building works from any directory. */
-static void test_embedded_kernels_from_another_dir(TU_STATE)
+static void test_embedded_kernels_from_another_dir(void **state)
 {
+    (void)state;
     char cwd[4096];
     assert_non_null(getcwd(cwd, sizeof cwd));
     assert_int_equal(chdir("/"), 0);

@@ -1030,8 +1030,9 @@ static void check_outs(const error_case *c)
     assert_memory_equal(norms_out, norms, sizeof norms);
 }
 
-static void test_every_function_is_walked(TU_STATE)
+static void test_every_function_is_walked(void **state)
 {
+    (void)state;
     for (size_t f = 0; f < sizeof walked / sizeof walked[0]; f++) {
         int found = 0;
         for (size_t i = 0; i < N_CASES; i++)
@@ -1047,8 +1048,9 @@ static void test_every_function_is_walked(TU_STATE)
                   sizeof walked / sizeof walked[0]);
 }
 
-static void test_error_walk(TU_STATE)
+static void test_error_walk(void **state)
 {
+    (void)state;
     unsigned failures = 0;
     for (size_t i = 0; i < N_CASES; i++) {
         const error_case *c = &cases[i];
@@ -1150,8 +1152,9 @@ static int fail_in_a_loop(void *p)
     return 0;
 }
 
-static void test_threads_see_their_own_message(TU_STATE)
+static void test_threads_see_their_own_message(void **state)
 {
+    (void)state;
     atomic_int go = 0;
     thread_arg args[2] = {{0, &go, 0, ""}, {1, &go, 0, ""}};
     thrd_t t[2];

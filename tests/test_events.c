@@ -89,8 +89,9 @@ static void sgd_case_close(sgd_case *c)
 
 /* The update does not start before the caller's event, and the returned
  * event completes only after it. */
-static void test_step_waits_for_user_event(TU_STATE)
+static void test_step_waits_for_user_event(void **state)
 {
+    (void)state;
     sgd_case sc = sgd_case_open(1);
     clg_model *m = sc.m;
     OK(clg_model_upload_params(m, CLG_ALL_TENSORS, sc.p0, N, NULL));
@@ -119,8 +120,9 @@ static void test_step_waits_for_user_event(TU_STATE)
 
 /* A second queue writes the gradients and reads the params; clgrad's queue
  * is ordered against it by events only. */
-static void test_two_queues(TU_STATE)
+static void test_two_queues(void **state)
 {
+    (void)state;
     sgd_case sc = sgd_case_open(3);
     clg_model *m = sc.m;
 
@@ -155,8 +157,9 @@ static void test_two_queues(TU_STATE)
 
 /* Path B's intermediate micro-step and a flush: an event even when the
  * call launches nothing, complete once waited for. */
-static void test_event_without_work_and_flush(TU_STATE)
+static void test_event_without_work_and_flush(void **state)
 {
+    (void)state;
     clg_model *m = sgd_model(3);
     tu_upload_uniform_params(m, 5);
     cl_event e = NULL;
@@ -178,8 +181,9 @@ static void test_event_without_work_and_flush(TU_STATE)
 }
 
 /* A malformed clg_events is refused before anything changes. */
-static void test_bad_events(TU_STATE)
+static void test_bad_events(void **state)
 {
+    (void)state;
     clg_model *m = sgd_model(2);
     tu_upload_uniform_params(m, 6);
     cl_int err;
@@ -238,8 +242,9 @@ static clg_stats stats_of(clg_model *m, int blocking)
     return s;
 }
 
-static void test_nonblocking_stats(TU_STATE)
+static void test_nonblocking_stats(void **state)
 {
+    (void)state;
     const unsigned k = 2;
     clg_model *m = sgd_model(k);
     tu_upload_uniform_params(m, 8);
@@ -288,8 +293,9 @@ static int release_later(void *p)
  * run, the read it started gives the second's without a blocking call. A
  * blocking snapshot would return only when the thread opens the gate
  * (2 s), with the current stats. */
-static void test_nonblocking_stats_while_device_busy(TU_STATE)
+static void test_nonblocking_stats_while_device_busy(void **state)
 {
+    (void)state;
     clg_model *m = sgd_model(1);
     tu_upload_uniform_params(m, 9);
     one_cycle(m, 1);

@@ -91,8 +91,9 @@ static void disarm(void)
 
 /* ------------------------------------------------------------ allocation */
 
-static void test_alloc_finalize(TU_STATE)
+static void test_alloc_finalize(void **state)
 {
+    (void)state;
     const clg_optimizer opts[] = {CLG_ADAMW, CLG_SGD};
     for (size_t o = 0; o < 2; o++) {
         clg_config cfg = fault_config(opts[o]);
@@ -131,8 +132,9 @@ static void test_alloc_finalize(TU_STATE)
     }
 }
 
-static void test_alloc_grads(TU_STATE)
+static void test_alloc_grads(void **state)
 {
+    (void)state;
     clg_config cfg = fault_config(CLG_ADAMW);
     clg_model *m = ready_model(&cfg, 1);
     uint64_t base = clg_context_device_bytes(tu_ctx);
@@ -356,8 +358,9 @@ static void run_cases(const step_case *cases, size_t n)
     }
 }
 
-static void test_enqueue_step(TU_STATE)
+static void test_enqueue_step(void **state)
 {
+    (void)state;
     step_case cases[3];
     /* path A with statistics: accumulate (fused norm), tensor norms,
      * prologue, update */
@@ -378,8 +381,9 @@ static void test_enqueue_step(TU_STATE)
     run_cases(cases, 3);
 }
 
-static void test_enqueue_step_skip_micro(TU_STATE)
+static void test_enqueue_step_skip_micro(void **state)
 {
+    (void)state;
     /* check, verdict, accumulate, count read, statistics, prologue, update */
     clg_config cs = fault_config(CLG_SGD);
     cs.momentum = 0.9f;
@@ -393,8 +397,9 @@ static void test_enqueue_step_skip_micro(TU_STATE)
 /* A model refusing steps after a half-done one stays refusing through
  * every failed load (at each of its enqueues, and a missing file), and the
  * first successful load clears it. */
-static void test_failed_until_load(TU_STATE)
+static void test_failed_until_load(void **state)
 {
+    (void)state;
     clg_config cfg = fault_config(CLG_ADAMW);
     cfg.fuse_last_micro_step = 0;
     char *ckpt = tu_tmp_path("failed.ckpt");
@@ -475,8 +480,9 @@ static int dir_entries(void)
     return n;
 }
 
-static void test_enqueue_load(TU_STATE)
+static void test_enqueue_load(void **state)
 {
+    (void)state;
     clg_config cfg = fault_config(CLG_ADAMW);
     char *path = tu_tmp_path("load.ckpt");
     clg_model *a = ready_model(&cfg, 1);
@@ -563,8 +569,9 @@ static void expect_file_holds(const char *path, const clg_config *cfg, const uin
  * directory fsync after the rename failed, the complete new file, which
  * loads as the new state. After the successful save the file loads into a
  * fresh model bit-identically to the live model. */
-static void test_write_save(TU_STATE)
+static void test_write_save(void **state)
 {
+    (void)state;
     clg_config cfg = fault_config(CLG_ADAMW);
     char *path = tu_tmp_path("save.ckpt");
     clg_model *m = ready_model(&cfg, 4);
@@ -652,8 +659,9 @@ static void test_write_save(TU_STATE)
     free(path);
 }
 
-static void test_enqueue_save(TU_STATE)
+static void test_enqueue_save(void **state)
 {
+    (void)state;
     clg_config cfg = fault_config(CLG_SGD);
     char *path = tu_tmp_path("esave.ckpt");
     clg_model *m = ready_model(&cfg, 4);
@@ -675,8 +683,9 @@ static void test_enqueue_save(TU_STATE)
 
 /* ------------------------------------------------------------ the hook */
 
-static void test_env_arming(TU_STATE)
+static void test_env_arming(void **state)
 {
+    (void)state;
     /* the hook counts every operation and fails only the n-th */
     clg__fault_arm(CLG_FAULT_WRITE, 3);
     assert_false(clg__fault_hit(CLG_FAULT_WRITE));

@@ -381,8 +381,9 @@ static double rel_l2(const float *a, const float *b, size_t n)
     return sqrt(num / den);
 }
 
-static void test_gradcache_is_the_big_batch(TU_STATE)
+static void test_gradcache_is_the_big_batch(void **state)
 {
+    (void)state;
     views_do_not_depend_on_split();
     const size_t cases[][2] = {{8, 2}, {8, 8}, {48, 3}, {64, 16}, {64, 64}, {100, 7}, {256, 256}};
     float *p0 = NULL;

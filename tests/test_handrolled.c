@@ -173,8 +173,9 @@ static void run_variant(const bench_config *bc, char feed, uint64_t seed)
     cy.destroy(cy.self);
 }
 
-static void test_handrolled_variants(TU_STATE)
+static void test_handrolled_variants(void **state)
 {
+    (void)state;
     unsigned runs = 0;
     for (size_t i = 0; i < bench_config_count; i++) {
         const bench_config *bc = &bench_configs[i];

@@ -39,8 +39,9 @@ static void bad_config(clg_config cfg, const char *needle, const char *what)
     assert_null(m);
 }
 
-static void test_bad_config(TU_STATE)
+static void test_bad_config(void **state)
 {
+    (void)state;
     clg_config base = clg_config_default(CLG_ADAM);
     clg_config c;
 
@@ -78,8 +79,9 @@ static void test_bad_config(TU_STATE)
     clg_model_destroy(m);
 }
 
-static void test_null_handles(TU_STATE)
+static void test_null_handles(void **state)
 {
+    (void)state;
     clg_config cfg = clg_config_default(CLG_SGD);
     clg_model *m = NULL;
     expect(clg_model_create(NULL, &cfg, &m), CLG_ERR_INVALID_ARGUMENT, NULL, NULL,
@@ -114,8 +116,9 @@ static void test_null_handles(TU_STATE)
 
 /* ---------------------------------------------------- building a model */
 
-static void test_build_phase(TU_STATE)
+static void test_build_phase(void **state)
 {
+    (void)state;
     clg_config cfg = clg_config_default(CLG_ADAMW);
     clg_model *m = NULL;
     assert_int_equal(clg_model_create(tu_ctx, &cfg, &m), CLG_SUCCESS);
@@ -158,8 +161,9 @@ static void test_build_phase(TU_STATE)
 
 /* ---------------------------------------------------- a live model */
 
-static void test_bad_indices_and_steps(TU_STATE)
+static void test_bad_indices_and_steps(void **state)
 {
+    (void)state;
     clg_config cfg = clg_config_default(CLG_ADAM);
     cfg.accum_steps = 3;
     twin tw;
@@ -241,8 +245,9 @@ static unsigned k_zero_later(uint64_t t, void *user)
 
 /* A k schedule that returns 0 is an error at the step that asks for it,
  * naming the value, and the step changes nothing. */
-static void test_k_schedule_zero(TU_STATE)
+static void test_k_schedule_zero(void **state)
 {
+    (void)state;
     clg_config cfg = clg_config_default(CLG_SGD);
     cfg.k_schedule = k_zero_later;
     twin tw;
@@ -267,8 +272,9 @@ static void test_k_schedule_zero(TU_STATE)
     twin_free(&tw);
 }
 
-static void test_lr_scale(TU_STATE)
+static void test_lr_scale(void **state)
 {
+    (void)state;
     float lr = 0;
     assert_int_equal(clg_lr_scale(CLG_LR_RULE_LINEAR, 0.1f, 32, 128, &lr), CLG_SUCCESS);
     assert_true(fabsf(lr - 0.4f) <= 1e-7f);

@@ -192,8 +192,9 @@ static void check_program(const char *program, const char *options)
     assert_int_equal(bad, 0);
 }
 
-static void test_library_kernels_match_lists(TU_STATE)
+static void test_library_kernels_match_lists(void **state)
 {
+    (void)state;
     /* every program the table names, with its default variant */
     for (size_t i = 0; i < clg__layout_n_kernels; i++) {
         const char *p = clg__layout_kernels[i].program;
@@ -255,8 +256,9 @@ static cl_program build_with_common(const char *tail, const char *options)
     return p;
 }
 
-static void test_step_block_indices_match(TU_STATE)
+static void test_step_block_indices_match(void **state)
 {
+    (void)state;
     /* host side first: the table is the enum, indices unique and in range */
     unsigned char used[CLG_SB_WORDS] = {0};
     for (size_t i = 0; i < clg__layout_n_words; i++) {
@@ -368,8 +370,9 @@ static char *mutated_params(const clg_layout_list *l, enum mutation m)
     return s;
 }
 
-static void test_comparison_catches_mismatches(TU_STATE)
+static void test_comparison_catches_mismatches(void **state)
 {
+    (void)state;
     static const char *const what[] = {
         "unchanged",         "two arguments of one type swapped",
         "two arguments of different types swapped",

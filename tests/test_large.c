@@ -156,14 +156,16 @@ static void large_run(clg_optimizer opt, char path, int clip, int tensor_norms, 
     twin_free(&tw);
 }
 
-static void test_large_norm_and_clip_path_a(TU_STATE)
+static void test_large_norm_and_clip_path_a(void **state)
 {
+    (void)state;
     large_run(CLG_ADAMW, 'A', 1, 1, 201);
     large_run(CLG_SGD, 'A', 1, 0, 202);
 }
 
-static void test_large_norm_and_clip_path_b(TU_STATE)
+static void test_large_norm_and_clip_path_b(void **state)
 {
+    (void)state;
     large_run(CLG_ADAMW, 'B', 1, 0, 203);
     large_run(CLG_SGD, 'B', 1, 1, 204);
 }
@@ -171,8 +173,9 @@ static void test_large_norm_and_clip_path_b(TU_STATE)
 /* Without statistics: the plain update, every chunk and both groups, on
  * paths A, B and C (the update kernel reads the last micro-step's
  * gradients itself). */
-static void test_large_update(TU_STATE)
+static void test_large_update(void **state)
 {
+    (void)state;
     large_run(CLG_ADAMW, 'A', 0, 0, 205);
     large_run(CLG_SGD, 'B', 0, 0, 206);
     large_run(CLG_ADAMW, 'C', 0, 0, 207);

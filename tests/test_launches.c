@@ -207,8 +207,9 @@ static void check(const char *what, const clg_config *cfg, shape s, int path_b)
     }
 }
 
-static void test_launches_plain(TU_STATE)
+static void test_launches_plain(void **state)
 {
+    (void)state;
     clg_config cfg = clg_config_default(CLG_ADAMW);
     cfg.accum_steps = K;
     check("adamw path C", &cfg, SHAPE_C, 0);
@@ -216,8 +217,9 @@ static void test_launches_plain(TU_STATE)
     check("adamw path A", &cfg, SHAPE_A, 0);
 }
 
-static void test_launches_with_statistics(TU_STATE)
+static void test_launches_with_statistics(void **state)
 {
+    (void)state;
     clg_config cfg = clg_config_default(CLG_ADAM);
     cfg.accum_steps = K;
     cfg.clip_norm = 1.0f;
@@ -229,8 +231,9 @@ static void test_launches_with_statistics(TU_STATE)
     check("adam clip + tensor norms, path A", &cfg, SHAPE_A_NORMS, 0);
 }
 
-static void test_launches_path_b(TU_STATE)
+static void test_launches_path_b(void **state)
 {
+    (void)state;
     clg_config cfg = clg_config_default(CLG_SGD);
     cfg.momentum = 0.9f;
     cfg.accum_steps = K;
@@ -239,8 +242,9 @@ static void test_launches_path_b(TU_STATE)
     check("sgd clip path B", &cfg, SHAPE_B_STATS, 1);
 }
 
-static void test_launches_skip_micro_and_noise(TU_STATE)
+static void test_launches_skip_micro_and_noise(void **state)
 {
+    (void)state;
     clg_config cfg = clg_config_default(CLG_ADAMW);
     cfg.accum_steps = K;
     cfg.fuse_last_micro_step = 0;

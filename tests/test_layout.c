@@ -18,8 +18,9 @@
 
 /* Views: right counts, disjoint ranges within a buffer, and the view's
  * bytes are the tensor's params; per-tensor upload/download round trip. */
-static void test_views(TU_STATE)
+static void test_views(void **state)
 {
+    (void)state;
     clg_config cfg = clg_config_default(CLG_ADAM);
     twin tw;
     twin_init(&tw, tu_ctx, &cfg, &twin_default_layout, 11);
@@ -83,8 +84,9 @@ static void test_views(TU_STATE)
 
 /* 200 tiny tensors (1..7 elements) around one of 5003 elements, in two
  * groups, against the reference. */
-static void test_many_small_tensors(TU_STATE)
+static void test_many_small_tensors(void **state)
 {
+    (void)state;
     enum { NT = 201 };
     size_t counts[NT];
     int groups[NT];
@@ -151,8 +153,9 @@ static void train_chunk_model(clg_context *c, float clip, float *out_params, flo
     twin_free(&tw);
 }
 
-static void test_chunking(TU_STATE)
+static void test_chunking(void **state)
 {
+    (void)state;
     size_t total = 0;
     for (int t = 0; t < 8; t++)
         total += chunk_counts[t];
@@ -212,8 +215,9 @@ static void test_chunking(TU_STATE)
 
 /* ---------------------------------------------------- budget */
 
-static void test_budget(TU_STATE)
+static void test_budget(void **state)
 {
+    (void)state;
     uint64_t used = clg_context_device_bytes(tu_ctx);
     /* below what is already allocated: refused, nothing changes */
     if (used > 0) {

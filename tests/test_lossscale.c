@@ -45,8 +45,9 @@ static void scaled_cycle(twin *tw, unsigned k, uint64_t cycle, int poison, doubl
     free(g);
 }
 
-static void test_dynamic_sequence(TU_STATE)
+static void test_dynamic_sequence(void **state)
 {
+    (void)state;
     clg_config cfg = tu_config(CLG_ADAMW, 1e-2f, 2);
     cfg.loss_scale = CLG_LOSS_SCALE_DYNAMIC;
     cfg.loss_scale_init = 65536.0f;
@@ -124,8 +125,9 @@ static void test_dynamic_sequence(TU_STATE)
 
 /* The clamps, checked directly on the GradScaler sequence the reference
  * produces (and the device followed above). */
-static void test_reference_sequence(TU_STATE)
+static void test_reference_sequence(void **state)
 {
+    (void)state;
     clg_config cfg = clg_config_default(CLG_ADAM);
     cfg.loss_scale_init = 65536.0f;
     cfg.loss_scale_growth = 2.0f;
@@ -148,8 +150,9 @@ static void test_reference_sequence(TU_STATE)
     }
 }
 
-static void test_static_scale(TU_STATE)
+static void test_static_scale(void **state)
 {
+    (void)state;
     for (int sum = 0; sum <= 1; sum++) {
         clg_config cfg = clg_config_default(CLG_SGD);
         cfg.lr = sum ? 0.02f : 0.1f;
@@ -171,8 +174,9 @@ static void test_static_scale(TU_STATE)
     }
 }
 
-static void test_no_scaling_reads_one(TU_STATE)
+static void test_no_scaling_reads_one(void **state)
 {
+    (void)state;
     clg_config cfg = clg_config_default(CLG_ADAM);
     twin tw;
     twin_init(&tw, tu_ctx, &cfg, &twin_default_layout, 103);

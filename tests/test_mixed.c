@@ -78,22 +78,25 @@ static void half_grads_case(clg_dtype dt, int fuse)
     twin_free(&tw);
 }
 
-static void test_fp16_grads(TU_STATE)
+static void test_fp16_grads(void **state)
 {
+    (void)state;
     half_grads_case(CLG_FP16, 0);
     half_grads_case(CLG_FP16, 1);
 }
 
-static void test_bf16_grads(TU_STATE)
+static void test_bf16_grads(void **state)
 {
+    (void)state;
     half_grads_case(CLG_BF16, 0);
     half_grads_case(CLG_BF16, 1);
 }
 
 /* 65504 * 2 does not fit in fp16: the caller's conversion writes inf bits
  * (0x7c00), and the statistics pass flags it. */
-static void test_fp16_overflow(TU_STATE)
+static void test_fp16_overflow(void **state)
 {
+    (void)state;
     for (int fuse = 0; fuse <= 1; fuse++) {
         clg_config cfg = tu_config(CLG_SGD, 0.1f, 2);
         cfg.nonfinite = CLG_NONFINITE_SKIP_UPDATE;
@@ -242,13 +245,15 @@ static void param_copy_case(clg_dtype dt)
     twin_free(&tw);
 }
 
-static void test_param_copy_fp16(TU_STATE)
+static void test_param_copy_fp16(void **state)
 {
+    (void)state;
     param_copy_case(CLG_FP16);
 }
 
-static void test_param_copy_bf16(TU_STATE)
+static void test_param_copy_bf16(void **state)
 {
+    (void)state;
     param_copy_case(CLG_BF16);
 }
 
@@ -310,8 +315,9 @@ static void bf16_sr_case(int fuse)
     twin_free(&tw);
 }
 
-static void test_bf16_stochastic_rounding(TU_STATE)
+static void test_bf16_stochastic_rounding(void **state)
 {
+    (void)state;
     bf16_sr_case(0);
     bf16_sr_case(1);
 }
@@ -321,8 +327,9 @@ static void test_bf16_stochastic_rounding(TU_STATE)
  * whatever its random bits; one 2^16 below may round either way; inf stays
  * inf and a NaN a quiet NaN. Read straight from the bf16 accumulator after
  * one micro-step of two (path A, nothing updated yet). */
-static void test_bf16_sr_edges(TU_STATE)
+static void test_bf16_sr_edges(void **state)
 {
+    (void)state;
     enum { N = 4096 };
     clg_config cfg = clg_config_default(CLG_SGD);
     cfg.accum_steps = 2;

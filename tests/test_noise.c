@@ -89,19 +89,22 @@ static void noise_case(int fuse, clg_optimizer opt)
     twin_free(&tw);
 }
 
-static void test_noise_path_c(TU_STATE)
+static void test_noise_path_c(void **state)
 {
+    (void)state;
     noise_case(1, CLG_ADAMW);
 }
 
-static void test_noise_path_a(TU_STATE)
+static void test_noise_path_a(void **state)
 {
+    (void)state;
     noise_case(0, CLG_SGD);
 }
 
 /* k = 1 has one batch size only: no estimate, the statistic stays NaN. */
-static void test_noise_needs_two_sizes(TU_STATE)
+static void test_noise_needs_two_sizes(void **state)
 {
+    (void)state;
     clg_config cfg = clg_config_default(CLG_SGD);
     cfg.accum_steps = 1;
     cfg.noise_scale = 1;

@@ -42,8 +42,9 @@ static void run_cycles(twin *tw, unsigned cycles, unsigned k, uint64_t first_cyc
 
 /* ---------------------------------------------------- clipping */
 
-static void test_clip_norm(TU_STATE)
+static void test_clip_norm(void **state)
 {
+    (void)state;
     for (int fuse = 0; fuse <= 1; fuse++) {
         clg_config cfg = clg_config_default(fuse ? CLG_ADAM : CLG_SGD);
         cfg.lr = fuse ? 1e-2f : 0.1f;
@@ -171,14 +172,16 @@ static void clip_boundary(float grad_value)
     print_message("clip boundary at norm %.9g: below, equal and above checked\n", norm);
 }
 
-static void test_clip_boundary(TU_STATE)
+static void test_clip_boundary(void **state)
 {
+    (void)state;
     clip_boundary(0.125f); /* norm about 1.7 */
     clip_boundary(4.0f);   /* norm about 55 */
 }
 
-static void test_clip_value(TU_STATE)
+static void test_clip_value(void **state)
 {
+    (void)state;
     clg_config cfg = tu_config(CLG_ADAMW, 1e-2f, 2);
     cfg.clip_value = 0.6f; /* |ĝ| is 0..1.5: clamps roughly half the elements */
     twin tw;
@@ -205,8 +208,9 @@ static void test_clip_value(TU_STATE)
 
 /* ---------------------------------------------------- determinism */
 
-static void test_norm_determinism(TU_STATE)
+static void test_norm_determinism(void **state)
 {
+    (void)state;
     clg_config cfg = clg_config_default(CLG_ADAM);
     cfg.accum_steps = 3;
     cfg.clip_norm = 1.0f;
@@ -290,15 +294,17 @@ static void skip_update_case(int path)
     twin_free(&tw);
 }
 
-static void test_skip_update(TU_STATE)
+static void test_skip_update(void **state)
 {
+    (void)state;
     skip_update_case(1); /* path A */
     skip_update_case(2); /* path C */
 }
 
 /* Path B: the caller's backward wrote an inf into the accumulator. */
-static void test_skip_update_path_b(TU_STATE)
+static void test_skip_update_path_b(void **state)
 {
+    (void)state;
     clg_config cfg = clg_config_default(CLG_SGD);
     cfg.momentum = 0.9f;
     cfg.accum_steps = 1;
@@ -326,8 +332,9 @@ static void test_skip_update_path_b(TU_STATE)
     twin_free(&tw);
 }
 
-static void test_skip_micro(TU_STATE)
+static void test_skip_micro(void **state)
 {
+    (void)state;
     clg_config cfg = tu_config(CLG_ADAMW, 1e-2f, 3);
     cfg.nonfinite = CLG_NONFINITE_SKIP_MICRO;
     cfg.fuse_last_micro_step = 0; /* path A only */
@@ -363,8 +370,9 @@ static void test_skip_micro(TU_STATE)
     twin_free(&tw);
 }
 
-static void test_error_policy(TU_STATE)
+static void test_error_policy(void **state)
 {
+    (void)state;
     clg_config cfg = tu_config(CLG_SGD, 0.1f, 2);
     cfg.nonfinite = CLG_NONFINITE_ERROR;
     twin tw;

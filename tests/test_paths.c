@@ -92,13 +92,15 @@ static void run_paths(clg_optimizer opt, float lr, int tight)
     free(g);
 }
 
-static void test_paths_sgd(TU_STATE)
+static void test_paths_sgd(void **state)
 {
+    (void)state;
     run_paths(CLG_SGD, 0.5f, 1);
 }
 
-static void test_paths_adamw(TU_STATE)
+static void test_paths_adamw(void **state)
 {
+    (void)state;
     /* AdamW divides by sqrt(v): the paths' rounding differences are
      * checked through the reference at PyTorch's fp32 tolerances */
     run_paths(CLG_ADAMW, 1e-2f, 0);
@@ -150,8 +152,9 @@ static double rel_l2(const float *got, const double *want, size_t n)
     return sqrt(num / den);
 }
 
-static void test_least_squares(TU_STATE)
+static void test_least_squares(void **state)
 {
+    (void)state;
     static lsq ls;
     lsq_make(&ls);
     static const float lr_mult[] = {1.0f};

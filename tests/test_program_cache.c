@@ -228,8 +228,9 @@ static int load(const char *options, char *kernel_names, size_t cap)
     return cached;
 }
 
-static void test_second_load_comes_from_cache(TU_STATE)
+static void test_second_load_comes_from_cache(void **state)
 {
+    (void)state;
     char names1[4096], names2[4096], path[4200];
     int temps;
     assert_int_equal(load("-DCLG_TEST_CACHE=1", names1, sizeof names1), 0);
@@ -253,8 +254,9 @@ static void test_second_load_comes_from_cache(TU_STATE)
     assert_int_equal(load("-DCLG_TEST_CACHE=2", NULL, 0), 1);
 }
 
-static void test_cache_off(TU_STATE)
+static void test_cache_off(void **state)
 {
+    (void)state;
     char xdg[4200], home[4200];
     snprintf(xdg, sizeof xdg, "%s/off-xdg", tmp);
     snprintf(home, sizeof home, "%s/off-home", tmp);
@@ -288,8 +290,9 @@ static void expect_default_cache(const char *parent, const char *sub)
     assert_int_equal(load("-DCLG_TEST_DEFAULT=1", NULL, 0), 1);
 }
 
-static void test_default_locations(TU_STATE)
+static void test_default_locations(void **state)
 {
+    (void)state;
     char xdg[4200], home[4200];
     snprintf(xdg, sizeof xdg, "%s/xdg", tmp);
     snprintf(home, sizeof home, "%s/home", tmp);
@@ -465,8 +468,9 @@ static void check_documented_digest(const unsigned char *e, size_t n)
         assert_int_equal(e[i], 0);
 }
 
-static void test_damaged_entries_fall_back_and_repair(TU_STATE)
+static void test_damaged_entries_fall_back_and_repair(void **state)
 {
+    (void)state;
     char dir[4200], path[4400], foreign_path[4400];
     snprintf(dir, sizeof dir, "%s/damage", tmp);
     setenv("CLGRAD_CACHE_DIR", dir, 1);
@@ -535,8 +539,9 @@ static void test_damaged_entries_fall_back_and_repair(TU_STATE)
  * driver update that kept its version string, say) is rebuilt from source
  * and the entry rewritten; played by this program's clCreateProgramWithBinary
  * and clBuildProgram, so no real driver is handed a bad binary. */
-static void test_driver_refusal_falls_back(TU_STATE)
+static void test_driver_refusal_falls_back(void **state)
 {
+    (void)state;
     char dir[4200], path[4400];
     snprintf(dir, sizeof dir, "%s/refusal", tmp);
     setenv("CLGRAD_CACHE_DIR", dir, 1);
@@ -559,8 +564,9 @@ static void test_driver_refusal_falls_back(TU_STATE)
     }
 }
 
-static void test_unusable_cache_dir_never_fails_a_build(TU_STATE)
+static void test_unusable_cache_dir_never_fails_a_build(void **state)
 {
+    (void)state;
     char file[4200], under_file[4300];
     snprintf(file, sizeof file, "%s/a-file", tmp);
     tu_write_file(file, "x", 1);
@@ -573,8 +579,9 @@ static void test_unusable_cache_dir_never_fails_a_build(TU_STATE)
     }
 }
 
-static void test_build_failure_carries_log(TU_STATE)
+static void test_build_failure_carries_log(void **state)
 {
+    (void)state;
     clg_context *ctx = tu_context_or_skip();
     cl_program p = (cl_program)0x1;
     int cached = -1;

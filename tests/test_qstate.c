@@ -198,8 +198,9 @@ static clg_config qconfig(clg_optimizer opt, clg_dtype dtype)
 
 /* ------------------------------------------------------------ the maps */
 
-static void test_maps_are_the_formulas(TU_STATE)
+static void test_maps_are_the_formulas(void **state)
 {
+    (void)state;
     static const clg_dtype dtypes[] = {CLG_Q8, CLG_Q4};
     for (int d = 0; d < 2; d++) {
         for (int sgn = 0; sgn < 2; sgn++) {
@@ -271,14 +272,16 @@ static void exact_first_update(clg_optimizer opt, clg_dtype dtype, uint64_t seed
     twin_free(&tw);
 }
 
-static void test_exact_inputs_q8(TU_STATE)
+static void test_exact_inputs_q8(void **state)
 {
+    (void)state;
     exact_first_update(CLG_ADAMW, CLG_Q8, 11);
     exact_first_update(CLG_LION, CLG_Q8, 12);
 }
 
-static void test_exact_inputs_q4(TU_STATE)
+static void test_exact_inputs_q4(void **state)
 {
+    (void)state;
     exact_first_update(CLG_ADAMW, CLG_Q4, 13);
     exact_first_update(CLG_LION, CLG_Q4, 14);
 }
@@ -373,27 +376,31 @@ static void run_updates(clg_config cfg, unsigned k, unsigned updates, uint64_t s
     twin_free(&tw);
 }
 
-static void test_updates_adamw_q8(TU_STATE)
+static void test_updates_adamw_q8(void **state)
 {
+    (void)state;
     run_updates(qconfig(CLG_ADAMW, CLG_Q8), 1, 3, 21, "adamw Q8, k = 1");
     run_updates(qconfig(CLG_ADAMW, CLG_Q8), 2, 2, 22, "adamw Q8, k = 2");
 }
 
-static void test_updates_adamw_q4(TU_STATE)
+static void test_updates_adamw_q4(void **state)
 {
+    (void)state;
     run_updates(qconfig(CLG_ADAMW, CLG_Q4), 1, 3, 23, "adamw Q4, k = 1");
 }
 
-static void test_updates_adam_amsgrad_q8(TU_STATE)
+static void test_updates_adam_amsgrad_q8(void **state)
 {
+    (void)state;
     clg_config c = qconfig(CLG_ADAM, CLG_Q8);
     c.amsgrad = 1;
     c.weight_decay = 1e-2f;
     run_updates(c, 1, 3, 24, "adam L2 amsgrad Q8");
 }
 
-static void test_updates_sgd_and_lion(TU_STATE)
+static void test_updates_sgd_and_lion(void **state)
 {
+    (void)state;
     clg_config c = qconfig(CLG_SGD, CLG_Q8);
     c.nesterov = 1;
     run_updates(c, 1, 3, 25, "sgd nesterov Q8");

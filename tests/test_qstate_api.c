@@ -58,8 +58,9 @@ static clg_config qconfig(clg_optimizer opt, clg_dtype state, clg_dtype master)
 
 /* ------------------------------------------------------------ config */
 
-static void test_defaults_and_old_callers(TU_STATE)
+static void test_defaults_and_old_callers(void **state)
 {
+    (void)state;
     clg_config c = clg_config_default(CLG_ADAMW);
     assert_int_equal(c.state_dtype, CLG_FP32);
     assert_int_equal(c.state_min_size, 4096);
@@ -96,8 +97,9 @@ static void refused(const clg_config *c, clg_status want, const char *a, const c
     assert_int_equal(clg_memory_estimate(c, 1000, &plan), want);
 }
 
-static void test_bad_values_and_unsupported(TU_STATE)
+static void test_bad_values_and_unsupported(void **state)
 {
+    (void)state;
     clg_config c = qconfig(CLG_ADAMW, CLG_FP16, CLG_FP32);
     refused(&c, CLG_ERR_INVALID_ARGUMENT, "state_dtype", NULL);
     c = qconfig(CLG_ADAMW, (clg_dtype)99, CLG_FP32);
@@ -174,8 +176,9 @@ static void exact_memory(clg_config c, const char *what)
     clg_model_destroy(m);
 }
 
-static void test_memory_is_what_was_allocated(TU_STATE)
+static void test_memory_is_what_was_allocated(void **state)
 {
+    (void)state;
     static const clg_dtype states[] = {CLG_FP32, CLG_BF16, CLG_Q8, CLG_Q4};
     static const clg_optimizer opts[] = {CLG_ADAMW, CLG_ADAM, CLG_SGD, CLG_LION};
     for (int s = 0; s < 4; s++)
@@ -203,8 +206,9 @@ static void test_memory_is_what_was_allocated(TU_STATE)
 
 /* ------------------------------------------------------------ layout */
 
-static void test_layout_and_launches(TU_STATE)
+static void test_layout_and_launches(void **state)
 {
+    (void)state;
     clg_config c = qconfig(CLG_ADAMW, CLG_Q8, CLG_FP32);
     clg_model *m = finalized(&c);
     /* the quantized tensors (70001, 8192) in one chunk, the three below
@@ -254,8 +258,9 @@ static void test_layout_and_launches(TU_STATE)
 
 /* ------------------------------------------------------------ raw copies */
 
-static void test_state_format_and_raw_download(TU_STATE)
+static void test_state_format_and_raw_download(void **state)
 {
+    (void)state;
     clg_config c = qconfig(CLG_ADAMW, CLG_Q4, CLG_FP32);
     clg_model *m = finalized(&c);
     size_t bytes, scales;
@@ -348,8 +353,9 @@ static void drop(snapshot *s)
     }
 }
 
-static void test_skipped_update_changes_nothing(TU_STATE)
+static void test_skipped_update_changes_nothing(void **state)
 {
+    (void)state;
     clg_config c = qconfig(CLG_ADAMW, CLG_Q8, CLG_FP32);
     c.nonfinite = CLG_NONFINITE_SKIP_UPDATE;
     clg_model *m = finalized(&c);
@@ -416,8 +422,9 @@ static void ab_close_same(ab_pair *p, const char *what)
 
 /* Path A (external gradients) and path B (written into the accumulator)
  * hold the same accumulator, so they must update to the same bits. */
-static void test_paths_agree_bitwise(TU_STATE)
+static void test_paths_agree_bitwise(void **state)
 {
+    (void)state;
     clg_config c = qconfig(CLG_ADAMW, CLG_Q8, CLG_FP32);
     c.accum_steps = 1;
     c.fuse_last_micro_step = 0;
@@ -435,8 +442,9 @@ static void test_paths_agree_bitwise(TU_STATE)
 /* Path B with a bf16 accumulator: the caller writes bf16 bits, and the
  * update reads them as the fp32 values they are (the smallest state: no
  * gradient buffer). Against path A with fp32 gradients of those values. */
-static void test_path_b_bf16_accumulator(TU_STATE)
+static void test_path_b_bf16_accumulator(void **state)
 {
+    (void)state;
     clg_config ca = qconfig(CLG_ADAMW, CLG_Q8, CLG_FP32);
     ca.fuse_last_micro_step = 0;
     clg_config cb = ca;

@@ -122,8 +122,9 @@ static void map_of(int which, float *out)
     clg__qmap_fill(which < 2 ? CLG_Q8 : CLG_Q4, which % 2 == 0, out);
 }
 
-static void test_maps(TU_STATE)
+static void test_maps(void **state)
 {
+    (void)state;
     fixture f;
     load(&f, "bnb_maps.bin");
     for (int w = 0; w < 4; w++) {
@@ -254,8 +255,9 @@ static void blockwise(const fixture *f, int which)
     free(absmax);
 }
 
-static void test_blockwise(TU_STATE)
+static void test_blockwise(void **state)
 {
+    (void)state;
     fixture f;
     load(&f, "bnb_blockwise.bin");
     for (int w = 0; w < 4; w++)
@@ -265,8 +267,9 @@ static void test_blockwise(TU_STATE)
 
 /* ------------------------------------------------------------ AdamW8bit */
 
-static void test_adamw8bit_steps(TU_STATE)
+static void test_adamw8bit_steps(void **state)
 {
+    (void)state;
     fixture f;
     load(&f, "bnb_adamw8bit.bin");
     static const size_t sizes[2] = {4396, 100};

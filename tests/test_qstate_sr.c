@@ -124,16 +124,18 @@ static void decode_probe(clg_dtype dtype)
     clg_model_destroy(m);
 }
 
-static void test_device_decodes_the_host_table(TU_STATE)
+static void test_device_decodes_the_host_table(void **state)
 {
+    (void)state;
     decode_probe(CLG_Q8);
     decode_probe(CLG_Q4);
 }
 
 /* ------------------------------------------------------------ bf16 states */
 
-static void test_bf16_states_nearest(TU_STATE)
+static void test_bf16_states_nearest(void **state)
 {
+    (void)state;
     clg_config c = clg_config_default(CLG_ADAMW);
     c.state_dtype = CLG_BF16;
     clg_grads *gr = NULL;
@@ -219,8 +221,9 @@ static void sr_states(clg_config c, uint64_t seed, const float *g, void *out0, f
     clg_model_destroy(m);
 }
 
-static void test_bf16_states_stochastic(TU_STATE)
+static void test_bf16_states_stochastic(void **state)
 {
+    (void)state;
     clg_config c = clg_config_default(CLG_SGD);
     c.momentum = 0.9f;
     c.state_dtype = CLG_BF16;
@@ -301,16 +304,18 @@ static void q_stochastic(clg_dtype dtype)
     free(codes);
 }
 
-static void test_q_states_stochastic(TU_STATE)
+static void test_q_states_stochastic(void **state)
 {
+    (void)state;
     q_stochastic(CLG_Q8);
     q_stochastic(CLG_Q4);
 }
 
 /* ------------------------------------------------------------ bf16 master */
 
-static void test_bf16_master(TU_STATE)
+static void test_bf16_master(void **state)
 {
+    (void)state;
     clg_config c = clg_config_default(CLG_SGD);
     c.master_dtype = CLG_BF16;
     c.seed = 9;

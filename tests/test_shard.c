@@ -346,23 +346,27 @@ static void shards_equal_whole_model(unsigned shards, int with_stats)
     run_free(&r);
 }
 
-static void test_two_shards_equal_whole_model(TU_STATE)
+static void test_two_shards_equal_whole_model(void **state)
 {
+    (void)state;
     shards_equal_whole_model(2, 1);
 }
 
-static void test_shards_without_statistics(TU_STATE)
+static void test_shards_without_statistics(void **state)
 {
+    (void)state;
     shards_equal_whole_model(2, 0);
 }
 
-static void test_three_shards_equal_whole_model(TU_STATE)
+static void test_three_shards_equal_whole_model(void **state)
 {
+    (void)state;
     shards_equal_whole_model(3, 1);
 }
 
-static void test_state_memory_is_one_shard(TU_STATE)
+static void test_state_memory_is_one_shard(void **state)
 {
+    (void)state;
     clg_config c = config();
     uint64_t whole_bytes;
     clg_model *w = build(&c, 0, 0, &whole_bytes);
@@ -418,8 +422,9 @@ static void assert_plans_equal(const clg_memory_plan *want, const clg_memory_pla
  * shards cut unevenly (500 segments in 3), and one of less than a segment,
  * whose one shard with states holds them for the 700 params (the model
  * also for the padding), the others none. */
-static void test_estimate_matches_shards(TU_STATE)
+static void test_estimate_matches_shards(void **state)
 {
+    (void)state;
     static const size_t sizes[] = {500 * CLG_SEGMENT_ALIGN, 700};
     for (int k = 0; k < 4; k++) {
         clg_config c = clg_config_default(k < 2 ? CLG_ADAMW : CLG_SGD);
@@ -467,8 +472,9 @@ static void test_estimate_matches_shards(TU_STATE)
     assert_plans_equal(&whole, &one, "shard 0 of 1");
 }
 
-static void test_checkpoints_cross_sharding(TU_STATE)
+static void test_checkpoints_cross_sharding(void **state)
 {
+    (void)state;
     run r;
     run_cycles(&r, 3, 1);
     char *dir = tu_mkdtemp("test_shard");
@@ -546,8 +552,9 @@ static void expect(clg_status got, clg_status want, const char *needle)
         fail_msg("message '%s' does not name '%s'", msg, needle);
 }
 
-static void test_refusals(TU_STATE)
+static void test_refusals(void **state)
 {
+    (void)state;
     clg_config c = config();
     clg_model *m;
     OK(clg_model_create(tu_ctx, &c, &m));

@@ -140,8 +140,9 @@ static void device_path(char *path, size_t size)
 
 /* ------------------------------------------------- key and directory */
 
-static void test_key_and_dir(TU_STATE)
+static void test_key_and_dir(void **state)
 {
+    (void)state;
     char key[65], again[65], dir[1024], path[1024];
     OK(clg_context_device_key(tu_ctx, key));
     assert_int_equal(strlen(key), 64);
@@ -181,8 +182,9 @@ static void expect_refused(const char *path, const char *needle)
         fail_msg("%s: message '%s' does not say '%s'", path, err, needle);
 }
 
-static void test_save_load_and_refusals(TU_STATE)
+static void test_save_load_and_refusals(void **state)
 {
+    (void)state;
     char path[1024];
     device_path(path, sizeof path);
     unlink(path);
@@ -237,8 +239,9 @@ static void test_save_load_and_refusals(TU_STATE)
 
 /* ----------------------------------------------------- apply, restore */
 
-static void test_apply_and_restore(TU_STATE)
+static void test_apply_and_restore(void **state)
 {
+    (void)state;
     cl_device_id dev = clg_context_device(tu_ctx);
     clblast_param def[TUNING_MAX_PARAMS], now[TUNING_MAX_PARAMS];
     size_t nd, nn;
@@ -304,8 +307,9 @@ static void check_shapes(const char *what)
     gemm_bufs_release(&g);
 }
 
-static void test_mlp_gemms_right(TU_STATE)
+static void test_mlp_gemms_right(void **state)
 {
+    (void)state;
     char err[1024];
     assert_int_equal(tuning_restore_defaults(tu_ctx, err, sizeof err), 0);
     check_shapes("CLBlast's defaults");
@@ -381,8 +385,9 @@ static float *train(const char *tuning_spec, train_result *res, char **log)
     return w;
 }
 
-static void test_trainer_applies_tuning(TU_STATE)
+static void test_trainer_applies_tuning(void **state)
 {
+    (void)state;
     char path[1024];
     device_path(path, sizeof path);
     unlink(path);
@@ -469,8 +474,9 @@ static int run_cmd(const char *cmd)
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-static void test_clgrad_tune_small(TU_STATE)
+static void test_clgrad_tune_small(void **state)
 {
+    (void)state;
     const char *exe = getenv("CLGRAD_TUNE_EXE");
     if (!exe || !*exe)
         exe = CLGRAD_TUNE_EXE;

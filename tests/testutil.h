@@ -46,10 +46,6 @@ int tu_group_setup(void **state);
 int tu_group_setup_tmpdir(void **state);
 int tu_group_teardown(void **state);
 
-/* The parameter of a CMocka test function that does not use its state:
- * static void test_x(TU_STATE) instead of a (void)state; in every test. */
-#define TU_STATE void **state __attribute__((unused))
-
 /* OK(call): fails the test unless call returned CLG_SUCCESS, naming the
  * call, its file and line, the status and tu_ctx's last error (the
  * thread's when tu_ctx is NULL). */

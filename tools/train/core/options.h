@@ -4,6 +4,7 @@
 #define TRAIN_OPTIONS_H
 
 #include "clgrad.h"
+#include "flags.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -36,6 +37,7 @@ enum {
 };
 
 typedef struct train_options {
+    int task;             /* --task: the index of the task in train_tasks (task.h) */
     const char *data_dir;
     unsigned hidden[TRAIN_MAX_HIDDEN];
     int n_hidden;
@@ -111,17 +113,23 @@ float train_options_weight_decay(const train_options *o);
 int train_options_clg_config(const train_options *o, clg_config *cfg, char *err,
                              size_t errlen);
 
-/* Parses a number for flag: the whole of s, finite, in [lo, hi] (lo
- * excluded when open_lo), and one that survives the conversion to float
- * (a non-zero value that would become 0 or a subnormal is refused). */
-int train_parse_float(const char *flag, const char *s, float lo, float hi, int open_lo,
-                      float *out, char *err, size_t errlen);
-
 /* "4 x 32", "48 + 16", "3 x 16 + 2": how a batch of n samples splits into
  * micro-batches of b. */
 void train_split_text(char *buf, size_t len, uint64_t n, unsigned b);
 
+/* The core's flags (options_table.c). */
+extern const flag_table train_flag_table;
+
+/* --help's text of the core's flags. */
 const char *train_usage(void);
+
+/* Whether name is a stored setting --override accepts; when it is one that
+ * cannot be overridden, *why says why (else NULL: unknown name). */
+int train_setting_overridable(const char *name, const char **why);
+
+/* The names --override accepts, comma-separated. */
+const char *train_setting_names(void);
+
 const char *train_optimizer_name(clg_optimizer o);
 const char *train_schedule_name(clg_schedule_kind s);
 

@@ -12,88 +12,12 @@
 #include <string.h>
 #include <zlib.h>
 
-typedef struct setting {
-    const char *name;
-    const char *label;  /* how a message names it */
-    const char *locked; /* why it cannot be overridden, or NULL */
-    const char *before; /* the value of a checkpoint saved before the setting
-                           was recorded (NULL: none, a difference) */
-} setting;
-
-static const setting settings[] = {
-    {"hidden", "--hidden", NULL, NULL},
-    {"batch", "--batch", "the position in the data order counts batches of this size", NULL},
-    {"micro-batch", "--micro-batch (as trained, after --auto-micro-batch)", NULL, NULL},
-    {"epochs", "--epochs", NULL, NULL},
-    {"steps", "--steps", NULL, NULL},
-    {"optimizer", "--optimizer", "the checkpoint holds this optimizer's state", NULL},
-    {"lr", "--lr", NULL, NULL},
-    {"lr-scale", "--lr-scale", NULL, NULL},
-    {"base-batch", "--base-batch", NULL, NULL},
-    {"weight-decay", "--weight-decay", NULL, NULL},
-    {"beta1", "beta1 (the optimizer's)", NULL, NULL},
-    {"beta2", "beta2 (the optimizer's)", NULL, NULL},
-    {"eps", "eps (the optimizer's)", NULL, NULL},
-    {"momentum", "momentum (the optimizer's)", NULL, NULL},
-    {"warmup", "--warmup", NULL, NULL},
-    {"schedule", "--schedule", NULL, NULL},
-    {"clip", "--clip", NULL, NULL},
-    {"grad-dtype", "--grad-dtype", NULL, NULL},
-    {"grad-path", "--grad-path", NULL, NULL},
-    {"state-dtype", "--state-dtype", "the checkpoint holds the optimizer states in this format",
-     "fp32"},
-    {"state-rounding", "--state-rounding", NULL, "nearest"},
-    {"state-min-size", "--state-min-size",
-     "the checkpoint holds fp32 states for the tensors below it", "4096"},
-    {"master-dtype", "--master-dtype", "the checkpoint holds the parameters in this format",
-     "fp32"},
-    {"loss-scale", "--loss-scale", NULL, NULL},
-    {"nonfinite", "nonfinite (skip inf/NaN updates: on with --loss-scale or --metrics)", NULL, NULL},
-    {"seed", "--seed", "the data order depends on it", NULL},
-    {"train-limit", "--train-limit (training samples used)",
-     "the position in the data order depends on the number of samples", NULL},
-    {"data", "data (CRC-32 of the training samples, --data)", NULL, NULL},
-};
-enum { N_SETTINGS = sizeof settings / sizeof *settings };
-
-static const setting *find_setting(const char *name)
+/* The settings are the rows of the core's flag table with a `stored`
+ * position (options_table.c): their label, lock and value before they were
+ * recorded come from there. */
+static const flag_def *find_setting(const char *name)
 {
-    for (int i = 0; i < N_SETTINGS; i++)
-        if (!strcmp(settings[i].name, name))
-            return &settings[i];
-    return NULL;
-}
-
-int runconfig_overridable(const char *name, const char **why)
-{
-    const setting *s = find_setting(name);
-    *why = s ? s->locked : NULL;
-    return s && !s->locked;
-}
-
-const char *runconfig_names(void)
-{
-    static char list[512];
-    if (!list[0]) {
-        for (int i = 0; i < N_SETTINGS; i++) {
-            if (settings[i].locked)
-                continue;
-            if (list[0])
-                strncat(list, ",", sizeof list - strlen(list) - 1);
-            strncat(list, settings[i].name, sizeof list - strlen(list) - 1);
-        }
-    }
-    return list;
-}
-
-void runconfig_format_float(char *buf, size_t len, float x)
-{
-    for (int p = 1; p <= 9; p++) {
-        snprintf(buf, len, "%.*g", p, (double)x);
-        if (strtof(buf, NULL) == x)
-            return;
-    }
-    snprintf(buf, len, "%.9g", (double)x);
+    return flags_find_key(&train_flag_table, name);
 }
 
 uint32_t runconfig_crc32(uint32_t crc, const void *data, size_t n)
@@ -123,73 +47,18 @@ static void add(run_config *c, const char *name, const char *fmt, ...)
     va_end(ap);
 }
 
-static void add_float(run_config *c, const char *name, float x)
-{
-    char b[32];
-    runconfig_format_float(b, sizeof b, x);
-    add(c, name, "%s", b);
-}
-
-static const char *rule_name(clg_lr_rule r)
-{
-    return r == CLG_LR_RULE_LINEAR ? "linear" : r == CLG_LR_RULE_SQRT ? "sqrt" : "none";
-}
-
 void runconfig_build(run_config *c, const train_options *o, const clg_config *cfg,
                      unsigned micro_batch, uint64_t n_train, uint32_t data_crc)
 {
     memset(c, 0, sizeof *c);
-    char hidden[RUNCONFIG_VALUE_MAX] = "";
-    for (int i = 0; i < o->n_hidden; i++) {
-        char w[16];
-        snprintf(w, sizeof w, "%s%u", i ? "," : "", o->hidden[i]);
-        strncat(hidden, w, sizeof hidden - strlen(hidden) - 1);
+    const flag_run r = {o, cfg, micro_batch, n_train, data_crc, o};
+    const flag_table *t = &train_flag_table;
+    const flag_def *f;
+    for (int k = 1; (f = flags_stored_at(t, k)) != NULL; k++) {
+        char v[RUNCONFIG_VALUE_MAX];
+        (f->store ? f->store : flags_store_field)(f, &r, v, sizeof v);
+        add(c, f->key, "%s", v);
     }
-    add(c, "hidden", "%s", hidden);
-    add(c, "batch", "%u", o->batch);
-    add(c, "micro-batch", "%u", micro_batch);
-    if (o->steps)
-        add(c, "epochs", "unused (--steps)"); /* the run ends after --steps updates */
-    else
-        add(c, "epochs", "%u", o->epochs);
-    if (o->steps)
-        add(c, "steps", "%" PRIu64, o->steps);
-    else
-        add(c, "steps", "all epochs");
-    add(c, "optimizer", "%s", train_optimizer_name(o->optimizer));
-    add_float(c, "lr", train_options_lr(o));
-    add(c, "lr-scale", "%s", rule_name(o->lr_scale));
-    if (o->lr_scale != CLG_LR_RULE_NONE)
-        add(c, "base-batch", "%" PRIu64, o->base_batch);
-    else
-        add(c, "base-batch", "unused");
-    add_float(c, "weight-decay", cfg->weight_decay);
-    add_float(c, "beta1", cfg->beta1);
-    add_float(c, "beta2", cfg->beta2);
-    add_float(c, "eps", cfg->eps);
-    add_float(c, "momentum", cfg->momentum);
-    add(c, "warmup", "%" PRIu64, o->warmup);
-    add(c, "schedule", "%s", train_schedule_name(o->schedule));
-    add_float(c, "clip", o->clip);
-    add(c, "grad-dtype", "%s", clg_dtype_name(o->grad_dtype));
-    add(c, "grad-path", "%c", "ABC"[o->path]);
-    add(c, "state-dtype", "%s", clg_dtype_name(o->state_dtype));
-    add(c, "state-rounding", "%s",
-        o->state_rounding == CLG_ROUND_STOCHASTIC ? "stochastic" : "nearest");
-    add(c, "state-min-size", "%" PRIu64, o->state_min_size);
-    add(c, "master-dtype", "%s", clg_dtype_name(o->master_dtype));
-    if (o->loss_scale == CLG_LOSS_SCALE_STATIC)
-        add_float(c, "loss-scale", o->loss_scale_value);
-    else
-        add(c, "loss-scale", "%s", o->loss_scale == CLG_LOSS_SCALE_DYNAMIC ? "dynamic" : "none");
-    add(c, "nonfinite", "%s",
-        cfg->nonfinite == CLG_NONFINITE_SKIP_UPDATE   ? "skip-update"
-        : cfg->nonfinite == CLG_NONFINITE_SKIP_MICRO  ? "skip-micro"
-        : cfg->nonfinite == CLG_NONFINITE_ERROR       ? "error"
-                                                      : "ignore");
-    add(c, "seed", "%" PRIu64, o->seed);
-    add(c, "train-limit", "%" PRIu64, n_train);
-    add(c, "data", "crc32 %08" PRIx32 " of %" PRIu64 " samples", data_crc, n_train);
 }
 
 void runconfig_meta(run_config *c)
@@ -299,12 +168,12 @@ int runconfig_compare(const run_config *saved, const run_config *now, const char
         for (int j = 0; j < saved->n && !was; j++)
             if (!strcmp(saved->items[j].name, cur->name))
                 was = saved->items[j].value;
-        const setting *s = find_setting(cur->name);
+        const flag_def *s = find_setting(cur->name);
         if (!was && s && s->before)
             was = s->before; /* saved before it was recorded */
         if (was && !strcmp(was, cur->value))
             continue;
-        const char *label = s ? s->label : cur->name;
+        const char *label = s ? (s->label ? s->label : s->name) : cur->name;
         int locked = s && s->locked;
         if (!locked && in_list(overrides, cur->name)) {
             if (overridden)

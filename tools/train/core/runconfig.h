@@ -76,17 +76,6 @@ int runconfig_compare(const run_config *saved, const run_config *now, const char
                       const char *path, char *overridden, size_t olen, char *err,
                       size_t errlen);
 
-/* Whether name is a setting --override accepts; when it is a setting that
- * cannot be overridden, *why says why (else NULL: unknown name). */
-int runconfig_overridable(const char *name, const char **why);
-
-/* The names --override accepts, comma-separated. */
-const char *runconfig_names(void);
-
-/* Shortest text that reads back as the same float ("0.003", not
- * "0.00300000003"). */
-void runconfig_format_float(char *buf, size_t len, float x);
-
 /* CRC-32 (zlib's) of n bytes. */
 uint32_t runconfig_crc32(uint32_t crc, const void *data, size_t n);
 

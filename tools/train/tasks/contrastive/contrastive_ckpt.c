@@ -18,28 +18,23 @@
 
 #define SETTINGS_PREFIX "train.contrastive."
 
-static const char *const setting_flag[CON_SETTINGS] = {
-    "--contrastive", "--temperature", "--embed-dim", "--bank-size",
-    "--one-way",     "--aug-shift",   "--aug-noise", "task",
-};
+/* The task's stored settings are its flag table's stored rows
+ * (contrastive_options.c), in their order. */
+static const flag_def *setting(int i)
+{
+    return flags_stored_at(&con_flag_table, i + 1);
+}
 
 void con_build_settings(con_trainer *t)
 {
-    const con_options *c = t->c;
-    char v[CON_SETTINGS][48];
-    snprintf(v[0], sizeof v[0], "%s", con_method_name(c->method));
-    runconfig_format_float(v[1], sizeof v[1], c->temperature);
-    snprintf(v[2], sizeof v[2], "%u", c->embed_dim);
-    snprintf(v[3], sizeof v[3], "%" PRIu64, c->method == CON_CONTACCUM ? c->bank_size : 0);
-    snprintf(v[4], sizeof v[4], "%s", c->one_way ? "yes" : "no");
-    snprintf(v[5], sizeof v[5], "%u", c->shift);
-    runconfig_format_float(v[6], sizeof v[6], c->noise);
-    snprintf(v[7], sizeof v[7], "contrastive");
-    t->n_set = CON_SETTINGS;
-    for (int i = 0; i < CON_SETTINGS; i++) {
-        snprintf(t->set_keys[i], sizeof t->set_keys[i], SETTINGS_PREFIX "%s",
-                 setting_flag[i][0] == '-' ? setting_flag[i] + 2 : setting_flag[i]);
-        memcpy(t->set_values[i], v[i], sizeof t->set_values[i]); /* both 48 bytes */
+    const flag_run r = {.o = t->o, .cfg = &t->cfg, .opts = t->c};
+    t->n_set = 0;
+    for (const flag_def *f; t->n_set < CON_SETTINGS && (f = setting(t->n_set)) != NULL;
+         t->n_set++) {
+        snprintf(t->set_keys[t->n_set], sizeof t->set_keys[t->n_set], SETTINGS_PREFIX "%s",
+                 f->key);
+        (f->store ? f->store : flags_store_field)(f, &r, t->set_values[t->n_set],
+                                                   sizeof t->set_values[t->n_set]);
     }
     size_t n = t->order.n;
     uint32_t crc = runconfig_crc32(0, t->train->images, n * t->train->dim);
@@ -86,9 +81,8 @@ static void on_meta(const char *key, const char *value, void *user)
     size_t pl = strlen(SETTINGS_PREFIX);
     if (strncmp(key, SETTINGS_PREFIX, pl) != 0)
         return;
-    for (int i = 0; i < CON_SETTINGS; i++) {
-        const char *name = setting_flag[i][0] == '-' ? setting_flag[i] + 2 : setting_flag[i];
-        if (!strcmp(key + pl, name) && !s->have[i]) {
+    for (int i = 0; i < CON_SETTINGS && setting(i); i++) {
+        if (!strcmp(key + pl, setting(i)->key) && !s->have[i]) {
             snprintf(s->values[i], sizeof s->values[i], "%s", value);
             s->have[i] = 1;
         }
@@ -130,12 +124,13 @@ static int read_header(const char *path, saved_settings *s)
 static int compare_settings(con_trainer *t, const saved_settings *s)
 {
     char bad[1024] = "";
-    for (int i = 0; i < CON_SETTINGS; i++) {
+    for (int i = 0; i < t->n_set; i++) {
         if (s->have[i] && !strcmp(s->values[i], t->set_values[i]))
             continue;
+        const flag_def *f = setting(i);
         size_t used = strlen(bad);
         snprintf(bad + used, sizeof bad - used, "%s%s: saved %s, now %s", used ? "; " : "",
-                 setting_flag[i], s->have[i] ? s->values[i] : "(not recorded)", t->set_values[i]);
+                 f->label ? f->label : f->name, s->have[i] ? s->values[i] : "(not recorded)", t->set_values[i]);
     }
     if (!bad[0])
         return 0;

@@ -33,17 +33,17 @@ typedef struct con_options {
 
 void con_options_default(con_options *c);
 
-/* Removes the contrastive flags (and --task) from argv[1 .. *argc), in
- * place, into *c, so that train_options_parse sees only its own. Returns
- * 0, or -1 with a message naming the flag and its range in err. */
-int con_options_extract(int *argc, char **argv, con_options *c, char *err, size_t errlen);
+/* The task's flags (flags.h): parsed, listed in --help and stored in
+ * checkpoints ("train.contrastive.<key>") from this table. */
+extern const flag_table con_flag_table;
+
+/* The task as clgrad-train runs it (task.h). */
+extern const struct train_task contrastive_task;
 
 /* The common flags a contrastive run cannot take, and the bank's default.
  * Returns 0 or -1 with a message. */
 int con_options_check(con_options *c, const train_options *o, char *err, size_t errlen);
 
 const char *con_method_name(con_method m);
-/* The flags' help, printed after train_usage(). */
-const char *con_usage(void);
 
 #endif /* TRAIN_CONTRASTIVE_OPTIONS_H */

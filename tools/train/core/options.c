@@ -55,6 +55,11 @@ const char *train_optimizer_name(clg_optimizer o)
     return "?";
 }
 
+const char *train_path_name(grad_path p)
+{
+    return p == GRAD_PATH_A ? "A" : p == GRAD_PATH_B ? "B" : "C";
+}
+
 const char *train_schedule_name(clg_schedule_kind s)
 {
     switch (s) {

@@ -20,6 +20,29 @@
 #define MAX_BATCH 1048576u
 #define AT(f) offsetof(train_options, f), sizeof(((train_options *)0)->f)
 
+/* --task: the task's index in train_tasks (tasks/tasks.c). */
+static int parse_task(const char *flag, const char *val, void *opts, char *err, size_t errlen)
+{
+    for (int i = 0; i < train_n_tasks; i++) {
+        if (!strcasecmp(val, train_tasks[i]->name)) {
+            ((train_options *)opts)->task = i;
+            return 0;
+        }
+    }
+    char names[256] = "";
+    for (int i = 0; i < train_n_tasks; i++) {
+        size_t used = strlen(names);
+        snprintf(names + used, sizeof names - used, "%s%s",
+                 i == 0 ? "" : i + 1 < train_n_tasks ? ", " : " or ", train_tasks[i]->name);
+    }
+    set_err(err, errlen, "%s: expected %s, got '%s'", flag, names, val);
+    return -1;
+}
+
+
+static int parse_overrides(const char *flag, const char *list, void *opts, char *err,
+                           size_t errlen);
+
 static const int optimizers[] = {CLG_ADAMW, CLG_ADAM, CLG_SGD, CLG_LION};
 static const int schedules[] = {CLG_SCHED_CONSTANT, CLG_SCHED_LINEAR, CLG_SCHED_COSINE};
 static const int grad_dtypes[] = {CLG_FP32, CLG_FP16, CLG_BF16};
@@ -32,7 +55,7 @@ static const int dist_modes[] = {TRAIN_DIST_DDP, TRAIN_DIST_ZERO1};
 
 static const flag_def rows[] = {
     {.name = "--task", .metavar = "T", .help = train_tasks_help, .kind = FLAG_CUSTOM,
-     .parse = train_task_parse, .example = "contrastive"},
+     .parse = parse_task, .example = "contrastive"},
     {.name = "--data", .metavar = "DIR", .help = "IDX files (default " DATASET_DEFAULT_DIR ")",
      .kind = FLAG_TEXT, AT(data_dir), .expect = "a directory", .example = "elsewhere"},
     {.name = "--hidden", .metavar = "LIST",
@@ -159,7 +182,7 @@ static const flag_def rows[] = {
     {.name = "--override", .metavar = "LIST",
      .help = "with --resume: accept these settings' new values, e.g.\nlr,warmup (names as the "
              "error gives them)",
-     .kind = FLAG_CUSTOM, .parse = opt_parse_overrides, .example = "lr",
+     .kind = FLAG_CUSTOM, .parse = parse_overrides, .example = "lr",
      .needs = "--resume=r.st"},
     {.name = "--stop-after", .metavar = "N",
      .help = "stop after N updates of this run without changing the\nschedule (split a run "
@@ -215,6 +238,59 @@ const flag_table train_flag_table = {
               "or an input (--checkpoint may name the --resume file).\n",
     .given_offset = offsetof(train_options, given),
 };
+
+/* Appends the names of list to o->overrides after checking each. */
+static int parse_overrides(const char *flag, const char *list, void *opts, char *err,
+                           size_t errlen)
+{
+    (void)flag;
+    train_options *o = opts;
+    const char *p = list;
+    if (!*p) {
+        set_err(err, errlen, "--override: expected NAME[,NAME...], got ''");
+        return -1;
+    }
+    while (*p) {
+        size_t n = strcspn(p, ",");
+        char name[64];
+        if (n == 0 || n >= sizeof name) {
+            set_err(err, errlen, "--override: expected NAME[,NAME...], got '%s'", list);
+            return -1;
+        }
+        memcpy(name, p, n);
+        name[n] = 0;
+        if (name[0] == '-' && name[1] == '-')
+            memmove(name, name + 2, n - 1); /* --lr is lr */
+        const char *why = NULL;
+        if (!train_setting_overridable(name, &why)) {
+            if (why)
+                set_err(err, errlen, "--override: %s cannot be overridden: %s", name, why);
+            else
+                set_err(err, errlen, "--override: unknown setting '%s' (one of: %s)", name,
+                        train_setting_names());
+            return -1;
+        }
+        size_t used = strlen(o->overrides);
+        if (used + strlen(name) + 2 > sizeof o->overrides) {
+            set_err(err, errlen, "--override: list too long");
+            return -1;
+        }
+        if (used)
+            strcat(o->overrides, ",");
+        strcat(o->overrides, name);
+        p += n;
+        if (*p == ',') {
+            p++;
+            if (!*p) {
+                set_err(err, errlen, "--override: expected NAME[,NAME...], got '%s'", list);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+
 
 int train_setting_overridable(const char *name, const char **why)
 {

@@ -86,59 +86,6 @@ bad:
 }
 
 
-/* Appends the names of list to o->overrides after checking each. */
-int opt_parse_overrides(const char *flag, const char *list, void *opts, char *err,
-                           size_t errlen)
-{
-    (void)flag;
-    train_options *o = opts;
-    const char *p = list;
-    if (!*p) {
-        set_err(err, errlen, "--override: expected NAME[,NAME...], got ''");
-        return -1;
-    }
-    while (*p) {
-        size_t n = strcspn(p, ",");
-        char name[64];
-        if (n == 0 || n >= sizeof name) {
-            set_err(err, errlen, "--override: expected NAME[,NAME...], got '%s'", list);
-            return -1;
-        }
-        memcpy(name, p, n);
-        name[n] = 0;
-        if (name[0] == '-' && name[1] == '-')
-            memmove(name, name + 2, n - 1); /* --lr is lr */
-        const char *why = NULL;
-        if (!train_setting_overridable(name, &why)) {
-            if (why)
-                set_err(err, errlen, "--override: %s cannot be overridden: %s", name, why);
-            else
-                set_err(err, errlen, "--override: unknown setting '%s' (one of: %s)", name,
-                        train_setting_names());
-            return -1;
-        }
-        size_t used = strlen(o->overrides);
-        if (used + strlen(name) + 2 > sizeof o->overrides) {
-            set_err(err, errlen, "--override: list too long");
-            return -1;
-        }
-        if (used)
-            strcat(o->overrides, ",");
-        strcat(o->overrides, name);
-        p += n;
-        if (*p == ',') {
-            p++;
-            if (!*p) {
-                set_err(err, errlen, "--override: expected NAME[,NAME...], got '%s'", list);
-                return -1;
-            }
-        }
-    }
-    return 0;
-}
-
-
-
 int opt_parse_loss_scale(const char *flag, const char *val, void *opts, char *err,
                             size_t errlen)
 {

@@ -10,7 +10,6 @@
 
 int opt_parse_bytes(const char *flag, const char *s, void *opts, char *err, size_t errlen);
 int opt_parse_hidden(const char *flag, const char *s, void *opts, char *err, size_t errlen);
-int opt_parse_overrides(const char *flag, const char *list, void *opts, char *err, size_t errlen);
 int opt_parse_loss_scale(const char *flag, const char *val, void *opts, char *err, size_t errlen);
 void opt_store_hidden(const flag_def *f, const flag_run *r, char *buf, size_t len);
 void opt_store_micro_batch(const flag_def *f, const flag_run *r, char *buf, size_t len);

@@ -7,24 +7,6 @@
 #include <string.h>
 #include <strings.h>
 
-int train_task_parse(const char *flag, const char *val, void *opts, char *err, size_t errlen)
-{
-    for (int i = 0; i < train_n_tasks; i++) {
-        if (!strcasecmp(val, train_tasks[i]->name)) {
-            ((train_options *)opts)->task = i;
-            return 0;
-        }
-    }
-    char names[256] = "";
-    for (int i = 0; i < train_n_tasks; i++) {
-        size_t used = strlen(names);
-        snprintf(names + used, sizeof names - used, "%s%s",
-                 i == 0 ? "" : i + 1 < train_n_tasks ? ", " : " or ", train_tasks[i]->name);
-    }
-    set_err(err, errlen, "%s: expected %s, got '%s'", flag, names, val);
-    return -1;
-}
-
 int train_cli_parse(int argc, char **argv, train_options *o, void *const *task_opts, char *err,
                     size_t errlen)
 {

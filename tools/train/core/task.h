@@ -45,10 +45,6 @@ extern const int train_n_tasks;
 /* --task's help, naming the tasks. */
 extern const char train_tasks_help[];
 
-/* --task's parser (a custom row of the core's table): the task's index
- * into train_options.task. */
-int train_task_parse(const char *flag, const char *val, void *opts, char *err, size_t errlen);
-
 /* Parses the whole command line: the core's flags (then
  * train_options_check), every task's into task_opts[i] (the i-th task's
  * options, set to its defaults), a task's flag given with another --task

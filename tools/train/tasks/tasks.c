@@ -1,7 +1,7 @@
 /* tasks.c - the tasks clgrad-train can run (task.h): one line each. */
 #include "task.h"
 #include "classify_task.h"
-#include "contrastive_options.h"
+#include "contrastive_run.h"
 
 const train_task *const train_tasks[] = {&classify_task, &contrastive_task};
 const int train_n_tasks = sizeof train_tasks / sizeof *train_tasks;

@@ -1,48 +1,38 @@
 /* classify_task.c - the classifier as clgrad-train's default task
  * (task.h): train_run (trainer.h), then the summary line and --json. */
 #include "classify_task.h"
+#include "summary.h"
 
-#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 static void print_json(const train_options *o, const train_result *r)
 {
-    cJSON *j = cJSON_CreateObject();
-    cJSON_AddNumberToObject(j, "test_accuracy", r->test_accuracy);
-    cJSON_AddNumberToObject(j, "test_loss", r->test_loss);
-    cJSON_AddNumberToObject(j, "train_accuracy", r->train_accuracy);
-    cJSON_AddNumberToObject(j, "train_loss", r->train_loss);
-    cJSON_AddNumberToObject(j, "updates", (double)r->updates);
-    cJSON_AddNumberToObject(j, "skipped_updates", (double)r->skipped_updates);
-    cJSON_AddNumberToObject(j, "micro_steps", (double)r->micro_steps);
-    cJSON_AddNumberToObject(j, "samples", (double)r->samples);
-    cJSON_AddNumberToObject(j, "epochs", r->epochs);
-    cJSON_AddNumberToObject(j, "batch", r->batch);
-    cJSON_AddNumberToObject(j, "update_samples", r->update_samples);
-    cJSON_AddNumberToObject(j, "micro_batch", r->micro_batch);
-    cJSON_AddNumberToObject(j, "accum_steps", r->accum_steps);
-    cJSON_AddNumberToObject(j, "auto_halvings", r->halvings);
-    cJSON_AddStringToObject(j, "optimizer", train_optimizer_name(o->optimizer));
-    cJSON_AddNumberToObject(j, "lr", r->lr);
-    cJSON_AddStringToObject(j, "grad_path", o->path == GRAD_PATH_A ? "A"
-                                            : o->path == GRAD_PATH_B ? "B" : "C");
-    cJSON_AddStringToObject(j, "grad_dtype", clg_dtype_name(o->grad_dtype));
-    cJSON_AddNumberToObject(j, "params", (double)r->params);
-    cJSON_AddNumberToObject(j, "samples_per_s", r->samples_per_s);
-    cJSON_AddNumberToObject(j, "train_seconds", r->train_seconds);
-    cJSON_AddNumberToObject(j, "total_seconds", r->total_seconds);
-    cJSON_AddNumberToObject(j, "peak_device_bytes", (double)r->peak_device_bytes);
-    cJSON_AddNumberToObject(j, "data_bytes", (double)r->data_bytes);
-    cJSON_AddNumberToObject(j, "activation_bytes", (double)r->activation_bytes);
-    cJSON_AddStringToObject(j, "device", r->device);
-    cJSON_AddStringToObject(j, "clblast_tuning", r->clblast_tuning);
-    cJSON_AddStringToObject(j, "overridden", r->overridden);
-    char *s = cJSON_PrintUnformatted(j);
-    if (s)
-        printf("%s\n", s);
-    free(s);
-    cJSON_Delete(j);
+    const json_field f[] = {
+        JSON_NUM("test_accuracy", r->test_accuracy),
+        JSON_NUM("test_loss", r->test_loss),
+        JSON_NUM("train_accuracy", r->train_accuracy),
+        JSON_NUM("train_loss", r->train_loss),
+        JSON_NUM("updates", r->updates),
+        JSON_NUM("skipped_updates", r->skipped_updates),
+        JSON_RUN_SHAPE(r),
+        JSON_NUM("auto_halvings", r->halvings),
+        JSON_STR("optimizer", train_optimizer_name(o->optimizer)),
+        JSON_NUM("lr", r->lr),
+        JSON_STR("grad_path", train_path_name(o->path)),
+        JSON_STR("grad_dtype", clg_dtype_name(o->grad_dtype)),
+        JSON_NUM("params", r->params),
+        JSON_NUM("samples_per_s", r->samples_per_s),
+        JSON_NUM("train_seconds", r->train_seconds),
+        JSON_NUM("total_seconds", r->total_seconds),
+        JSON_NUM("peak_device_bytes", r->peak_device_bytes),
+        JSON_NUM("data_bytes", r->data_bytes),
+        JSON_NUM("activation_bytes", r->activation_bytes),
+        JSON_STR("device", r->device),
+        JSON_STR("clblast_tuning", r->clblast_tuning),
+        JSON_STR("overridden", r->overridden),
+    };
+    json_print(f, sizeof f / sizeof *f);
 }
 
 int classify_print_summary(const train_options *opt, const train_result *res)

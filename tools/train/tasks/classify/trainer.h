@@ -7,17 +7,10 @@
 #include "dataset.h"
 #include "dist_hooks.h"
 #include "options.h"
+#include "run.h"
 
 #include <stddef.h>
 #include <stdint.h>
-
-typedef struct train_io {
-    clg_context *ctx;       /* NULL: create one from opt->device */
-    const dataset *train;   /* NULL: load from opt->data_dir */
-    const dataset *test;    /* NULL: load from opt->data_dir */
-    float *weights;         /* non-NULL: receives the final parameters in */
-    size_t weights_cap;     /* model order (weights_cap floats at most) */
-} train_io;
 
 typedef struct train_result {
     double test_accuracy, test_loss;

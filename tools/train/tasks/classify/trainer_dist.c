@@ -27,29 +27,29 @@
 int trainer_dist_check(trainer *t)
 {
     unsigned R = (unsigned)t->dist->size;
-    uint64_t rb = (uint64_t)R * t->b;
-    size_t n = t->order.n;
-    size_t tail = n % t->opt->batch ? n % t->opt->batch : 0;
-    if (n >= t->opt->batch && t->opt->batch % rb != 0)
+    uint64_t rb = (uint64_t)R * t->run.b;
+    size_t n = t->run.order.n;
+    size_t tail = n % t->run.opt->batch ? n % t->run.opt->batch : 0;
+    if (n >= t->run.opt->batch && t->run.opt->batch % rb != 0)
         return trainer_fail(t,
                             "--dist: --batch %u is not a multiple of %u ranks x --micro-batch %u "
                             "= %" PRIu64 " (each rank takes an equal share of every batch)",
-                            t->opt->batch, R, t->b, rb);
+                            t->run.opt->batch, R, t->run.b, rb);
     /* The last batch of an epoch (or the whole set when it is smaller than
      * --batch) is split too: it must split evenly across the ranks. */
-    size_t last = n < t->opt->batch ? n : tail;
+    size_t last = n < t->run.opt->batch ? n : tail;
     if (last && last % R != 0)
         return trainer_fail(t,
                             "--dist: the last batch of an epoch has %zu samples (%zu training "
                             "samples, --batch %u), which %u ranks cannot share equally; pick "
                             "--train-limit or --batch so that it is a multiple of %u",
-                            last, n, t->opt->batch, R, R);
+                            last, n, t->run.opt->batch, R, R);
     return 0;
 }
 
 int trainer_dist_agree(trainer *t, int rc)
 {
-    return t->dist->agree(t->dist, rc, NULL, t->err, t->errlen);
+    return t->dist->agree(t->dist, rc, NULL, t->run.err, t->run.errlen);
 }
 
 int trainer_dist_save(trainer *t, int rc)
@@ -71,21 +71,21 @@ int trainer_dist_save(trainer *t, int rc)
 static int dist_batch(trainer *t, size_t start, size_t len, int rc_in, unsigned *flags)
 {
     train_dist_hooks *d = t->dist;
-    const train_options *o = t->opt;
+    const train_options *o = t->run.opt;
     size_t share = len / (size_t)d->size;
     size_t mine = start + (size_t)d->rank * share;
-    size_t km = order_micro_count(share, t->b);
-    t->cycle_k = (unsigned)km;
+    size_t km = order_micro_count(share, t->run.b);
+    t->run.cycle_k = (unsigned)km;
     int rc = rc_in, updated = 0;
     for (size_t i = 0; i < km; i++) {
-        cl_uint rows = (cl_uint)order_micro_len(share, t->b, i);
+        cl_uint rows = (cl_uint)order_micro_len(share, t->run.b, i);
         if (rc == 0)
-            rc = trainer_micro_compute(t, mine + i * t->b, rows);
+            rc = trainer_micro_compute(t, mine + i * t->run.b, rows);
         if (i + 1 == km) {
             /* Before the cycle end, where every rank waits for every
              * other: a rank that failed says so here instead. */
-            unsigned f = d->rank == 0 && progress_due(&t->prog, t->updates + 1);
-            if (d->agree(d, rc, &f, t->err, t->errlen) != 0)
+            unsigned f = d->rank == 0 && progress_due(&t->run.prog, t->run.updates + 1);
+            if (d->agree(d, rc, &f, t->run.err, t->run.errlen) != 0)
                 return -1;
             *flags = f;
         } else if (rc != 0) {
@@ -93,19 +93,19 @@ static int dist_batch(trainer *t, size_t start, size_t len, int rc_in, unsigned 
         }
         /* Weight = samples in the micro-batch; the cycle end divides by
          * the sum over every rank's micro-batches. */
-        if (d->step(d, o->path == GRAD_PATH_B ? NULL : t->grads, (float)rows, &updated, t->err,
-                    t->errlen) != 0) {
+        if (d->step(d, o->path == GRAD_PATH_B ? NULL : t->run.grads, (float)rows, &updated,
+                    t->run.err, t->run.errlen) != 0) {
             if (i + 1 == km)
                 return -1; /* the cycle end agreed: the same failure on every rank */
             rc = -1;
             continue;
         }
-        t->micro_steps++; /* this rank's: the library's own count, as a checkpoint holds it */
+        t->run.micro_steps++; /* this rank's: the library's own count, as a checkpoint holds it */
     }
     if (!updated)
         return trainer_fail(t, "--dist: the cycle did not end after %zu micro-steps", km);
-    t->samples += len; /* every rank's: the run's position does not depend on R */
-    t->updates++;
+    t->run.samples += len; /* every rank's: the run's position does not depend on R */
+    t->run.updates++;
     return 0;
 }
 
@@ -114,18 +114,18 @@ static int global_sums(trainer *t, int rc, float s[4])
 {
     if (rc == 0)
         rc = trainer_read_sums(t, t->sums, s);
-    return t->dist->sum(t->dist, rc, s, 4, t->err, t->errlen);
+    return t->dist->sum(t->dist, rc, s, 4, t->run.err, t->run.errlen);
 }
 
 int trainer_dist_loop(trainer *t)
 {
-    const train_options *o = t->opt;
+    const train_options *o = t->run.opt;
     train_dist_hooks *d = t->dist;
-    cl_command_queue q = clg_context_queue(t->ctx);
-    uint64_t epochs_total = (t->total_updates + t->batches_per_epoch - 1) / t->batches_per_epoch;
-    uint64_t start_samples = t->samples_at_start = t->samples;
-    t->updates_at_start = t->updates;
-    int done = t->updates >= t->total_updates;
+    cl_command_queue q = clg_context_queue(t->run.ctx);
+    uint64_t epochs_total = run_epochs(&t->run);
+    uint64_t start_samples = t->run.samples_at_start = t->run.samples;
+    t->run.updates_at_start = t->run.updates;
+    int done = t->run.updates >= t->run.total_updates;
     int rc = 0; /* this rank's failure since the last collective */
     cl_int e;
     /* The evaluation runs on rank 0 alone (every rank holds the same
@@ -133,34 +133,34 @@ int trainer_dist_loop(trainer *t)
     if (done && d->rank == 0)
         rc = trainer_evaluate(t, &t->res->test_loss, &t->res->test_accuracy);
     while (!done) {
-        order_shuffle(&t->order, t->epoch);
-        if (rc == 0 && (e = devdata_set_order(&t->dtrain, t->order.perm)) != CL_SUCCESS)
+        order_shuffle(&t->run.order, t->run.epoch);
+        if (rc == 0 && (e = devdata_set_order(&t->run.dtrain, t->run.order.perm)) != CL_SUCCESS)
             rc = trainer_fail_cl(t, "uploading the data order", e);
         if (rc == 0)
             rc = trainer_zero_sums(t, t->sums);
-        double epoch_t0 = t->train_seconds;
+        double epoch_t0 = t->run.train_seconds;
         uint64_t epoch_samples = 0;
-        t->res->epochs = (unsigned)t->epoch + 1;
+        t->res->epochs = (unsigned)t->run.epoch + 1;
         double mark = progress_now();
         float s[4];
-        while (t->next_batch < t->batches_per_epoch) {
+        while (t->run.next_batch < t->run.batches_per_epoch) {
             size_t start, len;
             unsigned flags = 0;
-            order_batch(&t->order, t->next_batch, &start, &len);
+            order_batch(&t->run.order, t->run.next_batch, &start, &len);
             if (dist_batch(t, start, len, rc, &flags) != 0)
                 return -1;
             rc = trainer_widen_weights(t); /* bf16 master: the next forward's copy */
             if (rc == 0)
                 rc = trainer_bound_queue(t);
-            t->next_batch++;
+            t->run.next_batch++;
             epoch_samples += len;
-            int save_due = o->save_every && t->updates % o->save_every == 0;
+            int save_due = o->save_every && t->run.updates % o->save_every == 0;
             int print_due = flags != 0;
             if (rc == 0 && (o->metrics || print_due || save_due)) {
                 if ((e = clFinish(q)) != CL_SUCCESS)
                     rc = trainer_fail_cl(t, "training", e);
                 double now = progress_now();
-                t->train_seconds += now - mark;
+                t->run.train_seconds += now - mark;
                 mark = now;
             }
             /* --metrics: rank 0 writes, but every rank reads (the
@@ -175,8 +175,8 @@ int trainer_dist_loop(trainer *t)
                         rc = trainer_metrics_row(t, s[2] / (double)len);
                 }
                 if (print_due)
-                    progress_update(&t->prog, t->updates, t->samples - start_samples,
-                                    t->train_seconds, (unsigned)t->epoch + 1,
+                    progress_update(&t->run.prog, t->run.updates, t->run.samples - start_samples,
+                                    t->run.train_seconds, (unsigned)t->run.epoch + 1,
                                     epoch_samples ? s[0] / (double)epoch_samples : NAN);
             }
             if (save_due) {
@@ -184,22 +184,21 @@ int trainer_dist_loop(trainer *t)
                     return -1;
                 rc = 0;
             }
-            if (t->updates >= t->total_updates ||
-                (o->stop_after && t->updates - t->updates_at_start >= o->stop_after)) {
+            if (run_done(&t->run)) {
                 done = 1;
                 break;
             }
         }
         if (rc == 0 && (e = clFinish(q)) != CL_SUCCESS)
             rc = trainer_fail_cl(t, "training", e);
-        t->train_seconds += progress_now() - mark;
+        t->run.train_seconds += progress_now() - mark;
         if (global_sums(t, rc, s) != 0)
             return -1;
         rc = 0;
         double test_loss = 0, test_acc = 0;
         if (d->rank == 0)
             rc = trainer_evaluate(t, &test_loss, &test_acc);
-        double secs = t->train_seconds - epoch_t0;
+        double secs = t->run.train_seconds - epoch_t0;
         t->res->train_loss = epoch_samples ? s[0] / (double)epoch_samples : 0;
         t->res->train_accuracy = epoch_samples ? s[1] / (double)epoch_samples : 0;
         t->res->test_loss = test_loss;
@@ -208,21 +207,18 @@ int trainer_dist_loop(trainer *t)
             char extra[128] = "";
             if (o->loss_scale != CLG_LOSS_SCALE_NONE) {
                 clg_stats st = clg_stats_init();
-                if (clg_model_stats(t->model, 1, &st) == CLG_SUCCESS)
+                if (clg_model_stats(t->run.model, 1, &st) == CLG_SUCCESS)
                     snprintf(extra, sizeof extra, "  loss scale %g  skipped %" PRIu64,
                              st.loss_scale, st.skipped_updates);
             }
-            progress_log(&t->prog,
+            progress_log(&t->run.prog,
                          "epoch %" PRIu64 "/%" PRIu64 ": loss %.4f  train acc %.4f  test acc "
                          "%.4f  test loss %.4f  %.1f s  %.0f samples/s (%d ranks)%s\n",
-                         t->epoch + 1, epochs_total, t->res->train_loss,
+                         t->run.epoch + 1, epochs_total, t->res->train_loss,
                          t->res->train_accuracy, test_acc, test_loss, secs,
                          secs > 0 ? epoch_samples / secs : 0.0, d->size, extra);
         }
-        if (t->next_batch >= t->batches_per_epoch) {
-            t->epoch++;
-            t->next_batch = 0;
-        }
+        run_next_epoch(&t->run);
     }
     return trainer_dist_agree(t, rc); /* rank 0's last evaluation */
 }

@@ -9,33 +9,18 @@
 #include "atomic_file.h"
 #include "devdata.h"
 #include "mlp.h"
-#include "order.h"
-#include "progress.h"
-#include "runconfig.h"
+#include "run.h"
 #include "trainer.h"
 
 #include <stdio.h>
 
 typedef struct trainer {
-    const train_options *opt;
+    run_state run;             /* what every task's run has (run.h) */
     train_result *res;
-    char *err;
-    size_t errlen;
-
-    clg_context *ctx;
-    int own_ctx;
-    uint64_t old_budget;
-    dataset train_ds, test_ds; /* loaded here (else the caller's) */
-    const dataset *train, *test;
-    devdata dtrain, dtest;
 
     unsigned dims[MLP_MAX_LAYERS + 1];
     int n_dims;
     mlp *net;
-    clg_config cfg;            /* the model's configuration */
-    run_config config;         /* the settings stored in checkpoints (runconfig.h) */
-    clg_model *model;
-    clg_grads *grads;
     cl_mem scratch;            /* fp32 gradients before fp16/bf16 stores */
     uint64_t scratch_bytes;    /* reserved */
     clg_view scratch_view[2 * MLP_MAX_LAYERS];
@@ -48,32 +33,19 @@ typedef struct trainer {
     cl_mem sums, eval_sums, one;
     clg_view scale;
 
-    batch_order order;
-    unsigned b, k;
-    unsigned cycle_k;          /* micro-steps of the current cycle (k_schedule) */
-    uint64_t total_updates, batches_per_epoch;
-
-    uint64_t updates, micro_steps, samples;
-    uint64_t epoch, next_batch; /* position of the next batch */
-    uint64_t samples_at_start; /* samples of a resumed run before it */
-    uint64_t updates_at_start;
-    double train_seconds;
     cl_event ahead[2];         /* the ends of the last updates enqueued (trainer_loop.c) */
     atomic_file *metrics;      /* --metrics while it is open (rank 0 only under --dist) */
     train_dist_hooks *dist;    /* --dist (trainer_dist.c), else NULL */
     int dist_pending;          /* --dist: in a phase whose failures the next agreement
                                   (at the latest train_run's end) must still carry */
-    progress prog;
 } trainer;
 
-/* Message into t->err; return -1. */
-int trainer_fail(trainer *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-int trainer_fail_clg(trainer *t, const char *what, clg_status st);
-int trainer_fail_cl(trainer *t, const char *what, cl_int e);
+/* Message into t->run.err; return -1 (run.h). */
+#define trainer_fail(t, ...) run_fail(&(t)->run, __VA_ARGS__)
+#define trainer_fail_clg(t, what, st) run_fail_clg(&(t)->run, what, st)
+#define trainer_fail_cl(t, what, e) run_fail_cl(&(t)->run, what, e)
 
 /* trainer_setup.c */
-int trainer_load_data(trainer *t, const train_io *io);
-uint64_t trainer_warmup(const trainer *t);
 int trainer_build_model(trainer *t);
 int trainer_setup_gradients(trainer *t);
 int trainer_setup_buffers(trainer *t);

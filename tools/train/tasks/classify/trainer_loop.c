@@ -15,20 +15,14 @@
 
 /* ------------------------------------------------------------ checkpoints */
 
-static train_position current_position(const trainer *t)
-{
-    train_position p = {t->opt->seed, t->opt->batch, t->order.n, t->epoch, t->next_batch,
-                        t->updates, t->micro_steps, t->samples};
-    return p;
-}
 
 void trainer_build_config(trainer *t)
 {
-    size_t n = t->order.n;
-    uint32_t crc = runconfig_crc32(0, t->train->images, n * t->train->dim);
-    crc = runconfig_crc32(crc, t->train->labels, n);
-    runconfig_build(&t->config, t->opt, &t->cfg, t->b, n, crc);
-    runconfig_meta(&t->config);
+    size_t n = t->run.order.n;
+    uint32_t crc = runconfig_crc32(0, t->run.train->images, n * t->run.train->dim);
+    crc = runconfig_crc32(crc, t->run.train->labels, n);
+    runconfig_build(&t->run.config, t->run.opt, &t->run.cfg, t->run.b, n, crc);
+    runconfig_meta(&t->run.config);
 }
 
 /* A --dist run's save: collective (every rank calls it; rank 0 writes). */
@@ -47,19 +41,19 @@ static clg_status save_dist(void *user, clg_model *model, const char *path,
 
 int trainer_save(trainer *t)
 {
-    train_position p = current_position(t);
+    train_position p = run_position(&t->run);
     if (t->dist) {
         dist_save s = {t, ""};
-        clg_status st = position_save_with(t->model, t->opt->checkpoint, &p, t->config.key_ptr,
-                                           t->config.value_ptr, (size_t)t->config.n, save_dist,
-                                           &s);
+        clg_status st =
+            position_save_with(t->run.model, t->run.opt->checkpoint, &p, t->run.config.key_ptr,
+                               t->run.config.value_ptr, (size_t)t->run.config.n, save_dist, &s);
         if (st != CLG_SUCCESS)
             return trainer_fail(t, "--checkpoint: %s (%s)", s.msg[0] ? s.msg : "out of memory",
                                 clg_status_string(st));
         return 0;
     }
-    clg_status st = position_save(t->model, t->opt->checkpoint, &p, t->config.key_ptr,
-                                  t->config.value_ptr, (size_t)t->config.n);
+    clg_status st = position_save(t->run.model, t->run.opt->checkpoint, &p, t->run.config.key_ptr,
+                                  t->run.config.value_ptr, (size_t)t->run.config.n);
     if (st != CLG_SUCCESS)
         return trainer_fail_clg(t, "--checkpoint", st);
     return 0;
@@ -81,52 +75,54 @@ int trainer_resume(trainer *t)
     run_config *saved = malloc(sizeof *saved);
     if (!saved)
         return trainer_fail(t, "out of host memory");
-    int have_saved = runconfig_read_file(t->opt->resume, saved, why, sizeof why) == 0;
-    if (have_saved && runconfig_compare(saved, &t->config, t->opt->overrides, t->opt->resume,
-                                        t->res->overridden, sizeof t->res->overridden, t->err,
-                                        t->errlen) != 0) {
+    int have_saved = runconfig_read_file(t->run.opt->resume, saved, why, sizeof why) == 0;
+    if (have_saved &&
+        runconfig_compare(saved, &t->run.config, t->run.opt->overrides, t->run.opt->resume,
+                          t->res->overridden, sizeof t->res->overridden, t->run.err,
+                          t->run.errlen) != 0) {
         free(saved);
         return -1;
     }
     memset(saved, 0, sizeof *saved);
-    if (position_load(t->model, t->opt->resume, &p, on_saved_config, saved, why, sizeof why) !=
-        0) {
+    if (position_load(t->run.model, t->run.opt->resume, &p, on_saved_config, saved, why,
+                      sizeof why) != 0) {
         free(saved);
         return trainer_fail(t, "--resume: %s", why);
     }
     /* What the library read is what counts. */
-    int rc = runconfig_compare(saved, &t->config, t->opt->overrides, t->opt->resume,
-                               t->res->overridden, sizeof t->res->overridden, t->err, t->errlen);
+    int rc =
+        runconfig_compare(saved, &t->run.config, t->run.opt->overrides, t->run.opt->resume,
+                          t->res->overridden, sizeof t->res->overridden, t->run.err, t->run.errlen);
     free(saved);
     if (rc != 0)
         return -1;
-    if (p.seed != t->opt->seed || p.batch != t->opt->batch || p.n_train != t->order.n)
-        return trainer_fail(t,
-                    "--resume: %s was saved with --seed %" PRIu64 " --batch %" PRIu64
-                    " and %" PRIu64 " training samples; resume with the same values (now %" PRIu64
-                    ", %u, %zu)",
-                    t->opt->resume, p.seed, p.batch, p.n_train, t->opt->seed, t->opt->batch,
-                    t->order.n);
+    if (p.seed != t->run.opt->seed || p.batch != t->run.opt->batch || p.n_train != t->run.order.n)
+        return trainer_fail(
+            t,
+            "--resume: %s was saved with --seed %" PRIu64 " --batch %" PRIu64 " and %" PRIu64
+            " training samples; resume with the same values (now %" PRIu64 ", %u, %zu)",
+            t->run.opt->resume, p.seed, p.batch, p.n_train, t->run.opt->seed, t->run.opt->batch,
+            t->run.order.n);
     /* The run's counters are stored twice: in the trainer's metadata and in
      * the library's own state. A file whose two copies disagree was edited
      * or damaged; trusting either would train a different run. */
     clg_stats ls = clg_stats_init();
-    clg_status lst = clg_model_stats(t->model, 1, &ls);
+    clg_status lst = clg_model_stats(t->run.model, 1, &ls);
     if (lst != CLG_SUCCESS)
         return trainer_fail_clg(t, "--resume: reading the loaded counters", lst);
     if (ls.cycles != p.updates || ls.micro_steps != p.micro_steps)
         return trainer_fail(t,
                     "--resume: %s is inconsistent: its metadata says %" PRIu64 " updates and %" PRIu64
                     " micro-steps, the training state %" PRIu64 " and %" PRIu64,
-                    t->opt->resume, p.updates, p.micro_steps, ls.cycles, ls.micro_steps);
-    if (p.next_batch > t->batches_per_epoch)
+                    t->run.opt->resume, p.updates, p.micro_steps, ls.cycles, ls.micro_steps);
+    if (p.next_batch > t->run.batches_per_epoch)
         return trainer_fail(t, "--resume: %s: batch position %" PRIu64 " beyond the epoch's %" PRIu64,
-                    t->opt->resume, p.next_batch, t->batches_per_epoch);
-    t->epoch = p.epoch;
-    t->next_batch = p.next_batch;
-    t->updates = p.updates;
-    t->micro_steps = p.micro_steps;
-    t->samples = p.samples;
+                    t->run.opt->resume, p.next_batch, t->run.batches_per_epoch);
+    t->run.epoch = p.epoch;
+    t->run.next_batch = p.next_batch;
+    t->run.updates = p.updates;
+    t->run.micro_steps = p.micro_steps;
+    t->run.samples = p.samples;
     return trainer_widen_weights(t); /* bf16 master: the loaded params */
 }
 
@@ -135,15 +131,15 @@ int trainer_resume(trainer *t)
 int trainer_zero_sums(trainer *t, cl_mem sums)
 {
     float z = 0.0f;
-    cl_int e = clEnqueueFillBuffer(clg_context_queue(t->ctx), sums, &z, sizeof z, 0, 4 * sizeof z,
-                                   0, NULL, NULL);
+    cl_int e = clEnqueueFillBuffer(clg_context_queue(t->run.ctx), sums, &z, sizeof z, 0,
+                                   4 * sizeof z, 0, NULL, NULL);
     return e == CL_SUCCESS ? 0 : trainer_fail_cl(t, "clearing sums", e);
 }
 
 int trainer_read_sums(trainer *t, cl_mem sums, float out[4])
 {
-    cl_int e = clEnqueueReadBuffer(clg_context_queue(t->ctx), sums, CL_TRUE, 0, 4 * sizeof(float),
-                                   out, 0, NULL, NULL);
+    cl_int e = clEnqueueReadBuffer(clg_context_queue(t->run.ctx), sums, CL_TRUE, 0,
+                                   4 * sizeof(float), out, 0, NULL, NULL);
     return e == CL_SUCCESS ? 0 : trainer_fail_cl(t, "reading sums", e);
 }
 
@@ -152,9 +148,9 @@ int trainer_evaluate(trainer *t, double *loss, double *acc)
     if (trainer_zero_sums(t, t->eval_sums) != 0)
         return -1;
     unsigned cap = t->net->cap;
-    for (size_t off = 0; off < t->dtest.n; off += cap) {
-        cl_uint rows = (cl_uint)(t->dtest.n - off < cap ? t->dtest.n - off : cap);
-        mlp_source src = {t->dtest.images, t->dtest.labels, t->dtest.idx, (cl_uint)off};
+    for (size_t off = 0; off < t->run.dtest.n; off += cap) {
+        cl_uint rows = (cl_uint)(t->run.dtest.n - off < cap ? t->run.dtest.n - off : cap);
+        mlp_source src = {t->run.dtest.images, t->run.dtest.labels, t->run.dtest.idx, (cl_uint)off};
         cl_int e = mlp_forward(t->net, &src, rows, t->one, 0, 1.0f, 0);
         if (e == CL_SUCCESS)
             e = mlp_sum(t->net, rows, t->eval_sums);
@@ -164,8 +160,8 @@ int trainer_evaluate(trainer *t, double *loss, double *acc)
     float s[4];
     if (trainer_read_sums(t, t->eval_sums, s) != 0)
         return -1;
-    *loss = s[0] / (double)t->dtest.n;
-    *acc = s[1] / (double)t->dtest.n;
+    *loss = s[0] / (double)t->run.dtest.n;
+    *acc = s[1] / (double)t->run.dtest.n;
     return 0;
 }
 
@@ -178,7 +174,7 @@ int trainer_evaluate(trainer *t, double *loss, double *acc)
 int trainer_bound_queue(trainer *t)
 {
     const size_t n = sizeof t->ahead / sizeof *t->ahead;
-    cl_event *slot = &t->ahead[t->updates % n];
+    cl_event *slot = &t->ahead[t->run.updates % n];
     cl_int e = CL_SUCCESS;
     if (*slot) {
         e = clWaitForEvents(1, slot);
@@ -186,16 +182,16 @@ int trainer_bound_queue(trainer *t)
         *slot = NULL;
     }
     if (e == CL_SUCCESS)
-        e = clEnqueueMarkerWithWaitList(clg_context_queue(t->ctx), 0, NULL, slot);
+        e = clEnqueueMarkerWithWaitList(clg_context_queue(t->run.ctx), 0, NULL, slot);
     if (e == CL_SUCCESS)
-        e = clFlush(clg_context_queue(t->ctx));
+        e = clFlush(clg_context_queue(t->run.ctx));
     return e == CL_SUCCESS ? 0 : trainer_fail_cl(t, "bounding the queue", e);
 }
 
 int trainer_micro_compute(trainer *t, size_t off, cl_uint rows)
 {
-    const train_options *o = t->opt;
-    mlp_source src = {t->dtrain.images, t->dtrain.labels, t->dtrain.idx, (cl_uint)off};
+    const train_options *o = t->run.opt;
+    mlp_source src = {t->run.dtrain.images, t->run.dtrain.labels, t->run.dtrain.idx, (cl_uint)off};
     /* Path B: the backward writes rows x mean gradient (the sum) into
      * the accumulator itself. Paths A/C: clgrad multiplies the
      * gradients by the weight, so they carry the mean. Either way the
@@ -204,7 +200,7 @@ int trainer_micro_compute(trainer *t, size_t off, cl_uint rows)
     cl_int e = mlp_forward(t->net, &src, rows, t->scale.mem, t->scale.offset, mult, 1);
     if (e == CL_SUCCESS)
         e = mlp_sum(t->net, rows, t->sums);
-    float beta = o->path == GRAD_PATH_B ? clg_accum_beta(t->model) : 0.0f;
+    float beta = o->path == GRAD_PATH_B ? clg_accum_beta(t->run.model) : 0.0f;
     if (e == CL_SUCCESS)
         e = mlp_backward(t->net, rows, t->targets, beta);
     for (int j = 0; j < t->n_tensors && e == CL_SUCCESS && t->scratch; j++)
@@ -219,28 +215,28 @@ int trainer_micro_compute(trainer *t, size_t off, cl_uint rows)
 /* One effective batch perm[start .. start + len) as micro-batches of b. */
 static int run_batch(trainer *t, size_t start, size_t len)
 {
-    const train_options *o = t->opt;
-    size_t km = order_micro_count(len, t->b);
-    t->cycle_k = (unsigned)km;
+    const train_options *o = t->run.opt;
+    size_t km = order_micro_count(len, t->run.b);
+    t->run.cycle_k = (unsigned)km;
     int updated = 0;
     for (size_t i = 0; i < km; i++) {
-        cl_uint rows = (cl_uint)order_micro_len(len, t->b, i);
-        if (trainer_micro_compute(t, start + i * t->b, rows) != 0)
+        cl_uint rows = (cl_uint)order_micro_len(len, t->run.b, i);
+        if (trainer_micro_compute(t, start + i * t->run.b, rows) != 0)
             return -1;
         /* Weight = samples in the micro-batch. */
-        clg_status st = clg_step(t->model, o->path == GRAD_PATH_B ? NULL : t->grads, (float)rows,
-                                 &updated, NULL);
+        clg_status st = clg_step(t->run.model, o->path == GRAD_PATH_B ? NULL : t->run.grads,
+                                 (float)rows, &updated, NULL);
         if (st != CLG_SUCCESS)
             return trainer_fail_clg(t, "clg_step", st);
-        t->micro_steps++;
-        t->samples += rows;
+        t->run.micro_steps++;
+        t->run.samples += rows;
     }
     if (!updated) {
-        clg_status st = clg_flush(t->model, NULL);
+        clg_status st = clg_flush(t->run.model, NULL);
         if (st != CLG_SUCCESS)
             return trainer_fail_clg(t, "clg_flush", st);
     }
-    t->updates++;
+    t->run.updates++;
     if (trainer_widen_weights(t) != 0) /* bf16 master: the next forward's fp32 copy */
         return -1;
     return trainer_bound_queue(t);
@@ -250,7 +246,7 @@ static int run_batch(trainer *t, size_t start, size_t len)
 int trainer_clear_update_loss(trainer *t)
 {
     float z = 0.0f;
-    cl_int e = clEnqueueFillBuffer(clg_context_queue(t->ctx), t->sums, &z, sizeof z,
+    cl_int e = clEnqueueFillBuffer(clg_context_queue(t->run.ctx), t->sums, &z, sizeof z,
                                    2 * sizeof z, sizeof z, 0, NULL, NULL);
     return e == CL_SUCCESS ? 0 : trainer_fail_cl(t, "clearing sums", e);
 }
@@ -268,22 +264,20 @@ static int write_metrics_row(trainer *t, size_t len)
 int trainer_metrics_row(trainer *t, double loss)
 {
     clg_stats st = clg_stats_init();
-    clg_status cs = clg_model_stats(t->model, 1, &st);
+    clg_status cs = clg_model_stats(t->run.model, 1, &st);
     if (cs != CLG_SUCCESS)
         return trainer_fail_clg(t, "clg_model_stats", cs);
     metrics_row r = {
-        .update = t->updates,
-        .micro_steps = t->micro_steps,
-        .samples = t->samples,
-        .epoch = (unsigned)t->epoch + 1,
+        .update = t->run.updates,
+        .micro_steps = t->run.micro_steps,
+        .samples = t->run.samples,
+        .epoch = (unsigned)t->run.epoch + 1,
         .loss = loss,
         .lr = st.lr,
         .grad_norm = st.grad_norm,
         .loss_scale = st.loss_scale,
         .skipped_updates = st.skipped_updates,
-        .samples_per_s = t->train_seconds > 0
-                             ? (double)(t->samples - t->samples_at_start) / t->train_seconds
-                             : 0,
+        .samples_per_s = run_samples_per_s(&t->run),
     };
     if (metrics_write(t->metrics, &r) != 0) {
         char why[1024];
@@ -297,12 +291,12 @@ int trainer_metrics_row(trainer *t, double loss)
 
 int trainer_loop(trainer *t)
 {
-    const train_options *o = t->opt;
-    cl_command_queue q = clg_context_queue(t->ctx);
-    uint64_t epochs_total = (t->total_updates + t->batches_per_epoch - 1) / t->batches_per_epoch;
-    uint64_t start_samples = t->samples_at_start = t->samples;
-    t->updates_at_start = t->updates;
-    int done = t->updates >= t->total_updates;
+    const train_options *o = t->run.opt;
+    cl_command_queue q = clg_context_queue(t->run.ctx);
+    uint64_t epochs_total = run_epochs(&t->run);
+    uint64_t start_samples = t->run.samples_at_start = t->run.samples;
+    t->run.updates_at_start = t->run.updates;
+    int done = t->run.updates >= t->run.total_updates;
     if (done) { /* resumed at the end: nothing left but the evaluation */
         double loss, acc;
         if (trainer_evaluate(t, &loss, &acc) != 0)
@@ -311,33 +305,33 @@ int trainer_loop(trainer *t)
         t->res->test_accuracy = acc;
     }
     while (!done) {
-        order_shuffle(&t->order, t->epoch);
-        cl_int e = devdata_set_order(&t->dtrain, t->order.perm);
+        order_shuffle(&t->run.order, t->run.epoch);
+        cl_int e = devdata_set_order(&t->run.dtrain, t->run.order.perm);
         if (e != CL_SUCCESS)
             return trainer_fail_cl(t, "uploading the data order", e);
         if (trainer_zero_sums(t, t->sums) != 0)
             return -1;
-        double epoch_t0 = t->train_seconds;
+        double epoch_t0 = t->run.train_seconds;
         uint64_t epoch_samples = 0;
-        t->res->epochs = (unsigned)t->epoch + 1;
+        t->res->epochs = (unsigned)t->run.epoch + 1;
         /* The host waits for the device only when it reads something back
          * (metrics, progress, a checkpoint, the end of the epoch); training
          * time is the wall time between those waits. */
         double mark = progress_now();
-        while (t->next_batch < t->batches_per_epoch) {
+        while (t->run.next_batch < t->run.batches_per_epoch) {
             size_t start, len;
-            order_batch(&t->order, t->next_batch, &start, &len);
+            order_batch(&t->run.order, t->run.next_batch, &start, &len);
             if (run_batch(t, start, len) != 0)
                 return -1;
-            t->next_batch++;
+            t->run.next_batch++;
             epoch_samples += len;
-            int save_due = o->save_every && t->updates % o->save_every == 0;
-            int print_due = progress_due(&t->prog, t->updates);
+            int save_due = o->save_every && t->run.updates % o->save_every == 0;
+            int print_due = progress_due(&t->run.prog, t->run.updates);
             if (t->metrics || print_due || save_due) {
                 if ((e = clFinish(q)) != CL_SUCCESS)
                     return trainer_fail_cl(t, "training", e);
                 double now = progress_now();
-                t->train_seconds += now - mark;
+                t->run.train_seconds += now - mark;
                 mark = now;
             }
             if (t->metrics && write_metrics_row(t, len) != 0)
@@ -346,28 +340,27 @@ int trainer_loop(trainer *t)
                 float s[4];
                 if (trainer_read_sums(t, t->sums, s) != 0)
                     return -1;
-                progress_update(&t->prog, t->updates, t->samples - start_samples,
-                                t->train_seconds, (unsigned)t->epoch + 1,
+                progress_update(&t->run.prog, t->run.updates, t->run.samples - start_samples,
+                                t->run.train_seconds, (unsigned)t->run.epoch + 1,
                                 epoch_samples ? s[0] / (double)epoch_samples : NAN);
             }
             if (save_due && trainer_save(t) != 0)
                 return -1;
-            if (t->updates >= t->total_updates ||
-                (o->stop_after && t->updates - t->updates_at_start >= o->stop_after)) {
+            if (run_done(&t->run)) {
                 done = 1;
                 break;
             }
         }
         if ((e = clFinish(q)) != CL_SUCCESS)
             return trainer_fail_cl(t, "training", e);
-        t->train_seconds += progress_now() - mark;
+        t->run.train_seconds += progress_now() - mark;
         float s[4];
         if (trainer_read_sums(t, t->sums, s) != 0)
             return -1;
         double test_loss = 0, test_acc = 0;
         if (trainer_evaluate(t, &test_loss, &test_acc) != 0)
             return -1;
-        double secs = t->train_seconds - epoch_t0;
+        double secs = t->run.train_seconds - epoch_t0;
         t->res->train_loss = epoch_samples ? s[0] / (double)epoch_samples : 0;
         t->res->train_accuracy = epoch_samples ? s[1] / (double)epoch_samples : 0;
         t->res->test_loss = test_loss;
@@ -375,19 +368,16 @@ int trainer_loop(trainer *t)
         char extra[128] = "";
         if (o->loss_scale != CLG_LOSS_SCALE_NONE) {
             clg_stats st = clg_stats_init();
-            if (clg_model_stats(t->model, 1, &st) == CLG_SUCCESS)
+            if (clg_model_stats(t->run.model, 1, &st) == CLG_SUCCESS)
                 snprintf(extra, sizeof extra, "  loss scale %g  skipped %" PRIu64, st.loss_scale,
                          st.skipped_updates);
         }
-        progress_log(&t->prog,
+        progress_log(&t->run.prog,
                      "epoch %" PRIu64 "/%" PRIu64 ": loss %.4f  train acc %.4f  test acc %.4f  "
                      "test loss %.4f  %.1f s  %.0f samples/s%s\n",
-                     t->epoch + 1, epochs_total, t->res->train_loss, t->res->train_accuracy,
+                     t->run.epoch + 1, epochs_total, t->res->train_loss, t->res->train_accuracy,
                      test_acc, test_loss, secs, secs > 0 ? epoch_samples / secs : 0.0, extra);
-        if (t->next_batch >= t->batches_per_epoch) {
-            t->epoch++;
-            t->next_batch = 0;
-        }
+        run_next_epoch(&t->run);
     }
     return 0;
 }

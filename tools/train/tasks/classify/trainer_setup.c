@@ -10,88 +10,37 @@
 #include <stdlib.h>
 #include <string.h>
 
-static unsigned k_of_cycle(uint64_t update_index, void *user)
-{
-    (void)update_index;
-    const trainer *t = user;
-    return t->cycle_k ? t->cycle_k : 1;
-}
 /* ------------------------------------------------------------ setup */
-
-int trainer_load_data(trainer *t, const train_io *io)
-{
-    if (io && io->train) {
-        t->train = io->train;
-    } else {
-        if (dataset_load(t->opt->data_dir, "train", &t->train_ds, t->err, t->errlen) != 0)
-            return -1;
-        t->train = &t->train_ds;
-    }
-    if (io && io->test) {
-        t->test = io->test;
-    } else {
-        if (dataset_load(t->opt->data_dir, "t10k", &t->test_ds, t->err, t->errlen) != 0)
-            return -1;
-        t->test = &t->test_ds;
-    }
-    if (t->train->dim != t->test->dim)
-        return trainer_fail(t, "training images have %zu pixels but test images %zu", t->train->dim,
-                    t->test->dim);
-    return 0;
-}
-
-/* A decaying schedule needs at least one update after the warmup. */
-uint64_t trainer_warmup(const trainer *t)
-{
-    uint64_t cap = t->opt->schedule == CLG_SCHED_CONSTANT ? t->total_updates
-                                                          : t->total_updates - 1;
-    return t->opt->warmup < cap ? t->opt->warmup : cap;
-}
 
 int trainer_build_model(trainer *t)
 {
-    const train_options *o = t->opt;
-    clg_config cfg;
-    if (train_options_clg_config(o, &cfg, t->err, t->errlen) != 0)
-        return -1;
-    t->res->lr = cfg.lr;
-    cfg.schedule.kind = o->schedule;
-    cfg.schedule.total = t->total_updates;
-    cfg.schedule.warmup = trainer_warmup(t);
-    cfg.schedule.min_lr = 0.0f;
-    cfg.accum_steps = t->k;
-    cfg.k_schedule = k_of_cycle;
-    cfg.k_schedule_user = t;
-    cfg.fuse_last_micro_step = o->path == GRAD_PATH_C;
-    t->cfg = cfg;
-
-    clg_status st = clg_model_create(t->ctx, &cfg, &t->model);
-    if (st != CLG_SUCCESS)
-        return trainer_fail_clg(t, "creating the model", st);
+    const train_options *o = t->run.opt;
     int no_decay = 0;
-    st = clg_model_add_group(t->model, "no_decay", 1.0f, 0.0f, &no_decay);
+    clg_status st;
+    if (run_create_model(&t->run, &t->res->lr, &no_decay, &st) != 0)
+        return -1;
     if (st == CLG_SUCCESS)
-        st = mlp_add_tensors(t->net, t->model, no_decay);
+        st = mlp_add_tensors(t->net, t->run.model, no_decay);
     /* --dist zero1: this rank keeps the optimizer states of its shard */
     if (st == CLG_SUCCESS && t->dist && t->dist->zero1)
-        st = clg_model_set_shard(t->model, (unsigned)t->dist->rank, (unsigned)t->dist->size);
+        st = clg_model_set_shard(t->run.model, (unsigned)t->dist->rank, (unsigned)t->dist->size);
     if (st != CLG_SUCCESS)
         return trainer_fail_clg(t, "defining the model", st);
-    st = clg_model_finalize(t->model);
+    st = clg_model_finalize(t->run.model);
     if (st != CLG_SUCCESS)
         return trainer_fail_clg(t, "allocating the model", st);
-    st = mlp_bind(t->net, t->model);
+    st = mlp_bind(t->net, t->run.model);
     if (st != CLG_SUCCESS)
         return trainer_fail_clg(t, "binding the model", st);
     t->n_tensors = 2 * t->net->n_layers;
 
-    uint64_t n = clg_model_param_count(t->model);
+    uint64_t n = clg_model_param_count(t->run.model);
     t->res->params = n;
     float *host = malloc(n * sizeof *host);
     if (!host)
         return trainer_fail(t, "out of host memory (%" PRIu64 " parameters)", n);
     mlp_init_params(t->dims, t->n_dims, o->seed, host);
-    st = clg_model_upload_params(t->model, CLG_ALL_TENSORS, host, (size_t)n, NULL);
+    st = clg_model_upload_params(t->run.model, CLG_ALL_TENSORS, host, (size_t)n, NULL);
     free(host);
     if (st != CLG_SUCCESS)
         return trainer_fail_clg(t, "uploading the initial parameters", st);
@@ -102,40 +51,33 @@ int trainer_build_model(trainer *t)
  * gradient buffers (A/C, fp32), or a fp32 scratch converted into them. */
 int trainer_setup_gradients(trainer *t)
 {
-    const train_options *o = t->opt;
+    const train_options *o = t->run.opt;
     clg_status st;
     for (int i = 0; i < t->n_tensors; i++) {
-        st = clg_model_acc_view(t->model, i, &t->targets[i]);
+        st = clg_model_acc_view(t->run.model, i, &t->targets[i]);
         if (st != CLG_SUCCESS)
             return trainer_fail_clg(t, "accumulator view", st);
     }
     if (o->path == GRAD_PATH_B)
         return 0;
-    st = clg_grads_create(t->model, o->grad_dtype, &t->grads);
+    st = clg_grads_create(t->run.model, o->grad_dtype, &t->run.grads);
     if (st != CLG_SUCCESS)
         return trainer_fail_clg(t, "creating the gradient buffers", st);
     for (int i = 0; i < t->n_tensors; i++) {
-        st = clg_grads_view(t->grads, i, &t->grad_view[i]);
+        st = clg_grads_view(t->run.grads, i, &t->grad_view[i]);
         if (st != CLG_SUCCESS)
             return trainer_fail_clg(t, "gradient buffer view", st);
         t->targets[i] = t->grad_view[i];
     }
     if (o->grad_dtype == CLG_FP32)
         return 0;
-    uint64_t n = clg_model_param_count(t->model);
-    t->scratch_bytes = 4 * n;
-    st = clg_context_reserve(t->ctx, t->scratch_bytes);
-    if (st != CLG_SUCCESS) {
-        t->scratch_bytes = 0;
-        return trainer_fail_clg(t, "fp32 gradient scratch", st);
-    }
-    cl_int e;
-    t->scratch = clCreateBuffer(clg_context_cl(t->ctx), CL_MEM_READ_WRITE, 4 * n, NULL, &e);
-    if (e != CL_SUCCESS)
-        return trainer_fail_cl(t, "fp32 gradient scratch", e);
+    uint64_t n = clg_model_param_count(t->run.model);
+    if (run_reserve_buffer(&t->run, 4 * n, "fp32 gradient scratch", &t->scratch,
+                           &t->scratch_bytes) != 0)
+        return -1;
     size_t off = 0;
     for (int i = 0; i < t->n_tensors; i++) {
-        size_t cnt = clg_model_tensor_size(t->model, i);
+        size_t cnt = clg_model_tensor_size(t->run.model, i);
         t->scratch_view[i] = (clg_view){t->scratch, off, cnt};
         t->targets[i] = t->scratch_view[i];
         off += cnt;
@@ -145,7 +87,7 @@ int trainer_setup_gradients(trainer *t)
 
 int trainer_setup_buffers(trainer *t)
 {
-    cl_context cl = clg_context_cl(t->ctx);
+    cl_context cl = clg_context_cl(t->run.ctx);
     cl_int e1, e2, e3;
     float zeros[4] = {0}, one = 1.0f;
     t->sums = clCreateBuffer(cl, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof zeros, zeros, &e1);
@@ -156,9 +98,9 @@ int trainer_setup_buffers(trainer *t)
         return trainer_fail_cl(t, "small buffers", e1 != CL_SUCCESS ? e1 : e2 != CL_SUCCESS ? e2 : e3);
     /* The loss-gradient kernel multiplies by clgrad's current loss scale,
      * read on the device; without scaling a constant 1 does. */
-    if (t->opt->loss_scale == CLG_LOSS_SCALE_NONE ||
-        clg_model_loss_scale_view(t->model, &t->scale) != CLG_SUCCESS) {
-        if (t->opt->loss_scale != CLG_LOSS_SCALE_NONE)
+    if (t->run.opt->loss_scale == CLG_LOSS_SCALE_NONE ||
+        clg_model_loss_scale_view(t->run.model, &t->scale) != CLG_SUCCESS) {
+        if (t->run.opt->loss_scale != CLG_LOSS_SCALE_NONE)
             return trainer_fail_clg(t, "loss scale view", CLG_ERR_UNSUPPORTED);
         t->scale = (clg_view){t->one, 0, 1};
     }
@@ -167,10 +109,10 @@ int trainer_setup_buffers(trainer *t)
 
 static uint64_t available_bytes(trainer *t)
 {
-    uint64_t used = clg_context_device_bytes(t->ctx);
-    uint64_t cap = clg_context_budget(t->ctx);
+    uint64_t used = clg_context_device_bytes(t->run.ctx);
+    uint64_t cap = clg_context_budget(t->run.ctx);
     if (!cap)
-        cap = clg_context_device_info(t->ctx)->global_mem_size;
+        cap = clg_context_device_info(t->run.ctx)->global_mem_size;
     return cap > used ? cap - used : 0;
 }
 
@@ -180,9 +122,9 @@ static uint64_t available_bytes(trainer *t)
 int trainer_fit_activations(trainer *t)
 {
     for (;;) {
-        uint64_t need = mlp_activation_bytes(t->dims, t->n_dims, t->b);
+        uint64_t need = mlp_activation_bytes(t->dims, t->n_dims, t->run.b);
         uint64_t avail = available_bytes(t);
-        clg_status st = mlp_alloc_activations(t->net, t->b);
+        clg_status st = mlp_alloc_activations(t->net, t->run.b);
         if (st == CLG_SUCCESS)
             return 0;
         if (st != CLG_ERR_OVER_BUDGET && st != CLG_ERR_OUT_OF_DEVICE_MEMORY)
@@ -190,50 +132,50 @@ int trainer_fit_activations(trainer *t)
         char nb[32], ab[32];
         memplan_bytes(nb, sizeof nb, need);
         memplan_bytes(ab, sizeof ab, avail);
-        if (!t->opt->auto_micro_batch || t->b == 1)
+        if (!t->run.opt->auto_micro_batch || t->run.b == 1)
             return trainer_fail(t,
                         "activations for micro-batch %u need %" PRIu64 " B (%s) but %" PRIu64
                         " B (%s) are available (%s%s); use a smaller --micro-batch%s",
-                        t->b, need, nb, avail, ab,
+                        t->run.b, need, nb, avail, ab,
                         st == CLG_ERR_OVER_BUDGET ? "over the memory budget" : "device out of memory",
-                        t->opt->vram ? " set by --vram" : "",
-                        t->opt->auto_micro_batch ? "" : " or --auto-micro-batch");
-        unsigned nb2 = (t->b + 1) / 2;
-        unsigned k2 = (unsigned)((t->opt->batch + nb2 - 1) / nb2);
-        progress_log(&t->prog,
+                        t->run.opt->vram ? " set by --vram" : "",
+                        t->run.opt->auto_micro_batch ? "" : " or --auto-micro-batch");
+        unsigned nb2 = (t->run.b + 1) / 2;
+        unsigned k2 = (unsigned)((t->run.opt->batch + nb2 - 1) / nb2);
+        progress_log(&t->run.prog,
                      "auto micro-batch: activations for micro-batch %u need %s, %s available "
                      "(%s); retrying with micro-batch %u, k = %u (effective batch %u unchanged)\n",
-                     t->b, nb, ab, st == CLG_ERR_OVER_BUDGET ? "over budget" : "out of memory",
-                     nb2, k2, t->opt->batch);
-        t->b = nb2;
-        t->k = k2;
+                     t->run.b, nb, ab, st == CLG_ERR_OVER_BUDGET ? "over budget" : "out of memory",
+                     nb2, k2, t->run.opt->batch);
+        t->run.b = nb2;
+        t->run.k = k2;
         t->res->halvings++;
-        if (t->model)
-            clg_reset_cycle(t->model);
+        if (t->run.model)
+            clg_reset_cycle(t->run.model);
     }
 }
 
 void trainer_print_plan(trainer *t)
 {
-    if (t->opt->quiet)
+    if (t->run.opt->quiet)
         return;
     memplan p = {0};
     p.model = clg_memory_plan_init();
-    clg_model_memory(t->model, &p.model); /* includes the gradient buffers of paths A/C */
-    p.activations = mlp_activation_bytes(t->dims, t->n_dims, t->b);
-    p.micro_batch = t->b;
+    clg_model_memory(t->run.model, &p.model); /* includes the gradient buffers of paths A/C */
+    p.activations = mlp_activation_bytes(t->dims, t->n_dims, t->run.b);
+    p.micro_batch = t->run.b;
     p.grad_scratch = t->scratch_bytes;
     p.weights = t->weights_bytes;
-    p.state_dtype = t->opt->state_dtype;
-    p.master_dtype = t->opt->master_dtype;
-    clg_model_shard(t->model, &p.shard, &p.shards);
-    p.data = t->dtrain.bytes + t->dtest.bytes;
+    p.state_dtype = t->run.opt->state_dtype;
+    p.master_dtype = t->run.opt->master_dtype;
+    clg_model_shard(t->run.model, &p.shard, &p.shards);
+    p.data = t->run.dtrain.bytes + t->run.dtest.bytes;
     memplan_total(&p);
-    p.is_budget = clg_context_budget(t->ctx) != 0;
-    p.available = p.is_budget ? clg_context_budget(t->ctx)
-                              : clg_context_device_info(t->ctx)->global_mem_size;
-    progress_clear(&t->prog);
-    memplan_print(stderr, &p, clg_context_device_info(t->ctx)->name, t->res->params);
+    p.is_budget = clg_context_budget(t->run.ctx) != 0;
+    p.available = p.is_budget ? clg_context_budget(t->run.ctx)
+                              : clg_context_device_info(t->run.ctx)->global_mem_size;
+    progress_clear(&t->run.prog);
+    memplan_print(stderr, &p, clg_context_device_info(t->run.ctx)->name, t->res->params);
 }
 
 void trainer_teardown(trainer *t)
@@ -248,10 +190,7 @@ void trainer_teardown(trainer *t)
             clReleaseEvent(t->ahead[i]);
     if (t->net)
         mlp_free_activations(t->net);
-    if (t->scratch)
-        clReleaseMemObject(t->scratch);
-    if (t->scratch_bytes)
-        clg_context_unreserve(t->ctx, t->scratch_bytes);
+    run_release_buffer(&t->run, &t->scratch, &t->scratch_bytes);
     trainer_release_weights(t);
     if (t->sums)
         clReleaseMemObject(t->sums);
@@ -259,16 +198,6 @@ void trainer_teardown(trainer *t)
         clReleaseMemObject(t->eval_sums);
     if (t->one)
         clReleaseMemObject(t->one);
-    clg_grads_destroy(t->grads);
-    clg_model_destroy(t->model);
     mlp_destroy(t->net);
-    devdata_release(&t->dtrain);
-    devdata_release(&t->dtest);
-    order_free(&t->order);
-    dataset_free(&t->train_ds);
-    dataset_free(&t->test_ds);
-    if (t->ctx && !t->own_ctx)
-        clg_context_set_budget(t->ctx, t->old_budget);
-    if (t->own_ctx)
-        clg_context_destroy(t->ctx);
+    run_release(&t->run);
 }

@@ -8,22 +8,15 @@
 
 int trainer_setup_weights(trainer *t)
 {
-    if (t->opt->master_dtype != CLG_BF16)
+    if (t->run.opt->master_dtype != CLG_BF16)
         return 0;
-    uint64_t n = clg_model_param_count(t->model);
-    t->weights_bytes = 4 * n;
-    clg_status st = clg_context_reserve(t->ctx, t->weights_bytes);
-    if (st != CLG_SUCCESS) {
-        t->weights_bytes = 0;
-        return trainer_fail_clg(t, "fp32 copy of the bf16 weights", st);
-    }
-    cl_int e;
-    t->weights = clCreateBuffer(clg_context_cl(t->ctx), CL_MEM_READ_WRITE, 4 * n, NULL, &e);
-    if (e != CL_SUCCESS)
-        return trainer_fail_cl(t, "fp32 copy of the bf16 weights", e);
+    uint64_t n = clg_model_param_count(t->run.model);
+    if (run_reserve_buffer(&t->run, 4 * n, "fp32 copy of the bf16 weights", &t->weights,
+                           &t->weights_bytes) != 0)
+        return -1;
     size_t off = 0;
     for (int i = 0; i < t->n_tensors; i++) {
-        st = clg_model_param_view(t->model, i, &t->master_view[i]);
+        clg_status st = clg_model_param_view(t->run.model, i, &t->master_view[i]);
         if (st != CLG_SUCCESS)
             return trainer_fail_clg(t, "parameter view", st);
         size_t cnt = t->master_view[i].count;
@@ -50,10 +43,5 @@ int trainer_widen_weights(trainer *t)
 
 void trainer_release_weights(trainer *t)
 {
-    if (t->weights)
-        clReleaseMemObject(t->weights);
-    if (t->weights_bytes)
-        clg_context_unreserve(t->ctx, t->weights_bytes);
-    t->weights = NULL;
-    t->weights_bytes = 0;
+    run_release_buffer(&t->run, &t->weights, &t->weights_bytes);
 }

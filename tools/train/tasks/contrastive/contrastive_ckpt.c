@@ -27,7 +27,7 @@ static const flag_def *setting(int i)
 
 void con_build_settings(con_trainer *t)
 {
-    const flag_run r = {.o = t->o, .cfg = &t->cfg, .opts = t->c};
+    const flag_run r = {.o = t->run.opt, .cfg = &t->run.cfg, .opts = t->c};
     t->n_set = 0;
     for (const flag_def *f; t->n_set < CON_SETTINGS && (f = setting(t->n_set)) != NULL;
          t->n_set++) {
@@ -36,34 +36,27 @@ void con_build_settings(con_trainer *t)
         (f->store ? f->store : flags_store_field)(f, &r, t->set_values[t->n_set],
                                                    sizeof t->set_values[t->n_set]);
     }
-    size_t n = t->order.n;
-    uint32_t crc = runconfig_crc32(0, t->train->images, n * t->train->dim);
-    crc = runconfig_crc32(crc, t->train->labels, n);
-    runconfig_build(&t->config, t->o, &t->cfg, t->b, n, crc);
-    runconfig_meta(&t->config);
-}
-
-static train_position position_of(const con_trainer *t)
-{
-    train_position p = {t->o->seed, t->o->batch, t->order.n, t->epoch, t->next_batch,
-                        t->updates, t->micro_steps, t->samples};
-    return p;
+    size_t n = t->run.order.n;
+    uint32_t crc = runconfig_crc32(0, t->run.train->images, n * t->run.train->dim);
+    crc = runconfig_crc32(crc, t->run.train->labels, n);
+    runconfig_build(&t->run.config, t->run.opt, &t->run.cfg, t->run.b, n, crc);
+    runconfig_meta(&t->run.config);
 }
 
 int con_save(con_trainer *t)
 {
     const char *keys[RUNCONFIG_MAX + CON_SETTINGS], *values[RUNCONFIG_MAX + CON_SETTINGS];
     size_t n = 0;
-    for (int i = 0; i < t->config.n; i++, n++) {
-        keys[n] = t->config.key_ptr[i];
-        values[n] = t->config.value_ptr[i];
+    for (int i = 0; i < t->run.config.n; i++, n++) {
+        keys[n] = t->run.config.key_ptr[i];
+        values[n] = t->run.config.value_ptr[i];
     }
     for (int i = 0; i < t->n_set; i++, n++) {
         keys[n] = t->set_keys[i];
         values[n] = t->set_values[i];
     }
-    train_position p = position_of(t);
-    clg_status st = position_save(t->model, t->o->checkpoint, &p, keys, values, n);
+    train_position p = run_position(&t->run);
+    clg_status st = position_save(t->run.model, t->run.opt->checkpoint, &p, keys, values, n);
     return st == CLG_SUCCESS ? 0 : con_fail_clg(t, "--checkpoint", st);
 }
 
@@ -135,12 +128,12 @@ static int compare_settings(con_trainer *t, const saved_settings *s)
     if (!bad[0])
         return 0;
     return con_fail(t, "--resume: %s was saved with other contrastive settings: %s; resume with "
-                    "the saved values (they cannot be overridden)", t->o->resume, bad);
+                    "the saved values (they cannot be overridden)", t->run.opt->resume, bad);
 }
 
 int con_resume(con_trainer *t)
 {
-    const char *path = t->o->resume;
+    const char *path = t->run.opt->resume;
     saved_settings *s = calloc(1, sizeof *s);
     if (!s)
         return con_fail(t, "out of host memory");
@@ -149,45 +142,47 @@ int con_resume(con_trainer *t)
      * load, which would otherwise fail on, e.g., another bank size */
     if (read_header(path, s) == 0 &&
         (compare_settings(t, s) != 0 ||
-         runconfig_compare(&s->common, &t->config, t->o->overrides, path, t->res->overridden,
-                           sizeof t->res->overridden, t->err, t->errlen) != 0))
+         runconfig_compare(&s->common, &t->run.config, t->run.opt->overrides, path,
+                           t->res->overridden, sizeof t->res->overridden, t->run.err,
+                           t->run.errlen) != 0))
         goto out;
     memset(s, 0, sizeof *s);
     train_position p;
     char why[1024];
-    if (position_load(t->model, path, &p, on_meta, s, why, sizeof why) != 0) {
+    if (position_load(t->run.model, path, &p, on_meta, s, why, sizeof why) != 0) {
         con_fail(t, "--resume: %s", why);
         goto out;
     }
     /* what the library read is what counts */
     if (compare_settings(t, s) != 0 ||
-        runconfig_compare(&s->common, &t->config, t->o->overrides, path, t->res->overridden,
-                          sizeof t->res->overridden, t->err, t->errlen) != 0)
+        runconfig_compare(&s->common, &t->run.config, t->run.opt->overrides, path,
+                          t->res->overridden, sizeof t->res->overridden, t->run.err,
+                          t->run.errlen) != 0)
         goto out;
-    if (p.seed != t->o->seed || p.batch != t->o->batch || p.n_train != t->order.n) {
+    if (p.seed != t->run.opt->seed || p.batch != t->run.opt->batch || p.n_train != t->run.order.n) {
         con_fail(t, "--resume: %s was saved with --seed %" PRIu64 " --batch %" PRIu64
                  " and %" PRIu64 " training samples; resume with the same values", path, p.seed,
                  p.batch, p.n_train);
         goto out;
     }
     clg_stats ls = clg_stats_init();
-    clg_status st = clg_model_stats(t->model, 1, &ls);
+    clg_status st = clg_model_stats(t->run.model, 1, &ls);
     if (st != CLG_SUCCESS) {
         con_fail_clg(t, "--resume: reading the loaded counters", st);
         goto out;
     }
     if (ls.cycles != p.updates || ls.micro_steps != p.micro_steps ||
-        p.next_batch > t->batches_per_epoch) {
+        p.next_batch > t->run.batches_per_epoch) {
         con_fail(t, "--resume: %s is inconsistent: its metadata says %" PRIu64 " updates, %" PRIu64
                  " micro-steps and batch %" PRIu64 ", the training state %" PRIu64 " and %" PRIu64,
                  path, p.updates, p.micro_steps, p.next_batch, ls.cycles, ls.micro_steps);
         goto out;
     }
-    t->epoch = p.epoch;
-    t->next_batch = p.next_batch;
-    t->updates = p.updates;
-    t->micro_steps = p.micro_steps;
-    t->samples = p.samples;
+    t->run.epoch = p.epoch;
+    t->run.next_batch = p.next_batch;
+    t->run.updates = p.updates;
+    t->run.micro_steps = p.micro_steps;
+    t->run.samples = p.samples;
     rc = 0;
 out:
     free(s);

@@ -8,33 +8,18 @@
 
 #include "contrastive_encoder.h"
 #include "contrastive_run.h"
-#include "devdata.h"
-#include "order.h"
-#include "progress.h"
-#include "runconfig.h"
+#include "run.h"
 
 #define CON_SETTINGS 8
 
 typedef struct con_trainer {
-    const train_options *o;
+    run_state run;                        /* what every task's run has (run.h) */
     const con_options *c;
     con_result *res;
-    char *err;
-    size_t errlen;
-
-    clg_context *ctx;
-    int own_ctx;
-    uint64_t old_budget;
-    dataset train_ds, test_ds;
-    const dataset *train, *test;
-    devdata dtrain, dtest;
 
     unsigned dims[MLP_MAX_LAYERS + 1];
     int n_dims;
     con_encoder *enc;
-    clg_config cfg;
-    clg_model *model;
-    clg_grads *grads;
     clg_view targets[2 * MLP_MAX_LAYERS]; /* the backward's: accumulator or grads */
     clg_contrastive *cache;
 
@@ -42,23 +27,15 @@ typedef struct con_trainer {
     cl_kernel k_views, k_l2norm, k_add_loss;
     cl_mem sums;                          /* loss sum and weight of the epoch */
 
-    batch_order order;
-    unsigned b, k, cycle_k;
-    uint64_t total_updates, batches_per_epoch;
-    uint64_t updates, micro_steps, samples, epoch, next_batch;
-    uint64_t samples_at_start, updates_at_start;
-    double train_seconds;
-
-    run_config config;                    /* train.config.*: the common settings */
     char set_keys[CON_SETTINGS][48];      /* train.contrastive.*: this task's */
     char set_values[CON_SETTINGS][48];
     int n_set;
-    progress prog;
 } con_trainer;
 
-int con_fail(con_trainer *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-int con_fail_clg(con_trainer *t, const char *what, clg_status st);
-int con_fail_cl(con_trainer *t, const char *what, cl_int e);
+/* Message into t->run.err; return -1 (run.h). */
+#define con_fail(t, ...) run_fail(&(t)->run, __VA_ARGS__)
+#define con_fail_clg(t, what, st) run_fail_clg(&(t)->run, what, st)
+#define con_fail_cl(t, what, e) run_fail_cl(&(t)->run, what, e)
 
 /* contrastive_setup.c */
 int con_setup(con_trainer *t, const train_io *io);

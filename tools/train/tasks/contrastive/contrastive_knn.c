@@ -33,7 +33,7 @@ static void release(con_trainer *t, knn_buffers *k)
         if (all[i])
             clReleaseMemObject(all[i]);
     if (k->bytes)
-        clg_context_unreserve(t->ctx, k->bytes);
+        clg_context_unreserve(t->run.ctx, k->bytes);
     memset(k, 0, sizeof *k);
 }
 
@@ -53,7 +53,7 @@ static int allocate(con_trainer *t, knn_buffers *k, size_t n_train, size_t n_tes
     /* the features and identity order, then as many test rows per GEMM as
      * the budget leaves room for (at most CHUNK) */
     uint64_t fixed = 4ull * (n_train + (n_train + n_test) * d), row = 4ull * n_train;
-    uint64_t budget = clg_context_budget(t->ctx), used = clg_context_device_bytes(t->ctx);
+    uint64_t budget = clg_context_budget(t->run.ctx), used = clg_context_device_bytes(t->run.ctx);
     k->chunk = CHUNK;
     if (budget && (used + fixed + row > budget))
         return con_fail(t, "kNN evaluation: the features of %zu training and %zu test samples "
@@ -63,10 +63,10 @@ static int allocate(con_trainer *t, knn_buffers *k, size_t n_train, size_t n_tes
     if (budget && (budget - used - fixed) / row < k->chunk)
         k->chunk = (size_t)((budget - used - fixed) / row);
     uint64_t bytes = fixed + row * k->chunk;
-    clg_status st = clg_context_reserve(t->ctx, bytes);
+    clg_status st = clg_context_reserve(t->run.ctx, bytes);
     if (st != CLG_SUCCESS)
         return con_fail(t, "kNN evaluation: %" PRIu64 " B of features and similarities: %s",
-                        bytes, clg_last_error(t->ctx));
+                        bytes, clg_last_error(t->run.ctx));
     k->bytes = bytes;
     t->res->eval_bytes = bytes;
     int32_t *ident = malloc(n_train * sizeof *ident);
@@ -74,7 +74,7 @@ static int allocate(con_trainer *t, knn_buffers *k, size_t n_train, size_t n_tes
         return con_fail(t, "out of host memory");
     for (size_t i = 0; i < n_train; i++)
         ident[i] = (int32_t)i;
-    cl_context cl = clg_context_cl(t->ctx);
+    cl_context cl = clg_context_cl(t->run.ctx);
     cl_int e[4];
     k->ident = clCreateBuffer(cl, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, n_train * 4, ident, &e[0]);
     free(ident);
@@ -90,13 +90,13 @@ static int allocate(con_trainer *t, knn_buffers *k, size_t n_train, size_t n_tes
 /* Embeddings of samples idx[0 .. n) of (images, idx) into emb, normalized. */
 static int embed(con_trainer *t, cl_mem images, cl_mem idx, size_t n, cl_mem emb)
 {
-    cl_command_queue q = clg_context_queue(t->ctx);
+    cl_command_queue q = clg_context_queue(t->run.ctx);
     size_t d, cap = t->enc->cap;
     int layer = eval_layer(t, &d);
     for (size_t off = 0; off < n; off += cap) {
         cl_uint rows = (cl_uint)(n - off < cap ? n - off : cap);
         cl_int e = mlp_gather(&t->enc->k, images, idx, (cl_uint)off, rows,
-                              (cl_uint)t->train->dim, t->enc->x);
+                              (cl_uint)t->run.train->dim, t->enc->x);
         if (e == CL_SUCCESS)
             e = con_encoder_forward(t->enc, rows);
         if (e == CL_SUCCESS)
@@ -149,7 +149,7 @@ static int vote(const float *sim, size_t n, const uint8_t *labels, unsigned k)
 
 int con_knn_eval(con_trainer *t, double *accuracy)
 {
-    size_t n_train = t->dtrain.n, n_test = t->dtest.n, d;
+    size_t n_train = t->run.dtrain.n, n_test = t->run.dtest.n, d;
     eval_layer(t, &d);
     unsigned k = t->c->knn < n_train ? t->c->knn : (unsigned)n_train;
     knn_buffers kb = {0};
@@ -162,10 +162,10 @@ int con_knn_eval(con_trainer *t, double *accuracy)
         con_fail(t, "out of host memory for the kNN evaluation");
         goto out;
     }
-    if (embed(t, t->dtrain.images, kb.ident, n_train, kb.emb_train) != 0 ||
-        embed(t, t->dtest.images, t->dtest.idx, n_test, kb.emb_test) != 0)
+    if (embed(t, t->run.dtrain.images, kb.ident, n_train, kb.emb_train) != 0 ||
+        embed(t, t->run.dtest.images, t->run.dtest.idx, n_test, kb.emb_test) != 0)
         goto out;
-    cl_command_queue q = clg_context_queue(t->ctx);
+    cl_command_queue q = clg_context_queue(t->run.ctx);
     size_t correct = 0;
     for (size_t off = 0; off < n_test; off += kb.chunk) {
         size_t rows = n_test - off < kb.chunk ? n_test - off : kb.chunk;
@@ -185,8 +185,8 @@ int con_knn_eval(con_trainer *t, double *accuracy)
             goto out;
         }
         for (size_t r = 0; r < rows; r++)
-            correct += vote(sims + r * n_train, n_train, t->train->labels, k) ==
-                       t->test->labels[off + r];
+            correct += vote(sims + r * n_train, n_train, t->run.train->labels, k) ==
+                       t->run.test->labels[off + r];
     }
     *accuracy = n_test ? (double)correct / (double)n_test : 0.0;
     rc = 0;

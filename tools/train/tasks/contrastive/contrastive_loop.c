@@ -25,10 +25,10 @@ cl_int con_views(con_trainer *t, size_t start, size_t pos0, cl_uint rows, uint64
 {
     cl_kernel k = t->k_views;
     cl_uint off = (cl_uint)(start + pos0), p0 = (cl_uint)pos0, shift = t->c->shift;
-    cl_ulong seed = t->o->seed, u = update;
+    cl_ulong seed = t->run.opt->seed, u = update;
     cl_float noise = t->c->noise;
-    cl_int e = clSetKernelArg(k, 0, sizeof(cl_mem), &t->dtrain.images);
-    e |= clSetKernelArg(k, 1, sizeof(cl_mem), &t->dtrain.idx);
+    cl_int e = clSetKernelArg(k, 0, sizeof(cl_mem), &t->run.dtrain.images);
+    e |= clSetKernelArg(k, 1, sizeof(cl_mem), &t->run.dtrain.idx);
     e |= clSetKernelArg(k, 2, sizeof off, &off);
     e |= clSetKernelArg(k, 3, sizeof rows, &rows);
     e |= clSetKernelArg(k, 4, sizeof seed, &seed);
@@ -39,8 +39,8 @@ cl_int con_views(con_trainer *t, size_t start, size_t pos0, cl_uint rows, uint64
     e |= clSetKernelArg(k, 9, sizeof(cl_mem), &t->enc->x);
     if (e != CL_SUCCESS)
         return CL_INVALID_KERNEL_ARGS;
-    size_t global = (size_t)2 * rows * t->train->dim;
-    return clEnqueueNDRangeKernel(clg_context_queue(t->ctx), k, 1, NULL, &global, NULL, 0, NULL,
+    size_t global = (size_t)2 * rows * t->run.train->dim;
+    return clEnqueueNDRangeKernel(clg_context_queue(t->run.ctx), k, 1, NULL, &global, NULL, 0, NULL,
                                   NULL);
 }
 
@@ -54,14 +54,14 @@ static cl_int add_loss(con_trainer *t, float w)
     e |= clSetKernelArg(k, 2, sizeof w, &w);
     size_t one = 1;
     return e != CL_SUCCESS ? CL_INVALID_KERNEL_ARGS
-                           : clEnqueueNDRangeKernel(clg_context_queue(t->ctx), k, 1, NULL, &one,
+                           : clEnqueueNDRangeKernel(clg_context_queue(t->run.ctx), k, 1, NULL, &one,
                                                     NULL, 0, NULL, NULL);
 }
 
 /* The views of positions [p0, p0 + rows) through the encoder. */
 static int forward(con_trainer *t, size_t start, size_t p0, cl_uint rows)
 {
-    cl_int e = con_views(t, start, p0, rows, t->updates);
+    cl_int e = con_views(t, start, p0, rows, t->run.updates);
     if (e == CL_SUCCESS)
         e = con_encoder_forward(t->enc, 2 * rows);
     return e == CL_SUCCESS ? 0 : con_fail_cl(t, "encoder forward", e);
@@ -84,7 +84,7 @@ static int fill(con_trainer *t, size_t row, cl_uint rows)
  * gradient (of a loss over n rows), then the micro-step of weight rows. */
 static int backward_step(con_trainer *t, size_t row, cl_uint rows, size_t n, int *updated)
 {
-    const int path_b = t->o->path == GRAD_PATH_B;
+    const int path_b = t->run.opt->path == GRAD_PATH_B;
     float scale = path_b ? (float)n : (float)n / (float)rows;
     cl_mem out = con_encoder_output(t->enc);
     size_t d = t->c->embed_dim;
@@ -95,28 +95,28 @@ static int backward_step(con_trainer *t, size_t row, cl_uint rows, size_t n, int
                                   CLG_FP32, NULL);
     if (st != CLG_SUCCESS)
         return con_fail_clg(t, "the cache's gradient", st);
-    float beta = path_b ? clg_accum_beta(t->model) : 0.0f;
+    float beta = path_b ? clg_accum_beta(t->run.model) : 0.0f;
     cl_int e = con_encoder_backward(t->enc, 2 * rows, t->targets, beta);
     if (e != CL_SUCCESS)
         return con_fail_cl(t, "encoder backward", e);
-    st = clg_step(t->model, path_b ? NULL : t->grads, (float)rows, updated, NULL);
+    st = clg_step(t->run.model, path_b ? NULL : t->run.grads, (float)rows, updated, NULL);
     if (st != CLG_SUCCESS)
         return con_fail_clg(t, "clg_step", st);
-    t->micro_steps++;
-    t->samples += rows;
+    t->run.micro_steps++;
+    t->run.samples += rows;
     return 0;
 }
 
 static int run_batch(con_trainer *t, size_t start, size_t len)
 {
-    size_t km = order_micro_count(len, t->b);
-    t->cycle_k = (unsigned)km;
+    size_t km = order_micro_count(len, t->run.b);
+    t->run.cycle_k = (unsigned)km;
     int updated = 0;
     clg_status st;
     if (t->c->method == CON_GRADCACHE) {
         for (size_t i = 0; i < km; i++) {
-            cl_uint rows = (cl_uint)order_micro_len(len, t->b, i);
-            if (forward(t, start, i * t->b, rows) != 0 || fill(t, i * t->b, rows) != 0)
+            cl_uint rows = (cl_uint)order_micro_len(len, t->run.b, i);
+            if (forward(t, start, i * t->run.b, rows) != 0 || fill(t, i * t->run.b, rows) != 0)
                 return -1;
         }
         if ((st = clg_contrastive_compute(t->cache, len, NULL)) != CLG_SUCCESS)
@@ -124,15 +124,15 @@ static int run_batch(con_trainer *t, size_t start, size_t len)
         if (add_loss(t, 1.0f) != CL_SUCCESS)
             return con_fail(t, "summing the loss");
         for (size_t i = 0; i < km; i++) { /* the same views again: the replay */
-            cl_uint rows = (cl_uint)order_micro_len(len, t->b, i);
-            if (forward(t, start, i * t->b, rows) != 0 ||
-                backward_step(t, i * t->b, rows, len, &updated) != 0)
+            cl_uint rows = (cl_uint)order_micro_len(len, t->run.b, i);
+            if (forward(t, start, i * t->run.b, rows) != 0 ||
+                backward_step(t, i * t->run.b, rows, len, &updated) != 0)
                 return -1;
         }
     } else {
         for (size_t i = 0; i < km; i++) {
-            cl_uint rows = (cl_uint)order_micro_len(len, t->b, i);
-            if (forward(t, start, i * t->b, rows) != 0 || fill(t, 0, rows) != 0)
+            cl_uint rows = (cl_uint)order_micro_len(len, t->run.b, i);
+            if (forward(t, start, i * t->run.b, rows) != 0 || fill(t, 0, rows) != 0)
                 return -1;
             if ((st = clg_contrastive_compute(t->cache, rows, NULL)) != CLG_SUCCESS)
                 return con_fail_clg(t, "clg_contrastive_compute", st);
@@ -145,15 +145,15 @@ static int run_batch(con_trainer *t, size_t start, size_t len)
                 return -1;
         }
     }
-    if (!updated && (st = clg_flush(t->model, NULL)) != CLG_SUCCESS)
+    if (!updated && (st = clg_flush(t->run.model, NULL)) != CLG_SUCCESS)
         return con_fail_clg(t, "clg_flush", st);
-    t->updates++;
+    t->run.updates++;
     return 0;
 }
 
 static int read_sums(con_trainer *t, float s[2])
 {
-    cl_int e = clEnqueueReadBuffer(clg_context_queue(t->ctx), t->sums, CL_TRUE, 0,
+    cl_int e = clEnqueueReadBuffer(clg_context_queue(t->run.ctx), t->sums, CL_TRUE, 0,
                                    2 * sizeof(float), s, 0, NULL, NULL);
     return e == CL_SUCCESS ? 0 : con_fail_cl(t, "reading the loss", e);
 }
@@ -161,72 +161,69 @@ static int read_sums(con_trainer *t, float s[2])
 static int zero_sums(con_trainer *t)
 {
     float z = 0.0f;
-    cl_int e = clEnqueueFillBuffer(clg_context_queue(t->ctx), t->sums, &z, sizeof z, 0,
+    cl_int e = clEnqueueFillBuffer(clg_context_queue(t->run.ctx), t->sums, &z, sizeof z, 0,
                                    2 * sizeof z, 0, NULL, NULL);
     return e == CL_SUCCESS ? 0 : con_fail_cl(t, "clearing the loss", e);
 }
 
 int con_loop(con_trainer *t)
 {
-    const train_options *o = t->o;
-    cl_command_queue q = clg_context_queue(t->ctx);
-    t->samples_at_start = t->samples;
-    t->updates_at_start = t->updates;
-    int done = t->updates >= t->total_updates;
+    const train_options *o = t->run.opt;
+    cl_command_queue q = clg_context_queue(t->run.ctx);
+    t->run.samples_at_start = t->run.samples;
+    t->run.updates_at_start = t->run.updates;
+    int done = t->run.updates >= t->run.total_updates;
     while (!done) {
-        order_shuffle(&t->order, t->epoch);
-        cl_int e = devdata_set_order(&t->dtrain, t->order.perm);
+        order_shuffle(&t->run.order, t->run.epoch);
+        cl_int e = devdata_set_order(&t->run.dtrain, t->run.order.perm);
         if (e != CL_SUCCESS)
             return con_fail_cl(t, "uploading the data order", e);
         if (zero_sums(t) != 0)
             return -1;
         double mark = progress_now();
-        while (t->next_batch < t->batches_per_epoch) {
+        while (t->run.next_batch < t->run.batches_per_epoch) {
             size_t start, len;
-            order_batch(&t->order, t->next_batch, &start, &len);
+            order_batch(&t->run.order, t->run.next_batch, &start, &len);
             if (run_batch(t, start, len) != 0)
                 return -1;
-            t->next_batch++;
-            int save_due = o->save_every && t->updates % o->save_every == 0;
-            int print_due = progress_due(&t->prog, t->updates);
+            t->run.next_batch++;
+            int save_due = o->save_every && t->run.updates % o->save_every == 0;
+            int print_due = progress_due(&t->run.prog, t->run.updates);
             if (print_due || save_due) { /* the host waits only here and at the end */
                 if ((e = clFinish(q)) != CL_SUCCESS)
                     return con_fail_cl(t, "training", e);
                 double now = progress_now();
-                t->train_seconds += now - mark;
+                t->run.train_seconds += now - mark;
                 mark = now;
             }
             if (print_due) {
                 float s[2];
                 if (read_sums(t, s) != 0)
                     return -1;
-                progress_update(&t->prog, t->updates, t->samples - t->samples_at_start,
-                                t->train_seconds, (unsigned)t->epoch + 1,
-                                s[1] > 0 ? s[0] / s[1] : NAN);
+                progress_update(&t->run.prog, t->run.updates,
+                                t->run.samples - t->run.samples_at_start, t->run.train_seconds,
+                                (unsigned)t->run.epoch + 1, s[1] > 0 ? s[0] / s[1] : NAN);
             }
             if (save_due && con_save(t) != 0)
                 return -1;
-            if (t->updates >= t->total_updates ||
-                (o->stop_after && t->updates - t->updates_at_start >= o->stop_after)) {
+            if (run_done(&t->run)) {
                 done = 1;
                 break;
             }
         }
         if ((e = clFinish(q)) != CL_SUCCESS)
             return con_fail_cl(t, "training", e);
-        t->train_seconds += progress_now() - mark;
+        t->run.train_seconds += progress_now() - mark;
         float s[2];
         if (read_sums(t, s) != 0)
             return -1;
         t->res->loss = s[1] > 0 ? s[0] / s[1] : NAN;
-        t->res->epochs = (unsigned)t->epoch + 1;
-        progress_log(&t->prog, "epoch %" PRIu64 ": InfoNCE %.4f (%s), %" PRIu64 " updates, %.1f s\n",
-                     t->epoch + 1, t->res->loss, con_method_name(t->c->method), t->updates,
-                     t->train_seconds);
-        if (t->next_batch >= t->batches_per_epoch) {
-            t->epoch++;
-            t->next_batch = 0;
-        }
+        t->res->epochs = (unsigned)t->run.epoch + 1;
+        progress_log(&t->run.prog,
+                     "epoch %" PRIu64 ": InfoNCE %.4f (%s), %" PRIu64 " updates, %.1f s\n",
+                     t->run.epoch + 1, t->res->loss, con_method_name(t->c->method), t->run.updates,
+                     t->run.train_seconds);
+        run_next_epoch(&t->run);
     }
     return 0;
 }

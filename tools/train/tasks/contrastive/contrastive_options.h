@@ -37,9 +37,6 @@ void con_options_default(con_options *c);
  * checkpoints ("train.contrastive.<key>") from this table. */
 extern const flag_table con_flag_table;
 
-/* The task as clgrad-train runs it (task.h). */
-extern const struct train_task contrastive_task;
-
 /* The common flags a contrastive run cannot take, and the bank's default.
  * Returns 0 or -1 with a message. */
 int con_options_check(con_options *c, const train_options *o, char *err, size_t errlen);

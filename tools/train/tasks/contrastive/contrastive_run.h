@@ -40,4 +40,7 @@ int contrastive_run(const train_options *o, const con_options *c, const train_io
  * Returns the exit status. */
 int contrastive_main(const train_options *o, const con_options *c);
 
+/* The task as clgrad-train runs it (task.h; contrastive_task.c). */
+extern const struct train_task contrastive_task;
+
 #endif /* TRAIN_CONTRASTIVE_RUN_H */

@@ -3,6 +3,7 @@
  * evaluation and log lines, --metrics rows, and checkpoints with the run's
  * position (position.h). */
 #include "trainer_internal.h"
+#include "loop.h"
 #include "metrics.h"
 #include "position.h"
 
@@ -289,95 +290,90 @@ int trainer_metrics_row(trainer *t, double loss)
     return 0;
 }
 
+/* The loop's hooks (loop.h) for the classifier. */
+static int epoch_start(void *task)
+{
+    trainer *t = task;
+    t->res->epochs = (unsigned)t->run.epoch + 1;
+    return trainer_zero_sums(t, t->sums);
+}
+
+static int batch(void *task, size_t start, size_t len)
+{
+    return run_batch(task, start, len);
+}
+
+static int has_metrics(void *task)
+{
+    return ((trainer *)task)->metrics != NULL;
+}
+
+static int metrics_line(void *task, size_t len)
+{
+    return write_metrics_row(task, len);
+}
+
+static int running_loss(void *task, uint64_t epoch_samples, double *loss)
+{
+    float s[4];
+    if (trainer_read_sums(task, ((trainer *)task)->sums, s) != 0)
+        return -1;
+    *loss = epoch_samples ? s[0] / (double)epoch_samples : NAN;
+    return 0;
+}
+
+static int save(void *task)
+{
+    return trainer_save(task);
+}
+
+static int epoch_end(void *task, uint64_t epoch_samples, double secs)
+{
+    trainer *t = task;
+    const train_options *o = t->run.opt;
+    float s[4];
+    if (trainer_read_sums(t, t->sums, s) != 0)
+        return -1;
+    double test_loss = 0, test_acc = 0;
+    if (trainer_evaluate(t, &test_loss, &test_acc) != 0)
+        return -1;
+    t->res->train_loss = epoch_samples ? s[0] / (double)epoch_samples : 0;
+    t->res->train_accuracy = epoch_samples ? s[1] / (double)epoch_samples : 0;
+    t->res->test_loss = test_loss;
+    t->res->test_accuracy = test_acc;
+    char extra[128] = "";
+    if (o->loss_scale != CLG_LOSS_SCALE_NONE) {
+        clg_stats st = clg_stats_init();
+        if (clg_model_stats(t->run.model, 1, &st) == CLG_SUCCESS)
+            snprintf(extra, sizeof extra, "  loss scale %g  skipped %" PRIu64, st.loss_scale,
+                     st.skipped_updates);
+    }
+    progress_log(&t->run.prog,
+                 "epoch %" PRIu64 "/%" PRIu64 ": loss %.4f  train acc %.4f  test acc %.4f  "
+                 "test loss %.4f  %.1f s  %.0f samples/s%s\n",
+                 t->run.epoch + 1, run_epochs(&t->run), t->res->train_loss,
+                 t->res->train_accuracy, test_acc, test_loss, secs,
+                 secs > 0 ? epoch_samples / secs : 0.0, extra);
+    return 0;
+}
+
 int trainer_loop(trainer *t)
 {
-    const train_options *o = t->run.opt;
-    cl_command_queue q = clg_context_queue(t->run.ctx);
-    uint64_t epochs_total = run_epochs(&t->run);
-    uint64_t start_samples = t->run.samples_at_start = t->run.samples;
-    t->run.updates_at_start = t->run.updates;
-    int done = t->run.updates >= t->run.total_updates;
-    if (done) { /* resumed at the end: nothing left but the evaluation */
+    static const run_loop_hooks hooks = {
+        .epoch_start = epoch_start,
+        .batch = batch,
+        .sync_every_update = has_metrics,
+        .after_update = metrics_line,
+        .running_loss = running_loss,
+        .save = save,
+        .epoch_end = epoch_end,
+    };
+    if (t->run.updates >= t->run.total_updates) { /* resumed at the end: the evaluation */
         double loss, acc;
         if (trainer_evaluate(t, &loss, &acc) != 0)
             return -1;
         t->res->test_loss = loss;
         t->res->test_accuracy = acc;
     }
-    while (!done) {
-        order_shuffle(&t->run.order, t->run.epoch);
-        cl_int e = devdata_set_order(&t->run.dtrain, t->run.order.perm);
-        if (e != CL_SUCCESS)
-            return trainer_fail_cl(t, "uploading the data order", e);
-        if (trainer_zero_sums(t, t->sums) != 0)
-            return -1;
-        double epoch_t0 = t->run.train_seconds;
-        uint64_t epoch_samples = 0;
-        t->res->epochs = (unsigned)t->run.epoch + 1;
-        /* The host waits for the device only when it reads something back
-         * (metrics, progress, a checkpoint, the end of the epoch); training
-         * time is the wall time between those waits. */
-        double mark = progress_now();
-        while (t->run.next_batch < t->run.batches_per_epoch) {
-            size_t start, len;
-            order_batch(&t->run.order, t->run.next_batch, &start, &len);
-            if (run_batch(t, start, len) != 0)
-                return -1;
-            t->run.next_batch++;
-            epoch_samples += len;
-            int save_due = o->save_every && t->run.updates % o->save_every == 0;
-            int print_due = progress_due(&t->run.prog, t->run.updates);
-            if (t->metrics || print_due || save_due) {
-                if ((e = clFinish(q)) != CL_SUCCESS)
-                    return trainer_fail_cl(t, "training", e);
-                double now = progress_now();
-                t->run.train_seconds += now - mark;
-                mark = now;
-            }
-            if (t->metrics && write_metrics_row(t, len) != 0)
-                return -1;
-            if (print_due) {
-                float s[4];
-                if (trainer_read_sums(t, t->sums, s) != 0)
-                    return -1;
-                progress_update(&t->run.prog, t->run.updates, t->run.samples - start_samples,
-                                t->run.train_seconds, (unsigned)t->run.epoch + 1,
-                                epoch_samples ? s[0] / (double)epoch_samples : NAN);
-            }
-            if (save_due && trainer_save(t) != 0)
-                return -1;
-            if (run_done(&t->run)) {
-                done = 1;
-                break;
-            }
-        }
-        if ((e = clFinish(q)) != CL_SUCCESS)
-            return trainer_fail_cl(t, "training", e);
-        t->run.train_seconds += progress_now() - mark;
-        float s[4];
-        if (trainer_read_sums(t, t->sums, s) != 0)
-            return -1;
-        double test_loss = 0, test_acc = 0;
-        if (trainer_evaluate(t, &test_loss, &test_acc) != 0)
-            return -1;
-        double secs = t->run.train_seconds - epoch_t0;
-        t->res->train_loss = epoch_samples ? s[0] / (double)epoch_samples : 0;
-        t->res->train_accuracy = epoch_samples ? s[1] / (double)epoch_samples : 0;
-        t->res->test_loss = test_loss;
-        t->res->test_accuracy = test_acc;
-        char extra[128] = "";
-        if (o->loss_scale != CLG_LOSS_SCALE_NONE) {
-            clg_stats st = clg_stats_init();
-            if (clg_model_stats(t->run.model, 1, &st) == CLG_SUCCESS)
-                snprintf(extra, sizeof extra, "  loss scale %g  skipped %" PRIu64, st.loss_scale,
-                         st.skipped_updates);
-        }
-        progress_log(&t->run.prog,
-                     "epoch %" PRIu64 "/%" PRIu64 ": loss %.4f  train acc %.4f  test acc %.4f  "
-                     "test loss %.4f  %.1f s  %.0f samples/s%s\n",
-                     t->run.epoch + 1, epochs_total, t->res->train_loss, t->res->train_accuracy,
-                     test_acc, test_loss, secs, secs > 0 ? epoch_samples / secs : 0.0, extra);
-        run_next_epoch(&t->run);
-    }
-    return 0;
+    return run_loop(&t->run, &hooks, t);
 }

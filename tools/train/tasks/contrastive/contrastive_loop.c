@@ -15,6 +15,7 @@
  * B (the backward writes m_j x the micro-batch's gradient itself), n the
  * rows of the loss (the batch for GradCache, m_j otherwise). */
 #include "contrastive_internal.h"
+#include "loop.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -166,64 +167,57 @@ static int zero_sums(con_trainer *t)
     return e == CL_SUCCESS ? 0 : con_fail_cl(t, "clearing the loss", e);
 }
 
+/* The loop's hooks (loop.h) for the contrastive task. */
+static int epoch_start(void *task)
+{
+    return zero_sums(task);
+}
+
+static int batch(void *task, size_t start, size_t len)
+{
+    return run_batch(task, start, len);
+}
+
+static int running_loss(void *task, uint64_t epoch_samples, double *loss)
+{
+    (void)epoch_samples; /* the sums carry their weight */
+    float s[2];
+    if (read_sums(task, s) != 0)
+        return -1;
+    *loss = s[1] > 0 ? s[0] / s[1] : NAN;
+    return 0;
+}
+
+static int save(void *task)
+{
+    return con_save(task);
+}
+
+static int epoch_end(void *task, uint64_t epoch_samples, double secs)
+{
+    (void)epoch_samples;
+    (void)secs;
+    con_trainer *t = task;
+    float s[2];
+    if (read_sums(t, s) != 0)
+        return -1;
+    t->res->loss = s[1] > 0 ? s[0] / s[1] : NAN;
+    t->res->epochs = (unsigned)t->run.epoch + 1;
+    progress_log(&t->run.prog,
+                 "epoch %" PRIu64 ": InfoNCE %.4f (%s), %" PRIu64 " updates, %.1f s\n",
+                 t->run.epoch + 1, t->res->loss, con_method_name(t->c->method), t->run.updates,
+                 t->run.train_seconds);
+    return 0;
+}
+
 int con_loop(con_trainer *t)
 {
-    const train_options *o = t->run.opt;
-    cl_command_queue q = clg_context_queue(t->run.ctx);
-    t->run.samples_at_start = t->run.samples;
-    t->run.updates_at_start = t->run.updates;
-    int done = t->run.updates >= t->run.total_updates;
-    while (!done) {
-        order_shuffle(&t->run.order, t->run.epoch);
-        cl_int e = devdata_set_order(&t->run.dtrain, t->run.order.perm);
-        if (e != CL_SUCCESS)
-            return con_fail_cl(t, "uploading the data order", e);
-        if (zero_sums(t) != 0)
-            return -1;
-        double mark = progress_now();
-        while (t->run.next_batch < t->run.batches_per_epoch) {
-            size_t start, len;
-            order_batch(&t->run.order, t->run.next_batch, &start, &len);
-            if (run_batch(t, start, len) != 0)
-                return -1;
-            t->run.next_batch++;
-            int save_due = o->save_every && t->run.updates % o->save_every == 0;
-            int print_due = progress_due(&t->run.prog, t->run.updates);
-            if (print_due || save_due) { /* the host waits only here and at the end */
-                if ((e = clFinish(q)) != CL_SUCCESS)
-                    return con_fail_cl(t, "training", e);
-                double now = progress_now();
-                t->run.train_seconds += now - mark;
-                mark = now;
-            }
-            if (print_due) {
-                float s[2];
-                if (read_sums(t, s) != 0)
-                    return -1;
-                progress_update(&t->run.prog, t->run.updates,
-                                t->run.samples - t->run.samples_at_start, t->run.train_seconds,
-                                (unsigned)t->run.epoch + 1, s[1] > 0 ? s[0] / s[1] : NAN);
-            }
-            if (save_due && con_save(t) != 0)
-                return -1;
-            if (run_done(&t->run)) {
-                done = 1;
-                break;
-            }
-        }
-        if ((e = clFinish(q)) != CL_SUCCESS)
-            return con_fail_cl(t, "training", e);
-        t->run.train_seconds += progress_now() - mark;
-        float s[2];
-        if (read_sums(t, s) != 0)
-            return -1;
-        t->res->loss = s[1] > 0 ? s[0] / s[1] : NAN;
-        t->res->epochs = (unsigned)t->run.epoch + 1;
-        progress_log(&t->run.prog,
-                     "epoch %" PRIu64 ": InfoNCE %.4f (%s), %" PRIu64 " updates, %.1f s\n",
-                     t->run.epoch + 1, t->res->loss, con_method_name(t->c->method), t->run.updates,
-                     t->run.train_seconds);
-        run_next_epoch(&t->run);
-    }
-    return 0;
+    static const run_loop_hooks hooks = {
+        .epoch_start = epoch_start,
+        .batch = batch,
+        .running_loss = running_loss,
+        .save = save,
+        .epoch_end = epoch_end,
+    };
+    return run_loop(&t->run, &hooks, t);
 }

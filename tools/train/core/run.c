@@ -3,6 +3,7 @@
 #include "run.h"
 #include "atomic_file.h"
 
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,6 +130,21 @@ int run_create_model(run_state *r, float *lr, int *no_decay, clg_status *st)
     if (*st != CLG_SUCCESS)
         return run_fail_clg(r, "creating the model", *st);
     *st = clg_model_add_group(r->model, "no_decay", 1.0f, 0.0f, no_decay);
+    return 0;
+}
+
+int run_init_params(run_state *r, run_param_init init, const void *arg, uint64_t *params)
+{
+    uint64_t n = clg_model_param_count(r->model);
+    *params = n;
+    float *host = malloc(n * sizeof *host);
+    if (!host)
+        return run_fail(r, "out of host memory (%" PRIu64 " parameters)", n);
+    init(arg, r->opt->seed, host);
+    clg_status st = clg_model_upload_params(r->model, CLG_ALL_TENSORS, host, (size_t)n, NULL);
+    free(host);
+    if (st != CLG_SUCCESS)
+        return run_fail_clg(r, "uploading the initial parameters", st);
     return 0;
 }
 

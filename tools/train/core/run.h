@@ -102,6 +102,12 @@ int run_done(const run_state *r);
  * status in *st for the task to report with the rest of its model. */
 int run_create_model(run_state *r, float *lr, int *no_decay, clg_status *st);
 
+/* The model's initial parameters: init(arg, --seed, host) fills all of
+ * them in model order (e.g. mlp_init_shape), then they are uploaded; their
+ * count into *params. */
+typedef void (*run_param_init)(const void *arg, uint64_t seed, float *host);
+int run_init_params(run_state *r, run_param_init init, const void *arg, uint64_t *params);
+
 /* Training samples of this run (not of a resumed one's past) per second
  * of training. */
 double run_samples_per_s(const run_state *r);

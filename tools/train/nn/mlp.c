@@ -258,3 +258,9 @@ cl_int mlp_sum(mlp *m, cl_uint rows, cl_mem sums)
 {
     return mlp_sum_rows(&m->k, m->row_loss, m->row_correct, rows, sums);
 }
+
+void mlp_init_shape(const void *shape, uint64_t seed, float *host)
+{
+    const mlp_shape *s = shape;
+    mlp_init_params(s->dims, s->n_dims, seed, host);
+}

@@ -19,6 +19,12 @@
 
 /* A micro-batch source on the device: sample r of the micro-batch is
  * images[idx[off + r]] with label labels[idx[off + r]]. */
+/* The widths of an MLP: dims[0] inputs, then each layer's outputs. */
+typedef struct mlp_shape {
+    unsigned dims[MLP_MAX_LAYERS + 1];
+    int n_dims;
+} mlp_shape;
+
 typedef struct mlp_source {
     cl_mem images, labels, idx;
     cl_uint off;
@@ -59,6 +65,8 @@ uint64_t mlp_param_count(const unsigned *dims, int n_dims);
 /* Seeded init in model order (PyTorch's nn.Linear default: weights and
  * biases uniform in +-1/sqrt(fan_in)). host holds mlp_param_count floats. */
 void mlp_init_params(const unsigned *dims, int n_dims, uint64_t seed, float *host);
+/* mlp_init_params of a const mlp_shape * (run_init_params' callback). */
+void mlp_init_shape(const void *shape, uint64_t seed, float *host);
 
 /* Device bytes of the activations for micro-batch b. */
 uint64_t mlp_activation_bytes(const unsigned *dims, int n_dims, unsigned b);

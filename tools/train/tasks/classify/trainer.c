@@ -58,12 +58,12 @@ int train_run_dist(const train_options *opt, const train_io *io, train_dist_hook
         run_plan_order(&t->run, n_train) != 0)
         goto out;
 
-    t->n_dims = 0;
-    t->dims[t->n_dims++] = (unsigned)t->run.train->dim;
+    t->shape.n_dims = 0;
+    t->shape.dims[t->shape.n_dims++] = (unsigned)t->run.train->dim;
     for (int i = 0; i < opt->n_hidden; i++)
-        t->dims[t->n_dims++] = opt->hidden[i];
-    t->dims[t->n_dims++] = DATASET_CLASSES;
-    if (mlp_create(t->run.ctx, t->dims, t->n_dims, &t->net, err, errlen) != 0)
+        t->shape.dims[t->shape.n_dims++] = opt->hidden[i];
+    t->shape.dims[t->shape.n_dims++] = DATASET_CLASSES;
+    if (mlp_create(t->run.ctx, t->shape.dims, t->shape.n_dims, &t->net, err, errlen) != 0)
         goto out;
     if (trainer_build_model(t) != 0 || trainer_setup_gradients(t) != 0 ||
         trainer_setup_weights(t) != 0 || trainer_setup_buffers(t) != 0)

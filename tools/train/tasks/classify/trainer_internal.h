@@ -18,8 +18,7 @@ typedef struct trainer {
     run_state run;             /* what every task's run has (run.h) */
     train_result *res;
 
-    unsigned dims[MLP_MAX_LAYERS + 1];
-    int n_dims;
+    mlp_shape shape;           /* the MLP's widths */
     mlp *net;
     cl_mem scratch;            /* fp32 gradients before fp16/bf16 stores */
     uint64_t scratch_bytes;    /* reserved */

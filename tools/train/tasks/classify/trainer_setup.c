@@ -14,7 +14,6 @@
 
 int trainer_build_model(trainer *t)
 {
-    const train_options *o = t->run.opt;
     int no_decay = 0;
     clg_status st;
     if (run_create_model(&t->run, &t->res->lr, &no_decay, &st) != 0)
@@ -34,17 +33,7 @@ int trainer_build_model(trainer *t)
         return trainer_fail_clg(t, "binding the model", st);
     t->n_tensors = 2 * t->net->n_layers;
 
-    uint64_t n = clg_model_param_count(t->run.model);
-    t->res->params = n;
-    float *host = malloc(n * sizeof *host);
-    if (!host)
-        return trainer_fail(t, "out of host memory (%" PRIu64 " parameters)", n);
-    mlp_init_params(t->dims, t->n_dims, o->seed, host);
-    st = clg_model_upload_params(t->run.model, CLG_ALL_TENSORS, host, (size_t)n, NULL);
-    free(host);
-    if (st != CLG_SUCCESS)
-        return trainer_fail_clg(t, "uploading the initial parameters", st);
-    return 0;
+    return run_init_params(&t->run, mlp_init_shape, &t->shape, &t->res->params);
 }
 
 /* Gradient targets of the backward: the accumulator (path B), clgrad's
@@ -122,7 +111,7 @@ static uint64_t available_bytes(trainer *t)
 int trainer_fit_activations(trainer *t)
 {
     for (;;) {
-        uint64_t need = mlp_activation_bytes(t->dims, t->n_dims, t->run.b);
+        uint64_t need = mlp_activation_bytes(t->shape.dims, t->shape.n_dims, t->run.b);
         uint64_t avail = available_bytes(t);
         clg_status st = mlp_alloc_activations(t->net, t->run.b);
         if (st == CLG_SUCCESS)
@@ -162,7 +151,7 @@ void trainer_print_plan(trainer *t)
     memplan p = {0};
     p.model = clg_memory_plan_init();
     clg_model_memory(t->run.model, &p.model); /* includes the gradient buffers of paths A/C */
-    p.activations = mlp_activation_bytes(t->dims, t->n_dims, t->run.b);
+    p.activations = mlp_activation_bytes(t->shape.dims, t->shape.n_dims, t->run.b);
     p.micro_batch = t->run.b;
     p.grad_scratch = t->scratch_bytes;
     p.weights = t->weights_bytes;

@@ -17,8 +17,7 @@ typedef struct con_trainer {
     const con_options *c;
     con_result *res;
 
-    unsigned dims[MLP_MAX_LAYERS + 1];
-    int n_dims;
+    mlp_shape shape;           /* the MLP's widths */
     con_encoder *enc;
     clg_view targets[2 * MLP_MAX_LAYERS]; /* the backward's: accumulator or grads */
     clg_contrastive *cache;

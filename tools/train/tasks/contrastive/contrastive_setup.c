@@ -39,16 +39,8 @@ static int build_model(con_trainer *t)
         st = con_encoder_bind(t->enc, t->run.model);
     if (st != CLG_SUCCESS)
         return con_fail_clg(t, "building the model", st);
-    uint64_t n = clg_model_param_count(t->run.model);
-    t->res->params = n;
-    float *host = malloc(n * sizeof *host);
-    if (!host)
-        return con_fail(t, "out of host memory (%" PRIu64 " parameters)", n);
-    mlp_init_params(t->dims, t->n_dims, o->seed, host);
-    st = clg_model_upload_params(t->run.model, CLG_ALL_TENSORS, host, (size_t)n, NULL);
-    free(host);
-    if (st != CLG_SUCCESS)
-        return con_fail_clg(t, "uploading the initial parameters", st);
+    if (run_init_params(&t->run, mlp_init_shape, &t->shape, &t->res->params) != 0)
+        return -1;
 
     /* the backward's targets: the accumulator in place (path B) or clgrad's
      * fp32 gradient buffers (A, C) */
@@ -123,12 +115,12 @@ int con_setup(con_trainer *t, const train_io *io)
     if (run_plan_order(&t->run, n_train) != 0)
         return -1;
 
-    t->n_dims = 0;
-    t->dims[t->n_dims++] = (unsigned)t->run.train->dim;
+    t->shape.n_dims = 0;
+    t->shape.dims[t->shape.n_dims++] = (unsigned)t->run.train->dim;
     for (int i = 0; i < o->n_hidden; i++)
-        t->dims[t->n_dims++] = o->hidden[i];
-    t->dims[t->n_dims++] = t->c->embed_dim;
-    if (con_encoder_create(t->run.ctx, t->dims, t->n_dims, &t->enc, t->run.err, t->run.errlen) != 0)
+        t->shape.dims[t->shape.n_dims++] = o->hidden[i];
+    t->shape.dims[t->shape.n_dims++] = t->c->embed_dim;
+    if (con_encoder_create(t->run.ctx, t->shape.dims, t->shape.n_dims, &t->enc, t->run.err, t->run.errlen) != 0)
         return -1;
     if (build_model(t) != 0 || build_cache(t, n_train) != 0)
         return -1;
@@ -144,7 +136,7 @@ int con_setup(con_trainer *t, const train_io *io)
     st = con_encoder_alloc(t->enc, 2 * t->run.b);
     if (st != CLG_SUCCESS)
         return con_fail(t, "activations for 2 x %u rows need %" PRIu64 " B: %s%s", t->run.b,
-                        con_encoder_activation_bytes(t->dims, t->n_dims, 2 * t->run.b),
+                        con_encoder_activation_bytes(t->shape.dims, t->shape.n_dims, 2 * t->run.b),
                         clg_status_string(st),
                         st == CLG_ERR_OVER_BUDGET ? "; use a smaller --micro-batch" : "");
     if (build_kernels(t) != 0)

@@ -1,5 +1,6 @@
 /* mlp.c - MLP layout, init, activations, forward and backward (see mlp.h). */
 #include "mlp.h"
+#include "clbuf.h"
 #include "errbuf.h"
 #include "mlp_gemms.h"
 #include "rng.h"
@@ -10,14 +11,28 @@
 #include <stdlib.h>
 #include <string.h>
 
+int mlp_check_widths(const char *who, int n_dims, char *err, size_t errlen)
+{
+    if (n_dims >= 2 && n_dims <= MLP_MAX_LAYERS + 1)
+        return 0;
+    set_err(err, errlen, "%s: %d widths (expected 2..%d)", who, n_dims, MLP_MAX_LAYERS + 1);
+    return -1;
+}
+
+int mlp_kernels_build(clg_context *ctx, mlp_kernels *k, char *err, size_t errlen)
+{
+    if (mlp_kernels_init(ctx, k) == CLG_SUCCESS)
+        return 0;
+    set_err(err, errlen, "building cl/mlp.cl: %s", clg_last_error(ctx));
+    return -1;
+}
+
 int mlp_create(clg_context *ctx, const unsigned *dims, int n_dims, mlp **out, char *err,
                size_t errlen)
 {
     *out = NULL;
-    if (n_dims < 2 || n_dims > MLP_MAX_LAYERS + 1) {
-        set_err(err, errlen, "mlp: %d widths (expected 2..%d)", n_dims, MLP_MAX_LAYERS + 1);
+    if (mlp_check_widths("mlp", n_dims, err, errlen) != 0)
         return -1;
-    }
     mlp *m = calloc(1, sizeof *m);
     if (!m) {
         set_err(err, errlen, "mlp: out of host memory");
@@ -29,9 +44,7 @@ int mlp_create(clg_context *ctx, const unsigned *dims, int n_dims, mlp **out, ch
     m->n_layers = n_dims - 1;
     for (int i = 0; i < n_dims; i++)
         m->dims[i] = dims[i];
-    clg_status st = mlp_kernels_init(ctx, &m->k);
-    if (st != CLG_SUCCESS) {
-        set_err(err, errlen, "building cl/mlp.cl: %s", clg_last_error(ctx));
+    if (mlp_kernels_build(ctx, &m->k, err, errlen) != 0) {
         free(m);
         return -1;
     }
@@ -49,37 +62,63 @@ void mlp_destroy(mlp *m)
     free(m);
 }
 
-clg_status mlp_add_tensors(mlp *m, clg_model *model, int no_decay_group)
+clg_status mlp_tensors_add(clg_model *model, const unsigned *dims, int n_layers,
+                           int no_decay_group, int *w_tensor, int *b_tensor)
 {
-    for (int l = 0; l < m->n_layers; l++) {
+    for (int l = 0; l < n_layers; l++) {
         char name[32];
         snprintf(name, sizeof name, "fc%d.weight", l + 1);
-        clg_status st = clg_model_add_tensor(model, name, (size_t)m->dims[l + 1] * m->dims[l], 0,
-                                             &m->w_tensor[l]);
+        clg_status st = clg_model_add_tensor(model, name, (size_t)dims[l + 1] * dims[l], 0,
+                                             &w_tensor[l]);
         /* [out, in], as torch.nn.Linear stores its weight */
-        const size_t shape[2] = {(size_t)m->dims[l + 1], (size_t)m->dims[l]};
+        const size_t shape[2] = {(size_t)dims[l + 1], (size_t)dims[l]};
         if (st == CLG_SUCCESS)
-            st = clg_model_set_tensor_shape(model, m->w_tensor[l], 2, shape);
+            st = clg_model_set_tensor_shape(model, w_tensor[l], 2, shape);
         if (st != CLG_SUCCESS)
             return st;
         snprintf(name, sizeof name, "fc%d.bias", l + 1);
-        st = clg_model_add_tensor(model, name, m->dims[l + 1], no_decay_group, &m->b_tensor[l]);
+        st = clg_model_add_tensor(model, name, dims[l + 1], no_decay_group, &b_tensor[l]);
         if (st != CLG_SUCCESS)
             return st;
     }
     return CLG_SUCCESS;
 }
 
-clg_status mlp_bind(mlp *m, const clg_model *model)
+clg_status mlp_tensors_bind(const clg_model *model, int n_layers, const int *w_tensor,
+                            const int *b_tensor, clg_view *w, clg_view *b)
 {
-    for (int l = 0; l < m->n_layers; l++) {
-        clg_status st = clg_model_param_view(model, m->w_tensor[l], &m->w_view[l]);
+    for (int l = 0; l < n_layers; l++) {
+        clg_status st = clg_model_param_view(model, w_tensor[l], &w[l]);
         if (st == CLG_SUCCESS)
-            st = clg_model_param_view(model, m->b_tensor[l], &m->b_view[l]);
+            st = clg_model_param_view(model, b_tensor[l], &b[l]);
         if (st != CLG_SUCCESS)
             return st;
     }
     return CLG_SUCCESS;
+}
+
+void mlp_buffers_release(clg_context *ctx, cl_mem *const *bufs, size_t n, cl_mem *act,
+                         uint64_t *act_bytes)
+{
+    cl_mem *acts[MLP_MAX_LAYERS];
+    for (int l = 0; l < MLP_MAX_LAYERS; l++)
+        acts[l] = &act[l];
+    clbuf_release_mems(bufs, n);
+    clbuf_release_mems(acts, MLP_MAX_LAYERS);
+    if (*act_bytes)
+        clg_context_unreserve(ctx, *act_bytes);
+    *act_bytes = 0;
+}
+
+clg_status mlp_add_tensors(mlp *m, clg_model *model, int no_decay_group)
+{
+    return mlp_tensors_add(model, m->dims, m->n_layers, no_decay_group, m->w_tensor,
+                           m->b_tensor);
+}
+
+clg_status mlp_bind(mlp *m, const clg_model *model)
+{
+    return mlp_tensors_bind(model, m->n_layers, m->w_tensor, m->b_tensor, m->w_view, m->b_view);
 }
 
 uint64_t mlp_param_count(const unsigned *dims, int n_dims)
@@ -125,19 +164,7 @@ uint64_t mlp_activation_bytes(const unsigned *dims, int n_dims, unsigned b)
 void mlp_free_activations(mlp *m)
 {
     cl_mem *all[] = {&m->x, &m->delta[0], &m->delta[1], &m->row_loss, &m->row_correct};
-    for (size_t i = 0; i < sizeof all / sizeof *all; i++) {
-        if (*all[i])
-            clReleaseMemObject(*all[i]);
-        *all[i] = NULL;
-    }
-    for (int l = 0; l < MLP_MAX_LAYERS; l++) {
-        if (m->act[l])
-            clReleaseMemObject(m->act[l]);
-        m->act[l] = NULL;
-    }
-    if (m->act_bytes)
-        clg_context_unreserve(m->ctx, m->act_bytes);
-    m->act_bytes = 0;
+    mlp_buffers_release(m->ctx, all, sizeof all / sizeof *all, m->act, &m->act_bytes);
     m->cap = 0;
 }
 

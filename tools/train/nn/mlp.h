@@ -52,11 +52,29 @@ typedef struct mlp {
 
 /* dims: n_dims = L + 1 widths, input first, classes last. Builds the
  * kernels. On failure returns non-zero with a message in err. */
+/* n_dims widths are 2..MLP_MAX_LAYERS + 1 (the message names who). */
+int mlp_check_widths(const char *who, int n_dims, char *err, size_t errlen);
+/* cl/mlp.cl's kernels (mlp_kernels_init) with a message on failure. */
+int mlp_kernels_build(clg_context *ctx, mlp_kernels *k, char *err, size_t errlen);
+
 int mlp_create(clg_context *ctx, const unsigned *dims, int n_dims, mlp **out, char *err,
                size_t errlen);
 void mlp_destroy(mlp *m);
 
 /* Adds the tensors to a model being built; biases go into no_decay_group. */
+/* The layers' tensors "fc<l>.weight" [out x in] and "fc<l>.bias" (biases
+ * into no_decay_group) added to a model being built, and their views once
+ * it is finalized: the MLP's, and any network with the same layers (the
+ * contrastive encoder). */
+clg_status mlp_tensors_add(clg_model *model, const unsigned *dims, int n_layers,
+                           int no_decay_group, int *w_tensor, int *b_tensor);
+clg_status mlp_tensors_bind(const clg_model *model, int n_layers, const int *w_tensor,
+                            const int *b_tensor, clg_view *w, clg_view *b);
+/* Releases bufs[0..n) and act[0..MLP_MAX_LAYERS), and unreserves
+ * *act_bytes. */
+void mlp_buffers_release(clg_context *ctx, cl_mem *const *bufs, size_t n, cl_mem *act,
+                         uint64_t *act_bytes);
+
 clg_status mlp_add_tensors(mlp *m, clg_model *model, int no_decay_group);
 /* After clg_model_finalize: caches the parameter views. */
 clg_status mlp_bind(mlp *m, const clg_model *model);

@@ -2,6 +2,7 @@
  * gradient targets per path, small buffers, activations that fit (with
  * --auto-micro-batch halving), the memory plan, and the teardown. */
 #include "trainer_internal.h"
+#include "clbuf.h"
 #include "memplan.h"
 #include "metrics.h"
 
@@ -181,12 +182,8 @@ void trainer_teardown(trainer *t)
         mlp_free_activations(t->net);
     run_release_buffer(&t->run, &t->scratch, &t->scratch_bytes);
     trainer_release_weights(t);
-    if (t->sums)
-        clReleaseMemObject(t->sums);
-    if (t->eval_sums)
-        clReleaseMemObject(t->eval_sums);
-    if (t->one)
-        clReleaseMemObject(t->one);
+    cl_mem *small[] = {&t->sums, &t->eval_sums, &t->one};
+    clbuf_release_mems(small, 3);
     mlp_destroy(t->net);
     run_release(&t->run);
 }

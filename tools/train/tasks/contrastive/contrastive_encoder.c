@@ -11,10 +11,8 @@ int con_encoder_create(clg_context *ctx, const unsigned *dims, int n_dims, con_e
                        char *err, size_t errlen)
 {
     *out = NULL;
-    if (n_dims < 2 || n_dims > MLP_MAX_LAYERS + 1) {
-        snprintf(err, errlen, "encoder: %d widths (expected 2..%d)", n_dims, MLP_MAX_LAYERS + 1);
+    if (mlp_check_widths("encoder", n_dims, err, errlen) != 0)
         return -1;
-    }
     con_encoder *e = calloc(1, sizeof *e);
     if (!e) {
         snprintf(err, errlen, "encoder: out of host memory");
@@ -24,9 +22,7 @@ int con_encoder_create(clg_context *ctx, const unsigned *dims, int n_dims, con_e
     e->queue = clg_context_queue(ctx);
     e->n_layers = n_dims - 1;
     memcpy(e->dims, dims, (size_t)n_dims * sizeof *dims);
-    clg_status st = mlp_kernels_init(ctx, &e->k);
-    if (st != CLG_SUCCESS) {
-        snprintf(err, errlen, "building cl/mlp.cl: %s", clg_last_error(ctx));
+    if (mlp_kernels_build(ctx, &e->k, err, errlen) != 0) {
         free(e);
         return -1;
     }
@@ -37,19 +33,7 @@ int con_encoder_create(clg_context *ctx, const unsigned *dims, int n_dims, con_e
 static void free_activations(con_encoder *e)
 {
     cl_mem *all[] = {&e->x, &e->delta[0], &e->delta[1]};
-    for (size_t i = 0; i < 3; i++) {
-        if (*all[i])
-            clReleaseMemObject(*all[i]);
-        *all[i] = NULL;
-    }
-    for (int l = 0; l < MLP_MAX_LAYERS; l++) {
-        if (e->act[l])
-            clReleaseMemObject(e->act[l]);
-        e->act[l] = NULL;
-    }
-    if (e->act_bytes)
-        clg_context_unreserve(e->ctx, e->act_bytes);
-    e->act_bytes = 0;
+    mlp_buffers_release(e->ctx, all, 3, e->act, &e->act_bytes);
     e->cap = 0;
 }
 
@@ -65,35 +49,13 @@ void con_encoder_destroy(con_encoder *e)
 
 clg_status con_encoder_add_tensors(con_encoder *e, clg_model *model, int no_decay_group)
 {
-    for (int l = 0; l < e->n_layers; l++) {
-        char name[32];
-        snprintf(name, sizeof name, "fc%d.weight", l + 1);
-        clg_status st = clg_model_add_tensor(model, name, (size_t)e->dims[l + 1] * e->dims[l], 0,
-                                             &e->w_tensor[l]);
-        const size_t shape[2] = {e->dims[l + 1], e->dims[l]};
-        if (st == CLG_SUCCESS)
-            st = clg_model_set_tensor_shape(model, e->w_tensor[l], 2, shape);
-        if (st == CLG_SUCCESS) {
-            snprintf(name, sizeof name, "fc%d.bias", l + 1);
-            st = clg_model_add_tensor(model, name, e->dims[l + 1], no_decay_group,
-                                      &e->b_tensor[l]);
-        }
-        if (st != CLG_SUCCESS)
-            return st;
-    }
-    return CLG_SUCCESS;
+    return mlp_tensors_add(model, e->dims, e->n_layers, no_decay_group, e->w_tensor,
+                           e->b_tensor);
 }
 
 clg_status con_encoder_bind(con_encoder *e, const clg_model *model)
 {
-    for (int l = 0; l < e->n_layers; l++) {
-        clg_status st = clg_model_param_view(model, e->w_tensor[l], &e->w[l]);
-        if (st == CLG_SUCCESS)
-            st = clg_model_param_view(model, e->b_tensor[l], &e->b[l]);
-        if (st != CLG_SUCCESS)
-            return st;
-    }
-    return CLG_SUCCESS;
+    return mlp_tensors_bind(model, e->n_layers, e->w_tensor, e->b_tensor, e->w, e->b);
 }
 
 static unsigned widest_hidden(const unsigned *dims, int n_dims)

@@ -5,6 +5,7 @@
  * checkpoints), activations for the two views of a micro-batch, the task's
  * kernels, the memory plan, and the teardown. */
 #include "contrastive_internal.h"
+#include "clbuf.h"
 #include "memplan.h"
 
 #include <inttypes.h>
@@ -180,14 +181,10 @@ void con_print_plan(con_trainer *t)
 
 void con_teardown(con_trainer *t)
 {
-    if (t->k_views)
-        clReleaseKernel(t->k_views);
-    if (t->k_l2norm)
-        clReleaseKernel(t->k_l2norm);
-    if (t->k_add_loss)
-        clReleaseKernel(t->k_add_loss);
-    if (t->sums)
-        clReleaseMemObject(t->sums);
+    cl_kernel *kernels[] = {&t->k_views, &t->k_l2norm, &t->k_add_loss};
+    cl_mem *sums[] = {&t->sums};
+    clbuf_release_kernels(kernels, 3);
+    clbuf_release_mems(sums, 1);
     clg_contrastive_destroy(t->cache);
     con_encoder_destroy(t->enc);
     run_release(&t->run);

@@ -176,15 +176,11 @@ int train_mpi_open(train_dist_hooks *d, char *err, size_t errlen)
         return mpi_fail(e, "MPI_Comm_dup", err, errlen);
     }
     MPI_Comm_set_errhandler(m->comm, MPI_ERRORS_RETURN);
-    MPI_Comm_rank(m->comm, &d->rank);
-    MPI_Comm_size(m->comm, &d->size);
-    d->state = m;
-    d->agree = agree;
-    d->sum = sum;
-    d->start = start;
-    d->step = step;
-    d->stop = stop;
-    d->save = save;
+    int rank = 0, size = 1;
+    MPI_Comm_rank(m->comm, &rank);
+    MPI_Comm_size(m->comm, &size);
+    *d = (train_dist_hooks){.rank = rank, .size = size, .state = m, .agree = agree, .sum = sum,
+                            .start = start, .step = step, .stop = stop, .save = save};
     return 0;
 }
 

@@ -46,32 +46,39 @@ void mlp_kernels_release(mlp_kernels *k)
     memset(k, 0, sizeof *k);
 }
 
-/* Global size padded to a multiple of 64; the kernels guard their range. */
-static cl_int launch(const mlp_kernels *k, cl_kernel kern, size_t n)
+/* One kernel argument: its size and where its value is. */
+typedef struct karg {
+    size_t size;
+    const void *value;
+} karg;
+#define KARG(v) ((karg){sizeof(v), &(v)})
+
+/* Sets the n arguments in order, then launches over n_items work-items,
+ * the global size padded to a multiple of 64 (the kernels guard their
+ * range). */
+static cl_int launch(const mlp_kernels *k, cl_kernel kern, const karg *args, cl_uint n,
+                     size_t n_items)
 {
-    size_t global = (n + 63) / 64 * 64;
+    for (cl_uint i = 0; i < n; i++) {
+        cl_int e = clSetKernelArg(kern, i, args[i].size, args[i].value);
+        if (e != CL_SUCCESS)
+            return e;
+    }
+    size_t global = (n_items + 63) / 64 * 64;
     if (global == 0)
         return CL_SUCCESS;
     return clEnqueueNDRangeKernel(k->queue, kern, 1, NULL, &global, NULL, 0, NULL, NULL);
 }
 
-#define ARG(kern, i, v)                                                \
-    do {                                                               \
-        cl_int e_ = clSetKernelArg(kern, i, sizeof(v), &(v));          \
-        if (e_ != CL_SUCCESS)                                          \
-            return e_;                                                 \
-    } while (0)
+#define LAUNCH(k, kern, n_items, ...)                                                             \
+    launch(k, kern, (const karg[]){__VA_ARGS__},                                                   \
+           (cl_uint)(sizeof((const karg[]){__VA_ARGS__}) / sizeof(karg)), n_items)
 
 cl_int mlp_gather(const mlp_kernels *k, cl_mem images, cl_mem idx, cl_uint off, cl_uint rows,
                   cl_uint dim, cl_mem x)
 {
-    ARG(k->gather, 0, images);
-    ARG(k->gather, 1, idx);
-    ARG(k->gather, 2, off);
-    ARG(k->gather, 3, rows);
-    ARG(k->gather, 4, dim);
-    ARG(k->gather, 5, x);
-    return launch(k, k->gather, (size_t)rows * dim);
+    return LAUNCH(k, k->gather, (size_t)rows * dim, KARG(images), KARG(idx), KARG(off), KARG(rows),
+                  KARG(dim), KARG(x));
 }
 
 cl_int mlp_bias_act(const mlp_kernels *k, cl_mem y, cl_uint rows, cl_uint cols, cl_mem b,
@@ -79,34 +86,21 @@ cl_int mlp_bias_act(const mlp_kernels *k, cl_mem y, cl_uint rows, cl_uint cols, 
 {
     cl_ulong off = boff;
     cl_int r = relu;
-    ARG(k->bias_act, 0, y);
-    ARG(k->bias_act, 1, rows);
-    ARG(k->bias_act, 2, cols);
-    ARG(k->bias_act, 3, b);
-    ARG(k->bias_act, 4, off);
-    ARG(k->bias_act, 5, r);
-    return launch(k, k->bias_act, (size_t)rows * cols);
+    return LAUNCH(k, k->bias_act, (size_t)rows * cols, KARG(y), KARG(rows), KARG(cols), KARG(b),
+                  KARG(off), KARG(r));
 }
 
 cl_int mlp_relu_backward(const mlp_kernels *k, cl_mem dx, cl_mem act, cl_uint n)
 {
-    ARG(k->relu_backward, 0, dx);
-    ARG(k->relu_backward, 1, act);
-    ARG(k->relu_backward, 2, n);
-    return launch(k, k->relu_backward, n);
+    return LAUNCH(k, k->relu_backward, n, KARG(dx), KARG(act), KARG(n));
 }
 
 cl_int mlp_bias_grad(const mlp_kernels *k, cl_mem dy, cl_uint rows, cl_uint cols, cl_mem db,
                      size_t dboff, float beta)
 {
     cl_ulong off = dboff;
-    ARG(k->bias_grad, 0, dy);
-    ARG(k->bias_grad, 1, rows);
-    ARG(k->bias_grad, 2, cols);
-    ARG(k->bias_grad, 3, db);
-    ARG(k->bias_grad, 4, off);
-    ARG(k->bias_grad, 5, beta);
-    return launch(k, k->bias_grad, cols);
+    return LAUNCH(k, k->bias_grad, cols, KARG(dy), KARG(rows), KARG(cols), KARG(db), KARG(off),
+                  KARG(beta));
 }
 
 cl_int mlp_softmax_xent(const mlp_kernels *k, cl_mem logits, cl_uint rows, cl_uint classes,
@@ -116,42 +110,22 @@ cl_int mlp_softmax_xent(const mlp_kernels *k, cl_mem logits, cl_uint rows, cl_ui
     cl_ulong soff = scale_off;
     cl_int bw = backward;
     cl_kernel kk = k->softmax_xent;
-    ARG(kk, 0, logits);
-    ARG(kk, 1, rows);
-    ARG(kk, 2, classes);
-    ARG(kk, 3, labels);
-    ARG(kk, 4, idx);
-    ARG(kk, 5, off);
-    ARG(kk, 6, scale);
-    ARG(kk, 7, soff);
-    ARG(kk, 8, mult);
-    ARG(kk, 9, dlogits);
-    ARG(kk, 10, row_loss);
-    ARG(kk, 11, row_correct);
-    ARG(kk, 12, bw);
-    return launch(k, kk, rows);
+    return LAUNCH(k, kk, rows, KARG(logits), KARG(rows), KARG(classes), KARG(labels), KARG(idx),
+                  KARG(off), KARG(scale), KARG(soff), KARG(mult), KARG(dlogits), KARG(row_loss),
+                  KARG(row_correct), KARG(bw));
 }
 
 cl_int mlp_sum_rows(const mlp_kernels *k, cl_mem row_loss, cl_mem row_correct, cl_uint rows,
                     cl_mem sums)
 {
-    ARG(k->sum_rows, 0, row_loss);
-    ARG(k->sum_rows, 1, row_correct);
-    ARG(k->sum_rows, 2, rows);
-    ARG(k->sum_rows, 3, sums);
-    return launch(k, k->sum_rows, 1);
+    return LAUNCH(k, k->sum_rows, 1, KARG(row_loss), KARG(row_correct), KARG(rows), KARG(sums));
 }
 
 cl_int mlp_widen_bf16(const mlp_kernels *k, cl_mem src, size_t soff, cl_mem dst, size_t doff,
                       cl_uint n)
 {
     cl_ulong so = soff, dof = doff;
-    ARG(k->from_bf16, 0, src);
-    ARG(k->from_bf16, 1, so);
-    ARG(k->from_bf16, 2, dst);
-    ARG(k->from_bf16, 3, dof);
-    ARG(k->from_bf16, 4, n);
-    return launch(k, k->from_bf16, n);
+    return LAUNCH(k, k->from_bf16, n, KARG(src), KARG(so), KARG(dst), KARG(dof), KARG(n));
 }
 
 cl_int mlp_convert(const mlp_kernels *k, clg_dtype dtype, cl_mem src, size_t soff, cl_mem dst,
@@ -161,10 +135,5 @@ cl_int mlp_convert(const mlp_kernels *k, clg_dtype dtype, cl_mem src, size_t sof
     if (dtype != CLG_FP16 && dtype != CLG_BF16)
         return CL_INVALID_VALUE;
     cl_ulong so = soff, dof = doff;
-    ARG(kk, 0, src);
-    ARG(kk, 1, so);
-    ARG(kk, 2, dst);
-    ARG(kk, 3, dof);
-    ARG(kk, 4, n);
-    return launch(k, kk, n);
+    return LAUNCH(k, kk, n, KARG(src), KARG(so), KARG(dst), KARG(dof), KARG(n));
 }

@@ -1,11 +1,14 @@
-/* task.h - what a training task plugs into clgrad-train with. The core
- * (core/) owns the command line, the run configuration checkpoints store,
- * the data order, progress, metrics, checkpoint positions and --dist; a
- * task (tasks/<name>/) brings its data, model, forward and backward into
- * clgrad's accumulator, evaluation and summary, and its own flags as a
- * table (flags.h) whose rows the core parses and lists in --help with its
- * own. A task is one train_task in the list of tasks/tasks.c: adding one
- * touches nothing in core/. */
+/* task.h - the interface between clgrad-train's core and its tasks. The
+ * core (core/) owns the command line and its flag tables, the run
+ * configuration checkpoints store, the context and budget, the data order
+ * and the position in it, the training loop with its waits, progress and
+ * --save-every checkpoints, --json and the atomic outputs; --dist's MPI
+ * side is main.c's and train_mpi.c's. A task (tasks/<name>/) brings its
+ * flags as a table (flags.h; a name the core already has, e.g. --data, is
+ * the core's and the task reads it from train_options), its data, model,
+ * micro-steps writing gradients into clgrad's accumulator, evaluation and
+ * summary. A task is one train_task in tasks/tasks.c: adding one touches
+ * nothing in core/. */
 #ifndef TRAIN_TASK_H
 #define TRAIN_TASK_H
 
@@ -38,6 +41,35 @@ typedef struct train_task {
     /* Whether --dist can run it (main.c's MPI path). */
     int dist;
 } train_task;
+
+/* Inside main, a task's run: its state embeds a run_state (run.h) set up
+ * with the core's steps (run_load_data, run_open_context, run_plan_order,
+ * run_create_model, run_init_params, run_reserve_buffer), and trains with
+ * run_loop (loop.h), which calls these hooks with the task's state. */
+typedef struct run_loop_hooks {
+    /* An epoch's pass starts (its order is on the device): clear the
+     * epoch's running sums. */
+    int (*epoch_start)(void *task);
+    /* One effective batch: positions [start, start + len) of the order, as
+     * micro-batches of at most r->b, each one's forward and backward
+     * writing its gradients into clgrad's accumulator (path B) or gradient
+     * buffers (A, C) and handed to clg_step with its weight, so that the
+     * batch is one update; sets r->cycle_k to its micro-batch count first
+     * (run_k_of_cycle). Advances r->updates, r->micro_steps, r->samples. */
+    int (*batch)(void *task, size_t start, size_t len);
+    /* Whether the queue must be finished after every update (NULL: no),
+     * and what to do then with the update of len samples (NULL: nothing). */
+    int (*sync_every_update)(void *task);
+    int (*after_update)(void *task, size_t len);
+    /* The epoch's mean loss so far for the progress line (NaN: none yet),
+     * epoch_samples samples into the pass. */
+    int (*running_loss)(void *task, uint64_t epoch_samples, double *loss);
+    /* --checkpoint now (--save-every). */
+    int (*save)(void *task);
+    /* The pass is over (the queue finished): its summary and evaluation;
+     * seconds of training in this pass. */
+    int (*epoch_end)(void *task, uint64_t epoch_samples, double seconds);
+} run_loop_hooks;
 
 /* The tasks (tasks/tasks.c); train_tasks[0] is the default. */
 extern const train_task *const train_tasks[];

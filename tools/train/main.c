@@ -1,7 +1,6 @@
 /* main.c - clgrad-train: trains an MLP on Fashion-MNIST with CLBlast and
  * clgrad's gradient accumulation; prints a summary (and with --json a JSON
  * object as the last line) on stdout, progress on stderr. */
-#include "classify_task.h"
 #include "options.h"
 #include "outpaths.h"
 #include "task.h"
@@ -16,12 +15,14 @@
 
 /* --dist: one rank of an mpirun job. MPI is initialised here and only
  * here: a run without --dist never calls MPI. Every rank prints its
- * failure (the same one: train_run agrees on it); rank 0 alone the
- * summary. */
-static int dist_main(train_options *opt)
+ * failure (the same one: the run agrees on it); rank 0 alone the
+ * summary (the task's dist_run). */
+static int dist_main(train_options *opt, const train_task *task, const void *task_opts)
 {
 #ifndef CLGRAD_TRAIN_MPI
     (void)opt;
+    (void)task;
+    (void)task_opts;
     fputs("clgrad-train: --dist: this clgrad-train was built without MPI (it needs "
           "libclgrad-mpi: install Open MPI's libopenmpi-dev and reconfigure with "
           "meson -Dmpi=enabled)\n",
@@ -42,13 +43,10 @@ static int dist_main(train_options *opt)
     int rank = d.rank, size = d.size;
     if (rank != 0)
         opt->quiet = 1; /* progress and the plan from rank 0 only */
-    train_result res;
-    int rc = train_run_dist(opt, NULL, &d, &res, err, sizeof err);
+    int rc = task->dist_run(opt, task_opts, &d, err, sizeof err);
     train_mpi_close(&d);
-    if (rc != 0)
+    if (rc < 0)
         fprintf(stderr, "clgrad-train (rank %d of %d): %s\n", rank, size, err);
-    else if (rank == 0)
-        rc = classify_print_summary(opt, &res);
     MPI_Finalize();
     return rc != 0 ? 1 : 0;
 #endif
@@ -82,7 +80,7 @@ int main(int argc, char **argv)
         if (rc == 0)
             rc = outpaths_check(&opt, 1, err, sizeof err);
         const train_task *task = train_tasks[opt.task];
-        if (rc == 0 && opt.dist && !task->dist) {
+        if (rc == 0 && opt.dist && !task->dist_run) {
             snprintf(err, sizeof err, "--dist: not with --task %s (the MLP task only)", task->name);
             rc = -1;
         }
@@ -90,7 +88,8 @@ int main(int argc, char **argv)
             fprintf(stderr, "clgrad-train: %s\n", err);
             status = 2;
         } else {
-            status = opt.dist ? dist_main(&opt) : task->main(&opt, task_opts[opt.task]);
+            status = opt.dist ? dist_main(&opt, task, task_opts[opt.task])
+                              : task->main(&opt, task_opts[opt.task]);
         }
     }
     for (int i = 0; i < train_n_tasks; i++)

@@ -12,6 +12,7 @@
 #ifndef TRAIN_TASK_H
 #define TRAIN_TASK_H
 
+#include "dist_hooks.h"
 #include "flags.h"
 #include "options.h"
 
@@ -38,8 +39,12 @@ typedef struct train_task {
      * prints the summary and, with --json, the JSON line. Returns the exit
      * status. */
     int (*main)(const train_options *o, const void *task_opts);
-    /* Whether --dist can run it (main.c's MPI path). */
-    int dist;
+    /* --dist (NULL: the task does not run under MPI): one rank's run with
+     * the MPI side's hooks (dist_hooks.h), rank 0 printing the summary.
+     * Returns 0, 1 when the summary could not be written, or -1 with the
+     * run's failure in err (the same on every rank: the run agrees on it). */
+    int (*dist_run)(const train_options *o, const void *task_opts, train_dist_hooks *d,
+                    char *err, size_t errlen);
 } train_task;
 
 /* Inside main, a task's run: its state embeds a run_state (run.h) set up

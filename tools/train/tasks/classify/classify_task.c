@@ -64,8 +64,18 @@ static int classify_main(const train_options *o, const void *task_opts)
     return classify_print_summary(o, &res);
 }
 
+static int classify_dist(const train_options *o, const void *task_opts, train_dist_hooks *d,
+                         char *err, size_t errlen)
+{
+    (void)task_opts;
+    train_result res;
+    if (train_run_dist(o, NULL, d, &res, err, errlen) != 0)
+        return -1;
+    return d->rank == 0 ? classify_print_summary(o, &res) : 0;
+}
+
 const train_task classify_task = {
     .name = "classify",
     .main = classify_main,
-    .dist = 1,
+    .dist_run = classify_dist,
 };

@@ -174,6 +174,40 @@ train_position run_position(const run_state *r)
     return p;
 }
 
+void run_build_config(run_state *r)
+{
+    size_t n = r->order.n;
+    uint32_t crc = runconfig_crc32(0, r->train->images, n * r->train->dim);
+    crc = runconfig_crc32(crc, r->train->labels, n);
+    runconfig_build(&r->config, r->opt, &r->cfg, r->b, n, crc);
+    runconfig_meta(&r->config);
+}
+
+int run_save(run_state *r, const char *const *keys, const char *const *values, size_t n)
+{
+    size_t total = (size_t)r->config.n + n;
+    const char **k = malloc((total ? total : 1) * sizeof *k);
+    const char **v = malloc((total ? total : 1) * sizeof *v);
+    if (!k || !v) {
+        free(k);
+        free(v);
+        return run_fail(r, "--checkpoint: out of host memory");
+    }
+    for (int i = 0; i < r->config.n; i++) {
+        k[i] = r->config.key_ptr[i];
+        v[i] = r->config.value_ptr[i];
+    }
+    for (size_t i = 0; i < n; i++) {
+        k[r->config.n + i] = keys[i];
+        v[r->config.n + i] = values[i];
+    }
+    train_position p = run_position(r);
+    clg_status st = position_save(r->model, r->opt->checkpoint, &p, k, v, total);
+    free(k);
+    free(v);
+    return st == CLG_SUCCESS ? 0 : run_fail_clg(r, "--checkpoint", st);
+}
+
 static int write_weights(run_state *r, const float *host, uint64_t n)
 {
     const char *path = r->opt->dump_weights;

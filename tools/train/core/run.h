@@ -121,6 +121,14 @@ void run_next_epoch(run_state *r);
 /* Where the run stands (position.h), for checkpoints. */
 train_position run_position(const run_state *r);
 
+/* The settings checkpoints store (runconfig.h) for the run as it trains:
+ * its options, clgrad configuration, micro-batch and training samples. */
+void run_build_config(run_state *r);
+
+/* --checkpoint: the model with the run's position, its stored settings and
+ * the task's own n keys and values. */
+int run_save(run_state *r, const char *const *keys, const char *const *values, size_t n);
+
 /* The final parameters into io->weights and --dump-weights (little-endian
  * fp32 in model order, written through atomic_file.h). write_file: 0 on a
  * --dist rank other than 0. */

@@ -82,7 +82,7 @@ int train_run_dist(const train_options *opt, const train_io *io, train_dist_hook
         goto out;
     if (t->dist && trainer_dist_check(t) != 0)
         goto out;
-    trainer_build_config(t);
+    run_build_config(&t->run);
     res->micro_batch = t->run.b;
     res->accum_steps = t->run.k;
     res->batch = opt->batch;

@@ -59,8 +59,6 @@ int trainer_widen_weights(trainer *t);
 void trainer_release_weights(trainer *t);
 
 /* trainer_loop.c */
-/* The run's settings (after the activations fit: the micro-batch is final). */
-void trainer_build_config(trainer *t);
 int trainer_resume(trainer *t);
 int trainer_save(trainer *t);
 int trainer_loop(trainer *t);

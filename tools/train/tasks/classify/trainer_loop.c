@@ -16,16 +16,6 @@
 
 /* ------------------------------------------------------------ checkpoints */
 
-
-void trainer_build_config(trainer *t)
-{
-    size_t n = t->run.order.n;
-    uint32_t crc = runconfig_crc32(0, t->run.train->images, n * t->run.train->dim);
-    crc = runconfig_crc32(crc, t->run.train->labels, n);
-    runconfig_build(&t->run.config, t->run.opt, &t->run.cfg, t->run.b, n, crc);
-    runconfig_meta(&t->run.config);
-}
-
 /* A --dist run's save: collective (every rank calls it; rank 0 writes). */
 typedef struct dist_save {
     trainer *t;
@@ -53,11 +43,7 @@ int trainer_save(trainer *t)
                                 clg_status_string(st));
         return 0;
     }
-    clg_status st = position_save(t->run.model, t->run.opt->checkpoint, &p, t->run.config.key_ptr,
-                                  t->run.config.value_ptr, (size_t)t->run.config.n);
-    if (st != CLG_SUCCESS)
-        return trainer_fail_clg(t, "--checkpoint", st);
-    return 0;
+    return run_save(&t->run, NULL, NULL, 0);
 }
 
 static void on_saved_config(const char *key, const char *value, void *user)

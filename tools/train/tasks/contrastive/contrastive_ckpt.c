@@ -36,28 +36,17 @@ void con_build_settings(con_trainer *t)
         (f->store ? f->store : flags_store_field)(f, &r, t->set_values[t->n_set],
                                                    sizeof t->set_values[t->n_set]);
     }
-    size_t n = t->run.order.n;
-    uint32_t crc = runconfig_crc32(0, t->run.train->images, n * t->run.train->dim);
-    crc = runconfig_crc32(crc, t->run.train->labels, n);
-    runconfig_build(&t->run.config, t->run.opt, &t->run.cfg, t->run.b, n, crc);
-    runconfig_meta(&t->run.config);
+    run_build_config(&t->run);
 }
 
 int con_save(con_trainer *t)
 {
-    const char *keys[RUNCONFIG_MAX + CON_SETTINGS], *values[RUNCONFIG_MAX + CON_SETTINGS];
-    size_t n = 0;
-    for (int i = 0; i < t->run.config.n; i++, n++) {
-        keys[n] = t->run.config.key_ptr[i];
-        values[n] = t->run.config.value_ptr[i];
+    const char *keys[CON_SETTINGS], *values[CON_SETTINGS];
+    for (int i = 0; i < t->n_set; i++) {
+        keys[i] = t->set_keys[i];
+        values[i] = t->set_values[i];
     }
-    for (int i = 0; i < t->n_set; i++, n++) {
-        keys[n] = t->set_keys[i];
-        values[n] = t->set_values[i];
-    }
-    train_position p = run_position(&t->run);
-    clg_status st = position_save(t->run.model, t->run.opt->checkpoint, &p, keys, values, n);
-    return st == CLG_SUCCESS ? 0 : con_fail_clg(t, "--checkpoint", st);
+    return run_save(&t->run, keys, values, (size_t)t->n_set);
 }
 
 /* What a file says of this task's settings. */

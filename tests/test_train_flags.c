@@ -47,8 +47,8 @@ static void cli_free(cli *c)
 
 /* Parses flag's example (with what it needs) under --task task_name; or
  * without the flag itself (with_flag 0): the same command line otherwise. */
-static int parse_example(cli *c, const flag_def *f, int with_flag, const char *task_name,
-                         char *err, size_t errlen)
+static int parse_example(cli *c, const flag_def *f, int with_flag, const char *task_name, char *err,
+                         size_t errlen)
 {
     char *argv[8] = {"clgrad-train"};
     int argc = 1;
@@ -132,8 +132,8 @@ static void check_core_stored(const flag_def *f, const cli *given, const cli *df
     char over[512], err[4096];
     if (runconfig_compare(&back, &now, "", "ck", over, sizeof over, err, sizeof err) != 0)
         fail_msg("%s: the stored configuration does not read back: %s", f->name, err);
-    assert_int_equal(runconfig_compare(&back, &base, "", "ck", over, sizeof over, err,
-                                       sizeof err), -1);
+    assert_int_equal(runconfig_compare(&back, &base, "", "ck", over, sizeof over, err, sizeof err),
+                     -1);
     if (!strstr(err, f->label ? f->label : f->name))
         fail_msg("%s: the difference is not named: %s", f->name, err);
 }
@@ -192,8 +192,8 @@ static void check_table(const flag_table *t, int task, const char *help)
             rc = parse_example(&given, f, 1, train_tasks[other]->name, err, sizeof err);
             cli_free(&given);
             if (rc != -1 || strcmp(err, train_tasks[task]->wrong_task) != 0)
-                fail_msg("%s with --task %s: got %d '%s'", f->name, train_tasks[other]->name,
-                         rc, err);
+                fail_msg("%s with --task %s: got %d '%s'", f->name, train_tasks[other]->name, rc,
+                         err);
         }
     }
 }

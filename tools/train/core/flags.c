@@ -61,8 +61,8 @@ bad:
     return -1;
 }
 
-int train_parse_float(const char *flag, const char *s, float lo, float hi, int open_lo,
-                      float *out, char *err, size_t errlen)
+int train_parse_float(const char *flag, const char *s, float lo, float hi, int open_lo, float *out,
+                      char *err, size_t errlen)
 {
     char *end = NULL;
     const char *why = NULL;
@@ -112,8 +112,7 @@ static int parse_num(const char *flag, const char *s, double lo, double hi, int 
     errno = 0;
     double v = s && *s && !isspace((unsigned char)*s) ? strtod(s, &end) : 0;
     if (!s || !*s || isspace((unsigned char)*s) || errno || *end || !(v >= lo && v <= hi) ||
-        (integer && (v != (double)(uint64_t)v || strpbrk(s, ".eExX"))) || *s == '-' ||
-        *s == '+') {
+        (integer && (v != (double)(uint64_t)v || strpbrk(s, ".eExX"))) || *s == '-' || *s == '+') {
         set_err(err, errlen, "%s: expected %s in [%g, %g], got '%s'", flag,
                 integer ? "an integer" : "a number", lo, hi, s ? s : "");
         return -1;
@@ -137,8 +136,7 @@ static int choice_at(const char *choices, int i, char *buf, size_t len)
     return 0;
 }
 
-static int parse_choice(const flag_def *f, const char *val, void *opts, char *err,
-                        size_t errlen)
+static int parse_choice(const flag_def *f, const char *val, void *opts, char *err, size_t errlen)
 {
     char name[64];
     for (int i = 0; choice_at(f->choices, i, name, sizeof name) == 0; i++) {
@@ -194,12 +192,9 @@ int flags_parse_value(const flag_def *f, const char *val, void *opts, char *err,
         else
             *(float *)field(f, opts) = (float)d;
         return 0;
-    case FLAG_CHOICE:
-        return parse_choice(f, val, opts, err, errlen);
-    case FLAG_CUSTOM:
-        return f->parse(f->name, val, opts, err, errlen);
-    default:
-        return -1;
+    case FLAG_CHOICE: return parse_choice(f, val, opts, err, errlen);
+    case FLAG_CUSTOM: return f->parse(f->name, val, opts, err, errlen);
+    default: return -1;
     }
 }
 
@@ -227,8 +222,8 @@ const flag_def *flags_stored_at(const flag_table *t, int k)
     return NULL;
 }
 
-int flags_parse(int argc, char **argv, const flag_table *tables, int n_tables,
-                void *const *opts, int *seen, char *err, size_t errlen)
+int flags_parse(int argc, char **argv, const flag_table *tables, int n_tables, void *const *opts,
+                int *seen, char *err, size_t errlen)
 {
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
@@ -240,8 +235,7 @@ int flags_parse(int argc, char **argv, const flag_table *tables, int n_tables,
         }
         const char *eq = strchr(arg, '=');
         size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
-        snprintf(flag, sizeof flag, "%.*s", (int)(len < sizeof flag ? len : sizeof flag - 1),
-                 arg);
+        snprintf(flag, sizeof flag, "%.*s", (int)(len < sizeof flag ? len : sizeof flag - 1), arg);
         if (eq)
             val = eq + 1;
         const flag_def *f = NULL;
@@ -339,9 +333,7 @@ void flags_store_field(const flag_def *f, const flag_run *r, char *buf, size_t l
     }
     switch (f->kind) {
     case FLAG_UINT:
-    case FLAG_INTEGER:
-        snprintf(buf, len, "%" PRIu64, flags_get_u64(f, opts));
-        return;
+    case FLAG_INTEGER: snprintf(buf, len, "%" PRIu64, flags_get_u64(f, opts)); return;
     case FLAG_FLOAT:
     case FLAG_NUMBER:
         flags_format_float(buf, len, *(const float *)((const char *)opts + f->offset));
@@ -350,8 +342,6 @@ void flags_store_field(const flag_def *f, const flag_run *r, char *buf, size_t l
         memcpy(&v, (const char *)opts + f->offset, sizeof v);
         snprintf(buf, len, "%s", v ? "yes" : "no");
         return;
-    default:
-        snprintf(buf, len, "?");
-        return;
+    default: snprintf(buf, len, "?"); return;
     }
 }

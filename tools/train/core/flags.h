@@ -56,9 +56,9 @@ struct flag_def {
     const char *choices; /* FLAG_CHOICE: "adamw|adam|sgd|lion" */
     const int *values;
     int exact_case;
-    const char *expect;  /* FLAG_TEXT/CHOICE: what the message says was expected
-                            (NULL: CHOICE lists its names "one of a|b|c") */
-    unsigned given;      /* bit set in train_options.given when parsed (core rows) */
+    const char *expect; /* FLAG_TEXT/CHOICE: what the message says was expected
+                           (NULL: CHOICE lists its names "one of a|b|c") */
+    unsigned given;     /* bit set in train_options.given when parsed (core rows) */
     int (*parse)(const char *flag, const char *val, void *opts, char *err, size_t errlen);
     const char *example; /* a legal value other than the default (for the tests);
                             "" for a switch */
@@ -69,11 +69,11 @@ struct flag_def {
      * among the stored ones (checkpoints keep that order; messages list
      * differences in it), 0: not stored. */
     int stored;
-    const char *key;     /* the setting's name ("train.config.<key>") */
-    const char *label;   /* how a message names it (NULL: the flag) */
-    const char *locked;  /* why --override cannot accept a change, or NULL */
-    const char *before;  /* the value of a checkpoint saved before the setting was
-                            recorded (NULL: none, a difference) */
+    const char *key;    /* the setting's name ("train.config.<key>") */
+    const char *label;  /* how a message names it (NULL: the flag) */
+    const char *locked; /* why --override cannot accept a change, or NULL */
+    const char *before; /* the value of a checkpoint saved before the setting was
+                           recorded (NULL: none, a difference) */
     void (*store)(const flag_def *f, const flag_run *r, char *buf, size_t len); /* NULL:
                                      flags_store_field */
 };
@@ -91,8 +91,8 @@ typedef struct flag_table {
  * (which the caller set to its defaults). seen[i] (may be NULL) becomes 1
  * when a flag of table i was given. Returns 0, 1 for --help, or -1 with a
  * message naming the flag. */
-int flags_parse(int argc, char **argv, const flag_table *tables, int n_tables,
-                void *const *opts, int *seen, char *err, size_t errlen);
+int flags_parse(int argc, char **argv, const flag_table *tables, int n_tables, void *const *opts,
+                int *seen, char *err, size_t errlen);
 
 /* Parses one value for row f into opts (as flags_parse does). */
 int flags_parse_value(const flag_def *f, const char *val, void *opts, char *err, size_t errlen);
@@ -117,8 +117,8 @@ uint64_t flags_get_u64(const flag_def *f, const void *opts);
 /* Parses a number for flag: the whole of s, finite, in [lo, hi] (lo
  * excluded when open_lo), and one that survives the conversion to float
  * (a non-zero value that would become 0 or a subnormal is refused). */
-int train_parse_float(const char *flag, const char *s, float lo, float hi, int open_lo,
-                      float *out, char *err, size_t errlen);
+int train_parse_float(const char *flag, const char *s, float lo, float hi, int open_lo, float *out,
+                      char *err, size_t errlen);
 
 /* An unsigned decimal integer in [lo, hi], the whole of s. */
 int flags_parse_u64(const char *flag, const char *s, uint64_t lo, uint64_t hi, uint64_t *out,

@@ -31,8 +31,8 @@ static int after_update(run_state *r, const run_loop_hooks *h, void *task, size_
         double loss = NAN;
         if (h->running_loss(task, epoch_samples, &loss) != 0)
             return -1;
-        progress_update(&r->prog, r->updates, r->samples - r->samples_at_start,
-                        r->train_seconds, (unsigned)r->epoch + 1, loss);
+        progress_update(&r->prog, r->updates, r->samples - r->samples_at_start, r->train_seconds,
+                        (unsigned)r->epoch + 1, loss);
     }
     if (save_due && h->save(task) != 0)
         return -1;

@@ -28,10 +28,22 @@ int opt_parse_bytes(const char *flag, const char *s, void *opts, char *err, size
         goto bad;
     double mult = 1;
     switch (toupper((unsigned char)*end)) {
-    case 'K': mult = 1024.0; end++; break;
-    case 'M': mult = 1024.0 * 1024; end++; break;
-    case 'G': mult = 1024.0 * 1024 * 1024; end++; break;
-    case 'T': mult = 1024.0 * 1024 * 1024 * 1024; end++; break;
+    case 'K':
+        mult = 1024.0;
+        end++;
+        break;
+    case 'M':
+        mult = 1024.0 * 1024;
+        end++;
+        break;
+    case 'G':
+        mult = 1024.0 * 1024 * 1024;
+        end++;
+        break;
+    case 'T':
+        mult = 1024.0 * 1024 * 1024 * 1024;
+        end++;
+        break;
     default: break;
     }
     if (mult > 1 && (strcasecmp(end, "iB") == 0 || strcasecmp(end, "B") == 0))
@@ -46,11 +58,10 @@ int opt_parse_bytes(const char *flag, const char *s, void *opts, char *err, size
     *out = (uint64_t)bytes;
     return 0;
 bad:
-    set_err(err, errlen, "%s: expected a byte count of at least 1M, e.g. 512M or 8G, got '%s'", flag,
-            s ? s : "");
+    set_err(err, errlen, "%s: expected a byte count of at least 1M, e.g. 512M or 8G, got '%s'",
+            flag, s ? s : "");
     return -1;
 }
-
 
 int opt_parse_hidden(const char *flag, const char *s, void *opts, char *err, size_t errlen)
 {
@@ -85,9 +96,7 @@ bad:
     return -1;
 }
 
-
-int opt_parse_loss_scale(const char *flag, const char *val, void *opts, char *err,
-                            size_t errlen)
+int opt_parse_loss_scale(const char *flag, const char *val, void *opts, char *err, size_t errlen)
 {
     train_options *o = opts;
     if (!strcasecmp(val, "none")) {
@@ -96,11 +105,12 @@ int opt_parse_loss_scale(const char *flag, const char *val, void *opts, char *er
         o->loss_scale = CLG_LOSS_SCALE_DYNAMIC;
     } else {
         o->loss_scale = CLG_LOSS_SCALE_STATIC;
-        if (train_parse_float(flag, val, 1.0f, 16777216.0f, 0, &o->loss_scale_value, err,
-                              errlen) != 0) {
+        if (train_parse_float(flag, val, 1.0f, 16777216.0f, 0, &o->loss_scale_value, err, errlen) !=
+            0) {
             set_err(err, errlen,
                     "--loss-scale: expected none, dynamic, or a number in [1, 16777216], "
-                    "got '%s'", val);
+                    "got '%s'",
+                    val);
             return -1;
         }
     }
@@ -180,10 +190,10 @@ void opt_store_nonfinite(const flag_def *f, const flag_run *r, char *buf, size_t
     (void)f;
     clg_nonfinite_policy p = r->cfg->nonfinite;
     snprintf(buf, len, "%s",
-             p == CLG_NONFINITE_SKIP_UPDATE   ? "skip-update"
-             : p == CLG_NONFINITE_SKIP_MICRO  ? "skip-micro"
-             : p == CLG_NONFINITE_ERROR       ? "error"
-                                              : "ignore");
+             p == CLG_NONFINITE_SKIP_UPDATE  ? "skip-update"
+             : p == CLG_NONFINITE_SKIP_MICRO ? "skip-micro"
+             : p == CLG_NONFINITE_ERROR      ? "error"
+                                             : "ignore");
 }
 
 void opt_store_train_limit(const flag_def *f, const flag_run *r, char *buf, size_t len)
@@ -198,8 +208,7 @@ void opt_store_data(const flag_def *f, const flag_run *r, char *buf, size_t len)
     snprintf(buf, len, "crc32 %08" PRIx32 " of %" PRIu64 " samples", r->data_crc, r->n_train);
 }
 
-int opt_parse_grad_path(const char *flag, const char *val, void *opts, char *err,
-                        size_t errlen)
+int opt_parse_grad_path(const char *flag, const char *val, void *opts, char *err, size_t errlen)
 {
     train_options *o = opts;
     static const char names[] = "ABC";

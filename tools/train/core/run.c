@@ -93,8 +93,7 @@ int run_plan_order(run_state *r, size_t n_train)
 
 uint64_t run_warmup(const run_state *r)
 {
-    uint64_t cap = r->opt->schedule == CLG_SCHED_CONSTANT ? r->total_updates
-                                                          : r->total_updates - 1;
+    uint64_t cap = r->opt->schedule == CLG_SCHED_CONSTANT ? r->total_updates : r->total_updates - 1;
     return r->opt->warmup < cap ? r->opt->warmup : cap;
 }
 
@@ -150,8 +149,7 @@ int run_init_params(run_state *r, run_param_init init, const void *arg, uint64_t
 
 double run_samples_per_s(const run_state *r)
 {
-    return r->train_seconds > 0 ? (double)(r->samples - r->samples_at_start) / r->train_seconds
-                                : 0;
+    return r->train_seconds > 0 ? (double)(r->samples - r->samples_at_start) / r->train_seconds : 0;
 }
 
 uint64_t run_epochs(const run_state *r)
@@ -169,8 +167,8 @@ void run_next_epoch(run_state *r)
 
 train_position run_position(const run_state *r)
 {
-    train_position p = {r->opt->seed, r->opt->batch, r->order.n, r->epoch, r->next_batch,
-                        r->updates, r->micro_steps, r->samples};
+    train_position p = {r->opt->seed,  r->opt->batch, r->order.n,     r->epoch,
+                        r->next_batch, r->updates,    r->micro_steps, r->samples};
     return p;
 }
 
@@ -222,8 +220,8 @@ static int write_weights(run_state *r, const float *host, uint64_t n)
     for (uint64_t i = 0; i < n; i++) {
         uint32_t u;
         memcpy(&u, &host[i], 4);
-        unsigned char b[4] = {(unsigned char)u, (unsigned char)(u >> 8),
-                              (unsigned char)(u >> 16), (unsigned char)(u >> 24)};
+        unsigned char b[4] = {(unsigned char)u, (unsigned char)(u >> 8), (unsigned char)(u >> 16),
+                              (unsigned char)(u >> 24)};
         if (atomic_file_write(f, b, 4) != 0)
             break; /* the commit says why */
     }

@@ -24,11 +24,11 @@
 /* What a caller (a test, the benchmark) may hand a run instead of what the
  * options name. */
 typedef struct train_io {
-    clg_context *ctx;       /* NULL: create one from opt->device */
-    const dataset *train;   /* NULL: load from opt->data_dir */
-    const dataset *test;    /* NULL: load from opt->data_dir */
-    float *weights;         /* non-NULL: receives the final parameters in */
-    size_t weights_cap;     /* model order (weights_cap floats at most) */
+    clg_context *ctx;     /* NULL: create one from opt->device */
+    const dataset *train; /* NULL: load from opt->data_dir */
+    const dataset *test;  /* NULL: load from opt->data_dir */
+    float *weights;       /* non-NULL: receives the final parameters in */
+    size_t weights_cap;   /* model order (weights_cap floats at most) */
 } train_io;
 
 typedef struct run_state {
@@ -43,19 +43,19 @@ typedef struct run_state {
     const dataset *train, *test;
     devdata dtrain, dtest;
 
-    clg_config cfg;            /* the model's configuration */
-    run_config config;         /* the settings stored in checkpoints (runconfig.h) */
+    clg_config cfg;    /* the model's configuration */
+    run_config config; /* the settings stored in checkpoints (runconfig.h) */
     clg_model *model;
     clg_grads *grads;
 
     batch_order order;
-    unsigned b, k;             /* micro-batch and micro-steps per update */
-    unsigned cycle_k;          /* micro-steps of the current cycle (run_k_of_cycle) */
+    unsigned b, k;    /* micro-batch and micro-steps per update */
+    unsigned cycle_k; /* micro-steps of the current cycle (run_k_of_cycle) */
     uint64_t total_updates, batches_per_epoch;
 
     uint64_t updates, micro_steps, samples;
     uint64_t epoch, next_batch; /* position of the next batch */
-    uint64_t samples_at_start; /* samples of a resumed run before it */
+    uint64_t samples_at_start;  /* samples of a resumed run before it */
     uint64_t updates_at_start;
     double train_seconds;
     progress prog;

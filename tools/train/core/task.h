@@ -22,7 +22,7 @@
 #define TRAIN_MAX_TASKS 8
 
 typedef struct train_task {
-    const char *name;         /* its --task name */
+    const char *name; /* its --task name */
     /* Its flags (NULL: none). Their rows write into the task's options
      * struct, options_size bytes, which defaults() fills first. A flag of
      * the table given with another --task is refused with wrong_task. */
@@ -43,8 +43,8 @@ typedef struct train_task {
      * the MPI side's hooks (dist_hooks.h), rank 0 printing the summary.
      * Returns 0, 1 when the summary could not be written, or -1 with the
      * run's failure in err (the same on every rank: the run agrees on it). */
-    int (*dist_run)(const train_options *o, const void *task_opts, train_dist_hooks *d,
-                    char *err, size_t errlen);
+    int (*dist_run)(const train_options *o, const void *task_opts, train_dist_hooks *d, char *err,
+                    size_t errlen);
 } train_task;
 
 /* Inside main, a task's run: its state embeds a run_state (run.h) set up

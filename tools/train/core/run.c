@@ -206,6 +206,73 @@ int run_save(run_state *r, const char *const *keys, const char *const *values, s
     return st == CLG_SUCCESS ? 0 : run_fail_clg(r, "--checkpoint", st);
 }
 
+/* --resume's reading of the stored settings: the core's and the task's. */
+typedef struct resume_meta {
+    run_config saved;
+    const run_resume_task *task;
+} resume_meta;
+
+static void resume_on_meta(const char *key, const char *value, void *user)
+{
+    resume_meta *m = user;
+    runconfig_add_saved(&m->saved, key, value);
+    if (m->task && m->task->on_meta)
+        m->task->on_meta(key, value, m->task->user);
+}
+
+static void resume_reset(resume_meta *m)
+{
+    memset(&m->saved, 0, sizeof m->saved);
+    if (m->task && m->task->reset)
+        m->task->reset(m->task->user);
+}
+
+static int resume_compare(run_state *r, resume_meta *m, char *overridden, size_t olen)
+{
+    if (m->task && m->task->compare && m->task->compare(m->task->user) != 0)
+        return -1;
+    return runconfig_compare(&m->saved, &r->config, r->opt->overrides, r->opt->resume,
+                             overridden, olen, r->err, r->errlen);
+}
+
+int run_resume_load(run_state *r, const run_resume_task *task, char *overridden, size_t olen,
+                    train_position *p)
+{
+    resume_meta *m = calloc(1, sizeof *m);
+    if (!m)
+        return run_fail(r, "out of host memory");
+    m->task = task;
+    resume_reset(m);
+    char why[1024];
+    int rc = -1;
+    /* The saved settings first, from the file's header: a run that differs
+     * is refused before the model is touched (and before a load that would
+     * fail on, e.g., another optimizer's state or bank size). A header this
+     * cannot read is left to clg_checkpoint_load, which says what is wrong
+     * with it. */
+    if (runconfig_read_meta(r->opt->resume, resume_on_meta, m, why, sizeof why) == 0 &&
+        resume_compare(r, m, overridden, olen) != 0)
+        goto out;
+    resume_reset(m);
+    if (position_load(r->model, r->opt->resume, p, resume_on_meta, m, why, sizeof why) != 0) {
+        run_fail(r, "--resume: %s", why);
+        goto out;
+    }
+    rc = resume_compare(r, m, overridden, olen); /* what the library read is what counts */
+out:
+    free(m);
+    return rc;
+}
+
+void run_set_position(run_state *r, const train_position *p)
+{
+    r->epoch = p->epoch;
+    r->next_batch = p->next_batch;
+    r->updates = p->updates;
+    r->micro_steps = p->micro_steps;
+    r->samples = p->samples;
+}
+
 static int write_weights(run_state *r, const float *host, uint64_t n)
 {
     const char *path = r->opt->dump_weights;

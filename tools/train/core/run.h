@@ -129,6 +129,28 @@ void run_build_config(run_state *r);
  * the task's own n keys and values. */
 int run_save(run_state *r, const char *const *keys, const char *const *values, size_t n);
 
+/* What a task adds to --resume: on_meta gets every metadata pair of the
+ * file (to collect its own keys; reset clears what it collected), and
+ * compare checks them against the run's before the core's settings are
+ * (0, or -1 with a message). Any may be NULL; user is passed back. */
+typedef struct run_resume_task {
+    void (*on_meta)(const char *key, const char *value, void *user);
+    void (*reset)(void *user);
+    int (*compare)(void *user);
+    void *user;
+} run_resume_task;
+
+/* --resume: the stored settings from the file's header compared first
+ * (the task's, then the core's: --override's accepted changes described in
+ * overridden), then the load (model, state and the position into *p) and
+ * the settings as loaded compared again. task may be NULL. Returns 0 or -1
+ * with a message. */
+int run_resume_load(run_state *r, const run_resume_task *task, char *overridden, size_t olen,
+                    train_position *p);
+
+/* The counters and the place in the data order of a loaded position. */
+void run_set_position(run_state *r, const train_position *p);
+
 /* The final parameters into io->weights and --dump-weights (little-endian
  * fp32 in model order, written through atomic_file.h). write_file: 0 on a
  * --dist rank other than 0. */

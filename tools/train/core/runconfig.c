@@ -81,9 +81,8 @@ void runconfig_add_saved(run_config *c, const char *key, const char *value)
     add(c, key + pl, "%s", value);
 }
 
-int runconfig_read_file(const char *path, run_config *saved, char *err, size_t errlen)
+int runconfig_read_meta(const char *path, clg_meta_fn fn, void *user, char *err, size_t errlen)
 {
-    memset(saved, 0, sizeof *saved);
     FILE *f = fopen(path, "rb");
     if (!f) {
         set_err(err, errlen, "%s: %s", path, strerror(errno));
@@ -122,7 +121,7 @@ int runconfig_read_file(const char *path, run_config *saved, char *err, size_t e
     }
     for (const cJSON *it = meta->child; it; it = it->next)
         if (it->string && cJSON_IsString(it))
-            runconfig_add_saved(saved, it->string, it->valuestring);
+            fn(it->string, it->valuestring, user);
     cJSON_Delete(root);
     rc = 0;
 out:
@@ -153,6 +152,17 @@ static void append(char *buf, size_t len, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(buf + used, len - used, fmt, ap);
     va_end(ap);
+}
+
+static void add_saved(const char *key, const char *value, void *user)
+{
+    runconfig_add_saved(user, key, value);
+}
+
+int runconfig_read_file(const char *path, run_config *saved, char *err, size_t errlen)
+{
+    memset(saved, 0, sizeof *saved);
+    return runconfig_read_meta(path, add_saved, saved, err, errlen);
 }
 
 int runconfig_compare(const run_config *saved, const run_config *now, const char *overrides,

@@ -62,6 +62,11 @@ void runconfig_meta(run_config *c);
 /* Adds a saved "train.config.<name>" = value (other keys are ignored). */
 void runconfig_add_saved(run_config *c, const char *key, const char *value);
 
+/* Reads every string of a checkpoint file's metadata into fn, without
+ * loading it (its safetensors header). Returns 0, or -1 with a reason in
+ * err when the header cannot be read. */
+int runconfig_read_meta(const char *path, clg_meta_fn fn, void *user, char *err, size_t errlen);
+
 /* Reads the train.config.* metadata of a checkpoint file without loading
  * it (its safetensors header). Returns 0, or -1 with a reason in err when
  * the header cannot be read (clg_checkpoint_load then says what is wrong). */

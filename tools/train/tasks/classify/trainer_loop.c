@@ -46,42 +46,10 @@ int trainer_save(trainer *t)
     return run_save(&t->run, NULL, NULL, 0);
 }
 
-static void on_saved_config(const char *key, const char *value, void *user)
-{
-    runconfig_add_saved(user, key, value);
-}
-
 int trainer_resume(trainer *t)
 {
     train_position p;
-    char why[1024];
-    /* The saved settings first, from the file's header: a run that differs
-     * is refused before the model is touched (and before a load that would
-     * fail on, e.g., another optimizer's state). A header this cannot read
-     * is left to clg_checkpoint_load, which says what is wrong with it. */
-    run_config *saved = malloc(sizeof *saved);
-    if (!saved)
-        return trainer_fail(t, "out of host memory");
-    int have_saved = runconfig_read_file(t->run.opt->resume, saved, why, sizeof why) == 0;
-    if (have_saved &&
-        runconfig_compare(saved, &t->run.config, t->run.opt->overrides, t->run.opt->resume,
-                          t->res->overridden, sizeof t->res->overridden, t->run.err,
-                          t->run.errlen) != 0) {
-        free(saved);
-        return -1;
-    }
-    memset(saved, 0, sizeof *saved);
-    if (position_load(t->run.model, t->run.opt->resume, &p, on_saved_config, saved, why,
-                      sizeof why) != 0) {
-        free(saved);
-        return trainer_fail(t, "--resume: %s", why);
-    }
-    /* What the library read is what counts. */
-    int rc =
-        runconfig_compare(saved, &t->run.config, t->run.opt->overrides, t->run.opt->resume,
-                          t->res->overridden, sizeof t->res->overridden, t->run.err, t->run.errlen);
-    free(saved);
-    if (rc != 0)
+    if (run_resume_load(&t->run, NULL, t->res->overridden, sizeof t->res->overridden, &p) != 0)
         return -1;
     if (p.seed != t->run.opt->seed || p.batch != t->run.opt->batch || p.n_train != t->run.order.n)
         return trainer_fail(
@@ -105,11 +73,7 @@ int trainer_resume(trainer *t)
     if (p.next_batch > t->run.batches_per_epoch)
         return trainer_fail(t, "--resume: %s: batch position %" PRIu64 " beyond the epoch's %" PRIu64,
                     t->run.opt->resume, p.next_batch, t->run.batches_per_epoch);
-    t->run.epoch = p.epoch;
-    t->run.next_batch = p.next_batch;
-    t->run.updates = p.updates;
-    t->run.micro_steps = p.micro_steps;
-    t->run.samples = p.samples;
+    run_set_position(&t->run, &p);
     return trainer_widen_weights(t); /* bf16 master: the loaded params */
 }
 

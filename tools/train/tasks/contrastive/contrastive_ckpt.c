@@ -10,7 +10,6 @@
 #include "contrastive_internal.h"
 #include "position.h"
 
-#include <cjson/cJSON.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,7 +50,6 @@ int con_save(con_trainer *t)
 
 /* What a file says of this task's settings. */
 typedef struct saved_settings {
-    run_config common;
     char values[CON_SETTINGS][48];
     int have[CON_SETTINGS];
 } saved_settings;
@@ -59,7 +57,6 @@ typedef struct saved_settings {
 static void on_meta(const char *key, const char *value, void *user)
 {
     saved_settings *s = user;
-    runconfig_add_saved(&s->common, key, value);
     size_t pl = strlen(SETTINGS_PREFIX);
     if (strncmp(key, SETTINGS_PREFIX, pl) != 0)
         return;
@@ -69,36 +66,6 @@ static void on_meta(const char *key, const char *value, void *user)
             s->have[i] = 1;
         }
     }
-}
-
-/* The file's header without loading it (its train.contrastive.* keys). */
-static int read_header(const char *path, saved_settings *s)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return -1;
-    unsigned char len8[8];
-    uint64_t hlen = 0;
-    int rc = -1;
-    char *text = NULL;
-    if (fread(len8, 1, 8, f) == 8) {
-        for (int i = 7; i >= 0; i--)
-            hlen = hlen << 8 | len8[i];
-        if (hlen >= 2 && hlen <= (64u << 20) && (text = malloc((size_t)hlen + 1)) != NULL &&
-            fread(text, 1, (size_t)hlen, f) == hlen) {
-            text[hlen] = 0;
-            cJSON *root = cJSON_Parse(text);
-            const cJSON *meta = root ? cJSON_GetObjectItemCaseSensitive(root, "__metadata__") : NULL;
-            for (const cJSON *it = cJSON_IsObject(meta) ? meta->child : NULL; it; it = it->next)
-                if (it->string && cJSON_IsString(it))
-                    on_meta(it->string, it->valuestring, s);
-            rc = cJSON_IsObject(meta) ? 0 : -1;
-            cJSON_Delete(root);
-        }
-    }
-    free(text);
-    fclose(f);
-    return rc;
 }
 
 /* This task's settings must be the saved ones (none can be overridden: each
@@ -120,60 +87,58 @@ static int compare_settings(con_trainer *t, const saved_settings *s)
                     "the saved values (they cannot be overridden)", t->run.opt->resume, bad);
 }
 
+/* run_resume_task's side of this task. */
+typedef struct resume_ctx {
+    con_trainer *t;
+    saved_settings s;
+} resume_ctx;
+
+static void reset_settings(void *user)
+{
+    resume_ctx *c = user;
+    memset(&c->s, 0, sizeof c->s);
+}
+
+static void on_resume_meta(const char *key, const char *value, void *user)
+{
+    on_meta(key, value, &((resume_ctx *)user)->s);
+}
+
+static int compare_resume(void *user)
+{
+    resume_ctx *c = user;
+    return compare_settings(c->t, &c->s);
+}
+
 int con_resume(con_trainer *t)
 {
     const char *path = t->run.opt->resume;
-    saved_settings *s = calloc(1, sizeof *s);
-    if (!s)
+    resume_ctx *c = calloc(1, sizeof *c);
+    if (!c)
         return con_fail(t, "out of host memory");
-    int rc = -1;
-    /* the header first: a run with other settings is refused before the
-     * load, which would otherwise fail on, e.g., another bank size */
-    if (read_header(path, s) == 0 &&
-        (compare_settings(t, s) != 0 ||
-         runconfig_compare(&s->common, &t->run.config, t->run.opt->overrides, path,
-                           t->res->overridden, sizeof t->res->overridden, t->run.err,
-                           t->run.errlen) != 0))
-        goto out;
-    memset(s, 0, sizeof *s);
+    c->t = t;
+    const run_resume_task task = {on_resume_meta, reset_settings, compare_resume, c};
     train_position p;
-    char why[1024];
-    if (position_load(t->run.model, path, &p, on_meta, s, why, sizeof why) != 0) {
-        con_fail(t, "--resume: %s", why);
-        goto out;
-    }
-    /* what the library read is what counts */
-    if (compare_settings(t, s) != 0 ||
-        runconfig_compare(&s->common, &t->run.config, t->run.opt->overrides, path,
-                          t->res->overridden, sizeof t->res->overridden, t->run.err,
-                          t->run.errlen) != 0)
-        goto out;
+    int rc = run_resume_load(&t->run, &task, t->res->overridden, sizeof t->res->overridden, &p);
+    free(c);
+    if (rc != 0)
+        return -1;
     if (p.seed != t->run.opt->seed || p.batch != t->run.opt->batch || p.n_train != t->run.order.n) {
-        con_fail(t, "--resume: %s was saved with --seed %" PRIu64 " --batch %" PRIu64
-                 " and %" PRIu64 " training samples; resume with the same values", path, p.seed,
-                 p.batch, p.n_train);
-        goto out;
+        return con_fail(t, "--resume: %s was saved with --seed %" PRIu64 " --batch %" PRIu64
+                        " and %" PRIu64 " training samples; resume with the same values", path,
+                        p.seed, p.batch, p.n_train);
     }
     clg_stats ls = clg_stats_init();
     clg_status st = clg_model_stats(t->run.model, 1, &ls);
-    if (st != CLG_SUCCESS) {
-        con_fail_clg(t, "--resume: reading the loaded counters", st);
-        goto out;
-    }
+    if (st != CLG_SUCCESS)
+        return con_fail_clg(t, "--resume: reading the loaded counters", st);
     if (ls.cycles != p.updates || ls.micro_steps != p.micro_steps ||
         p.next_batch > t->run.batches_per_epoch) {
-        con_fail(t, "--resume: %s is inconsistent: its metadata says %" PRIu64 " updates, %" PRIu64
-                 " micro-steps and batch %" PRIu64 ", the training state %" PRIu64 " and %" PRIu64,
-                 path, p.updates, p.micro_steps, p.next_batch, ls.cycles, ls.micro_steps);
-        goto out;
+        return con_fail(t, "--resume: %s is inconsistent: its metadata says %" PRIu64
+                        " updates, %" PRIu64 " micro-steps and batch %" PRIu64
+                        ", the training state %" PRIu64 " and %" PRIu64,
+                        path, p.updates, p.micro_steps, p.next_batch, ls.cycles, ls.micro_steps);
     }
-    t->run.epoch = p.epoch;
-    t->run.next_batch = p.next_batch;
-    t->run.updates = p.updates;
-    t->run.micro_steps = p.micro_steps;
-    t->run.samples = p.samples;
-    rc = 0;
-out:
-    free(s);
-    return rc;
+    run_set_position(&t->run, &p);
+    return 0;
 }

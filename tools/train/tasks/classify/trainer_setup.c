@@ -61,15 +61,24 @@ int trainer_setup_gradients(trainer *t)
     }
     if (o->grad_dtype == CLG_FP32)
         return 0;
+    if (trainer_split_buffer(t, "fp32 gradient scratch", &t->scratch, &t->scratch_bytes,
+                             t->scratch_view) != 0)
+        return -1;
+    for (int i = 0; i < t->n_tensors; i++)
+        t->targets[i] = t->scratch_view[i];
+    return 0;
+}
+
+int trainer_split_buffer(trainer *t, const char *what, cl_mem *buf, uint64_t *bytes,
+                         clg_view *views)
+{
     uint64_t n = clg_model_param_count(t->run.model);
-    if (run_reserve_buffer(&t->run, 4 * n, "fp32 gradient scratch", &t->scratch,
-                           &t->scratch_bytes) != 0)
+    if (run_reserve_buffer(&t->run, 4 * n, what, buf, bytes) != 0)
         return -1;
     size_t off = 0;
     for (int i = 0; i < t->n_tensors; i++) {
         size_t cnt = clg_model_tensor_size(t->run.model, i);
-        t->scratch_view[i] = (clg_view){t->scratch, off, cnt};
-        t->targets[i] = t->scratch_view[i];
+        views[i] = (clg_view){*buf, off, cnt};
         off += cnt;
     }
     return 0;

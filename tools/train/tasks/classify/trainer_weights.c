@@ -10,20 +10,16 @@ int trainer_setup_weights(trainer *t)
 {
     if (t->run.opt->master_dtype != CLG_BF16)
         return 0;
-    uint64_t n = clg_model_param_count(t->run.model);
-    if (run_reserve_buffer(&t->run, 4 * n, "fp32 copy of the bf16 weights", &t->weights,
-                           &t->weights_bytes) != 0)
+    clg_view fp32[2 * MLP_MAX_LAYERS];
+    if (trainer_split_buffer(t, "fp32 copy of the bf16 weights", &t->weights, &t->weights_bytes,
+                             fp32) != 0)
         return -1;
-    size_t off = 0;
     for (int i = 0; i < t->n_tensors; i++) {
         clg_status st = clg_model_param_view(t->run.model, i, &t->master_view[i]);
         if (st != CLG_SUCCESS)
             return trainer_fail_clg(t, "parameter view", st);
-        size_t cnt = t->master_view[i].count;
         /* tensor 2l is layer l's weight, 2l + 1 its bias (mlp_add_tensors) */
-        clg_view *v = i % 2 ? &t->net->b_view[i / 2] : &t->net->w_view[i / 2];
-        *v = (clg_view){t->weights, off, cnt};
-        off += cnt;
+        *(i % 2 ? &t->net->b_view[i / 2] : &t->net->w_view[i / 2]) = fp32[i];
     }
     return trainer_widen_weights(t);
 }

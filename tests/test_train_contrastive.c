@@ -1,5 +1,5 @@
 /* test_train_contrastive.c - clgrad-train's contrastive task
- * (tools/train/contrastive_*.c) on a synthetic 10-class set of 28 x 28
+ * (tools/train/tasks/contrastive/contrastive_*.c) on a synthetic 10-class set of 28 x 28
  * images (prototype blobs plus noise, 384 training and 120 test samples):
  *   - replay: the views kernel's per-sample seeds are clg_sample_seed's,
  *     bit for bit; the views of a batch do not depend on the micro-batch

@@ -863,11 +863,11 @@ static void test_runconfig(void **state)
 {
     (void)state;
     char b[32];
-    runconfig_format_float(b, sizeof b, 3e-3f);
+    flags_format_float(b, sizeof b, 3e-3f);
     assert_string_equal(b, "0.003");
-    runconfig_format_float(b, sizeof b, 0.1f + 0.2f);
+    flags_format_float(b, sizeof b, 0.1f + 0.2f);
     assert_true(strtof(b, NULL) == 0.1f + 0.2f);
-    runconfig_format_float(b, sizeof b, 1.17549435e-38f);
+    flags_format_float(b, sizeof b, 1.17549435e-38f);
     assert_true(strtof(b, NULL) == 1.17549435e-38f);
 
     train_options o;

@@ -1,0 +1,269 @@
+/* test_train_flags.c - clgrad-train's flag tables (tools/train/core/flags.h)
+ * checked row by row, from the tables themselves: every flag of the core
+ * and of every task parses its example value (changing the options it
+ * writes into), is listed in --help at the start of a line, is refused
+ * with another task's --task, and every stored setting round-trips through
+ * the run configuration a checkpoint stores (written, read back, compared
+ * equal; compared with a default run's, the difference is named). Nothing
+ * here lists a flag by hand: a row added to a table is tested as it is. */
+#include "options.h"
+#include "runconfig.h"
+#include "task.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+/* Options of a command line: the core's and every task's, at defaults. */
+typedef struct cli {
+    train_options o;
+    void *task[TRAIN_MAX_TASKS];
+} cli;
+
+static void cli_init(cli *c)
+{
+    memset(c, 0, sizeof *c);
+    train_options_default(&c->o);
+    for (int i = 0; i < train_n_tasks; i++) {
+        const train_task *t = train_tasks[i];
+        c->task[i] = calloc(1, t->options_size ? t->options_size : 1);
+        assert_non_null(c->task[i]);
+        if (t->defaults)
+            t->defaults(c->task[i]);
+    }
+}
+
+static void cli_free(cli *c)
+{
+    for (int i = 0; i < train_n_tasks; i++)
+        free(c->task[i]);
+}
+
+/* Parses flag's example (with what it needs) under --task task_name; or
+ * without the flag itself (with_flag 0): the same command line otherwise. */
+static int parse_example(cli *c, const flag_def *f, int with_flag, const char *task_name, char *err,
+                         size_t errlen)
+{
+    char *argv[8] = {"clgrad-train"};
+    int argc = 1;
+    if (task_name) {
+        argv[argc++] = "--task";
+        argv[argc++] = (char *)task_name;
+    }
+    if (f->needs)
+        argv[argc++] = (char *)f->needs;
+    if (with_flag)
+        argv[argc++] = (char *)f->name;
+    if (with_flag && f->kind != FLAG_SWITCH && f->kind != FLAG_HELP)
+        argv[argc++] = (char *)f->example;
+    cli_init(c);
+    err[0] = 0;
+    return train_cli_parse(argc, argv, &c->o, c->task, err, errlen);
+}
+
+/* The whole --help text. */
+static char *usage_text(void)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_non_null(f);
+    train_cli_usage(f);
+    assert_int_equal(fclose(f), 0);
+    return text;
+}
+
+/* Whether help lists flag at the start of one of its lines ("  --flag"
+ * then a space or the end of the line). */
+static int listed(const char *help, const char *flag)
+{
+    char head[80];
+    snprintf(head, sizeof head, "\n  %s", flag);
+    for (const char *p = strstr(help, head); p; p = strstr(p + 1, head)) {
+        char next = p[strlen(head)];
+        if (next == ' ' || next == '\n')
+            return 1;
+    }
+    return 0;
+}
+
+/* The stored run configuration of c's options (the data fixed). */
+static void build_config(run_config *rc, const cli *c)
+{
+    clg_config cfg;
+    char err[512];
+    assert_int_equal(train_options_clg_config(&c->o, &cfg, err, sizeof err), 0);
+    uint64_t n_train = c->o.limit_train ? c->o.limit_train : 60000;
+    runconfig_build(rc, &c->o, &cfg, c->o.micro_batch, n_train, 0x1234abcdu);
+    runconfig_meta(rc);
+}
+
+static const char *value_of(const run_config *rc, const char *key)
+{
+    for (int i = 0; i < rc->n; i++)
+        if (!strcmp(rc->items[i].name, key))
+            return rc->items[i].value;
+    return NULL;
+}
+
+/* A stored setting of the core: present in both configurations, changed
+ * by the example, and through a checkpoint's keys and values back to the
+ * same configuration; the default run's compares different, naming it. */
+static void check_core_stored(const flag_def *f, const cli *given, const cli *dflt)
+{
+    run_config now, base, back;
+    build_config(&now, given);
+    build_config(&base, dflt);
+    const char *v = value_of(&now, f->key), *d = value_of(&base, f->key);
+    if (!v || !d)
+        fail_msg("%s: stored setting '%s' missing from the run configuration", f->name, f->key);
+    if (!strcmp(v, d))
+        fail_msg("%s %s: stored '%s' = '%s' as the default's", f->name, f->example, f->key, v);
+    memset(&back, 0, sizeof back);
+    for (int i = 0; i < now.n; i++)
+        runconfig_add_saved(&back, now.key_ptr[i], now.value_ptr[i]);
+    assert_int_equal(back.n, now.n);
+    char over[512], err[4096];
+    if (runconfig_compare(&back, &now, "", "ck", over, sizeof over, err, sizeof err) != 0)
+        fail_msg("%s: the stored configuration does not read back: %s", f->name, err);
+    assert_int_equal(runconfig_compare(&back, &base, "", "ck", over, sizeof over, err, sizeof err),
+                     -1);
+    if (!strstr(err, f->label ? f->label : f->name))
+        fail_msg("%s: the difference is not named: %s", f->name, err);
+}
+
+/* A task's stored setting: its value changed by the example. */
+static void check_task_stored(const flag_def *f, const cli *given, const cli *dflt, int task)
+{
+    char v[128], d[128];
+    flag_run r = {.o = &given->o, .opts = given->task[task]};
+    (f->store ? f->store : flags_store_field)(f, &r, v, sizeof v);
+    r.o = &dflt->o;
+    r.opts = dflt->task[task];
+    (f->store ? f->store : flags_store_field)(f, &r, d, sizeof d);
+    if (!strcmp(v, d))
+        fail_msg("%s %s: stored '%s' = '%s' as the default's", f->name, f->example, f->key, v);
+}
+
+/* Every row of a table (task: its index, -1 for the core's). */
+static void check_table(const flag_table *t, int task, const char *help)
+{
+    const char *task_name = task >= 0 ? train_tasks[task]->name : NULL;
+    for (int i = 0; i < t->n; i++) {
+        const flag_def *f = &t->rows[i];
+        if (!f->name)
+            continue; /* a stored setting that is no flag */
+        if (!listed(help, f->name))
+            fail_msg("%s is not in --help", f->name);
+        cli given, dflt;
+        char err[4096];
+        int rc = parse_example(&given, f, 1, task_name, err, sizeof err);
+        if (f->kind == FLAG_HELP) {
+            assert_int_equal(rc, 1);
+            cli_free(&given);
+            continue;
+        }
+        if (rc != 0)
+            fail_msg("%s %s: %s", f->name, f->example ? f->example : "(no example)", err);
+        /* the same command line without the flag: the flag changed something */
+        if (parse_example(&dflt, f, 0, task_name, err, sizeof err) != 0)
+            fail_msg("%s's command line without it: %s", f->name, err);
+        void *a = task >= 0 ? given.task[task] : (void *)&given.o;
+        void *b = task >= 0 ? dflt.task[task] : (void *)&dflt.o;
+        size_t n = task >= 0 ? train_tasks[task]->options_size : sizeof given.o;
+        if (!memcmp(a, b, n))
+            fail_msg("%s %s: parsed, but the options are the defaults", f->name, f->example);
+        if (f->stored && task < 0)
+            check_core_stored(f, &given, &dflt);
+        else if (f->stored)
+            check_task_stored(f, &given, &dflt, task);
+        cli_free(&given);
+        cli_free(&dflt);
+        /* a task's flag under another task is refused */
+        for (int other = 0; task >= 0 && other < train_n_tasks; other++) {
+            if (other == task)
+                continue;
+            rc = parse_example(&given, f, 1, train_tasks[other]->name, err, sizeof err);
+            cli_free(&given);
+            if (rc != -1 || strcmp(err, train_tasks[task]->wrong_task) != 0)
+                fail_msg("%s with --task %s: got %d '%s'", f->name, train_tasks[other]->name, rc,
+                         err);
+        }
+    }
+}
+
+static void test_core_flags(void **state)
+{
+    (void)state;
+    char *help = usage_text();
+    check_table(&train_flag_table, -1, help);
+    free(help);
+}
+
+static void test_task_flags(void **state)
+{
+    (void)state;
+    char *help = usage_text();
+    int tables = 0;
+    for (int i = 0; i < train_n_tasks; i++) {
+        assert_true(listed(help, "--task"));
+        assert_non_null(strstr(train_tasks_help, train_tasks[i]->name));
+        if (train_tasks[i]->flags) {
+            check_table(train_tasks[i]->flags, i, help);
+            tables++;
+        }
+    }
+    assert_true(tables >= 1);
+    free(help);
+}
+
+/* Every setting a checkpoint stores is a row (a flag or a derived one) and
+ * their positions are 1..n without a gap or a repeat, so that the stored
+ * order (which resume messages follow) is defined by the table. */
+static void test_stored_positions(void **state)
+{
+    (void)state;
+    const flag_table *tables[1 + TRAIN_MAX_TASKS] = {&train_flag_table};
+    int n = 1;
+    for (int i = 0; i < train_n_tasks; i++)
+        if (train_tasks[i]->flags)
+            tables[n++] = train_tasks[i]->flags;
+    for (int t = 0; t < n; t++) {
+        int count = 0;
+        for (int i = 0; i < tables[t]->n; i++)
+            count += tables[t]->rows[i].stored > 0;
+        for (int k = 1; k <= count; k++) {
+            int found = 0;
+            for (int i = 0; i < tables[t]->n; i++)
+                found += tables[t]->rows[i].stored == k;
+            if (found != 1)
+                fail_msg("table %d: %d rows stored at %d", t, found, k);
+        }
+        assert_null(flags_stored_at(tables[t], count + 1));
+    }
+    cli c;
+    cli_init(&c);
+    run_config rc;
+    build_config(&rc, &c);
+    int stored = 0;
+    for (int i = 0; i < train_flag_table.n; i++)
+        stored += train_flag_table.rows[i].stored > 0;
+    assert_int_equal(rc.n, stored);
+    cli_free(&c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_core_flags),
+        cmocka_unit_test(test_task_flags),
+        cmocka_unit_test(test_stored_positions),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,361 @@
+/* run.c - the shared part of a run's setup, position and teardown (see
+ * run.h). */
+#include "run.h"
+#include "atomic_file.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int run_fail(run_state *r, const char *fmt, ...)
+{
+    if (r->err && r->errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(r->err, r->errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+int run_fail_clg(run_state *r, const char *what, clg_status st)
+{
+    return run_fail(r, "%s: %s (%s)", what, clg_last_error(r->ctx), clg_status_string(st));
+}
+
+int run_fail_cl(run_state *r, const char *what, cl_int e)
+{
+    return run_fail(r, "%s: %s (%d)", what, clg_status_string((clg_status)e), (int)e);
+}
+
+static int load_set(run_state *r, const dataset *given, const char *name, dataset *own,
+                    const dataset **out)
+{
+    if (given) {
+        *out = given;
+        return 0;
+    }
+    if (dataset_load(r->opt->data_dir, name, own, r->err, r->errlen) != 0)
+        return -1;
+    *out = own;
+    return 0;
+}
+
+int run_load_data(run_state *r, const train_io *io)
+{
+    if (load_set(r, io ? io->train : NULL, "train", &r->train_ds, &r->train) != 0)
+        return -1;
+    return load_set(r, io ? io->test : NULL, "t10k", &r->test_ds, &r->test);
+}
+
+void run_limits(const run_state *r, size_t *n_train, size_t *n_test)
+{
+    const train_options *o = r->opt;
+    *n_train = r->train->count;
+    *n_test = r->test->count;
+    if (o->limit_train && o->limit_train < *n_train)
+        *n_train = (size_t)o->limit_train;
+    if (o->limit_test && o->limit_test < *n_test)
+        *n_test = (size_t)o->limit_test;
+}
+
+int run_open_context(run_state *r, const train_io *io, char *device, size_t len)
+{
+    const train_options *o = r->opt;
+    if (io && io->ctx) {
+        r->ctx = io->ctx;
+        r->old_budget = clg_context_budget(r->ctx);
+    } else {
+        clg_status st = clg_context_create(&r->ctx, o->device);
+        if (st != CLG_SUCCESS)
+            return run_fail(r, "--device %s: %s", o->device ? o->device : "(default)",
+                            clg_last_error(NULL));
+        r->own_ctx = 1;
+    }
+    snprintf(device, len, "%s", clg_context_device_info(r->ctx)->name);
+    if (o->vram && clg_context_set_budget(r->ctx, o->vram) != CLG_SUCCESS)
+        return run_fail(r, "--vram: %s", clg_last_error(r->ctx));
+    return 0;
+}
+
+int run_plan_order(run_state *r, size_t n_train)
+{
+    const train_options *o = r->opt;
+    if (order_init(&r->order, o->seed, n_train, o->batch) != 0)
+        return run_fail(r, "out of host memory for the data order");
+    r->batches_per_epoch = order_batches_per_epoch(&r->order);
+    r->total_updates = o->steps ? o->steps : (uint64_t)o->epochs * r->batches_per_epoch;
+    progress_init(&r->prog, o->quiet, r->total_updates);
+    return 0;
+}
+
+uint64_t run_warmup(const run_state *r)
+{
+    uint64_t cap = r->opt->schedule == CLG_SCHED_CONSTANT ? r->total_updates : r->total_updates - 1;
+    return r->opt->warmup < cap ? r->opt->warmup : cap;
+}
+
+unsigned run_k_of_cycle(uint64_t update_index, void *user)
+{
+    (void)update_index;
+    const run_state *r = user;
+    return r->cycle_k ? r->cycle_k : 1;
+}
+
+int run_done(const run_state *r)
+{
+    const train_options *o = r->opt;
+    return r->updates >= r->total_updates ||
+           (o->stop_after && r->updates - r->updates_at_start >= o->stop_after);
+}
+
+int run_create_model(run_state *r, float *lr, int *no_decay, clg_status *st)
+{
+    const train_options *o = r->opt;
+    clg_config cfg;
+    if (train_options_clg_config(o, &cfg, r->err, r->errlen) != 0)
+        return -1;
+    *lr = cfg.lr;
+    cfg.schedule.total = r->total_updates;
+    cfg.schedule.warmup = run_warmup(r);
+    cfg.accum_steps = r->k;
+    cfg.k_schedule = run_k_of_cycle;
+    cfg.k_schedule_user = r;
+    cfg.fuse_last_micro_step = o->path == GRAD_PATH_C;
+    r->cfg = cfg;
+    *st = clg_model_create(r->ctx, &cfg, &r->model);
+    if (*st != CLG_SUCCESS)
+        return run_fail_clg(r, "creating the model", *st);
+    *st = clg_model_add_group(r->model, "no_decay", 1.0f, 0.0f, no_decay);
+    return 0;
+}
+
+int run_init_params(run_state *r, run_param_init init, const void *arg, uint64_t *params)
+{
+    uint64_t n = clg_model_param_count(r->model);
+    *params = n;
+    float *host = malloc(n * sizeof *host);
+    if (!host)
+        return run_fail(r, "out of host memory (%" PRIu64 " parameters)", n);
+    init(arg, r->opt->seed, host);
+    clg_status st = clg_model_upload_params(r->model, CLG_ALL_TENSORS, host, (size_t)n, NULL);
+    free(host);
+    if (st != CLG_SUCCESS)
+        return run_fail_clg(r, "uploading the initial parameters", st);
+    return 0;
+}
+
+double run_samples_per_s(const run_state *r)
+{
+    return r->train_seconds > 0 ? (double)(r->samples - r->samples_at_start) / r->train_seconds : 0;
+}
+
+uint64_t run_epochs(const run_state *r)
+{
+    return (r->total_updates + r->batches_per_epoch - 1) / r->batches_per_epoch;
+}
+
+void run_next_epoch(run_state *r)
+{
+    if (r->next_batch >= r->batches_per_epoch) {
+        r->epoch++;
+        r->next_batch = 0;
+    }
+}
+
+train_position run_position(const run_state *r)
+{
+    train_position p = {r->opt->seed,  r->opt->batch, r->order.n,     r->epoch,
+                        r->next_batch, r->updates,    r->micro_steps, r->samples};
+    return p;
+}
+
+void run_build_config(run_state *r)
+{
+    size_t n = r->order.n;
+    uint32_t crc = runconfig_crc32(0, r->train->images, n * r->train->dim);
+    crc = runconfig_crc32(crc, r->train->labels, n);
+    runconfig_build(&r->config, r->opt, &r->cfg, r->b, n, crc);
+    runconfig_meta(&r->config);
+}
+
+int run_save(run_state *r, const char *const *keys, const char *const *values, size_t n)
+{
+    size_t total = (size_t)r->config.n + n;
+    const char **k = malloc((total ? total : 1) * sizeof *k);
+    const char **v = malloc((total ? total : 1) * sizeof *v);
+    if (!k || !v) {
+        free(k);
+        free(v);
+        return run_fail(r, "--checkpoint: out of host memory");
+    }
+    for (int i = 0; i < r->config.n; i++) {
+        k[i] = r->config.key_ptr[i];
+        v[i] = r->config.value_ptr[i];
+    }
+    for (size_t i = 0; i < n; i++) {
+        k[r->config.n + i] = keys[i];
+        v[r->config.n + i] = values[i];
+    }
+    train_position p = run_position(r);
+    clg_status st = position_save(r->model, r->opt->checkpoint, &p, k, v, total);
+    free(k);
+    free(v);
+    return st == CLG_SUCCESS ? 0 : run_fail_clg(r, "--checkpoint", st);
+}
+
+/* --resume's reading of the stored settings: the core's and the task's. */
+typedef struct resume_meta {
+    run_config saved;
+    const run_resume_task *task;
+} resume_meta;
+
+static void resume_on_meta(const char *key, const char *value, void *user)
+{
+    resume_meta *m = user;
+    runconfig_add_saved(&m->saved, key, value);
+    if (m->task && m->task->on_meta)
+        m->task->on_meta(key, value, m->task->user);
+}
+
+static void resume_reset(resume_meta *m)
+{
+    memset(&m->saved, 0, sizeof m->saved);
+    if (m->task && m->task->reset)
+        m->task->reset(m->task->user);
+}
+
+static int resume_compare(run_state *r, resume_meta *m, char *overridden, size_t olen)
+{
+    if (m->task && m->task->compare && m->task->compare(m->task->user) != 0)
+        return -1;
+    return runconfig_compare(&m->saved, &r->config, r->opt->overrides, r->opt->resume,
+                             overridden, olen, r->err, r->errlen);
+}
+
+int run_resume_load(run_state *r, const run_resume_task *task, char *overridden, size_t olen,
+                    train_position *p)
+{
+    resume_meta *m = calloc(1, sizeof *m);
+    if (!m)
+        return run_fail(r, "out of host memory");
+    m->task = task;
+    resume_reset(m);
+    char why[1024];
+    int rc = -1;
+    /* The saved settings first, from the file's header: a run that differs
+     * is refused before the model is touched (and before a load that would
+     * fail on, e.g., another optimizer's state or bank size). A header this
+     * cannot read is left to clg_checkpoint_load, which says what is wrong
+     * with it. */
+    if (runconfig_read_meta(r->opt->resume, resume_on_meta, m, why, sizeof why) == 0 &&
+        resume_compare(r, m, overridden, olen) != 0)
+        goto out;
+    resume_reset(m);
+    if (position_load(r->model, r->opt->resume, p, resume_on_meta, m, why, sizeof why) != 0) {
+        run_fail(r, "--resume: %s", why);
+        goto out;
+    }
+    rc = resume_compare(r, m, overridden, olen); /* what the library read is what counts */
+out:
+    free(m);
+    return rc;
+}
+
+void run_set_position(run_state *r, const train_position *p)
+{
+    r->epoch = p->epoch;
+    r->next_batch = p->next_batch;
+    r->updates = p->updates;
+    r->micro_steps = p->micro_steps;
+    r->samples = p->samples;
+}
+
+static int write_weights(run_state *r, const float *host, uint64_t n)
+{
+    const char *path = r->opt->dump_weights;
+    char why[1024];
+    atomic_file *f = malloc(sizeof *f);
+    if (!f)
+        return run_fail(r, "--dump-weights: %s: out of host memory", path);
+    if (atomic_file_open(f, path, why, sizeof why) != 0) {
+        free(f);
+        return run_fail(r, "--dump-weights: %s", why);
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &host[i], 4);
+        unsigned char b[4] = {(unsigned char)u, (unsigned char)(u >> 8), (unsigned char)(u >> 16),
+                              (unsigned char)(u >> 24)};
+        if (atomic_file_write(f, b, 4) != 0)
+            break; /* the commit says why */
+    }
+    int rc = atomic_file_commit(f, why, sizeof why);
+    free(f);
+    if (rc != 0)
+        return run_fail(r, "--dump-weights: %s", why);
+    return 0;
+}
+
+int run_dump_weights(run_state *r, const train_io *io, int write_file)
+{
+    uint64_t n = clg_model_param_count(r->model);
+    if (!r->opt->dump_weights && !(io && io->weights))
+        return 0;
+    float *host = malloc(n * sizeof *host);
+    if (!host)
+        return run_fail(r, "out of host memory");
+    clg_status st = clg_model_download_params(r->model, CLG_ALL_TENSORS, host, (size_t)n, NULL);
+    if (st != CLG_SUCCESS) {
+        free(host);
+        return run_fail_clg(r, "downloading the parameters", st);
+    }
+    int rc = 0;
+    if (io && io->weights)
+        memcpy(io->weights, host, (n < io->weights_cap ? n : io->weights_cap) * sizeof *host);
+    if (r->opt->dump_weights && write_file)
+        rc = write_weights(r, host, n);
+    free(host);
+    return rc;
+}
+
+int run_reserve_buffer(run_state *r, uint64_t bytes, const char *what, cl_mem *buf,
+                       uint64_t *reserved)
+{
+    clg_status st = clg_context_reserve(r->ctx, bytes);
+    if (st != CLG_SUCCESS)
+        return run_fail_clg(r, what, st);
+    *reserved = bytes;
+    cl_int e;
+    *buf = clCreateBuffer(clg_context_cl(r->ctx), CL_MEM_READ_WRITE, (size_t)bytes, NULL, &e);
+    if (e != CL_SUCCESS)
+        return run_fail_cl(r, what, e);
+    return 0;
+}
+
+void run_release_buffer(run_state *r, cl_mem *buf, uint64_t *reserved)
+{
+    if (*buf)
+        clReleaseMemObject(*buf);
+    if (*reserved)
+        clg_context_unreserve(r->ctx, *reserved);
+    *buf = NULL;
+    *reserved = 0;
+}
+
+void run_release(run_state *r)
+{
+    clg_grads_destroy(r->grads);
+    clg_model_destroy(r->model);
+    devdata_release(&r->dtrain);
+    devdata_release(&r->dtest);
+    order_free(&r->order);
+    dataset_free(&r->train_ds);
+    dataset_free(&r->test_ds);
+    if (r->ctx && !r->own_ctx)
+        clg_context_set_budget(r->ctx, r->old_budget);
+    if (r->own_ctx)
+        clg_context_destroy(r->ctx);
+}

@@ -1,0 +1,171 @@
+/* run.h - the part of a training run every task shares: the options, the
+ * failure message, the context and its budget, the data sets (host and
+ * device), clgrad's model, gradients and configuration, the run
+ * configuration checkpoints store, the data order and the position in it,
+ * the counters, progress, and the outputs written at the end. A task's
+ * run state (tasks/<task>/) holds a run_state as its member `run` and
+ * adds its model, buffers and kernels; run.c sets up and releases what is
+ * here, in the same order for every task. */
+#ifndef TRAIN_RUN_H
+#define TRAIN_RUN_H
+
+#include "clgrad.h"
+#include "dataset.h"
+#include "devdata.h"
+#include "options.h"
+#include "order.h"
+#include "position.h"
+#include "progress.h"
+#include "runconfig.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* What a caller (a test, the benchmark) may hand a run instead of what the
+ * options name. */
+typedef struct train_io {
+    clg_context *ctx;     /* NULL: create one from opt->device */
+    const dataset *train; /* NULL: load from opt->data_dir */
+    const dataset *test;  /* NULL: load from opt->data_dir */
+    float *weights;       /* non-NULL: receives the final parameters in */
+    size_t weights_cap;   /* model order (weights_cap floats at most) */
+} train_io;
+
+typedef struct run_state {
+    const train_options *opt;
+    char *err;
+    size_t errlen;
+
+    clg_context *ctx;
+    int own_ctx;
+    uint64_t old_budget;       /* a caller's context gets its budget back */
+    dataset train_ds, test_ds; /* loaded here (else the caller's) */
+    const dataset *train, *test;
+    devdata dtrain, dtest;
+
+    clg_config cfg;    /* the model's configuration */
+    run_config config; /* the settings stored in checkpoints (runconfig.h) */
+    clg_model *model;
+    clg_grads *grads;
+
+    batch_order order;
+    unsigned b, k;    /* micro-batch and micro-steps per update */
+    unsigned cycle_k; /* micro-steps of the current cycle (run_k_of_cycle) */
+    uint64_t total_updates, batches_per_epoch;
+
+    uint64_t updates, micro_steps, samples;
+    uint64_t epoch, next_batch; /* position of the next batch */
+    uint64_t samples_at_start;  /* samples of a resumed run before it */
+    uint64_t updates_at_start;
+    double train_seconds;
+    progress prog;
+} run_state;
+
+/* Message into r->err; return -1. */
+int run_fail(run_state *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* "what: clgrad's last error (status)" / "what: OpenCL status (code)". */
+int run_fail_clg(run_state *r, const char *what, clg_status st);
+int run_fail_cl(run_state *r, const char *what, cl_int e);
+
+/* The caller's data sets, else --data's "train" and "t10k" files. */
+int run_load_data(run_state *r, const train_io *io);
+
+/* The samples a run uses: all, or --train-limit/--test-limit's first. */
+void run_limits(const run_state *r, size_t *n_train, size_t *n_test);
+
+/* The caller's context, else one on --device; --vram's budget; the
+ * device's name into device (len bytes). */
+int run_open_context(run_state *r, const train_io *io, char *device, size_t len);
+
+/* The data order of n_train samples in batches of --batch, the updates
+ * the run takes (--steps, else --epochs' worth) and progress over them. */
+int run_plan_order(run_state *r, size_t n_train);
+
+/* --warmup, capped so that a decaying schedule has at least one update
+ * after it. */
+uint64_t run_warmup(const run_state *r);
+
+/* clg_config.k_schedule: the micro-steps of the current cycle (a partial
+ * last batch has fewer); user is the run_state. */
+unsigned run_k_of_cycle(uint64_t update_index, void *user);
+
+/* Whether the run is over after an update: --steps (or the epochs) done,
+ * or --stop-after updates of this run. */
+int run_done(const run_state *r);
+
+/* clgrad's model of the run: its configuration from the options
+ * (train_options_clg_config; its lr after --lr-scale into *lr) with the
+ * schedule over the run's updates and k micro-steps per update (fewer in
+ * a partial last batch), created on the context, with the parameter group
+ * "no_decay" (weight decay 0: biases) as *no_decay. Returns -1 with a
+ * message when the model cannot be created; else 0, with the group's
+ * status in *st for the task to report with the rest of its model. */
+int run_create_model(run_state *r, float *lr, int *no_decay, clg_status *st);
+
+/* The model's initial parameters: init(arg, --seed, host) fills all of
+ * them in model order (e.g. mlp_init_shape), then they are uploaded; their
+ * count into *params. */
+typedef void (*run_param_init)(const void *arg, uint64_t seed, float *host);
+int run_init_params(run_state *r, run_param_init init, const void *arg, uint64_t *params);
+
+/* Training samples of this run (not of a resumed one's past) per second
+ * of training. */
+double run_samples_per_s(const run_state *r);
+
+/* The epochs the run's updates span (the last may be partial). */
+uint64_t run_epochs(const run_state *r);
+
+/* At the end of an epoch's pass: the next epoch starts at batch 0. */
+void run_next_epoch(run_state *r);
+
+/* Where the run stands (position.h), for checkpoints. */
+train_position run_position(const run_state *r);
+
+/* The settings checkpoints store (runconfig.h) for the run as it trains:
+ * its options, clgrad configuration, micro-batch and training samples. */
+void run_build_config(run_state *r);
+
+/* --checkpoint: the model with the run's position, its stored settings and
+ * the task's own n keys and values. */
+int run_save(run_state *r, const char *const *keys, const char *const *values, size_t n);
+
+/* What a task adds to --resume: on_meta gets every metadata pair of the
+ * file (to collect its own keys; reset clears what it collected), and
+ * compare checks them against the run's before the core's settings are
+ * (0, or -1 with a message). Any may be NULL; user is passed back. */
+typedef struct run_resume_task {
+    void (*on_meta)(const char *key, const char *value, void *user);
+    void (*reset)(void *user);
+    int (*compare)(void *user);
+    void *user;
+} run_resume_task;
+
+/* --resume: the stored settings from the file's header compared first
+ * (the task's, then the core's: --override's accepted changes described in
+ * overridden), then the load (model, state and the position into *p) and
+ * the settings as loaded compared again. task may be NULL. Returns 0 or -1
+ * with a message. */
+int run_resume_load(run_state *r, const run_resume_task *task, char *overridden, size_t olen,
+                    train_position *p);
+
+/* The counters and the place in the data order of a loaded position. */
+void run_set_position(run_state *r, const train_position *p);
+
+/* The final parameters into io->weights and --dump-weights (little-endian
+ * fp32 in model order, written through atomic_file.h). write_file: 0 on a
+ * --dist rank other than 0. */
+int run_dump_weights(run_state *r, const train_io *io, int write_file);
+
+/* A buffer of the task's own (not clgrad's) charged to the context's
+ * budget: bytes reserved (into *reserved), then allocated; what names it
+ * in the message. run_release_buffer frees and unreserves (either may be
+ * unset). */
+int run_reserve_buffer(run_state *r, uint64_t bytes, const char *what, cl_mem *buf,
+                       uint64_t *reserved);
+void run_release_buffer(run_state *r, cl_mem *buf, uint64_t *reserved);
+
+/* Releases everything above (model, gradients, data, order, context or
+ * its budget); what a task added it releases first. */
+void run_release(run_state *r);
+
+#endif /* TRAIN_RUN_H */

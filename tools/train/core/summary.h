@@ -1,0 +1,41 @@
+/* summary.h - the --json line of a run: a task lists its fields in order
+ * (name and number or text), and json_print writes them as one object on
+ * one line of stdout, the last of the run's output. */
+#ifndef TRAIN_SUMMARY_H
+#define TRAIN_SUMMARY_H
+
+#include <stddef.h>
+
+typedef struct json_field {
+    const char *name;
+    const char *text; /* a string field, else NULL: number */
+    double number;
+    int omit; /* left out of the object (a value the run did not measure) */
+} json_field;
+
+#define JSON_NUM(n, v)                                                                             \
+    {                                                                                              \
+        (n), NULL, (double)(v), 0                                                                  \
+    }
+#define JSON_STR(n, s)                                                                             \
+    {                                                                                              \
+        (n), (s), 0, 0                                                                             \
+    }
+#define JSON_NUM_IF(c, n, v)                                                                       \
+    {                                                                                              \
+        (n), NULL, (double)(v), !(c)                                                               \
+    }
+
+/* The shape of a run's updates, from a result struct with these members
+ * (train_result, con_result), in the order both tasks print them. */
+#define JSON_RUN_SHAPE(r)                                                                          \
+    JSON_NUM("micro_steps", (r)->micro_steps), JSON_NUM("samples", (r)->samples),                  \
+        JSON_NUM("epochs", (r)->epochs), JSON_NUM("batch", (r)->batch),                            \
+        JSON_NUM("update_samples", (r)->update_samples),                                           \
+        JSON_NUM("micro_batch", (r)->micro_batch), JSON_NUM("accum_steps", (r)->accum_steps)
+
+/* Prints the n fields as one JSON object and a newline (cJSON's
+ * unformatted text). */
+void json_print(const json_field *f, size_t n);
+
+#endif /* TRAIN_SUMMARY_H */

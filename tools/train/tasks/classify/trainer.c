@@ -1,0 +1,186 @@
+/* trainer.c - train_run (see trainer.h): sets a run up (trainer_setup.c),
+ * runs it (trainer_loop.c: effective batches of B samples as k
+ * micro-batches of b through CLBlast and cl/mlp.cl, each handed to
+ * clg_step), and writes the requested outputs. */
+#include "trainer_internal.h"
+#include "metrics.h"
+#include "outpaths.h"
+#include "tuning_apply.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+
+int train_run(const train_options *opt, const train_io *io, train_result *res, char *err,
+              size_t errlen)
+{
+    return train_run_dist(opt, io, NULL, res, err, errlen);
+}
+
+int train_run_dist(const train_options *opt, const train_io *io, train_dist_hooks *dist,
+                   train_result *res, char *err, size_t errlen)
+{
+    double t_start = progress_now();
+    trainer tr = {0}, *t = &tr;
+    memset(res, 0, sizeof *res);
+    t->run.opt = opt;
+    t->res = res;
+    t->run.err = err;
+    t->run.errlen = errlen;
+    t->dist = dist;
+    if (dist)
+        dist->zero1 = opt->dist == TRAIN_DIST_ZERO1;
+    t->dist_pending = t->dist != NULL; /* train_run's failures reach the others at `out' */
+    t->run.b = opt->micro_batch ? opt->micro_batch : (opt->batch < 32 ? opt->batch : 32);
+    t->run.k = (opt->batch + t->run.b - 1) / t->run.b;
+    progress_init(&t->run.prog, opt->quiet, 1);
+    int rc = -1;
+
+    /* Before any work: outputs that cannot be written, or that would
+     * destroy an input or each other. */
+    if (outpaths_check(opt, !(io && io->train && io->test), err, errlen) != 0)
+        goto out;
+    if (run_load_data(&t->run, io) != 0)
+        goto out;
+    if (t->run.train->dim != t->run.test->dim) {
+        trainer_fail(t, "training images have %zu pixels but test images %zu",
+                     t->run.train->dim, t->run.test->dim);
+        goto out;
+    }
+    size_t n_train, n_test;
+    run_limits(&t->run, &n_train, &n_test);
+
+    if (run_open_context(&t->run, io, res->device, sizeof res->device) != 0 ||
+        run_plan_order(&t->run, n_train) != 0)
+        goto out;
+
+    t->shape.n_dims = 0;
+    t->shape.dims[t->shape.n_dims++] = (unsigned)t->run.train->dim;
+    for (int i = 0; i < opt->n_hidden; i++)
+        t->shape.dims[t->shape.n_dims++] = opt->hidden[i];
+    t->shape.dims[t->shape.n_dims++] = DATASET_CLASSES;
+    if (mlp_create(t->run.ctx, t->shape.dims, t->shape.n_dims, &t->net, err, errlen) != 0)
+        goto out;
+    if (trainer_build_model(t) != 0 || trainer_setup_gradients(t) != 0 ||
+        trainer_setup_weights(t) != 0 || trainer_setup_buffers(t) != 0)
+        goto out;
+    clg_status st = devdata_upload(t->run.ctx, t->run.train, n_train, &t->run.dtrain);
+    if (st == CLG_SUCCESS)
+        st = devdata_upload(t->run.ctx, t->run.test, n_test, &t->run.dtest);
+    if (st != CLG_SUCCESS) {
+        trainer_fail(t, "uploading the data set (%" PRIu64 " B): %s%s",
+             devdata_bytes(n_train, t->run.train->dim) + devdata_bytes(n_test, t->run.test->dim),
+             clg_status_string(st),
+             st == CLG_ERR_OVER_BUDGET ? "; raise --vram" : "");
+        goto out;
+    }
+    if (trainer_fit_activations(t) != 0)
+        goto out;
+    if (t->dist && trainer_dist_check(t) != 0)
+        goto out;
+    run_build_config(&t->run);
+    res->micro_batch = t->run.b;
+    res->accum_steps = t->run.k;
+    res->batch = opt->batch;
+    res->update_samples = n_train < opt->batch ? (unsigned)n_train : opt->batch;
+    trainer_print_plan(t);
+    char split[64];
+    train_split_text(split, sizeof split, res->update_samples, t->run.b);
+    if (!opt->quiet)
+        progress_log(&t->run.prog,
+                     "training %s: updates of %u samples (%s)%s, %" PRIu64
+                     " updates, %s lr %g (%s, warmup %" PRIu64 "), grad path %c, grads %s\n",
+                     res->device, res->update_samples, split,
+                     res->update_samples < opt->batch ? " (the whole training set)" : "",
+                     t->run.total_updates,
+                     train_optimizer_name(opt->optimizer), res->lr,
+                     train_schedule_name(opt->schedule),
+                     run_warmup(&t->run),
+                     "ABC"[opt->path], clg_dtype_name(opt->grad_dtype));
+
+    /* Before the first GEMM: CLBlast builds its GEMM program with the
+     * parameters it holds at its first call. */
+    tuning_status *ts = malloc(sizeof *ts);
+    if (!ts) {
+        trainer_fail(t, "out of host memory");
+        goto out;
+    }
+    tuning_setup(t->run.ctx, opt->tuning, ts);
+    if (ts->applied)
+        snprintf(res->clblast_tuning, sizeof res->clblast_tuning, "%s", ts->path);
+    if (ts->warning || !opt->quiet) /* a file that cannot be used is worth a line even then */
+        progress_log(&t->run.prog, "%s\n", ts->message);
+    free(ts);
+
+    if (opt->resume && trainer_resume(t) != 0)
+        goto out;
+    if (opt->metrics && (!t->dist || t->dist->rank == 0)) {
+        char why[1024];
+        t->metrics = malloc(sizeof *t->metrics);
+        if (!t->metrics || metrics_open(t->metrics, opt->metrics, why, sizeof why) != 0) {
+            if (t->metrics)
+                trainer_fail(t, "--metrics: %s", why);
+            else
+                trainer_fail(t, "--metrics: out of host memory");
+            free(t->metrics);
+            t->metrics = NULL;
+            goto out;
+        }
+    }
+    if (t->dist) {
+        /* Every rank set up (or the failed one's message on every rank),
+         * then the collective part: from here to the end every rank
+         * fails together. */
+        t->dist_pending = 0;
+        if (trainer_dist_agree(t, 0) != 0 ||
+            t->dist->start(t->dist, t->run.model, err, errlen) != 0 || trainer_dist_loop(t) != 0 ||
+            (opt->checkpoint && trainer_dist_save(t, 0) != 0))
+            goto out;
+        t->dist_pending = 1; /* rank 0's outputs: agreed at `out' */
+    } else {
+        if (trainer_loop(t) != 0)
+            goto out;
+        if (opt->checkpoint && trainer_save(t) != 0)
+            goto out;
+    }
+    if (t->metrics) {
+        char why[1024];
+        int bad = metrics_close(t->metrics, why, sizeof why);
+        free(t->metrics);
+        t->metrics = NULL;
+        if (bad) {
+            trainer_fail(t, "--metrics: %s", why);
+            goto out;
+        }
+    }
+    clg_stats stats = clg_stats_init();
+    if ((st = clg_model_stats(t->run.model, 1, &stats)) != CLG_SUCCESS) {
+        trainer_fail_clg(t, "clg_model_stats", st);
+        goto out;
+    }
+    if (run_dump_weights(&t->run, io, !t->dist || t->dist->rank == 0) != 0)
+        goto out;
+    res->updates = t->run.updates;
+    res->skipped_updates = stats.skipped_updates;
+    res->micro_steps = t->run.micro_steps;
+    res->samples = t->run.samples;
+    res->train_seconds = t->run.train_seconds;
+    res->samples_per_s = run_samples_per_s(&t->run);
+    res->peak_device_bytes = clg_context_peak_device_bytes(t->run.ctx);
+    res->data_bytes = t->run.dtrain.bytes + t->run.dtest.bytes;
+    res->activation_bytes = t->net->act_bytes;
+    rc = 0;
+out:
+    if (t->dist) {
+        if (t->dist_pending && trainer_dist_agree(t, rc) != 0)
+            rc = -1;
+        t->dist->stop(t->dist); /* collective: every rank gets here, together */
+    }
+    trainer_teardown(t);
+    res->total_seconds = progress_now() - t_start;
+    return rc;
+}

@@ -1,0 +1,92 @@
+/* trainer_internal.h - the state of one clgrad-train run, shared by the
+ * files of the trainer: trainer_setup.c (model, gradients, buffers,
+ * activations, memory plan, teardown), trainer_loop.c (micro-steps,
+ * updates, evaluation, metrics, checkpoints) and trainer.c (the run and
+ * its outputs). Not part of train_core's interface. */
+#ifndef TRAIN_TRAINER_INTERNAL_H
+#define TRAIN_TRAINER_INTERNAL_H
+
+#include "atomic_file.h"
+#include "devdata.h"
+#include "mlp.h"
+#include "run.h"
+#include "trainer.h"
+
+#include <stdio.h>
+
+typedef struct trainer {
+    run_state run;             /* what every task's run has (run.h) */
+    train_result *res;
+
+    mlp_shape shape;           /* the MLP's widths */
+    mlp *net;
+    cl_mem scratch;            /* fp32 gradients before fp16/bf16 stores */
+    uint64_t scratch_bytes;    /* reserved */
+    clg_view scratch_view[2 * MLP_MAX_LAYERS];
+    cl_mem weights;            /* bf16 master: the GEMMs' fp32 copy (trainer_weights.c) */
+    uint64_t weights_bytes;    /* reserved */
+    clg_view master_view[2 * MLP_MAX_LAYERS]; /* bf16 master: clgrad's params */
+    clg_view targets[2 * MLP_MAX_LAYERS];
+    clg_view grad_view[2 * MLP_MAX_LAYERS];
+    int n_tensors;
+    cl_mem sums, eval_sums, one;
+    clg_view scale;
+
+    cl_event ahead[2];         /* the ends of the last updates enqueued (trainer_loop.c) */
+    atomic_file *metrics;      /* --metrics while it is open (rank 0 only under --dist) */
+    train_dist_hooks *dist;    /* --dist (trainer_dist.c), else NULL */
+    int dist_pending;          /* --dist: in a phase whose failures the next agreement
+                                  (at the latest train_run's end) must still carry */
+} trainer;
+
+/* Message into t->run.err; return -1 (run.h). */
+#define trainer_fail(t, ...) run_fail(&(t)->run, __VA_ARGS__)
+#define trainer_fail_clg(t, what, st) run_fail_clg(&(t)->run, what, st)
+#define trainer_fail_cl(t, what, e) run_fail_cl(&(t)->run, what, e)
+
+/* trainer_setup.c */
+int trainer_build_model(trainer *t);
+int trainer_setup_gradients(trainer *t);
+int trainer_setup_buffers(trainer *t);
+/* An fp32 buffer as large as the model, charged to the budget (what names
+ * it in a failure), and one view of it per tensor in model order. */
+int trainer_split_buffer(trainer *t, const char *what, cl_mem *buf, uint64_t *bytes,
+                         clg_view *views);
+int trainer_fit_activations(trainer *t);
+void trainer_print_plan(trainer *t);
+void trainer_teardown(trainer *t);
+
+/* trainer_weights.c: with --master-dtype bf16, the fp32 copy the MLP reads
+ * (a no-op otherwise) */
+int trainer_setup_weights(trainer *t);
+int trainer_widen_weights(trainer *t);
+void trainer_release_weights(trainer *t);
+
+/* trainer_loop.c */
+int trainer_resume(trainer *t);
+int trainer_save(trainer *t);
+int trainer_loop(trainer *t);
+/* The parts of the loop trainer_dist.c shares: one micro-batch's forward,
+ * backward and gradient stores (rows samples from position off of the
+ * epoch's order), the evaluation, the queue bound, the sums, and a
+ * --metrics row with the update's mean loss. */
+int trainer_micro_compute(trainer *t, size_t off, cl_uint rows);
+int trainer_evaluate(trainer *t, double *loss, double *acc);
+int trainer_bound_queue(trainer *t);
+int trainer_zero_sums(trainer *t, cl_mem sums);
+int trainer_read_sums(trainer *t, cl_mem sums, float out[4]);
+int trainer_clear_update_loss(trainer *t);
+int trainer_metrics_row(trainer *t, double loss);
+
+/* trainer_dist.c: --dist ddp (t->dist set) */
+/* This rank's share of the batches is whole: refused with the numbers. */
+int trainer_dist_check(trainer *t);
+/* Collective: the run's status so far on every rank (0, or -1 with the
+ * failed rank's message in t->err). */
+int trainer_dist_agree(trainer *t, int rc);
+/* Collective: rank 0 writes the checkpoint after every rank agreed on
+ * rc; every rank learns whether the write succeeded. */
+int trainer_dist_save(trainer *t, int rc);
+int trainer_dist_loop(trainer *t);
+
+#endif /* TRAIN_TRAINER_INTERNAL_H */

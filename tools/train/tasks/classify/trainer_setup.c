@@ -1,0 +1,198 @@
+/* trainer_setup.c - building a clgrad-train run: data, model on clgrad,
+ * gradient targets per path, small buffers, activations that fit (with
+ * --auto-micro-batch halving), the memory plan, and the teardown. */
+#include "trainer_internal.h"
+#include "clbuf.h"
+#include "memplan.h"
+#include "metrics.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ setup */
+
+int trainer_build_model(trainer *t)
+{
+    int no_decay = 0;
+    clg_status st;
+    if (run_create_model(&t->run, &t->res->lr, &no_decay, &st) != 0)
+        return -1;
+    if (st == CLG_SUCCESS)
+        st = mlp_add_tensors(t->net, t->run.model, no_decay);
+    /* --dist zero1: this rank keeps the optimizer states of its shard */
+    if (st == CLG_SUCCESS && t->dist && t->dist->zero1)
+        st = clg_model_set_shard(t->run.model, (unsigned)t->dist->rank, (unsigned)t->dist->size);
+    if (st != CLG_SUCCESS)
+        return trainer_fail_clg(t, "defining the model", st);
+    st = clg_model_finalize(t->run.model);
+    if (st != CLG_SUCCESS)
+        return trainer_fail_clg(t, "allocating the model", st);
+    st = mlp_bind(t->net, t->run.model);
+    if (st != CLG_SUCCESS)
+        return trainer_fail_clg(t, "binding the model", st);
+    t->n_tensors = 2 * t->net->n_layers;
+
+    return run_init_params(&t->run, mlp_init_shape, &t->shape, &t->res->params);
+}
+
+/* Gradient targets of the backward: the accumulator (path B), clgrad's
+ * gradient buffers (A/C, fp32), or a fp32 scratch converted into them. */
+int trainer_setup_gradients(trainer *t)
+{
+    const train_options *o = t->run.opt;
+    clg_status st;
+    for (int i = 0; i < t->n_tensors; i++) {
+        st = clg_model_acc_view(t->run.model, i, &t->targets[i]);
+        if (st != CLG_SUCCESS)
+            return trainer_fail_clg(t, "accumulator view", st);
+    }
+    if (o->path == GRAD_PATH_B)
+        return 0;
+    st = clg_grads_create(t->run.model, o->grad_dtype, &t->run.grads);
+    if (st != CLG_SUCCESS)
+        return trainer_fail_clg(t, "creating the gradient buffers", st);
+    for (int i = 0; i < t->n_tensors; i++) {
+        st = clg_grads_view(t->run.grads, i, &t->grad_view[i]);
+        if (st != CLG_SUCCESS)
+            return trainer_fail_clg(t, "gradient buffer view", st);
+        t->targets[i] = t->grad_view[i];
+    }
+    if (o->grad_dtype == CLG_FP32)
+        return 0;
+    if (trainer_split_buffer(t, "fp32 gradient scratch", &t->scratch, &t->scratch_bytes,
+                             t->scratch_view) != 0)
+        return -1;
+    for (int i = 0; i < t->n_tensors; i++)
+        t->targets[i] = t->scratch_view[i];
+    return 0;
+}
+
+int trainer_split_buffer(trainer *t, const char *what, cl_mem *buf, uint64_t *bytes,
+                         clg_view *views)
+{
+    uint64_t n = clg_model_param_count(t->run.model);
+    if (run_reserve_buffer(&t->run, 4 * n, what, buf, bytes) != 0)
+        return -1;
+    size_t off = 0;
+    for (int i = 0; i < t->n_tensors; i++) {
+        size_t cnt = clg_model_tensor_size(t->run.model, i);
+        views[i] = (clg_view){*buf, off, cnt};
+        off += cnt;
+    }
+    return 0;
+}
+
+int trainer_setup_buffers(trainer *t)
+{
+    cl_context cl = clg_context_cl(t->run.ctx);
+    cl_int e1, e2, e3;
+    float zeros[4] = {0}, one = 1.0f;
+    t->sums = clCreateBuffer(cl, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof zeros, zeros, &e1);
+    t->eval_sums =
+        clCreateBuffer(cl, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof zeros, zeros, &e2);
+    t->one = clCreateBuffer(cl, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sizeof one, &one, &e3);
+    if (e1 != CL_SUCCESS || e2 != CL_SUCCESS || e3 != CL_SUCCESS)
+        return trainer_fail_cl(t, "small buffers", e1 != CL_SUCCESS ? e1 : e2 != CL_SUCCESS ? e2 : e3);
+    /* The loss-gradient kernel multiplies by clgrad's current loss scale,
+     * read on the device; without scaling a constant 1 does. */
+    if (t->run.opt->loss_scale == CLG_LOSS_SCALE_NONE ||
+        clg_model_loss_scale_view(t->run.model, &t->scale) != CLG_SUCCESS) {
+        if (t->run.opt->loss_scale != CLG_LOSS_SCALE_NONE)
+            return trainer_fail_clg(t, "loss scale view", CLG_ERR_UNSUPPORTED);
+        t->scale = (clg_view){t->one, 0, 1};
+    }
+    return 0;
+}
+
+static uint64_t available_bytes(trainer *t)
+{
+    uint64_t used = clg_context_device_bytes(t->run.ctx);
+    uint64_t cap = clg_context_budget(t->run.ctx);
+    if (!cap)
+        cap = clg_context_device_info(t->run.ctx)->global_mem_size;
+    return cap > used ? cap - used : 0;
+}
+
+/* Activations for micro-batch b; with --auto-micro-batch, halves b (and
+ * doubles k) until they fit, dropping whatever the current cycle holds so
+ * that the same effective batch restarts from its first sample. */
+int trainer_fit_activations(trainer *t)
+{
+    for (;;) {
+        uint64_t need = mlp_activation_bytes(t->shape.dims, t->shape.n_dims, t->run.b);
+        uint64_t avail = available_bytes(t);
+        clg_status st = mlp_alloc_activations(t->net, t->run.b);
+        if (st == CLG_SUCCESS)
+            return 0;
+        if (st != CLG_ERR_OVER_BUDGET && st != CLG_ERR_OUT_OF_DEVICE_MEMORY)
+            return trainer_fail_clg(t, "allocating activations", st);
+        char nb[32], ab[32];
+        memplan_bytes(nb, sizeof nb, need);
+        memplan_bytes(ab, sizeof ab, avail);
+        if (!t->run.opt->auto_micro_batch || t->run.b == 1)
+            return trainer_fail(t,
+                        "activations for micro-batch %u need %" PRIu64 " B (%s) but %" PRIu64
+                        " B (%s) are available (%s%s); use a smaller --micro-batch%s",
+                        t->run.b, need, nb, avail, ab,
+                        st == CLG_ERR_OVER_BUDGET ? "over the memory budget" : "device out of memory",
+                        t->run.opt->vram ? " set by --vram" : "",
+                        t->run.opt->auto_micro_batch ? "" : " or --auto-micro-batch");
+        unsigned nb2 = (t->run.b + 1) / 2;
+        unsigned k2 = (unsigned)((t->run.opt->batch + nb2 - 1) / nb2);
+        progress_log(&t->run.prog,
+                     "auto micro-batch: activations for micro-batch %u need %s, %s available "
+                     "(%s); retrying with micro-batch %u, k = %u (effective batch %u unchanged)\n",
+                     t->run.b, nb, ab, st == CLG_ERR_OVER_BUDGET ? "over budget" : "out of memory",
+                     nb2, k2, t->run.opt->batch);
+        t->run.b = nb2;
+        t->run.k = k2;
+        t->res->halvings++;
+        if (t->run.model)
+            clg_reset_cycle(t->run.model);
+    }
+}
+
+void trainer_print_plan(trainer *t)
+{
+    if (t->run.opt->quiet)
+        return;
+    memplan p = {0};
+    p.model = clg_memory_plan_init();
+    clg_model_memory(t->run.model, &p.model); /* includes the gradient buffers of paths A/C */
+    p.activations = mlp_activation_bytes(t->shape.dims, t->shape.n_dims, t->run.b);
+    p.micro_batch = t->run.b;
+    p.grad_scratch = t->scratch_bytes;
+    p.weights = t->weights_bytes;
+    p.state_dtype = t->run.opt->state_dtype;
+    p.master_dtype = t->run.opt->master_dtype;
+    clg_model_shard(t->run.model, &p.shard, &p.shards);
+    p.data = t->run.dtrain.bytes + t->run.dtest.bytes;
+    memplan_total(&p);
+    p.is_budget = clg_context_budget(t->run.ctx) != 0;
+    p.available = p.is_budget ? clg_context_budget(t->run.ctx)
+                              : clg_context_device_info(t->run.ctx)->global_mem_size;
+    progress_clear(&t->run.prog);
+    memplan_print(stderr, &p, clg_context_device_info(t->run.ctx)->name, t->res->params);
+}
+
+void trainer_teardown(trainer *t)
+{
+    if (t->metrics) { /* a failed run: the previous file stays */
+        atomic_file_abort(t->metrics);
+        free(t->metrics);
+        t->metrics = NULL;
+    }
+    for (size_t i = 0; i < sizeof t->ahead / sizeof *t->ahead; i++)
+        if (t->ahead[i])
+            clReleaseEvent(t->ahead[i]);
+    if (t->net)
+        mlp_free_activations(t->net);
+    run_release_buffer(&t->run, &t->scratch, &t->scratch_bytes);
+    trainer_release_weights(t);
+    cl_mem *small[] = {&t->sums, &t->eval_sums, &t->one};
+    clbuf_release_mems(small, 3);
+    mlp_destroy(t->net);
+    run_release(&t->run);
+}

@@ -1,0 +1,191 @@
+/* contrastive_setup.c - building a contrastive run: data, context and
+ * budget, data order, the encoder's model with its gradient targets, the
+ * representation cache (the whole batch for GradCache, one micro-batch for
+ * the others, with banks for ContAccum, attached to the model's
+ * checkpoints), activations for the two views of a micro-batch, the task's
+ * kernels, the memory plan, and the teardown. */
+#include "contrastive_internal.h"
+#include "clbuf.h"
+#include "memplan.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int load_data(con_trainer *t, const train_io *io)
+{
+    if (run_load_data(&t->run, io) != 0)
+        return -1;
+    if (t->run.train->dim != DATASET_ROWS * DATASET_COLS || t->run.test->dim != t->run.train->dim)
+        return con_fail(t, "the contrastive task's views need %dx%d images; the data has %zu "
+                        "and %zu pixels", DATASET_ROWS, DATASET_COLS, t->run.train->dim,
+                        t->run.test->dim);
+    return 0;
+}
+
+static int build_model(con_trainer *t)
+{
+    const train_options *o = t->run.opt;
+    int no_decay = 0;
+    clg_status st;
+    if (run_create_model(&t->run, &t->res->lr, &no_decay, &st) != 0)
+        return -1;
+    if (st == CLG_SUCCESS)
+        st = con_encoder_add_tensors(t->enc, t->run.model, no_decay);
+    if (st == CLG_SUCCESS)
+        st = clg_model_finalize(t->run.model);
+    if (st == CLG_SUCCESS)
+        st = con_encoder_bind(t->enc, t->run.model);
+    if (st != CLG_SUCCESS)
+        return con_fail_clg(t, "building the model", st);
+    if (run_init_params(&t->run, mlp_init_shape, &t->shape, &t->res->params) != 0)
+        return -1;
+
+    /* the backward's targets: the accumulator in place (path B) or clgrad's
+     * fp32 gradient buffers (A, C) */
+    int nt = 2 * t->enc->n_layers;
+    if (o->path != GRAD_PATH_B &&
+        (st = clg_grads_create(t->run.model, CLG_FP32, &t->run.grads)) != CLG_SUCCESS)
+        return con_fail_clg(t, "creating the gradient buffers", st);
+    for (int i = 0; i < nt; i++) {
+        st = t->run.grads ? clg_grads_view(t->run.grads, i, &t->targets[i])
+                      : clg_model_acc_view(t->run.model, i, &t->targets[i]);
+        if (st != CLG_SUCCESS)
+            return con_fail_clg(t, "gradient views", st);
+    }
+    return 0;
+}
+
+/* GradCache holds the whole batch; naive and ContAccum a micro-batch, the
+ * latter with banks that the model's checkpoints carry. */
+static int build_cache(con_trainer *t, size_t n_train)
+{
+    const con_options *c = t->c;
+    clg_contrastive_config cc = clg_contrastive_config_init();
+    size_t batch = t->run.opt->batch < n_train ? t->run.opt->batch : n_train;
+    cc.batch = c->method == CON_GRADCACHE ? batch : t->run.b;
+    cc.dim = c->embed_dim;
+    cc.temperature = c->temperature;
+    cc.symmetric = !c->one_way;
+    cc.bank_size = c->method == CON_CONTACCUM ? c->bank_size : 0;
+    clg_status st = clg_contrastive_create(t->run.ctx, &cc, &t->cache);
+    if (st != CLG_SUCCESS)
+        return con_fail_clg(t, "creating the representation cache", st);
+    if (cc.bank_size && (st = clg_contrastive_attach(t->cache, t->run.model, "contrastive")) !=
+                            CLG_SUCCESS)
+        return con_fail_clg(t, "attaching the banks to the checkpoints", st);
+    clg_contrastive_plan p = clg_contrastive_plan_init();
+    if ((st = clg_contrastive_memory(t->cache, &p)) != CLG_SUCCESS)
+        return con_fail_clg(t, "clg_contrastive_memory", st);
+    t->res->cache_bytes = p.total;
+    return 0;
+}
+
+static int build_kernels(con_trainer *t)
+{
+    char opt[64];
+    snprintf(opt, sizeof opt, "-DIMG_ROWS=%d -DIMG_COLS=%d", DATASET_ROWS, DATASET_COLS);
+    clg_status st = clg_context_program(t->run.ctx, "contrastive_train", opt, &t->program, NULL);
+    if (st != CLG_SUCCESS)
+        return con_fail_clg(t, "building cl/contrastive_train.cl", st);
+    cl_int e1, e2, e3, e4;
+    t->k_views = clCreateKernel(t->program, "con_views", &e1);
+    t->k_l2norm = clCreateKernel(t->program, "con_l2norm", &e2);
+    t->k_add_loss = clCreateKernel(t->program, "con_add_loss", &e3);
+    float zeros[4] = {0};
+    t->sums = clCreateBuffer(clg_context_cl(t->run.ctx), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
+                             sizeof zeros, zeros, &e4);
+    cl_int e = e1 != CL_SUCCESS ? e1 : e2 != CL_SUCCESS ? e2 : e3 != CL_SUCCESS ? e3 : e4;
+    return e == CL_SUCCESS ? 0 : con_fail_cl(t, "the contrastive task's kernels", e);
+}
+
+int con_setup(con_trainer *t, const train_io *io)
+{
+    const train_options *o = t->run.opt;
+    if (load_data(t, io) != 0 ||
+        run_open_context(&t->run, io, t->res->device, sizeof t->res->device) != 0)
+        return -1;
+    size_t n_train, n_test;
+    run_limits(&t->run, &n_train, &n_test);
+    t->run.b = o->micro_batch ? o->micro_batch : (o->batch < 32 ? o->batch : 32);
+    if (t->run.b > n_train)
+        t->run.b = (unsigned)n_train;
+    t->run.k = (unsigned)((o->batch + t->run.b - 1) / t->run.b);
+    if (run_plan_order(&t->run, n_train) != 0)
+        return -1;
+
+    t->shape.n_dims = 0;
+    t->shape.dims[t->shape.n_dims++] = (unsigned)t->run.train->dim;
+    for (int i = 0; i < o->n_hidden; i++)
+        t->shape.dims[t->shape.n_dims++] = o->hidden[i];
+    t->shape.dims[t->shape.n_dims++] = t->c->embed_dim;
+    if (con_encoder_create(t->run.ctx, t->shape.dims, t->shape.n_dims, &t->enc, t->run.err, t->run.errlen) != 0)
+        return -1;
+    if (build_model(t) != 0 || build_cache(t, n_train) != 0)
+        return -1;
+    clg_status st = devdata_upload(t->run.ctx, t->run.train, n_train, &t->run.dtrain);
+    if (st == CLG_SUCCESS)
+        st = devdata_upload(t->run.ctx, t->run.test, n_test, &t->run.dtest);
+    if (st != CLG_SUCCESS)
+        return con_fail(t, "uploading the data set (%" PRIu64 " B): %s%s",
+                        devdata_bytes(n_train, t->run.train->dim) +
+                            devdata_bytes(n_test, t->run.test->dim),
+                        clg_status_string(st), st == CLG_ERR_OVER_BUDGET ? "; raise --vram" : "");
+    /* the two views of a micro-batch, stacked */
+    st = con_encoder_alloc(t->enc, 2 * t->run.b);
+    if (st != CLG_SUCCESS)
+        return con_fail(t, "activations for 2 x %u rows need %" PRIu64 " B: %s%s", t->run.b,
+                        con_encoder_activation_bytes(t->shape.dims, t->shape.n_dims, 2 * t->run.b),
+                        clg_status_string(st),
+                        st == CLG_ERR_OVER_BUDGET ? "; use a smaller --micro-batch" : "");
+    if (build_kernels(t) != 0)
+        return -1;
+    con_result *r = t->res;
+    r->micro_batch = t->run.b;
+    r->accum_steps = t->run.k;
+    r->batch = o->batch;
+    r->update_samples = n_train < o->batch ? (unsigned)n_train : o->batch;
+    r->activation_bytes = t->enc->act_bytes;
+    r->data_bytes = t->run.dtrain.bytes + t->run.dtest.bytes;
+    clg_memory_plan mp = clg_memory_plan_init();
+    if (clg_model_memory(t->run.model, &mp) == CLG_SUCCESS)
+        r->model_bytes = mp.total;
+    con_build_settings(t);
+    return 0;
+}
+
+void con_print_plan(con_trainer *t)
+{
+    if (t->run.opt->quiet)
+        return;
+    const con_result *r = t->res;
+    uint64_t total = r->model_bytes + r->cache_bytes + r->activation_bytes + r->data_bytes;
+    uint64_t cap = clg_context_budget(t->run.ctx);
+    char a[32], b[32], c[32], d[32], e[32], f[32];
+    memplan_bytes(a, sizeof a, r->model_bytes);
+    memplan_bytes(b, sizeof b, r->cache_bytes);
+    memplan_bytes(c, sizeof c, r->activation_bytes);
+    memplan_bytes(d, sizeof d, r->data_bytes);
+    memplan_bytes(e, sizeof e, total);
+    memplan_bytes(f, sizeof f, cap ? cap : clg_context_device_info(t->run.ctx)->global_mem_size);
+    progress_clear(&t->run.prog);
+    progress_log(&t->run.prog,
+                 "memory plan on %s: model %s (%" PRIu64 " parameters), representation cache "
+                 "%s (%s rows of %u), activations %s (2 x %u rows), data %s; total %s of %s%s\n",
+                 r->device, a, r->params, b,
+                 t->c->method == CON_GRADCACHE ? "batch" : "micro-batch", t->c->embed_dim, c,
+                 t->run.b, d, e, f, cap ? " (--vram)" : "");
+}
+
+void con_teardown(con_trainer *t)
+{
+    cl_kernel *kernels[] = {&t->k_views, &t->k_l2norm, &t->k_add_loss};
+    cl_mem *sums[] = {&t->sums};
+    clbuf_release_kernels(kernels, 3);
+    clbuf_release_mems(sums, 1);
+    clg_contrastive_destroy(t->cache);
+    con_encoder_destroy(t->enc);
+    run_release(&t->run);
+}

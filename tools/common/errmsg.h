@@ -1,9 +1,7 @@
-/* errmsg.h - error messages of the tools' code that does not print: a
- * function that can fail takes a caller's buffer (err, errlen) and writes
- * one line saying what was wrong into it. Used by tools/tune; meant for
- * tools/train too, whose errbuf.c has the same function as set_err (void):
- * this one has its own name, so that a program linking both libraries
- * never gets one in place of the other. */
+/* errmsg.h - error messages of the tools' code that does not print
+ * (tools/train, tools/tune, bench): a function that can fail takes a
+ * caller's buffer (err, errlen) and writes one line saying what was wrong
+ * into it. */
 #ifndef CLGRAD_TOOLS_ERRMSG_H
 #define CLGRAD_TOOLS_ERRMSG_H
 

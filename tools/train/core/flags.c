@@ -1,7 +1,7 @@
 /* flags.c - parsing, usage and stored values generated from flag tables
  * (see flags.h). */
 #include "flags.h"
-#include "errbuf.h"
+#include "errmsg.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -56,7 +56,7 @@ int flags_parse_u64(const char *flag, const char *s, uint64_t lo, uint64_t hi, u
     *out = v;
     return 0;
 bad:
-    set_err(err, errlen, "%s: expected an integer in [%llu, %llu], got '%s'", flag,
+    errmsg_set(err, errlen, "%s: expected an integer in [%llu, %llu], got '%s'", flag,
             (unsigned long long)lo, (unsigned long long)hi, s ? s : "");
     return -1;
 }
@@ -99,7 +99,7 @@ int train_parse_float(const char *flag, const char *s, float lo, float hi, int o
     *out = f;
     return 0;
 bad:
-    set_err(err, errlen, "%s: expected a number in %s%g, %g], got '%s'%s%s", flag,
+    errmsg_set(err, errlen, "%s: expected a number in %s%g, %g], got '%s'%s%s", flag,
             open_lo ? "(" : "[", lo, hi, s ? s : "", why ? ": " : "", why ? why : "");
     return -1;
 }
@@ -113,7 +113,7 @@ static int parse_num(const char *flag, const char *s, double lo, double hi, int 
     double v = s && *s && !isspace((unsigned char)*s) ? strtod(s, &end) : 0;
     if (!s || !*s || isspace((unsigned char)*s) || errno || *end || !(v >= lo && v <= hi) ||
         (integer && (v != (double)(uint64_t)v || strpbrk(s, ".eExX"))) || *s == '-' || *s == '+') {
-        set_err(err, errlen, "%s: expected %s in [%g, %g], got '%s'", flag,
+        errmsg_set(err, errlen, "%s: expected %s in [%g, %g], got '%s'", flag,
                 integer ? "an integer" : "a number", lo, hi, s ? s : "");
         return -1;
     }
@@ -146,9 +146,9 @@ static int parse_choice(const flag_def *f, const char *val, void *opts, char *er
         }
     }
     if (f->expect)
-        set_err(err, errlen, "%s: expected %s, got '%s'", f->name, f->expect, val);
+        errmsg_set(err, errlen, "%s: expected %s, got '%s'", f->name, f->expect, val);
     else
-        set_err(err, errlen, "%s: expected one of %s, got '%s'", f->name, f->choices, val);
+        errmsg_set(err, errlen, "%s: expected one of %s, got '%s'", f->name, f->choices, val);
     return -1;
 }
 
@@ -168,7 +168,7 @@ int flags_parse_value(const flag_def *f, const char *val, void *opts, char *err,
     switch (f->kind) {
     case FLAG_TEXT:
         if (!*val && f->expect) {
-            set_err(err, errlen, "%s: expected %s, got ''", f->name, f->expect);
+            errmsg_set(err, errlen, "%s: expected %s, got ''", f->name, f->expect);
             return -1;
         }
         memcpy(field(f, opts), &val, sizeof val);
@@ -230,7 +230,7 @@ int flags_parse(int argc, char **argv, const flag_table *tables, int n_tables, v
         char flag[64];
         const char *val = NULL;
         if (strncmp(arg, "--", 2) != 0) {
-            set_err(err, errlen, "unexpected argument '%s' (flags start with --; see --help)", arg);
+            errmsg_set(err, errlen, "unexpected argument '%s' (flags start with --; see --help)", arg);
             return -1;
         }
         const char *eq = strchr(arg, '=');
@@ -243,7 +243,7 @@ int flags_parse(int argc, char **argv, const flag_table *tables, int n_tables, v
         for (; t < n_tables && !f; t++)
             f = flags_find(&tables[t], flag);
         if (!f) {
-            set_err(err, errlen, "unknown flag '%s' (see --help)", flag);
+            errmsg_set(err, errlen, "unknown flag '%s' (see --help)", flag);
             return -1;
         }
         t--;
@@ -251,14 +251,14 @@ int flags_parse(int argc, char **argv, const flag_table *tables, int n_tables, v
             return 1;
         if (f->kind == FLAG_SWITCH) {
             if (val) {
-                set_err(err, errlen, "%s: takes no value, got '%s'", flag, val);
+                errmsg_set(err, errlen, "%s: takes no value, got '%s'", flag, val);
                 return -1;
             }
             *(int *)field(f, opts[t]) = 1;
         } else {
             if (!val) {
                 if (i + 1 >= argc) {
-                    set_err(err, errlen, "%s: missing value", flag);
+                    errmsg_set(err, errlen, "%s: missing value", flag);
                     return -1;
                 }
                 val = argv[++i];

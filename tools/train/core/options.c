@@ -1,6 +1,6 @@
 /* options.c - command-line parsing and validation (see options.h). */
 #include "options.h"
-#include "errbuf.h"
+#include "errmsg.h"
 #include "dataset.h"
 #include "runconfig.h"
 
@@ -97,7 +97,7 @@ int train_options_clg_config(const train_options *o, clg_config *cfg, char *err,
         float scaled;
         clg_status st = clg_lr_scale(o->lr_scale, lr, o->base_batch, o->batch, &scaled);
         if (st != CLG_SUCCESS) {
-            set_err(err, errlen, "--lr-scale: %s", clg_last_error(NULL));
+            errmsg_set(err, errlen, "--lr-scale: %s", clg_last_error(NULL));
             return -1;
         }
         lr = scaled;
@@ -147,14 +147,14 @@ int train_options_check(train_options *o, char *err, size_t errlen)
      * default silently; refuse that (and a bit without a usable value). */
     if (!(o->given & TRAIN_GIVEN_LR) != !!isnan(o->lr) ||
         ((o->given & TRAIN_GIVEN_LR) && !(o->lr > 0.0f && o->lr <= 10.0f))) {
-        set_err(err, errlen, "--lr: %g %s TRAIN_GIVEN_LR", o->lr,
+        errmsg_set(err, errlen, "--lr: %g %s TRAIN_GIVEN_LR", o->lr,
                 (o->given & TRAIN_GIVEN_LR) ? "is not in (0, 10] but marked" : "set without");
         return -1;
     }
     if (!(o->given & TRAIN_GIVEN_WEIGHT_DECAY) != !!isnan(o->weight_decay) ||
         ((o->given & TRAIN_GIVEN_WEIGHT_DECAY) &&
          !(o->weight_decay >= 0.0f && o->weight_decay <= 1.0f))) {
-        set_err(err, errlen, "--weight-decay: %g %s TRAIN_GIVEN_WEIGHT_DECAY", o->weight_decay,
+        errmsg_set(err, errlen, "--weight-decay: %g %s TRAIN_GIVEN_WEIGHT_DECAY", o->weight_decay,
                 (o->given & TRAIN_GIVEN_WEIGHT_DECAY) ? "is not in [0, 1] but marked"
                                                       : "set without");
         return -1;
@@ -162,17 +162,17 @@ int train_options_check(train_options *o, char *err, size_t errlen)
     if (o->micro_batch == 0 && !(o->given & TRAIN_GIVEN_MICRO_BATCH))
         o->micro_batch = o->batch < 32 ? o->batch : 32;
     if (o->micro_batch == 0) {
-        set_err(err, errlen, "--micro-batch: expected an integer in [1, %u], got 0", o->batch);
+        errmsg_set(err, errlen, "--micro-batch: expected an integer in [1, %u], got 0", o->batch);
         return -1;
     }
     if (o->micro_batch > o->batch) {
-        set_err(err, errlen, "--micro-batch: expected an integer in [1, %u] (the --batch), got %u",
+        errmsg_set(err, errlen, "--micro-batch: expected an integer in [1, %u] (the --batch), got %u",
                 o->batch, o->micro_batch);
         return -1;
     }
     if (o->grad_dtype != CLG_FP32 && o->path == GRAD_PATH_B) {
         if (o->path_given) {
-            set_err(err, errlen,
+            errmsg_set(err, errlen,
                     "--grad-path: B writes gradients in place into the fp32 accumulator; "
                     "--grad-dtype %s needs A or C", clg_dtype_name(o->grad_dtype));
             return -1;
@@ -180,23 +180,23 @@ int train_options_check(train_options *o, char *err, size_t errlen)
         o->path = GRAD_PATH_C;
     }
     if (o->state_rounding == CLG_ROUND_STOCHASTIC && o->state_dtype == CLG_FP32) {
-        set_err(err, errlen, "--state-rounding stochastic: needs --state-dtype bf16, q8 or q4 "
+        errmsg_set(err, errlen, "--state-rounding stochastic: needs --state-dtype bf16, q8 or q4 "
                 "(fp32 states are not rounded)");
         return -1;
     }
     if (o->save_every && !o->checkpoint) {
-        set_err(err, errlen, "--save-every: needs --checkpoint PATH");
+        errmsg_set(err, errlen, "--save-every: needs --checkpoint PATH");
         return -1;
     }
     if (o->overrides[0] && !o->resume) {
-        set_err(err, errlen, "--override: needs --resume PATH (it accepts settings that differ "
+        errmsg_set(err, errlen, "--override: needs --resume PATH (it accepts settings that differ "
                 "from the checkpoint's)");
         return -1;
     }
     /* Each rank would halve on its own memory: ranks could end up with
      * different micro-batches, and so different shares of a batch. */
     if (o->dist && o->auto_micro_batch) {
-        set_err(err, errlen, "--auto-micro-batch: not with --dist (every rank must use the same "
+        errmsg_set(err, errlen, "--auto-micro-batch: not with --dist (every rank must use the same "
                 "--micro-batch; give one that fits)");
         return -1;
     }

@@ -5,7 +5,7 @@
 #include "options.h"
 #include "options_values.h"
 #include "dataset.h"
-#include "errbuf.h"
+#include "errmsg.h"
 #include "task.h"
 
 #include <ctype.h>
@@ -35,7 +35,7 @@ static int parse_task(const char *flag, const char *val, void *opts, char *err, 
         snprintf(names + used, sizeof names - used, "%s%s",
                  i == 0 ? "" : i + 1 < train_n_tasks ? ", " : " or ", train_tasks[i]->name);
     }
-    set_err(err, errlen, "%s: expected %s, got '%s'", flag, names, val);
+    errmsg_set(err, errlen, "%s: expected %s, got '%s'", flag, names, val);
     return -1;
 }
 
@@ -247,14 +247,14 @@ static int parse_overrides(const char *flag, const char *list, void *opts, char 
     train_options *o = opts;
     const char *p = list;
     if (!*p) {
-        set_err(err, errlen, "--override: expected NAME[,NAME...], got ''");
+        errmsg_set(err, errlen, "--override: expected NAME[,NAME...], got ''");
         return -1;
     }
     while (*p) {
         size_t n = strcspn(p, ",");
         char name[64];
         if (n == 0 || n >= sizeof name) {
-            set_err(err, errlen, "--override: expected NAME[,NAME...], got '%s'", list);
+            errmsg_set(err, errlen, "--override: expected NAME[,NAME...], got '%s'", list);
             return -1;
         }
         memcpy(name, p, n);
@@ -264,15 +264,15 @@ static int parse_overrides(const char *flag, const char *list, void *opts, char 
         const char *why = NULL;
         if (!train_setting_overridable(name, &why)) {
             if (why)
-                set_err(err, errlen, "--override: %s cannot be overridden: %s", name, why);
+                errmsg_set(err, errlen, "--override: %s cannot be overridden: %s", name, why);
             else
-                set_err(err, errlen, "--override: unknown setting '%s' (one of: %s)", name,
+                errmsg_set(err, errlen, "--override: unknown setting '%s' (one of: %s)", name,
                         train_setting_names());
             return -1;
         }
         size_t used = strlen(o->overrides);
         if (used + strlen(name) + 2 > sizeof o->overrides) {
-            set_err(err, errlen, "--override: list too long");
+            errmsg_set(err, errlen, "--override: list too long");
             return -1;
         }
         if (used)
@@ -282,7 +282,7 @@ static int parse_overrides(const char *flag, const char *list, void *opts, char 
         if (*p == ',') {
             p++;
             if (!*p) {
-                set_err(err, errlen, "--override: expected NAME[,NAME...], got '%s'", list);
+                errmsg_set(err, errlen, "--override: expected NAME[,NAME...], got '%s'", list);
                 return -1;
             }
         }

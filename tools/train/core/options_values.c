@@ -3,7 +3,7 @@
  * stored settings that are more than the field as given (options_table.c
  * names them in its rows). */
 #include "options_values.h"
-#include "errbuf.h"
+#include "errmsg.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -58,7 +58,7 @@ int opt_parse_bytes(const char *flag, const char *s, void *opts, char *err, size
     *out = (uint64_t)bytes;
     return 0;
 bad:
-    set_err(err, errlen, "%s: expected a byte count of at least 1M, e.g. 512M or 8G, got '%s'",
+    errmsg_set(err, errlen, "%s: expected a byte count of at least 1M, e.g. 512M or 8G, got '%s'",
             flag, s ? s : "");
     return -1;
 }
@@ -73,7 +73,7 @@ int opt_parse_hidden(const char *flag, const char *s, void *opts, char *err, siz
         goto bad;
     while (*p) {
         if (n == TRAIN_MAX_HIDDEN) {
-            set_err(err, errlen, "--hidden: at most %d layers, got '%s'", TRAIN_MAX_HIDDEN, s);
+            errmsg_set(err, errlen, "--hidden: at most %d layers, got '%s'", TRAIN_MAX_HIDDEN, s);
             return -1;
         }
         if (!isdigit((unsigned char)*p))
@@ -91,7 +91,7 @@ int opt_parse_hidden(const char *flag, const char *s, void *opts, char *err, siz
     o->n_hidden = n;
     return 0;
 bad:
-    set_err(err, errlen, "--hidden: expected 1 to %d comma-separated widths in [1, %u], got '%s'",
+    errmsg_set(err, errlen, "--hidden: expected 1 to %d comma-separated widths in [1, %u], got '%s'",
             TRAIN_MAX_HIDDEN, TRAIN_MAX_WIDTH, s ? s : "");
     return -1;
 }
@@ -107,7 +107,7 @@ int opt_parse_loss_scale(const char *flag, const char *val, void *opts, char *er
         o->loss_scale = CLG_LOSS_SCALE_STATIC;
         if (train_parse_float(flag, val, 1.0f, 16777216.0f, 0, &o->loss_scale_value, err, errlen) !=
             0) {
-            set_err(err, errlen,
+            errmsg_set(err, errlen,
                     "--loss-scale: expected none, dynamic, or a number in [1, 16777216], "
                     "got '%s'",
                     val);
@@ -219,6 +219,6 @@ int opt_parse_grad_path(const char *flag, const char *val, void *opts, char *err
             return 0;
         }
     }
-    set_err(err, errlen, "%s: expected one of A|B|C, got '%s'", flag, val);
+    errmsg_set(err, errlen, "%s: expected one of A|B|C, got '%s'", flag, val);
     return -1;
 }

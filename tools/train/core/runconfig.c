@@ -1,7 +1,7 @@
 /* runconfig.c - a run's training settings in its checkpoints, compared on
  * resume (see runconfig.h). */
 #include "runconfig.h"
-#include "errbuf.h"
+#include "errmsg.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -85,37 +85,37 @@ int runconfig_read_meta(const char *path, clg_meta_fn fn, void *user, char *err,
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
-        set_err(err, errlen, "%s: %s", path, strerror(errno));
+        errmsg_set(err, errlen, "%s: %s", path, strerror(errno));
         return -1;
     }
     unsigned char len8[8];
     char *text = NULL;
     int rc = -1;
     if (fread(len8, 1, 8, f) != 8) {
-        set_err(err, errlen, "%s: shorter than a checkpoint header", path);
+        errmsg_set(err, errlen, "%s: shorter than a checkpoint header", path);
         goto out;
     }
     uint64_t hlen = 0;
     for (int i = 7; i >= 0; i--)
         hlen = hlen << 8 | len8[i];
     if (hlen < 2 || hlen > (64u << 20)) {
-        set_err(err, errlen, "%s: implausible header length %" PRIu64, path, hlen);
+        errmsg_set(err, errlen, "%s: implausible header length %" PRIu64, path, hlen);
         goto out;
     }
     text = malloc((size_t)hlen + 1);
     if (!text) {
-        set_err(err, errlen, "%s: out of host memory", path);
+        errmsg_set(err, errlen, "%s: out of host memory", path);
         goto out;
     }
     if (fread(text, 1, (size_t)hlen, f) != hlen) {
-        set_err(err, errlen, "%s: truncated header", path);
+        errmsg_set(err, errlen, "%s: truncated header", path);
         goto out;
     }
     text[hlen] = 0;
     cJSON *root = cJSON_Parse(text);
     const cJSON *meta = root ? cJSON_GetObjectItemCaseSensitive(root, "__metadata__") : NULL;
     if (!cJSON_IsObject(meta)) {
-        set_err(err, errlen, "%s: the header has no metadata", path);
+        errmsg_set(err, errlen, "%s: the header has no metadata", path);
         cJSON_Delete(root);
         goto out;
     }
@@ -204,14 +204,14 @@ int runconfig_compare(const run_config *saved, const run_config *now, const char
     if (!n_bad)
         return 0;
     if (n_locked == n_bad)
-        set_err(err, errlen, "--resume: %s was saved with other settings: %s; resume with the "
+        errmsg_set(err, errlen, "--resume: %s was saved with other settings: %s; resume with the "
                 "saved values (%s)", path, bad, locked_text);
     else if (n_locked)
-        set_err(err, errlen, "--resume: %s was saved with other settings: %s; resume with the "
+        errmsg_set(err, errlen, "--resume: %s was saved with other settings: %s; resume with the "
                 "saved values (%s; the others can be accepted with --override %s)", path, bad,
                 locked_text, names);
     else
-        set_err(err, errlen, "--resume: %s was saved with other settings: %s; resume with the "
+        errmsg_set(err, errlen, "--resume: %s was saved with other settings: %s; resume with the "
                 "saved values, or accept the new ones with --override %s", path, bad, names);
     return -1;
 }

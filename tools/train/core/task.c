@@ -1,7 +1,7 @@
 /* task.c - --task and the command line of a run with its task's flags
  * (see task.h). */
 #include "task.h"
-#include "errbuf.h"
+#include "errmsg.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -28,7 +28,7 @@ int train_cli_parse(int argc, char **argv, train_options *o, void *const *task_o
         rc = train_options_check(o, err, errlen);
     for (int k = 1; rc == 0 && k < n; k++) {
         if (seen[k] && owner[k] != o->task) { /* else silently ignored */
-            set_err(err, errlen, "%s", train_tasks[owner[k]]->wrong_task);
+            errmsg_set(err, errlen, "%s", train_tasks[owner[k]]->wrong_task);
             rc = -1;
         }
     }

@@ -1,7 +1,7 @@
 /* atomic_file.c - all-or-nothing output files (see atomic_file.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "atomic_file.h"
-#include "errbuf.h"
+#include "errmsg.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -40,7 +40,7 @@ int atomic_file_open(atomic_file *a, const char *path, char *err, size_t errlen)
     a->tmp = malloc(tlen);
     if (!a->path || !a->tmp) {
         release(a);
-        set_err(err, errlen, "%s: out of host memory", path);
+        errmsg_set(err, errlen, "%s: out of host memory", path);
         return -1;
     }
     for (int tries = 0;; tries++) {
@@ -50,7 +50,7 @@ int atomic_file_open(atomic_file *a, const char *path, char *err, size_t errlen)
             return 0;
         int e = errno;
         if (e != EEXIST || tries == 100) {
-            set_err(err, errlen, "%s: cannot create the temporary file %s: %s", path, a->tmp,
+            errmsg_set(err, errlen, "%s: cannot create the temporary file %s: %s", path, a->tmp,
                     strerror(e));
             release(a);
             return -1;
@@ -130,7 +130,7 @@ static void dir_of(const char *path, char *dir, size_t len)
 int atomic_file_commit(atomic_file *a, char *err, size_t errlen)
 {
     if (!a->tmp) {
-        set_err(err, errlen, "no file open");
+        errmsg_set(err, errlen, "no file open");
         return -1;
     }
     drain(a);
@@ -148,7 +148,7 @@ int atomic_file_commit(atomic_file *a, char *err, size_t errlen)
         a->failed_call = "rename";
     }
     if (a->error) {
-        set_err(err, errlen, "%s: %s failed: %s (the previous file, if any, is unchanged)",
+        errmsg_set(err, errlen, "%s: %s failed: %s (the previous file, if any, is unchanged)",
                 a->path, a->failed_call, strerror(a->error));
         unlink(a->tmp);
         release(a);
@@ -164,7 +164,7 @@ int atomic_file_commit(atomic_file *a, char *err, size_t errlen)
         /* Some file systems refuse fsync on directories; the file itself is
          * in place either way. */
         if (e != EINVAL && e != EROFS && e != ENOTSUP) {
-            set_err(err, errlen, "%s: fsync of the directory %s failed: %s", a->path, dir,
+            errmsg_set(err, errlen, "%s: fsync of the directory %s failed: %s", a->path, dir,
                     strerror(e));
             rc = -1;
         }

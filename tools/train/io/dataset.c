@@ -1,6 +1,6 @@
 /* dataset.c - loading and validation of image/label pairs (see dataset.h). */
 #include "dataset.h"
-#include "errbuf.h"
+#include "errmsg.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -11,7 +11,7 @@ static int check_labels(const uint8_t *labels, size_t count, const char *name, c
 {
     for (size_t i = 0; i < count; i++) {
         if (labels[i] >= DATASET_CLASSES) {
-            set_err(err, errlen, "%s: label %u of item %zu is out of range (expected 0..%d)", name,
+            errmsg_set(err, errlen, "%s: label %u of item %zu is out of range (expected 0..%d)", name,
                     labels[i], i, DATASET_CLASSES - 1);
             return -1;
         }
@@ -25,28 +25,28 @@ int dataset_from_idx(idx_file *images, idx_file *labels, const char *image_name,
 {
     memset(out, 0, sizeof *out);
     if (images->ndims != 3) {
-        set_err(err, errlen, "%s: expected images (3 dimensions: count, rows, columns), got %d "
+        errmsg_set(err, errlen, "%s: expected images (3 dimensions: count, rows, columns), got %d "
                 "dimension(s)", image_name, images->ndims);
         return -1;
     }
     if (images->dims[1] != rows || images->dims[2] != cols) {
-        set_err(err, errlen, "%s: expected images of %zu x %zu pixels (the model's input), the "
+        errmsg_set(err, errlen, "%s: expected images of %zu x %zu pixels (the model's input), the "
                 "header declares %u x %u", image_name, rows, cols, images->dims[1],
                 images->dims[2]);
         return -1;
     }
     if (labels->ndims != 1) {
-        set_err(err, errlen, "%s: expected labels (1 dimension), got %d dimensions", label_name,
+        errmsg_set(err, errlen, "%s: expected labels (1 dimension), got %d dimensions", label_name,
                 labels->ndims);
         return -1;
     }
     if (images->count != labels->count) {
-        set_err(err, errlen, "label/image count mismatch: %s holds %zu images, %s holds %zu labels",
+        errmsg_set(err, errlen, "label/image count mismatch: %s holds %zu images, %s holds %zu labels",
                 image_name, images->count, label_name, labels->count);
         return -1;
     }
     if (images->count == 0) {
-        set_err(err, errlen, "%s: no samples", image_name);
+        errmsg_set(err, errlen, "%s: no samples", image_name);
         return -1;
     }
     if (check_labels(labels->data, labels->count, label_name, err, errlen) != 0)
@@ -118,7 +118,7 @@ int dataset_wrap(const uint8_t *images, const uint8_t *labels, size_t count, siz
 {
     memset(out, 0, sizeof *out);
     if (!images || !labels || count == 0 || dim == 0) {
-        set_err(err, errlen, "empty data set");
+        errmsg_set(err, errlen, "empty data set");
         return -1;
     }
     if (check_labels(labels, count, "labels", err, errlen) != 0)

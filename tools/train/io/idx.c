@@ -1,6 +1,6 @@
 /* idx.c - IDX parser and gzip loader (see idx.h). */
 #include "idx.h"
-#include "errbuf.h"
+#include "errmsg.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -17,35 +17,35 @@ static uint32_t be32(const uint8_t *p)
 int idx_parse(const uint8_t *data, size_t n, idx_file *out, char *err, size_t errlen)
 {
     if (!out) {
-        set_err(err, errlen, "no output");
+        errmsg_set(err, errlen, "no output");
         return -1;
     }
     memset(out, 0, sizeof *out);
     if (!data && n > 0) {
-        set_err(err, errlen, "no data");
+        errmsg_set(err, errlen, "no data");
         return -1;
     }
     if (n < 4) {
-        set_err(err, errlen, "truncated: %zu bytes, an IDX header needs at least 4", n);
+        errmsg_set(err, errlen, "truncated: %zu bytes, an IDX header needs at least 4", n);
         return -1;
     }
     if (data[0] != 0 || data[1] != 0) {
-        set_err(err, errlen, "wrong magic 0x%02x%02x%02x%02x: not an IDX file", data[0], data[1],
+        errmsg_set(err, errlen, "wrong magic 0x%02x%02x%02x%02x: not an IDX file", data[0], data[1],
                 data[2], data[3]);
         return -1;
     }
     if (data[2] != 0x08) {
-        set_err(err, errlen, "unsupported element type 0x%02x (only unsigned bytes, 0x08)", data[2]);
+        errmsg_set(err, errlen, "unsupported element type 0x%02x (only unsigned bytes, 0x08)", data[2]);
         return -1;
     }
     int ndims = data[3];
     if (ndims < 1 || ndims > IDX_MAX_DIMS) {
-        set_err(err, errlen, "wrong magic: %d dimensions (expected 1..%d)", ndims, IDX_MAX_DIMS);
+        errmsg_set(err, errlen, "wrong magic: %d dimensions (expected 1..%d)", ndims, IDX_MAX_DIMS);
         return -1;
     }
     size_t header = 4 + 4 * (size_t)ndims;
     if (n < header) {
-        set_err(err, errlen, "truncated header: %zu bytes, %d dimensions need %zu", n, ndims, header);
+        errmsg_set(err, errlen, "truncated header: %zu bytes, %d dimensions need %zu", n, ndims, header);
         return -1;
     }
     idx_file f = {0};
@@ -55,11 +55,11 @@ int idx_parse(const uint8_t *data, size_t n, idx_file *out, char *err, size_t er
         f.dims[d] = be32(data + 4 + 4 * d);
         if (d > 0) {
             if (f.dims[d] == 0) {
-                set_err(err, errlen, "dimension %d is 0", d);
+                errmsg_set(err, errlen, "dimension %d is 0", d);
                 return -1;
             }
             if (item > IDX_MAX_BYTES / f.dims[d]) {
-                set_err(err, errlen, "item size overflows (dimension %d = %u)", d, f.dims[d]);
+                errmsg_set(err, errlen, "item size overflows (dimension %d = %u)", d, f.dims[d]);
                 return -1;
             }
             item *= f.dims[d];
@@ -68,21 +68,21 @@ int idx_parse(const uint8_t *data, size_t n, idx_file *out, char *err, size_t er
     f.count = f.dims[0];
     f.item_size = item;
     if (f.count > IDX_MAX_BYTES / item) {
-        set_err(err, errlen, "wrong count: %zu items of %zu bytes exceed the %zu-byte limit", f.count,
+        errmsg_set(err, errlen, "wrong count: %zu items of %zu bytes exceed the %zu-byte limit", f.count,
                 item, (size_t)IDX_MAX_BYTES);
         return -1;
     }
     size_t payload = f.count * item;
     size_t have = n - header;
     if (have < payload) {
-        set_err(err, errlen,
+        errmsg_set(err, errlen,
                 "truncated: header says %zu items of %zu bytes (%zu bytes), file holds %zu "
                 "(%zu whole items)",
                 f.count, item, payload, have, have / item);
         return -1;
     }
     if (have > payload) {
-        set_err(err, errlen,
+        errmsg_set(err, errlen,
                 "wrong count: header says %zu items (%zu bytes) but %zu bytes follow (%zu trailing)",
                 f.count, payload, have, have - payload);
         return -1;
@@ -95,17 +95,17 @@ int idx_parse(const uint8_t *data, size_t n, idx_file *out, char *err, size_t er
 int idx_load(const char *path, idx_file *out, char *err, size_t errlen)
 {
     if (!out) {
-        set_err(err, errlen, "%s: no output", path ? path : "(null)");
+        errmsg_set(err, errlen, "%s: no output", path ? path : "(null)");
         return -1;
     }
     memset(out, 0, sizeof *out);
     if (!path) {
-        set_err(err, errlen, "no path");
+        errmsg_set(err, errlen, "no path");
         return -1;
     }
     FILE *probe = fopen(path, "rb");
     if (!probe) {
-        set_err(err, errlen, "%s: %s", path, strerror(errno));
+        errmsg_set(err, errlen, "%s: %s", path, strerror(errno));
         return -1;
     }
     /* A directory opens for reading too; say what it is (errno would be
@@ -114,26 +114,26 @@ int idx_load(const char *path, idx_file *out, char *err, size_t errlen)
     if (fstat(fileno(probe), &sb) != 0) {
         int e = errno;
         fclose(probe);
-        set_err(err, errlen, "%s: %s", path, strerror(e));
+        errmsg_set(err, errlen, "%s: %s", path, strerror(e));
         return -1;
     }
     fclose(probe);
     if (!S_ISREG(sb.st_mode)) {
-        set_err(err, errlen, "%s: not a regular file", path);
+        errmsg_set(err, errlen, "%s: not a regular file", path);
         return -1;
     }
     errno = 0;
     gzFile gz = gzopen(path, "rb");
     if (!gz) {
         int e = errno;
-        set_err(err, errlen, "%s: cannot open%s%s", path, e ? ": " : "", e ? strerror(e) : "");
+        errmsg_set(err, errlen, "%s: cannot open%s%s", path, e ? ": " : "", e ? strerror(e) : "");
         return -1;
     }
     size_t cap = 1 << 20, len = 0;
     uint8_t *buf = malloc(cap);
     if (!buf) {
         gzclose(gz);
-        set_err(err, errlen, "%s: out of host memory", path);
+        errmsg_set(err, errlen, "%s: out of host memory", path);
         return -1;
     }
     for (;;) {
@@ -141,7 +141,7 @@ int idx_load(const char *path, idx_file *out, char *err, size_t errlen)
             if (cap >= IDX_MAX_BYTES) {
                 free(buf);
                 gzclose(gz);
-                set_err(err, errlen, "%s: larger than %zu bytes uncompressed", path,
+                errmsg_set(err, errlen, "%s: larger than %zu bytes uncompressed", path,
                         (size_t)IDX_MAX_BYTES);
                 return -1;
             }
@@ -149,7 +149,7 @@ int idx_load(const char *path, idx_file *out, char *err, size_t errlen)
             if (!nb) {
                 free(buf);
                 gzclose(gz);
-                set_err(err, errlen, "%s: out of host memory", path);
+                errmsg_set(err, errlen, "%s: out of host memory", path);
                 return -1;
             }
             buf = nb;
@@ -162,7 +162,7 @@ int idx_load(const char *path, idx_file *out, char *err, size_t errlen)
         if (got < 0) {
             int zerr = 0;
             const char *msg = gzerror(gz, &zerr);
-            set_err(err, errlen, "%s: corrupt gzip data: %s", path,
+            errmsg_set(err, errlen, "%s: corrupt gzip data: %s", path,
                     zerr == Z_ERRNO ? strerror(errno) : msg);
             free(buf);
             gzclose(gz);
@@ -176,20 +176,20 @@ int idx_load(const char *path, idx_file *out, char *err, size_t errlen)
     int zerr = 0;
     const char *msg = gzerror(gz, &zerr);
     if (zerr != Z_OK && zerr != Z_STREAM_END) {
-        set_err(err, errlen, "%s: corrupt or truncated gzip data: %s", path, msg);
+        errmsg_set(err, errlen, "%s: corrupt or truncated gzip data: %s", path, msg);
         free(buf);
         gzclose(gz);
         return -1;
     }
     int rc = gzclose(gz);
     if (rc != Z_OK) {
-        set_err(err, errlen, "%s: corrupt or truncated gzip data (zlib error %d)", path, rc);
+        errmsg_set(err, errlen, "%s: corrupt or truncated gzip data (zlib error %d)", path, rc);
         free(buf);
         return -1;
     }
     char why[256];
     if (idx_parse(buf, len, out, why, sizeof why) != 0) {
-        set_err(err, errlen, "%s: %s", path, why);
+        errmsg_set(err, errlen, "%s: %s", path, why);
         free(buf);
         return -1;
     }

@@ -1,6 +1,6 @@
 /* outpaths.c - checks of the run's files before it starts (see outpaths.h). */
 #include "outpaths.h"
-#include "errbuf.h"
+#include "errmsg.h"
 #include "dataset.h"
 
 #include <errno.h>
@@ -35,32 +35,32 @@ int outpaths_check_output(const char *flag, const char *path, char *err, size_t 
     split(path, dir, sizeof dir, &base);
     if (stat(path, &sb) == 0) {
         if (S_ISDIR(sb.st_mode)) {
-            set_err(err, errlen, "%s: %s is a directory; expected a file name", flag, path);
+            errmsg_set(err, errlen, "%s: %s is a directory; expected a file name", flag, path);
             return -1;
         }
         if (!S_ISREG(sb.st_mode)) {
-            set_err(err, errlen, "%s: %s exists and is not a regular file; it would be replaced",
+            errmsg_set(err, errlen, "%s: %s exists and is not a regular file; it would be replaced",
                     flag, path);
             return -1;
         }
     }
     if (!*base || !strcmp(base, ".") || !strcmp(base, "..")) {
-        set_err(err, errlen, "%s: %s names a directory; expected a file name", flag, path);
+        errmsg_set(err, errlen, "%s: %s names a directory; expected a file name", flag, path);
         return -1;
     }
     if (stat(dir, &sb) != 0) {
         int e = errno;
-        set_err(err, errlen, "%s: %s: the directory %s %s", flag, path, dir,
+        errmsg_set(err, errlen, "%s: %s: the directory %s %s", flag, path, dir,
                 e == ENOENT ? "does not exist" : strerror(e));
         return -1;
     }
     if (!S_ISDIR(sb.st_mode)) {
-        set_err(err, errlen, "%s: %s: %s is not a directory", flag, path, dir);
+        errmsg_set(err, errlen, "%s: %s: %s is not a directory", flag, path, dir);
         return -1;
     }
     if (access(dir, W_OK | X_OK) != 0) {
         int e = errno;
-        set_err(err, errlen, "%s: %s: cannot create files in the directory %s: %s", flag, path,
+        errmsg_set(err, errlen, "%s: %s: cannot create files in the directory %s: %s", flag, path,
                 dir, strerror(e));
         return -1;
     }
@@ -140,11 +140,11 @@ int outpaths_check(const train_options *o, int with_data, char *err, size_t errl
         struct stat sb;
         if (stat(o->resume, &sb) != 0) {
             int e = errno;
-            set_err(err, errlen, "--resume: %s: %s", o->resume, strerror(e));
+            errmsg_set(err, errlen, "--resume: %s: %s", o->resume, strerror(e));
             return -1;
         }
         if (!S_ISREG(sb.st_mode)) {
-            set_err(err, errlen, "--resume: %s is not a regular file", o->resume);
+            errmsg_set(err, errlen, "--resume: %s is not a regular file", o->resume);
             return -1;
         }
         f[n++] = (named_file){"--resume", o->resume, 0, {0}};
@@ -171,11 +171,11 @@ int outpaths_check(const train_options *o, int with_data, char *err, size_t errl
                 continue;
             if (same_id(&f[i].id, &f[j].id) == 1) {
                 if (f[j].output)
-                    set_err(err, errlen,
+                    errmsg_set(err, errlen,
                             "%s %s and %s %s name the same file: one output would overwrite "
                             "the other", f[i].flag, f[i].path, f[j].flag, f[j].path);
                 else
-                    set_err(err, errlen,
+                    errmsg_set(err, errlen,
                             "%s %s and %s %s name the same file: writing %s would destroy the "
                             "input", f[i].flag, f[i].path, f[j].flag, f[j].path, f[i].flag);
                 return -1;

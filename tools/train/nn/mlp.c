@@ -1,7 +1,7 @@
 /* mlp.c - MLP layout, init, activations, forward and backward (see mlp.h). */
 #include "mlp.h"
 #include "clbuf.h"
-#include "errbuf.h"
+#include "errmsg.h"
 #include "mlp_gemms.h"
 #include "rng.h"
 
@@ -15,7 +15,7 @@ int mlp_check_widths(const char *who, int n_dims, char *err, size_t errlen)
 {
     if (n_dims >= 2 && n_dims <= MLP_MAX_LAYERS + 1)
         return 0;
-    set_err(err, errlen, "%s: %d widths (expected 2..%d)", who, n_dims, MLP_MAX_LAYERS + 1);
+    errmsg_set(err, errlen, "%s: %d widths (expected 2..%d)", who, n_dims, MLP_MAX_LAYERS + 1);
     return -1;
 }
 
@@ -23,7 +23,7 @@ int mlp_kernels_build(clg_context *ctx, mlp_kernels *k, char *err, size_t errlen
 {
     if (mlp_kernels_init(ctx, k) == CLG_SUCCESS)
         return 0;
-    set_err(err, errlen, "building cl/mlp.cl: %s", clg_last_error(ctx));
+    errmsg_set(err, errlen, "building cl/mlp.cl: %s", clg_last_error(ctx));
     return -1;
 }
 
@@ -35,7 +35,7 @@ int mlp_create(clg_context *ctx, const unsigned *dims, int n_dims, mlp **out, ch
         return -1;
     mlp *m = calloc(1, sizeof *m);
     if (!m) {
-        set_err(err, errlen, "mlp: out of host memory");
+        errmsg_set(err, errlen, "mlp: out of host memory");
         return -1;
     }
     m->ctx = ctx;

@@ -1,7 +1,7 @@
 /* contrastive_options.c - the contrastive task's flags (see
  * contrastive_options.h). */
 #include "contrastive_options.h"
-#include "errbuf.h"
+#include "errmsg.h"
 
 #include <inttypes.h>
 
@@ -104,19 +104,19 @@ int con_options_check(con_options *c, const train_options *o, char *err, size_t 
     if (!c->enabled)
         return 0; /* its flags without the task: train_cli_parse refuses them */
     if (o->grad_dtype != CLG_FP32) {
-        set_err(err, errlen, "--grad-dtype %s: the contrastive task writes fp32 gradients",
+        errmsg_set(err, errlen, "--grad-dtype %s: the contrastive task writes fp32 gradients",
                 clg_dtype_name(o->grad_dtype));
         return -1;
     }
     if (o->loss_scale != CLG_LOSS_SCALE_NONE || o->metrics || o->auto_micro_batch) {
-        set_err(err, errlen, "%s: not available with --task contrastive",
+        errmsg_set(err, errlen, "%s: not available with --task contrastive",
                 o->loss_scale != CLG_LOSS_SCALE_NONE ? "--loss-scale"
                 : o->metrics                         ? "--metrics"
                                                      : "--auto-micro-batch");
         return -1;
     }
     if (c->method != CON_CONTACCUM && c->bank_size) {
-        set_err(err, errlen, "--bank-size: only --contrastive contaccum has banks");
+        errmsg_set(err, errlen, "--bank-size: only --contrastive contaccum has banks");
         return -1;
     }
     if (c->method == CON_CONTACCUM && !c->bank_size)

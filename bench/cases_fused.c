@@ -5,6 +5,7 @@
  * every micro-step, so every accumulate, prologue and update launch is
  * repeated per tensor). */
 #include "cycle.h"
+#include "clgrad_advanced.h"
 #include "clutil.h"
 
 #include <stdio.h>

@@ -5,6 +5,7 @@
  * compute the clip coefficient on the host, scal by it, a plain update
  * kernel (cl/handrolled.cl) and a zero fill. */
 #include "cycle.h"
+#include "clgrad_advanced.h"
 #include "clutil.h"
 
 #include <clblast_c.h>

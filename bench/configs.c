@@ -27,7 +27,7 @@ const bench_config *bench_config_find(const char *name)
 
 clg_config bench_clg_config(const bench_config *bc, unsigned k, int fuse_last)
 {
-    clg_config cfg = clg_config_default(bc->optimizer);
+    clg_config cfg = clg_config_init(bc->optimizer);
     cfg.accum_steps = k;
     cfg.fuse_last_micro_step = fuse_last;
     if (bc->optimizer == CLG_SGD)

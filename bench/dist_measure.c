@@ -44,7 +44,7 @@ static void ok(clg_status st, const char *what)
 static void side_make(side *s, clg_context *ctx, unsigned k, int every, clg_dist_mode mode,
                       uint64_t n, unsigned tensors, const float *host)
 {
-    clg_config c = clg_config_default(CLG_ADAMW);
+    clg_config c = clg_config_init(CLG_ADAMW);
     c.lr = 1e-3f;
     c.accum_steps = every ? 1 : k;
     s->ctx = ctx;
@@ -69,7 +69,7 @@ static void side_make(side *s, clg_context *ctx, unsigned k, int every, clg_dist
        "clg_model_upload_params");
     ok(clg_grads_create(s->model, CLG_FP32, &s->grads), "clg_grads_create");
     ok(clg_grads_upload(s->grads, CLG_ALL_TENSORS, host, (size_t)n, NULL), "clg_grads_upload");
-    ok(clg_dist_create_mode(s->model, MPI_COMM_WORLD, mode, &s->dist), "clg_dist_create_mode");
+    ok(clg_dist_create(s->model, MPI_COMM_WORLD, mode, &s->dist), "clg_dist_create");
 }
 
 static void side_free(side *s)
@@ -147,7 +147,7 @@ static bench_stat paired(const sample *num, const sample *den, size_t n, double 
  * rank's must fit its device), and the unsharded DDP model's. */
 static void state_bytes(const side *zero1, const side *ddp, bench_dist_zero1 *z)
 {
-    clg_memory_plan mine = clg_memory_plan_init(), whole = clg_memory_plan_init();
+    clg_model_plan mine = clg_model_plan_init(), whole = clg_model_plan_init();
     ok(clg_model_memory(zero1->model, &mine), "clg_model_memory");
     ok(clg_model_memory(ddp->model, &whole), "clg_model_memory");
     uint64_t states = mine.states, largest = 0;

@@ -9,12 +9,14 @@
 #include <string.h>
 
 static int my_rank;
+/* This rank's context once open (libclgrad-mpi records its failures on
+ * it), NULL before. */
+static clg_context *my_ctx;
 
 void bench_dist_die(const char *what, clg_status st)
 {
-    fprintf(stderr, "clgrad-bench --dist: rank %d: %s failed: %s: %s%s%s\n", my_rank, what,
-            clg_status_string(st), clg_dist_last_error(), *clg_dist_last_error() ? " " : "",
-            clg_last_error(NULL));
+    fprintf(stderr, "clgrad-bench --dist: rank %d: %s failed: %s: %s\n", my_rank, what,
+            clg_status_string(st), clg_last_error(my_ctx));
     fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 1);
     exit(1);
@@ -133,6 +135,7 @@ int bench_dist_main(const bench_options *o)
         MPI_Finalize();
         return rc;
     }
+    my_ctx = ctx;
     if (clg_context_set_budget(ctx, o->vram) != CLG_SUCCESS)
         bench_dist_die("--vram", CLG_ERR_INVALID_ARGUMENT);
     bench_report r = {0};
@@ -168,6 +171,7 @@ int bench_dist_main(const bench_options *o)
         rc = write_out(&r, &z, o->json_path);
     free(z.row);
     bench_report_free(&r);
+    my_ctx = NULL;
     clg_context_destroy(ctx);
     MPI_Finalize();
     return rc;

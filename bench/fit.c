@@ -1,5 +1,5 @@
 /* fit.c - the planner's numbers and its table (see fit.h). Everything comes
- * from clg_memory_estimate: AdamW (two states) for n parameters of one
+ * from clg_model_estimate: AdamW (two states) for n parameters of one
  * tensor, plus one gradient buffer of the accumulator's dtype on paths A/C,
  * plus what cutting the model into buffers of the device's max allocation
  * adds (a padding of at most one 1024-element segment per buffer). */
@@ -11,7 +11,7 @@
 
 static clg_config row_config(const bench_fit_row *row)
 {
-    clg_config c = clg_config_default(CLG_ADAMW);
+    clg_config c = clg_config_init(CLG_ADAMW);
     c.state_dtype = row->state_dtype;
     c.acc_dtype = row->acc_dtype;
     c.master_dtype = row->master_dtype;
@@ -26,9 +26,9 @@ static uint64_t largest_shard(const bench_fit_row *row, uint64_t n, clg_status *
     clg_config c = row_config(row);
     uint64_t most = 0;
     for (unsigned i = 0; i < row->shards; i++) {
-        clg_memory_plan plan = clg_memory_plan_init();
-        *st = row->shards > 1 ? clg_memory_estimate_shard(&c, n, i, row->shards, &plan)
-                              : clg_memory_estimate(&c, n, &plan);
+        clg_model_plan plan = clg_model_plan_init();
+        *st = row->shards > 1 ? clg_model_estimate_shard(&c, n, i, row->shards, &plan)
+                              : clg_model_estimate(&c, n, &plan);
         if (*st != CLG_SUCCESS)
             return UINT64_MAX;
         most = plan.total > most ? plan.total : most;

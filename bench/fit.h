@@ -2,9 +2,9 @@
  * training state (state dtype, accumulator dtype, master weights, gradient
  * path, param copy), the bytes per parameter and the largest parameter
  * count whose whole training state fits a memory size after an activation
- * reserve, from clg_memory_estimate (the library's own numbers), within the
+ * reserve, from clg_model_estimate (the library's own numbers), within the
  * device's max allocation. With shards R > 1 (ZeRO-1 over R cards), the
- * memory of one card, from clg_memory_estimate_shard: its largest shard. */
+ * memory of one card, from clg_model_estimate_shard: its largest shard. */
 #ifndef BENCH_FIT_H
 #define BENCH_FIT_H
 

@@ -19,7 +19,7 @@
  * Usage: clgrad-host-overhead [updates] (default 2000) */
 #include "timing.h"
 
-#include <clgrad.h>
+#include <clgrad_advanced.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,7 +69,7 @@ static double thread_cpu_us(void)
 static int run_case(clg_context *ctx, const host_case *hc, int updates, double *median,
                     double *cpu_median, unsigned long long *launches)
 {
-    clg_config cfg = clg_config_default(CLG_ADAMW);
+    clg_config cfg = clg_config_init(CLG_ADAMW);
     cfg.accum_steps = hc->k;
     cfg.clip_norm = hc->clip ? 1.0f : 0.0f;
     clg_model *m = NULL;

@@ -1,7 +1,7 @@
 /* memory_report.c - the "memory" section: device bytes per parameter of
  * each configuration (path B holds no gradient buffers; paths A and C hold
  * one set) and the largest model whose training state fits the budget,
- * before activations. Numbers come from clg_memory_estimate, checked
+ * before activations. Numbers come from clg_model_estimate, checked
  * against the bytes model. */
 #include "bench_main.h"
 
@@ -23,8 +23,8 @@ typedef struct estimate_arg {
 static uint64_t estimate_total(uint64_t n, void *user)
 {
     const estimate_arg *a = user;
-    clg_memory_plan plan = clg_memory_plan_init();
-    if (clg_memory_estimate(&a->cfg, n, &plan) != CLG_SUCCESS)
+    clg_model_plan plan = clg_model_plan_init();
+    if (clg_model_estimate(&a->cfg, n, &plan) != CLG_SUCCESS)
         return UINT64_MAX;
     uint64_t total = plan.total;
     if (a->grad_bytes && plan.grad_buffers == 0)
@@ -68,7 +68,7 @@ int bench_memory_section(bench_report *r, uint64_t budget, unsigned k)
                  * per 2048 float4s in each of 3 regions: 12 B per 8192 */
                 if (fabs(m->bytes_per_param - bm.total - 12.0 / 8192) > 1e-6)
                     bench_report_note(r,
-                                      "memory %s path %s: clg_memory_estimate gives %.3f "
+                                      "memory %s path %s: clg_model_estimate gives %.3f "
                                       "B/param, the bytes model %.3f",
                                       m->config, m->path, m->bytes_per_param, bm.total);
             } else {
@@ -77,7 +77,7 @@ int bench_memory_section(bench_report *r, uint64_t budget, unsigned k)
                 m->max_params_in_budget = bm_max_params_linear(budget, 0, bm.total,
                                                                BENCH_PARAM_ALIGN);
                 if (!fallback_noted++)
-                    bench_report_note(r, "clg_memory_estimate failed; memory section from "
+                    bench_report_note(r, "clg_model_estimate failed; memory section from "
                                          "the bytes model only");
             }
         }

@@ -2,6 +2,7 @@
  * sweep over forms, vector widths and work-group sizes (clpeak's way: the
  * device's ceiling is the best shape), then single timed repetitions. */
 #include "stream.h"
+#include "clgrad_advanced.h"
 
 #include "clutil.h"
 #include "timing.h"

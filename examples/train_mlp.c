@@ -153,7 +153,7 @@ static void train_update(clg_model *model, size_t first)
  * update, the gradient clipped to global norm 0.3 (it bites in early updates). */
 static clg_model *make_model(void)
 {
-    clg_config cfg = clg_config_default(CLG_ADAMW);
+    clg_config cfg = clg_config_init(CLG_ADAMW);
     cfg.lr = 2e-2f;
     cfg.accum_steps = K;
     cfg.clip_norm = 0.3f;

@@ -17,7 +17,7 @@
  *    event out) for callers that use more than one queue.
  *  - Host copies take the element count of the host buffer and check it.
  *  - Structs that grow (clg_config, clg_stats, clg_device_info,
- *    clg_memory_plan) start with struct_size, the sizeof the caller was
+ *    clg_model_plan) start with struct_size, the sizeof the caller was
  *    compiled with, set by their init functions below. The library reads
  *    and writes only the first struct_size bytes: fields a caller's older
  *    struct lacks take their defaults (input) or are not written (output).
@@ -54,7 +54,7 @@ extern "C" {
 #include "clgrad_version.h"
 
 /* The version of the library loaded at run time, which may differ from the
- * header a program was compiled with: "0.2.0". */
+ * header a program was compiled with: "0.3.0". */
 CLG_API const char *clg_version(void);
 /* The same as a number, comparable with CLGRAD_VERSION_NUMBER. */
 CLG_API unsigned clg_version_number(void);
@@ -163,37 +163,9 @@ CLG_API uint64_t clg_context_peak_device_bytes(const clg_context *ctx);
  * CLG_ERR_OVER_BUDGET if more than budget is already allocated. */
 CLG_API clg_status clg_context_set_budget(clg_context *ctx, uint64_t budget_bytes);
 CLG_API uint64_t clg_context_budget(const clg_context *ctx);
-/* Lets the caller charge its own allocations (activations) to the budget:
- * reserve fails with CLG_ERR_OVER_BUDGET and changes nothing. */
-CLG_API clg_status clg_context_reserve(clg_context *ctx, uint64_t bytes);
-CLG_API void clg_context_unreserve(clg_context *ctx, uint64_t bytes);
 /* Largest single buffer clgrad will create: the device's
  * CL_DEVICE_MAX_MEM_ALLOC_SIZE, or CLGRAD_MAX_ALLOC (bytes) if smaller. */
 CLG_API uint64_t clg_context_max_alloc(const clg_context *ctx);
-/* Kernels clgrad enqueued on this context so far (for launch counting). */
-CLG_API uint64_t clg_context_launches(const clg_context *ctx);
-
-/* Builds (or loads from the disk cache) clgrad's program "name" (a file of
- * cl/ without .cl) with extra options; used by tools that launch clgrad's
- * own auxiliary kernels. The program is owned by ctx. from_cache tells
- * whether the binary came from the disk cache (may be NULL). */
-CLG_API clg_status clg_context_program(clg_context *ctx, const char *name,
-                                       const char *options, cl_program *program,
-                                       int *from_cache);
-
-/* The directory of clgrad's on-disk cache (compiled kernels; tools keep
- * per-device files there too, e.g. clgrad-tune's CLBlast tuning):
- * CLGRAD_CACHE_DIR, else $XDG_CACHE_HOME/clgrad, else ~/.cache/clgrad, into
- * buf (size bytes, NUL-terminated). CLG_ERR_UNSUPPORTED when the cache is
- * off (CLGRAD_CACHE_DIR=off) or no location is set; CLG_ERR_INVALID_ARGUMENT
- * when the path does not fit. */
-CLG_API clg_status clg_cache_dir(char *buf, size_t size);
-/* The device part of the kernel cache's keys as 64 lower-case hex digits
- * and a NUL: a SHA-256 of ctx's device name, driver version, platform
- * version and device version. Anything stored under it goes stale with the
- * compiled kernels when the device or its driver changes. */
-CLG_API clg_status clg_context_device_key(const clg_context *ctx, char key[65]);
-
 /* ----------------------------------------------------------------- types */
 
 typedef enum clg_dtype {
@@ -267,7 +239,7 @@ typedef enum clg_loss_scale_mode {
 typedef unsigned (*clg_k_schedule_fn)(uint64_t update_index, void *user);
 
 typedef struct clg_config {
-    size_t struct_size; /* set by clg_config_default / clg_config_init */
+    size_t struct_size; /* set by clg_config_init */
     clg_optimizer optimizer;
     float lr;
     float beta1;        /* Adam/AdamW/Lion */
@@ -322,28 +294,26 @@ typedef struct clg_config {
                                     updated with stochastic rounding (opt-in) */
 } clg_config;
 
-/* PyTorch's defaults for the optimizer: lr 1e-3 for Adam and AdamW, 1e-2
- * for SGD, 1e-4 for Lion; betas (0.9, 0.999) (Lion: (0.9, 0.99)); eps 1e-8;
- * weight decay 0 (AdamW 1e-2); SGD momentum 0, dampening 0; k = 1, mean,
- * fused last micro-step, fp32 accumulator, no clipping, no loss scaling,
- * loss scale 2^16 / growth 2 / backoff 0.5 / interval 2000 / min 1 / max
- * 2^24 when dynamic, noise-scale EMA 0.9; fp32 states and params, small
- * tensors below 4096 elements, nearest rounding.
- * clg_config_init fills the first struct_size bytes of *config with them
+/* The one way to make a clg_config: PyTorch's defaults for the optimizer,
+ * by value (compiled into the caller, so safe across versions), then set the
+ * fields you need. The defaults: lr 1e-3 for Adam and AdamW, 1e-2 for SGD,
+ * 1e-4 for Lion; betas (0.9, 0.999) (Lion: (0.9, 0.99)); eps 1e-8; weight
+ * decay 0 (AdamW 1e-2); SGD momentum 0, dampening 0; k = 1, mean, fused
+ * last micro-step, fp32 accumulator, no clipping, no loss scaling, loss
+ * scale 2^16 / growth 2 / backoff 0.5 / interval 2000 / min 1 / max 2^24
+ * when dynamic, noise-scale EMA 0.9; fp32 states and params, small tensors
+ * below 4096 elements, nearest rounding. An unknown optimizer gives a
+ * config of struct_size 0, which clg_model_create refuses.
+ * clg_config_init_sized is its entry point in the library, for bindings
+ * from other languages: it fills the first struct_size bytes of *config
  * and sets config->struct_size; CLG_ERR_INVALID_ARGUMENT for an unknown
  * optimizer or a struct_size below the first released layout. */
 CLG_API clg_status clg_config_init_sized(clg_config *config, size_t struct_size,
                                          clg_optimizer optimizer);
-static inline clg_status clg_config_init(clg_config *config, clg_optimizer optimizer)
-{
-    return clg_config_init_sized(config, sizeof *config, optimizer);
-}
-/* The same, by value: compiled into the caller, so safe across versions. */
-static inline clg_config clg_config_default(clg_optimizer optimizer)
+static inline clg_config clg_config_init(clg_optimizer optimizer)
 {
     clg_config c;
-    if (clg_config_init(&c, optimizer) != CLG_SUCCESS) {
-        /* unknown optimizer: struct_size 0 makes clg_model_create refuse it */
+    if (clg_config_init_sized(&c, sizeof c, optimizer) != CLG_SUCCESS) {
         clg_config zero = {0};
         c = zero;
     }
@@ -391,44 +361,42 @@ CLG_API clg_status clg_model_find_tensor(const clg_model *model, const char *nam
 CLG_API const char *clg_model_tensor_name(const clg_model *model, int tensor);
 CLG_API size_t clg_model_tensor_size(const clg_model *model, int tensor);
 CLG_API clg_context *clg_model_context(const clg_model *model);
-CLG_API const clg_config *clg_model_config(const clg_model *model);
+CLG_API const clg_config *clg_model_get_config(const clg_model *model);
 
 /* Device bytes of the model's arenas (params, accumulators, states, copy),
- * of its live clg_grads buffers (clg_memory_estimate leaves grad_buffers 0:
+ * of its live clg_grads buffers (clg_model_estimate leaves grad_buffers 0:
  * add n * dtype size per gradient buffer you plan), and of the step block
  * with its reduction partials. states counts every state array as stored
  * (fp32, bf16 or Q8/Q4 codes; the fp32 states of small tensors and the
  * AMSGrad max included). total is everything clg_model_memory's model holds
  * on the device: the sum of all the fields, those added later included. */
-typedef struct clg_memory_plan {
-    size_t struct_size; /* set by clg_memory_plan_init */
+typedef struct clg_model_plan {
+    size_t struct_size; /* set by clg_model_plan_init */
     uint64_t params, accumulators, states, param_copy, grad_buffers, step_block;
     uint64_t total;
     /* Added after 0.2.0 (not written for a struct_size that ends before): */
     uint64_t state_scales; /* Q8/Q4 states: one fp32 absmax per block */
     uint64_t tables;       /* small tables: per-work-group group parameters,
                               per-tensor norm offsets */
-} clg_memory_plan;
-static inline clg_memory_plan clg_memory_plan_init(void)
+} clg_model_plan;
+static inline clg_model_plan clg_model_plan_init(void)
 {
-    clg_memory_plan p = {0};
+    clg_model_plan p = {0};
     p.struct_size = sizeof p;
     return p;
 }
-CLG_API clg_status clg_model_memory(const clg_model *model, clg_memory_plan *plan);
+CLG_API clg_status clg_model_memory(const clg_model *model, clg_model_plan *plan);
 /* The same numbers for a model not yet built: n parameters under config,
  * as one tensor in one group (so Q8/Q4 states only when n >= state_min_size),
  * with the partials of a 256-wide work-group (the widest clgrad uses). For n
  * a multiple of 1024 within one buffer it is what such a model allocates. */
-CLG_API clg_status clg_memory_estimate(const clg_config *config, uint64_t n,
-                                       clg_memory_plan *plan);
+CLG_API clg_status clg_model_estimate(const clg_config *config, uint64_t n, clg_model_plan *plan);
 /* The same for shard `index` of `count` of that model (ZeRO-1,
  * clg_model_set_shard): the optimizer states of the shard's part only,
  * everything else whole. CLG_ERR_UNSUPPORTED for what a sharded model
  * refuses at finalize, naming it. */
-CLG_API clg_status clg_memory_estimate_shard(const clg_config *config, uint64_t n,
-                                             unsigned index, unsigned count,
-                                             clg_memory_plan *plan);
+CLG_API clg_status clg_model_estimate_shard(const clg_config *config, uint64_t n, unsigned index,
+                                            unsigned count, clg_model_plan *plan);
 
 /* Where tensor lives: the buffer and the element offset in it. The element
  * type is fp32 for params and accumulators (bf16 accumulators, and params
@@ -459,6 +427,9 @@ typedef struct clg_events {
 /* Every tensor of the model, in tensor order, for the per-tensor calls. Any
  * other negative index is invalid. */
 #define CLG_ALL_TENSORS (-1)
+/* clg_model_download_state_raw only: the states of the model's shard
+ * (ZeRO-1, clg_model_set_shard) instead of one tensor's. */
+#define CLG_SHARD_RANGE (-2)
 
 /* Host <-> device copies of parameters (fp32), blocking. tensor is one
  * tensor or CLG_ALL_TENSORS (clg_model_param_count floats). count is the
@@ -492,7 +463,12 @@ CLG_API clg_status clg_model_state_format(const clg_model *model, int state, int
  * elements: byte 16g + j holds element 32g + j in its low nibble and
  * 32g + 16 + j in its high one) and n_scales absmax values of its blocks,
  * which start at the tensor's first element (scales may be NULL when
- * n_scales is 0). Both sizes must equal clg_model_state_format's. */
+ * n_scales is 0). Both sizes must equal clg_model_state_format's.
+ * tensor CLG_SHARD_RANGE: state s over this model's shard of the layout
+ * space (clg_model_shard_range), in order, fp32 or bf16 as stored, with
+ * no absmax (scales NULL, n_scales 0); code_bytes must be the shard's
+ * element count times the state's element size. A sharded model refuses
+ * the per-tensor downloads and takes this one. */
 CLG_API clg_status clg_model_download_state_raw(clg_model *model, int state, int tensor,
                                                 void *codes, size_t code_bytes, float *scales,
                                                 size_t n_scales, const clg_events *events);
@@ -606,11 +582,6 @@ CLG_API clg_status clg_model_shard_range(const clg_model *model, unsigned index,
 CLG_API clg_status clg_shard_sumsq(clg_model *model, double *sumsq);
 CLG_API clg_status clg_finish_cycle_sharded(clg_model *model, float weight_sum, double sumsq,
                                             const clg_events *events);
-/* The states of this shard as stored (fp32 or bf16 elements), the shard's
- * range of the layout space in order; bytes must be the shard's count
- * times the state's element size. Blocking. */
-CLG_API clg_status clg_model_download_shard_state(clg_model *model, int state, void *host,
-                                                  size_t bytes);
 
 /* ------------------------------------------------------------ statistics */
 
@@ -681,7 +652,7 @@ CLG_API clg_status clg_checkpoint_load(clg_model *model, const char *path, clg_m
 /* clg_checkpoint_save for a sharded model, with the states of every shard
  * gathered by the caller: states[s] is state s over the whole layout space
  * (clg_model_shard_range's total elements, fp32 or bf16 as stored, the
- * shards' clg_model_download_shard_state end to end); n_states must equal
+ * shards' clg_model_download_state_raw(..., CLG_SHARD_RANGE, ...) end to end); n_states must equal
  * clg_model_state_count. The file is the one an unsharded model saves: it
  * loads into a model with any shards or none. A sharded model loads any
  * checkpoint of its layout with clg_checkpoint_load, keeping its shard. */

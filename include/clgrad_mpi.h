@@ -26,7 +26,9 @@
  * at the end of a cycle) agrees on the outcome before it commits
  * anything, so that a failure on any rank (an OpenCL error, an MPI error,
  * bad input) returns the same status on every rank, with a message naming
- * the rank that failed and why (clg_dist_last_error). A failed cycle end
+ * the rank that failed and why. The message is clgrad's own, on the
+ * model's context: clg_last_error(clg_model_context(model)), or
+ * clg_last_error(NULL) when there was no model. A failed cycle end
  * drops the cycle on every rank (params, states and counters unchanged).
  * MPI errors come back as CLG_ERR_IO: the library works on its own
  * duplicate of the communicator with MPI_ERRORS_RETURN, and never prints
@@ -67,23 +69,21 @@ typedef struct clg_dist clg_dist;
  *  1/R. */
 typedef enum clg_dist_mode { CLG_DIST_DDP = 0, CLG_DIST_ZERO1 = 1 } clg_dist_mode;
 
-/* Replicated mode over comm (collective: every rank of comm calls it). The
- * model must be finalized, at the start of a cycle, with an fp32
- * accumulator and not under CLG_NONFINITE_SKIP_MICRO; every rank must hold
- * the same layout (parameter and tensor counts, tensor names and sizes)
- * and the config fields that shape the update (optimizer, k, mean or sum,
- * clipping, non-finite policy, loss scaling, lr and schedule, betas, eps,
- * weight decay): checked collectively, and a difference fails on every
- * rank with CLG_ERR_MISMATCH naming the field and the ranks. The model is
- * borrowed: it must outlive the clg_dist. Params are not broadcast: upload
- * the same initial params on every rank. */
-CLG_MPI_API clg_status clg_dist_create(clg_model *model, MPI_Comm comm, clg_dist **out);
-/* The same in either mode (clg_dist_create is CLG_DIST_DDP). ZeRO-1 needs
- * a model sharded as (rank, size) of comm, and the layout space the same
- * on every rank (the same CLGRAD_MAX_ALLOC): checked collectively, a
- * difference fails on every rank with CLG_ERR_MISMATCH. */
-CLG_MPI_API clg_status clg_dist_create_mode(clg_model *model, MPI_Comm comm, clg_dist_mode mode,
-                                            clg_dist **out);
+/* A data-parallel clg_dist over comm in the given mode (collective: every
+ * rank of comm calls it). The model must be finalized, at the start of a
+ * cycle, with an fp32 accumulator and not under CLG_NONFINITE_SKIP_MICRO;
+ * every rank must hold the same layout (parameter and tensor counts, tensor
+ * names and sizes) and the config fields that shape the update (optimizer,
+ * k, mean or sum, clipping, non-finite policy, loss scaling, lr and
+ * schedule, betas, eps, weight decay): checked collectively, and a
+ * difference fails on every rank with CLG_ERR_MISMATCH naming the field and
+ * the ranks. CLG_DIST_ZERO1 also needs a model sharded as (rank, size) of
+ * comm, and the layout space the same on every rank (the same
+ * CLGRAD_MAX_ALLOC), checked the same way. The model is borrowed: it must
+ * outlive the clg_dist. Params are not broadcast: upload the same initial
+ * params on every rank. */
+CLG_MPI_API clg_status clg_dist_create(clg_model *model, MPI_Comm comm, clg_dist_mode mode,
+                                       clg_dist **out);
 CLG_MPI_API clg_dist_mode clg_dist_get_mode(const clg_dist *dist);
 /* Collective too (it frees the duplicate communicator), before
  * MPI_Finalize; the model stays. */
@@ -145,9 +145,6 @@ CLG_MPI_API clg_status clg_dist_counters_get(const clg_dist *dist, clg_dist_coun
 /* The rank and size of the clg_dist's communicator. */
 CLG_MPI_API int clg_dist_rank(const clg_dist *dist);
 CLG_MPI_API int clg_dist_size(const clg_dist *dist);
-
-/* The message of this thread's last failed clg_dist_ call ("" if none). */
-CLG_MPI_API const char *clg_dist_last_error(void);
 
 #ifdef __cplusplus
 }

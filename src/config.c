@@ -45,14 +45,14 @@ static clg_config defaults(clg_optimizer optimizer)
 clg_status clg_config_init_sized(clg_config *config, size_t struct_size, clg_optimizer optimizer)
 {
     if (config == NULL)
-        return clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT, "clg_config_init: NULL config");
+        return clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT, "clg_config_init_sized: NULL config");
     clg_status st = clg__sized_check(NULL, struct_size, CLG__CONFIG_SIZE_MIN, "clg_config",
-                                     "clg_config_init");
+                                     "clg_config_init_sized");
     if (st != CLG_SUCCESS)
         return st;
     if ((unsigned)optimizer > CLG_LION)
-        return clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT, "clg_config_init: unknown optimizer %d",
-                         (int)optimizer);
+        return clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT,
+                         "clg_config_init_sized: unknown optimizer %d", (int)optimizer);
     clg_config full = defaults(optimizer);
     clg__sized_export(config, struct_size, &full, sizeof full);
     return CLG_SUCCESS;

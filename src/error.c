@@ -86,3 +86,9 @@ const char *clg_last_error(const clg_context *ctx)
         return "no error recorded";
     return thread_copy;
 }
+
+clg_status clg_context_fail(clg_context *ctx, clg_status status, const char *message)
+{
+    set_message(ctx, message ? message : clg_status_string(status));
+    return status;
+}

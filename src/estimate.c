@@ -1,6 +1,6 @@
 /* estimate.c - the bytes-per-parameter model of a configuration: what a
  * model of n parameters in one tensor would allocate, whole
- * (clg_memory_estimate) or as one ZeRO-1 shard (clg_memory_estimate_shard),
+ * (clg_model_estimate) or as one ZeRO-1 shard (clg_model_estimate_shard),
  * without a device. tests/test_qstate_api.c and tests/test_shard.c hold
  * both to what finalized models allocate. */
 #include "config.h"
@@ -10,7 +10,7 @@
 
 /* n parameters, the optimizer states over own of them (own == n unless
  * sharded), into plan. config has been imported and checked. */
-static void estimate(const clg_config *config, uint64_t n, uint64_t own, clg_memory_plan *plan)
+static void estimate(const clg_config *config, uint64_t n, uint64_t own, clg_model_plan *plan)
 {
     /* one tensor: Q8/Q4 states unless it is below state_min_size */
     uint64_t n_q = clg__qstate_count(config), n_s = clg__state_count(config);
@@ -32,14 +32,14 @@ static void estimate(const clg_config *config, uint64_t n, uint64_t own, clg_mem
 }
 
 /* The checks both calls share; *config the imported copy. */
-static clg_status import(const clg_config *user_config, const clg_memory_plan *user_plan,
+static clg_status import(const clg_config *user_config, const clg_model_plan *user_plan,
                          clg_config *config, const char *who)
 {
     if (user_config == NULL || user_plan == NULL)
         return clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT, "%s: NULL %s", who,
                          user_config == NULL ? "config" : "plan");
-    clg_status st = clg__sized_check(NULL, user_plan->struct_size, CLG__PLAN_SIZE_MIN,
-                                     "clg_memory_plan", who);
+    clg_status st =
+        clg__sized_check(NULL, user_plan->struct_size, CLG__PLAN_SIZE_MIN, "clg_model_plan", who);
     if (st == CLG_SUCCESS)
         st = clg__config_import(NULL, user_config, config, who);
     /* the state fields decide what is allocated: refuse what a model would */
@@ -48,23 +48,22 @@ static clg_status import(const clg_config *user_config, const clg_memory_plan *u
     return st;
 }
 
-clg_status clg_memory_estimate(const clg_config *user_config, uint64_t n,
-                               clg_memory_plan *user_plan)
+clg_status clg_model_estimate(const clg_config *user_config, uint64_t n, clg_model_plan *user_plan)
 {
     clg_config config;
-    clg_status st = import(user_config, user_plan, &config, "clg_memory_estimate");
+    clg_status st = import(user_config, user_plan, &config, "clg_model_estimate");
     if (st != CLG_SUCCESS)
         return st;
-    clg_memory_plan plan = {.struct_size = sizeof plan};
+    clg_model_plan plan = {.struct_size = sizeof plan};
     estimate(&config, n, n, &plan);
     clg__sized_export(user_plan, user_plan->struct_size, &plan, sizeof plan);
     return CLG_SUCCESS;
 }
 
-clg_status clg_memory_estimate_shard(const clg_config *user_config, uint64_t n, unsigned index,
-                                     unsigned count, clg_memory_plan *user_plan)
+clg_status clg_model_estimate_shard(const clg_config *user_config, uint64_t n, unsigned index,
+                                    unsigned count, clg_model_plan *user_plan)
 {
-    const char *who = "clg_memory_estimate_shard";
+    const char *who = "clg_model_estimate_shard";
     clg_config config;
     clg_status st = import(user_config, user_plan, &config, who);
     if (st == CLG_SUCCESS && (count == 0 || index >= count))
@@ -77,12 +76,12 @@ clg_status clg_memory_estimate_shard(const clg_config *user_config, uint64_t n, 
     if (st != CLG_SUCCESS)
         return st;
     /* the shard's part of the tensor's whole segments, the padding after
-     * the last parameter left out (as clg_memory_estimate leaves it out) */
+     * the last parameter left out (as clg_model_estimate leaves it out) */
     uint64_t padded = (n + CLG_SEGMENT_ALIGN - 1) / CLG_SEGMENT_ALIGN * CLG_SEGMENT_ALIGN;
     uint64_t first, own;
     clg__shard_bounds(padded, index, count, &first, &own);
     own = first >= n ? 0 : first + own > n ? n - first : own;
-    clg_memory_plan plan = {.struct_size = sizeof plan};
+    clg_model_plan plan = {.struct_size = sizeof plan};
     estimate(&config, n, own, &plan);
     clg__sized_export(user_plan, user_plan->struct_size, &plan, sizeof plan);
     return CLG_SUCCESS;

@@ -3,7 +3,7 @@
 #ifndef CLGRAD_INTERNAL_H
 #define CLGRAD_INTERNAL_H
 
-#include "clgrad.h"
+#include "clgrad_advanced.h"
 
 #include <stdarg.h>
 #include <stdbool.h>

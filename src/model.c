@@ -450,7 +450,10 @@ size_t clg_model_tensor_size(const clg_model *m, int t)
 }
 
 clg_context *clg_model_context(const clg_model *m) { return m ? m->ctx : NULL; }
-const clg_config *clg_model_config(const clg_model *m) { return m ? &m->cfg : NULL; }
+const clg_config *clg_model_get_config(const clg_model *m)
+{
+    return m ? &m->cfg : NULL;
+}
 size_t clg_model_state_count(const clg_model *m) { return m ? m->n_states : 0; }
 
 /* The per-tensor norm buffers of build_norm_tables. */
@@ -464,18 +467,18 @@ static uint64_t norm_table_bytes(const clg_model *m)
     return bytes;
 }
 
-clg_status clg_model_memory(const clg_model *m, clg_memory_plan *user_plan)
+clg_status clg_model_memory(const clg_model *m, clg_model_plan *user_plan)
 {
     if (m == NULL || user_plan == NULL)
         return clg__fail(m ? m->ctx : NULL, CLG_ERR_INVALID_ARGUMENT,
                          "clg_model_memory: NULL %s", m == NULL ? "model" : "plan");
     clg_status st = clg__sized_check(m->ctx, user_plan->struct_size, CLG__PLAN_SIZE_MIN,
-                                     "clg_memory_plan", "clg_model_memory");
+                                     "clg_model_plan", "clg_model_memory");
     if (st != CLG_SUCCESS)
         return st;
     if (!m->finalized)
         return clg__fail(m->ctx, CLG_ERR_STATE, "clg_model_memory: model not finalized");
-    clg_memory_plan plan = {.struct_size = sizeof plan};
+    clg_model_plan plan = {.struct_size = sizeof plan};
     plan.params = clg__arena_size(m, &m->params);
     plan.accumulators = clg__arena_size(m, &m->acc);
     clg__qstate_bytes(m, &plan.states, &plan.state_scales);

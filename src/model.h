@@ -196,6 +196,11 @@ clg_status clg__shard_buffers(clg_model *model);
 void clg__shard_free(clg_model *model);
 /* Refuses calls that would need the states of other shards. */
 clg_status clg__shard_refuse(const clg_model *model, const char *who);
+/* clg_model_download_state_raw's CLG_SHARD_RANGE: state s of this model's
+ * shard, as stored, the shard's range of the layout space in order;
+ * blocking. */
+clg_status clg__shard_download_state(clg_model *model, int s, void *host, size_t bytes,
+                                     const char *who);
 /* The params (CLG_ARENA_PARAMS) or accumulator (CLG_ARENA_ACC) buffer over
  * the shard's part of chunk c: a sub-buffer, or the chunk's own. */
 cl_mem clg__shard_mem(const clg_model *model, int arena_id, size_t chunk);

@@ -239,9 +239,8 @@ clg_status clg_model_shard_range(const clg_model *m, unsigned index, uint64_t *f
     return CLG_SUCCESS;
 }
 
-clg_status clg_model_download_shard_state(clg_model *m, int s, void *host, size_t bytes)
+clg_status clg__shard_download_state(clg_model *m, int s, void *host, size_t bytes, const char *who)
 {
-    const char *who = "clg_model_download_shard_state";
     clg_status st = check_finalized(m, who);
     if (st != CLG_SUCCESS)
         return st;
@@ -363,8 +362,9 @@ clg_status clg__shard_images(clg_model *m, void ***out)
         size_t esz = m->states[s].elem_size;
         images[s] = calloc(total ? total : 1, esz);
         st = images[s] != NULL
-                 ? clg_model_download_shard_state(m, (int)s, (char *)images[s] + first * esz,
-                                                  n * esz)
+                 ? clg_model_download_state_raw(m, (int)s, CLG_SHARD_RANGE,
+                                                (char *)images[s] + first * esz, n * esz, NULL, 0,
+                                                NULL)
                  : clg__fail(m->ctx, CLG_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", who);
     }
     if (st != CLG_SUCCESS) {

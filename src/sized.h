@@ -1,5 +1,5 @@
 /* sized.h - the structs that grow (clg_config, clg_stats, clg_device_info,
- * clg_memory_plan): their smallest accepted struct_size, and the copies that
+ * clg_model_plan): their smallest accepted struct_size, and the copies that
  * never read or write past the caller's struct_size (see "Structs that
  * grow" in clgrad.h). */
 #ifndef CLGRAD_SIZED_H
@@ -13,7 +13,7 @@
  * at the end, and these stay as they are. */
 #define CLG__CONFIG_SIZE_MIN (offsetof(clg_config, seed) + sizeof(uint64_t))
 #define CLG__STATS_SIZE_MIN offsetof(clg_stats, cycles)
-#define CLG__PLAN_SIZE_MIN (offsetof(clg_memory_plan, total) + sizeof(uint64_t))
+#define CLG__PLAN_SIZE_MIN        (offsetof(clg_model_plan, total) + sizeof(uint64_t))
 #define CLG__DEVICE_INFO_SIZE_MIN (offsetof(clg_device_info, has_fp64) + sizeof(int))
 
 /* Checks a caller's struct_size against [min, ...): below min is

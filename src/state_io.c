@@ -1,6 +1,7 @@
 /* state_io.c - host copies of optimizer states in any format: fp32 (as
  * stored), bf16 (widened), Q8/Q4 (dequantized, or raw: codes and absmax as
  * stored), and the format of each tensor's state. */
+#include "model.h"
 #include "qstate.h"
 
 #include <stdlib.h>
@@ -172,11 +173,33 @@ clg_status clg_model_state_format(const clg_model *m, int s, int t, clg_dtype *d
     return CLG_SUCCESS;
 }
 
+/* The shard's states have no absmax (Q8/Q4 states are not sharded). */
+static clg_status download_shard_range(clg_model *m, int s, void *codes, size_t code_bytes,
+                                       float *scales, size_t n_scales, const clg_events *ev,
+                                       const char *who)
+{
+    if (m != NULL && (n_scales != 0 || scales != NULL))
+        return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT,
+                         "%s: CLG_SHARD_RANGE holds no absmax values: scales must be NULL and "
+                         "n_scales 0 (got %zu)",
+                         who, n_scales);
+    clg_status st = m ? clg__events_check(m->ctx, ev, who) : CLG_SUCCESS;
+    if (st == CLG_SUCCESS && m)
+        st = clg__events_wait(m->ctx, ev, who);
+    if (st == CLG_SUCCESS)
+        st = clg__shard_download_state(m, s, codes, code_bytes, who);
+    return m ? clg__events_finish(m->ctx, ev, st, who) : st;
+}
+
 clg_status clg_model_download_state_raw(clg_model *m, int s, int t, void *codes,
                                         size_t code_bytes, float *scales, size_t n_scales,
                                         const clg_events *ev)
 {
     const char *who = "clg_model_download_state_raw";
+    if (t == CLG_SHARD_RANGE) {
+        clg__events_clear(ev);
+        return download_shard_range(m, s, codes, code_bytes, scales, n_scales, ev, who);
+    }
     clg_status st = check_download(m, s, t, false, ev, who);
     if (st != CLG_SUCCESS)
         return st;

@@ -22,6 +22,7 @@
  * fill by such copies, are rewritten after each push. What Oclgrind
  * reports then is about the kernels. */
 #include "oclgrind_contrastive.h"
+#include "clgrad_advanced.h"
 #include "contrastive.h"
 
 #include <stdio.h>

@@ -25,6 +25,7 @@
  * (mark_initialized, through model.h's internals). What Oclgrind reports
  * then is about the kernels themselves. */
 #include "model.h"
+#include "clgrad_advanced.h"
 #include "oclgrind_contrastive.h"
 
 #include <math.h>
@@ -279,7 +280,7 @@ static void run_scenario(const scenario *s)
 
 static clg_config base(clg_optimizer opt, unsigned k)
 {
-    clg_config c = clg_config_default(opt);
+    clg_config c = clg_config_init(opt);
     c.accum_steps = k;
     return c;
 }

@@ -1,5 +1,5 @@
 /* test_abi.c - the structs that grow (clg_config, clg_stats,
- * clg_memory_plan, clg_device_info) against consumers built with another
+ * clg_model_plan, clg_device_info) against consumers built with another
  * layout, and the runtime version.
  *
  * Each caller's struct is placed so that it ends exactly at a page that is
@@ -119,17 +119,17 @@ static void test_config_exact_size_at_page_end(void **state)
     (void)state;
     guarded g = guarded_alloc(sizeof(clg_config));
     clg_config *c = g.obj;
-    OK(clg_config_init(c, CLG_ADAMW));
+    OK(clg_config_init_sized(c, sizeof *c, CLG_ADAMW));
     assert_int_equal(c->struct_size, sizeof(clg_config));
     assert_float_equal(c->lr, 1e-3f, 0.0f);
     assert_float_equal(c->weight_decay, 1e-2f, 0.0f);
     clg_model *m = small_model(c); /* reads it: crashes if past the end */
-    assert_int_equal(clg_model_config(m)->struct_size, sizeof(clg_config));
-    clg_memory_plan *plan_at_end;
-    guarded gp = guarded_alloc(sizeof(clg_memory_plan));
+    assert_int_equal(clg_model_get_config(m)->struct_size, sizeof(clg_config));
+    clg_model_plan *plan_at_end;
+    guarded gp = guarded_alloc(sizeof(clg_model_plan));
     plan_at_end = gp.obj;
-    *plan_at_end = clg_memory_plan_init();
-    OK(clg_memory_estimate(c, 1000, plan_at_end));
+    *plan_at_end = clg_model_plan_init();
+    OK(clg_model_estimate(c, 1000, plan_at_end));
     assert_true(plan_at_end->params == 4000);
     OK(clg_model_memory(m, plan_at_end));
     assert_true(plan_at_end->total > 0);
@@ -152,7 +152,7 @@ static void test_config_defaults_match_header(void **state)
         {CLG_LION, 1e-4f, 0.99f, 0.0f},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
-        clg_config c = clg_config_default(want[i].opt);
+        clg_config c = clg_config_init(want[i].opt);
         assert_int_equal(c.struct_size, sizeof c);
         assert_float_equal(c.lr, want[i].lr, 0.0f);
         assert_float_equal(c.beta1, 0.9f, 0.0f);
@@ -166,7 +166,7 @@ static void test_config_defaults_match_header(void **state)
         assert_float_equal(c.noise_scale_ema, 0.9f, 0.0f);
     }
     /* an unknown optimizer: no config (struct_size 0), refused by create */
-    clg_config bad = clg_config_default((clg_optimizer)9);
+    clg_config bad = clg_config_init((clg_optimizer)9);
     assert_int_equal(bad.struct_size, 0);
     clg_model *m = NULL;
     assert_int_equal(clg_model_create(tu_ctx, &bad, &m), CLG_ERR_INVALID_ARGUMENT);
@@ -177,15 +177,15 @@ static void test_config_defaults_match_header(void **state)
 static void test_config_too_small_is_refused(void **state)
 {
     (void)state;
-    clg_config c = clg_config_default(CLG_SGD);
+    clg_config c = clg_config_init(CLG_SGD);
     c.struct_size = offsetof(clg_config, seed); /* cuts its last field */
     clg_model *m = NULL;
     assert_int_equal(clg_model_create(tu_ctx, &c, &m), CLG_ERR_INVALID_ARGUMENT);
     assert_null(m);
     assert_non_null(strstr(clg_last_error(tu_ctx), "clg_model_create"));
     assert_non_null(strstr(clg_last_error(tu_ctx), "struct_size"));
-    clg_memory_plan plan = clg_memory_plan_init();
-    assert_int_equal(clg_memory_estimate(&c, 10, &plan), CLG_ERR_INVALID_ARGUMENT);
+    clg_model_plan plan = clg_model_plan_init();
+    assert_int_equal(clg_model_estimate(&c, 10, &plan), CLG_ERR_INVALID_ARGUMENT);
     assert_int_equal(clg_config_init_sized(&c, 8, CLG_SGD), CLG_ERR_INVALID_ARGUMENT);
 }
 
@@ -220,7 +220,7 @@ static void test_config_from_newer_consumer(void **state)
 static void test_stats_older_consumer(void **state)
 {
     (void)state;
-    clg_config cfg = clg_config_default(CLG_ADAMW);
+    clg_config cfg = clg_config_init(CLG_ADAMW);
     cfg.accum_steps = 2;
     cfg.clip_norm = 1.0f;
     clg_model *m = small_model(&cfg);
@@ -262,26 +262,26 @@ static void test_stats_older_consumer(void **state)
     clg_model_destroy(m);
 }
 
-/* ------------------------------------------------------------ clg_memory_plan */
+/* ------------------------------------------------------------ clg_model_plan */
 
 static void test_memory_plan_sizes(void **state)
 {
     (void)state;
-    clg_config cfg = clg_config_default(CLG_SGD);
-    size_t size = sizeof(clg_memory_plan) + 8;
+    clg_config cfg = clg_config_init(CLG_SGD);
+    size_t size = sizeof(clg_model_plan) + 8;
     guarded g = guarded_alloc(size);
-    clg_memory_plan *p = g.obj;
+    clg_model_plan *p = g.obj;
     p->struct_size = size;
-    OK(clg_memory_estimate(&cfg, 100, p));
+    OK(clg_model_estimate(&cfg, 100, p));
     assert_int_equal(p->struct_size, size);
     assert_true(p->params == 400);
-    for (size_t i = sizeof(clg_memory_plan); i < size; i++)
+    for (size_t i = sizeof(clg_model_plan); i < size; i++)
         assert_int_equal(((unsigned char *)p)[i], 0);
 
-    clg_memory_plan small = clg_memory_plan_init();
-    small.struct_size = offsetof(clg_memory_plan, total);
-    assert_int_equal(clg_memory_estimate(&cfg, 100, &small), CLG_ERR_INVALID_ARGUMENT);
-    assert_non_null(strstr(clg_last_error(NULL), "clg_memory_plan.struct_size"));
+    clg_model_plan small = clg_model_plan_init();
+    small.struct_size = offsetof(clg_model_plan, total);
+    assert_int_equal(clg_model_estimate(&cfg, 100, &small), CLG_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clg_last_error(NULL), "clg_model_plan.struct_size"));
     guarded_free(&g);
 }
 

@@ -198,7 +198,7 @@ static unsigned k_of(uint64_t t, void *user)
 static void test_variable_k(void **state)
 {
     (void)state;
-    clg_config cfg = clg_config_default(CLG_ADAMW);
+    clg_config cfg = clg_config_init(CLG_ADAMW);
     cfg.lr = 1e-2f;
     cfg.k_schedule = k_of;
     cfg.accum_steps = 4; /* ignored when k_schedule is set */
@@ -233,7 +233,7 @@ static void test_variable_k(void **state)
 static void test_variable_k_counts_skipped_cycles(void **state)
 {
     (void)state;
-    clg_config cfg = clg_config_default(CLG_ADAMW);
+    clg_config cfg = clg_config_init(CLG_ADAMW);
     cfg.lr = 1e-2f;
     cfg.k_schedule = k_of;
     cfg.nonfinite = CLG_NONFINITE_SKIP_UPDATE;
@@ -300,7 +300,7 @@ static void test_reset_cycle(void **state)
 {
     (void)state;
     for (int fuse = 0; fuse <= 1; fuse++) {
-        clg_config cfg = clg_config_default(CLG_ADAM);
+        clg_config cfg = clg_config_init(CLG_ADAM);
         cfg.accum_steps = 3;
         cfg.fuse_last_micro_step = fuse;
         twin tw;

@@ -665,7 +665,7 @@ static void test_fit(void **state)
     assert_null(bench_fit_choose(f, 2000000000ull));
 
     /* ZeRO-1 over 4 cards: per card, each holding a quarter of the states
-     * (clg_memory_estimate_shard); what ZeRO-1 does not hold yet left out */
+     * (clg_model_estimate_shard); what ZeRO-1 does not hold yet left out */
     bench_fit *z = calloc(1, sizeof *z);
     assert_non_null(z);
     assert_int_equal(bench_fit_compute(z, 8 * gib, 0, 4 * gib, 0), -1);

@@ -53,7 +53,7 @@ enum { K = 3 };
  * with skipped updates, and the noise-scale EMA. */
 static clg_config rich_config(void)
 {
-    clg_config c = clg_config_default(CLG_ADAMW);
+    clg_config c = clg_config_init(CLG_ADAMW);
     c.lr = 1e-2f;
     c.amsgrad = 1;
     c.accum_steps = K;
@@ -365,7 +365,7 @@ static void test_round_trip_rich(void **state)
 static void test_round_trip_sgd(void **state)
 {
     (void)state;
-    clg_config cfg = clg_config_default(CLG_SGD);
+    clg_config cfg = clg_config_init(CLG_SGD);
     cfg.lr = 0.05f;
     cfg.momentum = 0.9f;
     cfg.nesterov = 1;
@@ -378,7 +378,7 @@ static void test_round_trip_sgd(void **state)
 static void test_round_trip_lion(void **state)
 {
     (void)state;
-    clg_config cfg = clg_config_default(CLG_LION);
+    clg_config cfg = clg_config_init(CLG_LION);
     cfg.accum_steps = K;
     cfg.param_copy_dtype = CLG_BF16;
     cfg.nonfinite = CLG_NONFINITE_SKIP_UPDATE;
@@ -407,7 +407,7 @@ enum { NOISE_SAVE_AT = 2, NOISE_TOTAL = 4 }; /* before make_grad's first inf */
 
 static void noise_mid_cycle(int fuse)
 {
-    clg_config cfg = clg_config_default(CLG_ADAMW);
+    clg_config cfg = clg_config_init(CLG_ADAMW);
     cfg.lr = 1e-2f;
     cfg.accum_steps = K;
     cfg.noise_scale = 1;

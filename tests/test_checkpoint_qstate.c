@@ -102,7 +102,7 @@ static void steps(clg_model *m, clg_grads *g, unsigned first, unsigned last)
 static clg_config config_of(clg_optimizer opt, clg_dtype state, clg_dtype master,
                             clg_rounding rounding)
 {
-    clg_config c = clg_config_default(opt);
+    clg_config c = clg_config_init(opt);
     c.state_dtype = state;
     c.master_dtype = master;
     c.state_rounding = rounding;

@@ -37,7 +37,7 @@ typedef struct combo {
  * scale (a power of two: exact). */
 static void run_combo(clg_context *c, const combo *cb)
 {
-    clg_config cfg = clg_config_default(cb->opt);
+    clg_config cfg = clg_config_init(cb->opt);
     cfg.lr = cb->opt == CLG_SGD ? 0.05f : 1e-2f;
     cfg.momentum = 0.9f;
     cfg.weight_decay = 0.01f;

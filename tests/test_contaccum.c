@@ -182,7 +182,7 @@ static void test_bank_is_constant(void **state)
 /* collider: a tensor "enc.bank_k", the key banks attached as "enc" would have */
 static clg_model *make_model(int collider)
 {
-    clg_config cfg = clg_config_default(CLG_ADAMW);
+    clg_config cfg = clg_config_init(CLG_ADAMW);
     clg_model *m;
     OK(clg_model_create(tu_ctx, &cfg, &m));
     int t;
@@ -371,7 +371,7 @@ static void test_attach_rules(void **state)
     assert_int_equal(clg_contrastive_attach(nob, m, "x"), CLG_ERR_STATE);
     assert_non_null(strstr(clg_last_error(tu_ctx), "bank_size is 0"));
     clg_contrastive_destroy(nob);
-    clg_config cfg = clg_config_default(CLG_SGD);
+    clg_config cfg = clg_config_init(CLG_SGD);
     clg_model *unfinished;
     OK(clg_model_create(tu_ctx, &cfg, &unfinished));
     assert_int_equal(clg_contrastive_attach(c, unfinished, "x"), CLG_ERR_STATE);

@@ -15,6 +15,7 @@
  *    device bit for bit, the context's device bytes and launch count, and
  *    the caller's out-arguments (NULL object, NULL event). */
 #include "contrastive.h"
+#include "clgrad_advanced.h"
 #include "testutil.h"
 
 #include <math.h>
@@ -240,7 +241,7 @@ static clg_status bd_nobank(void) { return clg_contrastive_bank_download(nob, CL
 static clg_status a_null(void) { return clg_contrastive_attach(NULL, NULL, NULL); }
 static clg_status a_other_ctx(void)
 {
-    clg_config cfg = clg_config_default(CLG_SGD);
+    clg_config cfg = clg_config_init(CLG_SGD);
     clg_model *mo;
     OK(clg_model_create(other, &cfg, &mo));
     int t;

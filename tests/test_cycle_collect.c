@@ -54,7 +54,7 @@ typedef struct pair {
 
 static clg_config base_config(int stats)
 {
-    clg_config c = clg_config_default(CLG_ADAMW);
+    clg_config c = clg_config_init(CLG_ADAMW);
     c.lr = 1e-2f;
     c.weight_decay = 0.01f;
     c.accum_steps = K;

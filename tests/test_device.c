@@ -2,6 +2,7 @@
  * substring, CLGRAD_DEVICE, bad selectors), contexts (own and wrapped),
  * budgets, buffers and launches, and kernels embedded in the library. */
 #include <setjmp.h>
+#include "clgrad_advanced.h"
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>

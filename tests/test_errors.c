@@ -21,6 +21,7 @@
  * And two threads failing different calls on one shared context, each
  * seeing its own message in clg_last_error(ctx) (clgrad.h: errno-like). */
 #include <stdarg.h>
+#include "clgrad_advanced.h"
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
@@ -91,7 +92,7 @@ static clg_context *ctx_out;
 static cl_program program_out;
 static char cache_dir_out[4096], device_key_out[65];
 static clg_stats stats_out;
-static clg_memory_plan plan_out;
+static clg_model_plan plan_out;
 static clg_config config_out;
 static size_t ndim_out, dims_out[CLG_MAX_DIMS];
 static clg_device_info *devs_out;
@@ -115,12 +116,12 @@ static clg_config cfg_size0, cfg_bad_opt, cfg_lr, cfg_nesterov, cfg_sched, cfg_n
 static clg_config cfg_adamw, cfg_q8; /* valid: AdamW, and with Q8 states */
 static bigger_config cfg_newer;
 static clg_stats stats_size0, stats_small;
-static clg_memory_plan plan_size0, plan_small;
+static clg_model_plan plan_size0, plan_small;
 static clg_device_info *devices_small; /* struct_size 4 */
 
 static clg_config adamw_config(void)
 {
-    clg_config c = clg_config_default(CLG_ADAMW);
+    clg_config c = clg_config_init(CLG_ADAMW);
     c.accum_steps = K;
     c.fuse_last_micro_step = 0;
     return c;
@@ -189,33 +190,33 @@ static int setup(void **state)
     EV_LIST_NUM0 = (clg_events){0, &a_user_event, &ev_out};
     EV_NULL_ENTRY = (clg_events){1, null_entry, &ev_out};
 
-    cfg_size0 = clg_config_default(CLG_SGD);
+    cfg_size0 = clg_config_init(CLG_SGD);
     cfg_size0.struct_size = 0;
-    cfg_bad_opt = clg_config_default(CLG_SGD);
+    cfg_bad_opt = clg_config_init(CLG_SGD);
     cfg_bad_opt.optimizer = (clg_optimizer)7;
-    cfg_lr = clg_config_default(CLG_SGD);
+    cfg_lr = clg_config_init(CLG_SGD);
     cfg_lr.lr = -0.125f;
-    cfg_nesterov = clg_config_default(CLG_SGD);
+    cfg_nesterov = clg_config_init(CLG_SGD);
     cfg_nesterov.nesterov = 1;
-    cfg_sched = clg_config_default(CLG_ADAM);
+    cfg_sched = clg_config_init(CLG_ADAM);
     cfg_sched.schedule = (clg_schedule){CLG_SCHED_COSINE, 500, 400, 0.0f};
-    cfg_adamw = clg_config_default(CLG_ADAMW);
-    cfg_q8 = clg_config_default(CLG_ADAMW);
+    cfg_adamw = clg_config_init(CLG_ADAMW);
+    cfg_q8 = clg_config_init(CLG_ADAMW);
     cfg_q8.state_dtype = CLG_Q8;
-    cfg_noise_skip = clg_config_default(CLG_ADAM);
+    cfg_noise_skip = clg_config_init(CLG_ADAM);
     cfg_noise_skip.noise_scale = 1;
     cfg_noise_skip.nonfinite = CLG_NONFINITE_SKIP_MICRO;
     memset(&cfg_newer, 0, sizeof cfg_newer);
-    cfg_newer.c = clg_config_default(CLG_SGD);
+    cfg_newer.c = clg_config_init(CLG_SGD);
     cfg_newer.c.struct_size = sizeof cfg_newer;
     cfg_newer.unknown = 1;
     stats_size0 = clg_stats_init();
     stats_size0.struct_size = 0;
     stats_small = clg_stats_init();
     stats_small.struct_size = offsetof(clg_stats, cycles) - 1;
-    plan_size0 = clg_memory_plan_init();
+    plan_size0 = clg_model_plan_init();
     plan_size0.struct_size = 0;
-    plan_small = clg_memory_plan_init();
+    plan_small = clg_model_plan_init();
     plan_small.struct_size = 3;
     return 0;
 }
@@ -333,9 +334,9 @@ static const void *const one_image[2] = {F.host, NULL};
     X(devlist_out, "clg_devices_list", INV, NOCTX, "out", NULL,                                    \
       clg_devices_list_sized(sizeof(clg_device_info), NULL, &size_out))                            \
     X(devlist_count, "clg_devices_list", INV, NOCTX, "count", NULL,                                \
-      clg_devices_list_sized(sizeof(clg_device_info), &devs_out, NULL))    \
+      clg_devices_list_sized(sizeof(clg_device_info), &devs_out, NULL))                            \
     X(devlist_size, "clg_devices_list", INV, NOCTX, "4", NULL,                                     \
-      clg_devices_list_sized(4, &devs_out, &size_out))                     \
+      clg_devices_list_sized(4, &devs_out, &size_out))                                             \
     X(select_chosen, "clg_device_select", INV, NOCTX, "chosen", NULL,                              \
       clg_device_select(F.devices, F.n_devices, NULL, NULL))                                       \
     X(select_list, "clg_device_select", CLG_ERR_NO_DEVICE, NOCTX, NULL, NULL,                      \
@@ -355,7 +356,7 @@ static const void *const one_image[2] = {F.host, NULL};
     /* contexts */                                                                                 \
     X(create_out, "clg_context_create", INV, NOCTX, NULL, NULL, clg_context_create(NULL, NULL))    \
     X(create_selector, "clg_context_create", CLG_ERR_NO_DEVICE, NOCTX, "no-such-device-xyz", NULL, \
-      clg_context_create(&ctx_out, "no-such-device-xyz"))                                         \
+      clg_context_create(&ctx_out, "no-such-device-xyz"))                                          \
     X(create_max_alloc, "clg_context_create", INV, NOCTX, "12abc", NULL,                           \
       create_with_max_alloc("12abc", 0))                                                           \
     X(create_max_alloc0, "clg_context_create", INV, NOCTX, "CLGRAD_MAX_ALLOC", NULL,               \
@@ -388,19 +389,25 @@ static const void *const one_image[2] = {F.host, NULL};
       clg_context_program(tu_ctx, "update", "", NULL, NULL))                                       \
     X(program_option, "clg_context_program", INV, CTX, "-cl-fast-relaxed-math", NULL,              \
       clg_context_program(tu_ctx, "update", "-cl-fast-relaxed-math", &program_out, NULL))          \
-    X(cache_dir_buf, "clg_cache_dir", INV, NOCTX, "buf", NULL, clg_cache_dir(NULL, 64))           \
+    X(cache_dir_buf, "clg_cache_dir", INV, NOCTX, "buf", NULL, clg_cache_dir(NULL, 64))            \
     X(cache_dir_size, "clg_cache_dir", INV, NOCTX, "needs", "size is 1",                           \
       clg_cache_dir(cache_dir_out, 1))                                                             \
     X(device_key_ctx, "clg_context_device_key", INV, NOCTX, "ctx", NULL,                           \
       clg_context_device_key(NULL, device_key_out))                                                \
     X(device_key_out, "clg_context_device_key", INV, CTX, "key", NULL,                             \
       clg_context_device_key(tu_ctx, NULL))                                                        \
+    X(context_fail, "clg_context_fail", INV, CTX, "a layer's message", NULL,                       \
+      clg_context_fail(tu_ctx, INV, "clg_context_fail: a layer's message"))                        \
+    X(sformat_model, "clg_model_state_format", INV, NOCTX, NULL, NULL,                             \
+      clg_model_state_format(NULL, 0, 0, NULL, NULL, NULL))                                        \
+    X(sformat_state, "clg_model_state_format", INV, CTX, "no state 7", NULL,                       \
+      clg_model_state_format(M, 7, 0, NULL, NULL, NULL))                                           \
     /* configs and rules */                                                                        \
-    X(config_null, "clg_config_init", INV, NOCTX, NULL, NULL,                                      \
+    X(config_null, "clg_config_init_sized", INV, NOCTX, NULL, NULL,                                \
       clg_config_init_sized(NULL, sizeof(clg_config), CLG_SGD))                                    \
-    X(config_size, "clg_config_init", INV, NOCTX, "8", NULL,                                       \
+    X(config_size, "clg_config_init_sized", INV, NOCTX, "8", NULL,                                 \
       clg_config_init_sized(&config_out, 8, CLG_SGD))                                              \
-    X(config_opt, "clg_config_init", INV, NOCTX, "9", NULL,                                        \
+    X(config_opt, "clg_config_init_sized", INV, NOCTX, "9", NULL,                                  \
       clg_config_init_sized(&config_out, sizeof(clg_config), (clg_optimizer)9))                    \
     X(lr_scale_out, "clg_lr_scale", INV, NOCTX, NULL, NULL,                                        \
       clg_lr_scale(CLG_LR_RULE_LINEAR, 0.1f, 32, 64, NULL))                                        \
@@ -410,32 +417,33 @@ static const void *const one_image[2] = {F.host, NULL};
       clg_lr_scale(CLG_LR_RULE_LINEAR, 0.1f, 0, 64, &float_out))                                   \
     X(lr_scale_rule, "clg_lr_scale", INV, NOCTX, "7", NULL,                                        \
       clg_lr_scale((clg_lr_rule)7, 0.1f, 32, 64, &float_out))                                      \
-    X(estimate_config, "clg_memory_estimate", INV, NOCTX, "config", NULL,                          \
-      clg_memory_estimate(NULL, 10, &plan_out))                                                    \
-    X(estimate_plan, "clg_memory_estimate", INV, NOCTX, "plan", NULL,                              \
-      clg_memory_estimate(&cfg_lr, 10, NULL))                                                      \
-    X(estimate_plan_size, "clg_memory_estimate", INV, NOCTX, "3", NULL,                            \
-      clg_memory_estimate(&cfg_lr, 10, &plan_small))                                               \
-    X(estimate_config_size, "clg_memory_estimate", INV, NOCTX, "0", NULL,                          \
-      clg_memory_estimate(&cfg_size0, 10, &plan_out))                                              \
-    X(eshard_config, "clg_memory_estimate_shard", INV, NOCTX, "config", NULL,                      \
-      clg_memory_estimate_shard(NULL, 10, 0, 2, &plan_out))                                        \
-    X(eshard_plan, "clg_memory_estimate_shard", INV, NOCTX, "plan", NULL,                          \
-      clg_memory_estimate_shard(&cfg_adamw, 10, 0, 2, NULL))                                       \
-    X(eshard_config_size, "clg_memory_estimate_shard", INV, NOCTX, "0", NULL,                      \
-      clg_memory_estimate_shard(&cfg_size0, 10, 0, 2, &plan_out))                                  \
-    X(eshard_count, "clg_memory_estimate_shard", INV, NOCTX, "count", NULL,                        \
-      clg_memory_estimate_shard(&cfg_adamw, 10, 0, 0, &plan_out))                                  \
-    X(eshard_index, "clg_memory_estimate_shard", INV, NOCTX, "3", "2",                             \
-      clg_memory_estimate_shard(&cfg_adamw, 10, 3, 2, &plan_out))                                  \
-    X(eshard_q8, "clg_memory_estimate_shard", CLG_ERR_UNSUPPORTED, NOCTX, "Q8/Q4", NULL,           \
-      clg_memory_estimate_shard(&cfg_q8, 5000, 0, 2, &plan_out))                                   \
+    X(estimate_config, "clg_model_estimate", INV, NOCTX, "config", NULL,                           \
+      clg_model_estimate(NULL, 10, &plan_out))                                                     \
+    X(estimate_plan, "clg_model_estimate", INV, NOCTX, "plan", NULL,                               \
+      clg_model_estimate(&cfg_lr, 10, NULL))                                                       \
+    X(estimate_plan_size, "clg_model_estimate", INV, NOCTX, "3", NULL,                             \
+      clg_model_estimate(&cfg_lr, 10, &plan_small))                                                \
+    X(estimate_config_size, "clg_model_estimate", INV, NOCTX, "0", NULL,                           \
+      clg_model_estimate(&cfg_size0, 10, &plan_out))                                               \
+    X(eshard_config, "clg_model_estimate_shard", INV, NOCTX, "config", NULL,                       \
+      clg_model_estimate_shard(NULL, 10, 0, 2, &plan_out))                                         \
+    X(eshard_plan, "clg_model_estimate_shard", INV, NOCTX, "plan", NULL,                           \
+      clg_model_estimate_shard(&cfg_adamw, 10, 0, 2, NULL))                                        \
+    X(eshard_config_size, "clg_model_estimate_shard", INV, NOCTX, "0", NULL,                       \
+      clg_model_estimate_shard(&cfg_size0, 10, 0, 2, &plan_out))                                   \
+    X(eshard_count, "clg_model_estimate_shard", INV, NOCTX, "count", NULL,                         \
+      clg_model_estimate_shard(&cfg_adamw, 10, 0, 0, &plan_out))                                   \
+    X(eshard_index, "clg_model_estimate_shard", INV, NOCTX, "3", "2",                              \
+      clg_model_estimate_shard(&cfg_adamw, 10, 3, 2, &plan_out))                                   \
+    X(eshard_q8, "clg_model_estimate_shard", CLG_ERR_UNSUPPORTED, NOCTX, "Q8/Q4", NULL,            \
+      clg_model_estimate_shard(&cfg_q8, 5000, 0, 2, &plan_out))                                    \
     /* building a model */                                                                         \
     X(mcreate_ctx, "clg_model_create", INV, NOCTX, NULL, NULL,                                     \
       clg_model_create(NULL, &cfg_lr, &model_out))                                                 \
     X(mcreate_config, "clg_model_create", INV, CTX, NULL, NULL,                                    \
       clg_model_create(tu_ctx, NULL, &model_out))                                                  \
-    X(mcreate_out, "clg_model_create", INV, CTX, NULL, NULL, clg_model_create(tu_ctx, &cfg_lr, NULL)) \
+    X(mcreate_out, "clg_model_create", INV, CTX, NULL, NULL,                                       \
+      clg_model_create(tu_ctx, &cfg_lr, NULL))                                                     \
     X(mcreate_size, "clg_model_create", INV, CTX, "struct_size", "0",                              \
       clg_model_create(tu_ctx, &cfg_size0, &model_out))                                            \
     X(mcreate_newer, "clg_model_create", CLG_ERR_UNSUPPORTED, CTX, U64(sizeof(clg_config)), NULL,  \
@@ -524,25 +532,31 @@ static const void *const one_image[2] = {F.host, NULL};
       clg_model_find_tensor(NULL, "t0", &int_out))                                                 \
     X(find_name, "clg_model_find_tensor", INV, CTX, NULL, NULL,                                    \
       clg_model_find_tensor(M, NULL, &int_out))                                                    \
-    X(find_out, "clg_model_find_tensor", INV, CTX, NULL, NULL, clg_model_find_tensor(M, "t0", NULL)) \
+    X(find_out, "clg_model_find_tensor", INV, CTX, NULL, NULL,                                     \
+      clg_model_find_tensor(M, "t0", NULL))                                                        \
     X(find_unknown, "clg_model_find_tensor", INV, CTX, "'nope'", NULL,                             \
       clg_model_find_tensor(M, "nope", &int_out))                                                  \
     X(memory_model, "clg_model_memory", INV, NOCTX, "model", NULL,                                 \
       clg_model_memory(NULL, &plan_out))                                                           \
     X(memory_plan, "clg_model_memory", INV, CTX, "plan", NULL, clg_model_memory(M, NULL))          \
     X(memory_size0, "clg_model_memory", INV, CTX, "0", NULL, clg_model_memory(M, &plan_size0))     \
-    X(memory_unfin, "clg_model_memory", STATE, CTX, NULL, NULL, clg_model_memory(F.unfin, &plan_out)) \
+    X(memory_unfin, "clg_model_memory", STATE, CTX, NULL, NULL,                                    \
+      clg_model_memory(F.unfin, &plan_out))                                                        \
     /* views */                                                                                    \
     X(pview_model, "clg_model_param_view", INV, NOCTX, NULL, NULL,                                 \
       clg_model_param_view(NULL, 0, &view_out))                                                    \
     X(pview_unfin, "clg_model_param_view", STATE, CTX, NULL, NULL,                                 \
       clg_model_param_view(F.unfin, 0, &view_out))                                                 \
-    X(pview_tensor, "clg_model_param_view", INV, CTX, "3", NULL, clg_model_param_view(M, 3, &view_out)) \
-    X(pview_m2, "clg_model_param_view", INV, CTX, "-2", "3", clg_model_param_view(M, -2, &view_out)) \
+    X(pview_tensor, "clg_model_param_view", INV, CTX, "3", NULL,                                   \
+      clg_model_param_view(M, 3, &view_out))                                                       \
+    X(pview_m2, "clg_model_param_view", INV, CTX, "-2", "3",                                       \
+      clg_model_param_view(M, -2, &view_out))                                                      \
     X(pview_all, "clg_model_param_view", INV, CTX, "-1", "3",                                      \
       clg_model_param_view(M, CLG_ALL_TENSORS, &view_out))                                         \
-    X(pview_view, "clg_model_param_view", INV, CTX, "view", NULL, clg_model_param_view(M, 0, NULL)) \
-    X(aview_tensor, "clg_model_acc_view", INV, CTX, "3", NULL, clg_model_acc_view(M, 3, &view_out)) \
+    X(pview_view, "clg_model_param_view", INV, CTX, "view", NULL,                                  \
+      clg_model_param_view(M, 0, NULL))                                                            \
+    X(aview_tensor, "clg_model_acc_view", INV, CTX, "3", NULL,                                     \
+      clg_model_acc_view(M, 3, &view_out))                                                         \
     X(aview_m2, "clg_model_acc_view", INV, CTX, "-2", NULL, clg_model_acc_view(M, -2, &view_out))  \
     X(aview_all, "clg_model_acc_view", INV, CTX, "-1", NULL,                                       \
       clg_model_acc_view(M, CLG_ALL_TENSORS, &view_out))                                           \
@@ -657,8 +671,10 @@ static const void *const one_image[2] = {F.host, NULL};
     X(finish_ev_num0, "clg_finish_cycle", INV, CTX, "num_wait is 0", NULL,                         \
       clg_finish_cycle(F.pend, 1.0f, &EV_LIST_NUM0))                                               \
     /* statistics */                                                                               \
-    X(stats_model, "clg_model_stats", INV, NOCTX, NULL, NULL, clg_model_stats(NULL, 1, &stats_out)) \
-    X(stats_unfin, "clg_model_stats", STATE, CTX, NULL, NULL, clg_model_stats(F.unfin, 1, &stats_out)) \
+    X(stats_model, "clg_model_stats", INV, NOCTX, NULL, NULL,                                      \
+      clg_model_stats(NULL, 1, &stats_out))                                                        \
+    X(stats_unfin, "clg_model_stats", STATE, CTX, NULL, NULL,                                      \
+      clg_model_stats(F.unfin, 1, &stats_out))                                                     \
     X(stats_out_null, "clg_model_stats", INV, CTX, NULL, NULL, clg_model_stats(M, 1, NULL))        \
     X(stats_size0, "clg_model_stats", INV, CTX, "0", NULL, clg_model_stats(M, 1, &stats_size0))    \
     X(stats_small, "clg_model_stats", INV, CTX, U64(offsetof(clg_stats, cycles) - 1), NULL,        \
@@ -683,7 +699,7 @@ static const void *const one_image[2] = {F.host, NULL};
     X(norms_no_update, "clg_model_tensor_norms", STATE, CTX, "no update", NULL,                    \
       clg_model_tensor_norms(F.norms, norms_out, 1))                                               \
     X(sync_model, "clg_model_sync", INV, NOCTX, NULL, NULL, clg_model_sync(NULL))                  \
-    X(sync_unfin, "clg_model_sync", STATE, CTX, NULL, NULL, clg_model_sync(F.unfin))              \
+    X(sync_unfin, "clg_model_sync", STATE, CTX, NULL, NULL, clg_model_sync(F.unfin))               \
     /* sharded states (ZeRO-1) */                                                                  \
     X(shard_model, "clg_model_set_shard", INV, NOCTX, NULL, NULL, clg_model_set_shard(NULL, 0, 2)) \
     X(shard_finalized, "clg_model_set_shard", STATE, CTX, "before clg_model_finalize", NULL,       \
@@ -694,7 +710,8 @@ static const void *const one_image[2] = {F.host, NULL};
       clg_model_set_shard(F.unfin, 0, 0))                                                          \
     X(shardof_model, "clg_model_shard", INV, NOCTX, "model", NULL,                                 \
       clg_model_shard(NULL, &uint_out, &uint_out))                                                 \
-    X(shardof_index, "clg_model_shard", INV, CTX, "index", NULL, clg_model_shard(M, NULL, &uint_out)) \
+    X(shardof_index, "clg_model_shard", INV, CTX, "index", NULL,                                   \
+      clg_model_shard(M, NULL, &uint_out))                                                         \
     X(range_model, "clg_model_shard_range", INV, NOCTX, NULL, NULL,                                \
       clg_model_shard_range(NULL, 0, &u64_out, NULL, NULL))                                        \
     X(range_unfin, "clg_model_shard_range", STATE, CTX, NULL, NULL,                                \
@@ -712,15 +729,16 @@ static const void *const one_image[2] = {F.host, NULL};
     X(chunk_view_null, "clg_model_chunk_view", INV, CTX, "view", NULL,                             \
       clg_model_chunk_view(M, CLG_PART_ACC, 0, NULL))                                              \
     X(sumsq_model, "clg_shard_sumsq", INV, NOCTX, NULL, NULL, clg_shard_sumsq(NULL, &double_out))  \
-    X(sumsq_unfin, "clg_shard_sumsq", STATE, CTX, NULL, NULL, clg_shard_sumsq(F.unfin, &double_out)) \
-    X(sumsq_not_pending, "clg_shard_sumsq", STATE, CTX, "no collected cycle", NULL,               \
+    X(sumsq_unfin, "clg_shard_sumsq", STATE, CTX, NULL, NULL,                                      \
+      clg_shard_sumsq(F.unfin, &double_out))                                                       \
+    X(sumsq_not_pending, "clg_shard_sumsq", STATE, CTX, "no collected cycle", NULL,                \
       clg_shard_sumsq(M, &double_out))                                                             \
     X(sumsq_null, "clg_shard_sumsq", INV, CTX, "sumsq", NULL, clg_shard_sumsq(F.pend, NULL))       \
     X(fshard_model, "clg_finish_cycle_sharded", INV, NOCTX, NULL, NULL,                            \
       clg_finish_cycle_sharded(NULL, 1.0f, 1.0, &EV))                                              \
     X(fshard_unfin, "clg_finish_cycle_sharded", STATE, CTX, NULL, NULL,                            \
       clg_finish_cycle_sharded(F.unfin, 1.0f, 1.0, &EV))                                           \
-    X(fshard_not_pending, "clg_finish_cycle_sharded", STATE, CTX, "no collected cycle", NULL,     \
+    X(fshard_not_pending, "clg_finish_cycle_sharded", STATE, CTX, "no collected cycle", NULL,      \
       clg_finish_cycle_sharded(M, 1.0f, 1.0, &EV))                                                 \
     X(fshard_w0, "clg_finish_cycle_sharded", INV, CTX, "weight_sum 0", NULL,                       \
       clg_finish_cycle_sharded(F.pend, 0.0f, 1.0, &EV))                                            \
@@ -728,14 +746,14 @@ static const void *const one_image[2] = {F.host, NULL};
       clg_finish_cycle_sharded(F.pend, 1.0f, -3.0, &EV))                                           \
     X(fshard_ev_num1, "clg_finish_cycle_sharded", INV, CTX, "num_wait is 1", NULL,                 \
       clg_finish_cycle_sharded(F.pend, 1.0f, 1.0, &EV_NUM1_NULL))                                  \
-    X(sstate_model, "clg_model_download_shard_state", INV, NOCTX, NULL, NULL,                      \
-      clg_model_download_shard_state(NULL, 0, H, 4))                                               \
-    X(sstate_unfin, "clg_model_download_shard_state", STATE, CTX, NULL, NULL,                      \
-      clg_model_download_shard_state(F.unfin, 0, H, 4))                                            \
-    X(sstate_index, "clg_model_download_shard_state", INV, CTX, "no state 2", NULL,                \
-      clg_model_download_shard_state(M, 2, H, 4))                                                  \
-    X(sstate_bytes, "clg_model_download_shard_state", INV, CTX, "4 bytes", NULL,                   \
-      clg_model_download_shard_state(M, 0, H, 4))                                                  \
+    X(sstate_model, "clg_model_download_state_raw", INV, NOCTX, NULL, NULL,                        \
+      clg_model_download_state_raw(NULL, 0, CLG_SHARD_RANGE, H, 4, NULL, 0, NULL))                 \
+    X(sstate_unfin, "clg_model_download_state_raw", STATE, CTX, NULL, NULL,                        \
+      clg_model_download_state_raw(F.unfin, 0, CLG_SHARD_RANGE, H, 4, NULL, 0, NULL))              \
+    X(sstate_index, "clg_model_download_state_raw", INV, CTX, "no state 2", NULL,                  \
+      clg_model_download_state_raw(M, 2, CLG_SHARD_RANGE, H, 4, NULL, 0, NULL))                    \
+    X(sstate_bytes, "clg_model_download_state_raw", INV, CTX, "4 bytes", NULL,                     \
+      clg_model_download_state_raw(M, 0, CLG_SHARD_RANGE, H, 4, NULL, 0, NULL))                    \
     X(gsave_model, "clg_checkpoint_save_gathered", INV, NOCTX, NULL, NULL,                         \
       clg_checkpoint_save_gathered(NULL, missing_path(), NULL, NULL, 0, two_images, 2))            \
     X(gsave_count, "clg_checkpoint_save_gathered", INV, CTX, "1 state images", "2 states",         \
@@ -823,23 +841,59 @@ enum { N_CASES = sizeof cases / sizeof cases[0] };
 /* The public functions returning a clg_status (clgrad.h); each must have
  * at least one case above. */
 static const char *const walked[] = {
-    "clg_devices_list",       "clg_device_select",         "clg_context_create",
-    "clg_context_wrap",       "clg_context_set_budget",    "clg_context_reserve",
-    "clg_context_program",    "clg_config_init",           "clg_lr_scale",
-    "clg_model_create",       "clg_model_add_group",       "clg_model_add_tensor",
-    "clg_model_set_tensor_shape", "clg_model_tensor_shape", "clg_model_finalize",
-    "clg_model_find_tensor",  "clg_model_memory",          "clg_memory_estimate",
-    "clg_model_param_view",   "clg_model_acc_view",        "clg_model_param_copy_view",
-    "clg_model_upload_params", "clg_model_download_params", "clg_model_download_acc",
-    "clg_model_download_state", "clg_grads_create",        "clg_grads_view",
-    "clg_grads_upload",       "clg_step",                  "clg_flush",
-    "clg_reset_cycle",        "clg_model_stats",           "clg_model_loss_scale",
-    "clg_model_loss_scale_view", "clg_model_tensor_norms", "clg_model_sync",
-    "clg_checkpoint_save",    "clg_checkpoint_load",       "clg_step_collect",
-    "clg_finish_cycle",       "clg_model_set_shard",       "clg_model_shard_range",
-    "clg_model_chunk_view",   "clg_shard_sumsq",           "clg_model_shard",
-    "clg_finish_cycle_sharded", "clg_model_download_shard_state",
-    "clg_checkpoint_save_gathered", "clg_memory_estimate_shard",
+    "clg_devices_list",
+    "clg_device_select",
+    "clg_context_create",
+    "clg_context_wrap",
+    "clg_context_set_budget",
+    "clg_context_reserve",
+    "clg_context_program",
+    "clg_config_init_sized",
+    "clg_lr_scale",
+    "clg_model_create",
+    "clg_model_add_group",
+    "clg_model_add_tensor",
+    "clg_model_set_tensor_shape",
+    "clg_model_tensor_shape",
+    "clg_model_finalize",
+    "clg_model_find_tensor",
+    "clg_model_memory",
+    "clg_model_estimate",
+    "clg_model_param_view",
+    "clg_model_acc_view",
+    "clg_model_param_copy_view",
+    "clg_model_upload_params",
+    "clg_model_download_params",
+    "clg_model_download_acc",
+    "clg_model_download_state",
+    "clg_grads_create",
+    "clg_grads_view",
+    "clg_grads_upload",
+    "clg_step",
+    "clg_flush",
+    "clg_reset_cycle",
+    "clg_model_stats",
+    "clg_model_loss_scale",
+    "clg_model_loss_scale_view",
+    "clg_model_tensor_norms",
+    "clg_model_sync",
+    "clg_checkpoint_save",
+    "clg_checkpoint_load",
+    "clg_step_collect",
+    "clg_finish_cycle",
+    "clg_model_set_shard",
+    "clg_model_shard_range",
+    "clg_model_chunk_view",
+    "clg_shard_sumsq",
+    "clg_model_shard",
+    "clg_finish_cycle_sharded",
+    "clg_model_download_state_raw",
+    "clg_checkpoint_save_gathered",
+    "clg_model_estimate_shard",
+    "clg_cache_dir",
+    "clg_context_device_key",
+    "clg_context_fail",
+    "clg_model_state_format",
 };
 
 /* The functions that take a clg_events: on failure *event is NULL. */
@@ -1021,7 +1075,7 @@ static void check_outs(const error_case *c)
     assert_null(devs_out);
     if (strcmp(c->fn, "clg_device_select") == 0)
         assert_int_equal(size_out, 777); /* *chosen untouched */
-    clg_memory_plan plan;
+    clg_model_plan plan;
     memset(&plan, 0x5a, sizeof plan);
     plan.struct_size = sizeof plan;
     assert_memory_equal(&plan_out, &plan, sizeof plan);
@@ -1046,6 +1100,44 @@ static void test_every_function_is_walked(void **state)
                 fail_msg("case %s twice", cases[i].id);
     print_message("%d failure cases over %zu functions\n", N_CASES,
                   sizeof walked / sizeof walked[0]);
+}
+
+/* Every function of clgrad.h and clgrad_advanced.h that returns a
+ * clg_status is in walked[], read from the headers themselves so that a new
+ * function cannot be forgotten. The clg_contrastive_ functions are walked by
+ * test_contrastive_errors.c; clg_devices_list_sized is walked as its inline
+ * wrapper clg_devices_list. */
+static void test_walked_covers_the_headers(void **state)
+{
+    (void)state;
+    static const char *const headers[] = {CLG_SOURCE_ROOT "/include/clgrad.h",
+                                          CLG_SOURCE_ROOT "/include/clgrad_advanced.h"};
+    static const char decl[] = "CLG_API clg_status ";
+    size_t seen = 0;
+    for (size_t h = 0; h < sizeof headers / sizeof headers[0]; h++) {
+        size_t bytes = 0;
+        char *text = (char *)tu_read_file(headers[h], &bytes);
+        assert_non_null(text);
+        for (const char *p = strstr(text, decl); p; p = strstr(p + 1, decl)) {
+            char name[96];
+            const char *n = p + sizeof decl - 1;
+            size_t len = strcspn(n, "(");
+            assert_true(len < sizeof name);
+            snprintf(name, sizeof name, "%.*s", (int)len, n);
+            seen++;
+            if (strncmp(name, "clg_contrastive_", 16) == 0)
+                continue;
+            if (strcmp(name, "clg_devices_list_sized") == 0)
+                snprintf(name, sizeof name, "clg_devices_list");
+            int walked_it = 0;
+            for (size_t f = 0; f < sizeof walked / sizeof walked[0]; f++)
+                walked_it |= strcmp(walked[f], name) == 0;
+            if (!walked_it)
+                fail_msg("%s (%s) is not in walked[]", name, headers[h]);
+        }
+        free(text);
+    }
+    assert_true(seen > 60); /* the headers were read, not empty */
 }
 
 static void test_error_walk(void **state)
@@ -1175,6 +1267,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_function_is_walked),
+        cmocka_unit_test(test_walked_covers_the_headers),
         cmocka_unit_test(test_error_walk),
         cmocka_unit_test(test_threads_see_their_own_message),
     };

@@ -41,7 +41,7 @@ enum { K = 3, MAX_N = 500 };
  * norms (more buffers), the noise scale (its first-micro-step fold). */
 static clg_config fault_config(clg_optimizer opt)
 {
-    clg_config c = clg_config_default(opt);
+    clg_config c = clg_config_init(opt);
     c.accum_steps = K;
     c.amsgrad = opt == CLG_ADAM || opt == CLG_ADAMW;
     c.clip_norm = 1.0f;

@@ -240,7 +240,7 @@ static void replay(const fixture *f, unsigned path)
 {
     const char *path_name = path == PATH_A ? "A" : "C";
     g_worst = 0.0;
-    clg_config cfg = clg_config_default((clg_optimizer)f->h[H_OPTIMIZER]);
+    clg_config cfg = clg_config_init((clg_optimizer)f->h[H_OPTIMIZER]);
     cfg.lr = hf(f, H_LR);
     cfg.beta1 = hf(f, H_BETA1);
     cfg.beta2 = hf(f, H_BETA2);

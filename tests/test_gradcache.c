@@ -263,7 +263,7 @@ typedef struct run_result {
 static run_result run_method(size_t B, size_t k, method how, path via)
 {
     size_t m = (B + k - 1) / k, n_micro = (B + m - 1) / m; /* uneven: the last is shorter */
-    clg_config cfg = clg_config_default(CLG_SGD);
+    clg_config cfg = clg_config_init(CLG_SGD);
     cfg.lr = 0.1f;
     cfg.fuse_last_micro_step = via == PATH_C;
     /* A/B: one step more than we take, so the accumulator is all there is */

@@ -42,7 +42,7 @@ static void bad_config(clg_config cfg, const char *needle, const char *what)
 static void test_bad_config(void **state)
 {
     (void)state;
-    clg_config base = clg_config_default(CLG_ADAM);
+    clg_config base = clg_config_init(CLG_ADAM);
     clg_config c;
 
     c = base;
@@ -67,7 +67,7 @@ static void test_bad_config(void **state)
         {CLG_LION, offsetof(clg_config, beta2), 1.0f, "1", "lion beta2 1"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        c = clg_config_default(bad[i].opt);
+        c = clg_config_init(bad[i].opt);
         memcpy((char *)&c + bad[i].field, &bad[i].value, sizeof(float));
         bad_config(c, bad[i].needle, bad[i].what);
     }
@@ -82,7 +82,7 @@ static void test_bad_config(void **state)
 static void test_null_handles(void **state)
 {
     (void)state;
-    clg_config cfg = clg_config_default(CLG_SGD);
+    clg_config cfg = clg_config_init(CLG_SGD);
     clg_model *m = NULL;
     expect(clg_model_create(NULL, &cfg, &m), CLG_ERR_INVALID_ARGUMENT, NULL, NULL,
            "create NULL ctx");
@@ -119,7 +119,7 @@ static void test_null_handles(void **state)
 static void test_build_phase(void **state)
 {
     (void)state;
-    clg_config cfg = clg_config_default(CLG_ADAMW);
+    clg_config cfg = clg_config_init(CLG_ADAMW);
     clg_model *m = NULL;
     assert_int_equal(clg_model_create(tu_ctx, &cfg, &m), CLG_SUCCESS);
     int id = -1, gid = -1;
@@ -164,7 +164,7 @@ static void test_build_phase(void **state)
 static void test_bad_indices_and_steps(void **state)
 {
     (void)state;
-    clg_config cfg = clg_config_default(CLG_ADAM);
+    clg_config cfg = clg_config_init(CLG_ADAM);
     cfg.accum_steps = 3;
     twin tw;
     twin_init(&tw, tu_ctx, &cfg, &twin_default_layout, 8);
@@ -248,7 +248,7 @@ static unsigned k_zero_later(uint64_t t, void *user)
 static void test_k_schedule_zero(void **state)
 {
     (void)state;
-    clg_config cfg = clg_config_default(CLG_SGD);
+    clg_config cfg = clg_config_init(CLG_SGD);
     cfg.k_schedule = k_zero_later;
     twin tw;
     twin_init(&tw, tu_ctx, &cfg, &twin_default_layout, 10);

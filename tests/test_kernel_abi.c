@@ -19,6 +19,7 @@
  *     argument, a lost qualifier and a wrong address space (mutated
  *     parameter lists built from the table). */
 #include "clg_layout.h"
+#include "clgrad_advanced.h"
 #include "internal.h"
 #include "testutil.h"
 

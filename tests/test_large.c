@@ -103,7 +103,7 @@ static void large_run(clg_optimizer opt, char path, int clip, int tensor_norms, 
     snprintf(what, sizeof what, "%s path %c%s%s", opt == CLG_SGD ? "sgd momentum" : "adamw",
              path, clip ? " clip" : "", tensor_norms ? " tensor norms" : "");
     double t0 = now_s();
-    clg_config cfg = clg_config_default(opt);
+    clg_config cfg = clg_config_init(opt);
     cfg.accum_steps = K;
     cfg.fuse_last_micro_step = path == 'C';
     cfg.tensor_norms = tensor_norms;

@@ -14,6 +14,7 @@
  * parameters are compared with the double reference too (tests/reference.c,
  * PyTorch's fp32 tolerances). */
 #include <stdarg.h>
+#include "clgrad_advanced.h"
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
@@ -210,7 +211,7 @@ static void check(const char *what, const clg_config *cfg, shape s, int path_b)
 static void test_launches_plain(void **state)
 {
     (void)state;
-    clg_config cfg = clg_config_default(CLG_ADAMW);
+    clg_config cfg = clg_config_init(CLG_ADAMW);
     cfg.accum_steps = K;
     check("adamw path C", &cfg, SHAPE_C, 0);
     cfg.fuse_last_micro_step = 0;
@@ -220,7 +221,7 @@ static void test_launches_plain(void **state)
 static void test_launches_with_statistics(void **state)
 {
     (void)state;
-    clg_config cfg = clg_config_default(CLG_ADAM);
+    clg_config cfg = clg_config_init(CLG_ADAM);
     cfg.accum_steps = K;
     cfg.clip_norm = 1.0f;
     cfg.nonfinite = CLG_NONFINITE_SKIP_UPDATE;
@@ -234,7 +235,7 @@ static void test_launches_with_statistics(void **state)
 static void test_launches_path_b(void **state)
 {
     (void)state;
-    clg_config cfg = clg_config_default(CLG_SGD);
+    clg_config cfg = clg_config_init(CLG_SGD);
     cfg.momentum = 0.9f;
     cfg.accum_steps = K;
     check("sgd path B", &cfg, SHAPE_B, 1);
@@ -245,12 +246,12 @@ static void test_launches_path_b(void **state)
 static void test_launches_skip_micro_and_noise(void **state)
 {
     (void)state;
-    clg_config cfg = clg_config_default(CLG_ADAMW);
+    clg_config cfg = clg_config_init(CLG_ADAMW);
     cfg.accum_steps = K;
     cfg.fuse_last_micro_step = 0;
     cfg.nonfinite = CLG_NONFINITE_SKIP_MICRO;
     check("adamw skip-micro, path A", &cfg, SHAPE_SKIP_MICRO, 0);
-    cfg = clg_config_default(CLG_SGD);
+    cfg = clg_config_init(CLG_SGD);
     cfg.momentum = 0.9f;
     cfg.accum_steps = K;
     cfg.noise_scale = 1;

@@ -3,6 +3,7 @@
  * tiny max-alloc (bitwise identical results), a tensor larger than the max
  * alloc, and the memory budget. */
 #include <stdarg.h>
+#include "clgrad_advanced.h"
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
@@ -21,7 +22,7 @@
 static void test_views(void **state)
 {
     (void)state;
-    clg_config cfg = clg_config_default(CLG_ADAM);
+    clg_config cfg = clg_config_init(CLG_ADAM);
     twin tw;
     twin_init(&tw, tu_ctx, &cfg, &twin_default_layout, 11);
     const twin_layout *lay = &twin_default_layout;
@@ -119,7 +120,7 @@ static void train_chunk_model(clg_context *c, float clip, float *out_params, flo
                               size_t *n_out, int *n_mem)
 {
     const twin_layout lay = {2, chunk_lr_mult, chunk_wd, 8, chunk_counts, chunk_groups};
-    clg_config cfg = clg_config_default(CLG_ADAM);
+    clg_config cfg = clg_config_init(CLG_ADAM);
     cfg.lr = 1e-2f;
     cfg.amsgrad = 1;
     cfg.weight_decay = 0.01f;
@@ -192,7 +193,7 @@ static void test_chunking(void **state)
     train_chunk_model(small, 5.0f, NULL, NULL, &n1, &mem1);
 
     /* a tensor over the max alloc is a clear error naming the sizes */
-    clg_config cfg = clg_config_default(CLG_SGD);
+    clg_config cfg = clg_config_init(CLG_SGD);
     clg_model *m = NULL;
     assert_int_equal(clg_model_create(small, &cfg, &m), CLG_SUCCESS);
     int id = -1;
@@ -228,7 +229,7 @@ static void test_budget(void **state)
     OK(clg_context_set_budget(tu_ctx, budget));
     assert_int_equal(clg_context_budget(tu_ctx), budget);
 
-    clg_config cfg = clg_config_default(CLG_ADAMW);
+    clg_config cfg = clg_config_init(CLG_ADAMW);
     clg_model *m = NULL;
     OK(clg_model_create(tu_ctx, &cfg, &m));
     int id;
@@ -252,7 +253,7 @@ static void test_budget(void **state)
     /* lifting the budget lets the same model finalize */
     OK(clg_context_set_budget(tu_ctx, 0));
     OK(clg_model_finalize(m));
-    clg_memory_plan plan = clg_memory_plan_init();
+    clg_model_plan plan = clg_model_plan_init();
     OK(clg_model_memory(m, &plan));
     /* AdamW path B/C: params, accumulators, m, v at least 4 B each */
     assert_true(plan.params >= 400000 && plan.accumulators >= 400000 && plan.states >= 800000);

@@ -128,7 +128,7 @@ static void test_dynamic_sequence(void **state)
 static void test_reference_sequence(void **state)
 {
     (void)state;
-    clg_config cfg = clg_config_default(CLG_ADAM);
+    clg_config cfg = clg_config_init(CLG_ADAM);
     cfg.loss_scale_init = 65536.0f;
     cfg.loss_scale_growth = 2.0f;
     cfg.loss_scale_backoff = 0.5f;
@@ -154,7 +154,7 @@ static void test_static_scale(void **state)
 {
     (void)state;
     for (int sum = 0; sum <= 1; sum++) {
-        clg_config cfg = clg_config_default(CLG_SGD);
+        clg_config cfg = clg_config_init(CLG_SGD);
         cfg.lr = sum ? 0.02f : 0.1f;
         cfg.momentum = 0.9f;
         cfg.accum_steps = 3;
@@ -177,7 +177,7 @@ static void test_static_scale(void **state)
 static void test_no_scaling_reads_one(void **state)
 {
     (void)state;
-    clg_config cfg = clg_config_default(CLG_ADAM);
+    clg_config cfg = clg_config_init(CLG_ADAM);
     twin tw;
     twin_init(&tw, tu_ctx, &cfg, &twin_default_layout, 103);
     float scale = 0;

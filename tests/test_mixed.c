@@ -211,7 +211,7 @@ static void param_copy_case(clg_dtype dt)
     static const size_t counts[] = {NS, 5};
     static const int groups[] = {0, 0};
     const twin_layout lay = {1, lr_mult, wd, 2, counts, groups};
-    cfg = clg_config_default(CLG_SGD);
+    cfg = clg_config_init(CLG_SGD);
     cfg.lr = 1e-3f;
     cfg.param_copy_dtype = dt;
     twin_init(&tw, tu_ctx, &cfg, &lay, 114);
@@ -331,7 +331,7 @@ static void test_bf16_sr_edges(void **state)
 {
     (void)state;
     enum { N = 4096 };
-    clg_config cfg = clg_config_default(CLG_SGD);
+    clg_config cfg = clg_config_init(CLG_SGD);
     cfg.accum_steps = 2;
     cfg.acc_dtype = CLG_BF16;
     cfg.fuse_last_micro_step = 0;

@@ -105,7 +105,7 @@ static void test_noise_path_a(void **state)
 static void test_noise_needs_two_sizes(void **state)
 {
     (void)state;
-    clg_config cfg = clg_config_default(CLG_SGD);
+    clg_config cfg = clg_config_init(CLG_SGD);
     cfg.accum_steps = 1;
     cfg.noise_scale = 1;
     cfg.noise_scale_ema = 0.9f;

@@ -46,7 +46,7 @@ static void test_clip_norm(void **state)
 {
     (void)state;
     for (int fuse = 0; fuse <= 1; fuse++) {
-        clg_config cfg = clg_config_default(fuse ? CLG_ADAM : CLG_SGD);
+        clg_config cfg = clg_config_init(fuse ? CLG_ADAM : CLG_SGD);
         cfg.lr = fuse ? 1e-2f : 0.1f;
         cfg.momentum = 0.9f;
         cfg.accum_steps = 3;
@@ -103,7 +103,7 @@ static const twin_layout boundary_layout = {1, boundary_lr_mult, boundary_wd, 1,
 static float boundary_case(const float *g, float max_norm, const char *what, float **params,
                            double *ref_norm)
 {
-    clg_config cfg = clg_config_default(CLG_SGD);
+    clg_config cfg = clg_config_init(CLG_SGD);
     cfg.lr = 1.0f;
     cfg.clip_norm = max_norm;
     twin tw;
@@ -193,7 +193,7 @@ static void test_clip_value(void **state)
     twin_free(&tw);
 
     /* both: norm first, then value, with SGD so the clamp shows directly */
-    cfg = clg_config_default(CLG_SGD);
+    cfg = clg_config_init(CLG_SGD);
     cfg.lr = 0.5f;
     cfg.accum_steps = 2;
     cfg.clip_norm = 20.0f;
@@ -211,7 +211,7 @@ static void test_clip_value(void **state)
 static void test_norm_determinism(void **state)
 {
     (void)state;
-    clg_config cfg = clg_config_default(CLG_ADAM);
+    clg_config cfg = clg_config_init(CLG_ADAM);
     cfg.accum_steps = 3;
     cfg.clip_norm = 1.0f;
     cfg.tensor_norms = 1;
@@ -305,7 +305,7 @@ static void test_skip_update(void **state)
 static void test_skip_update_path_b(void **state)
 {
     (void)state;
-    clg_config cfg = clg_config_default(CLG_SGD);
+    clg_config cfg = clg_config_init(CLG_SGD);
     cfg.momentum = 0.9f;
     cfg.accum_steps = 1;
     cfg.nonfinite = CLG_NONFINITE_SKIP_UPDATE;

@@ -33,7 +33,7 @@ static const float weights[K] = {1.0f, 2.0f, 0.5f, 1.5f};
 
 static void run_case(const optim_case *oc)
 {
-    clg_config cfg = clg_config_default(oc->opt);
+    clg_config cfg = clg_config_init(oc->opt);
     cfg.lr = oc->lr;
     cfg.accum_steps = K;
     cfg.momentum = oc->momentum;

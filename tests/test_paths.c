@@ -163,7 +163,7 @@ static void test_least_squares(void **state)
     static const int groups[] = {0, 0};
     const twin_layout lay = {1, lr_mult, wd, 2, counts, groups};
 
-    clg_config cfg = clg_config_default(CLG_ADAM);
+    clg_config cfg = clg_config_init(CLG_ADAM);
     cfg.lr = 0.05f;
     cfg.fuse_last_micro_step = 0; /* path A: the accumulator keeps the sum */
     twin many, one;

@@ -12,6 +12,7 @@
  * one junk (Mesa's rusticl aborts the process on a damaged binary). */
 #define _GNU_SOURCE
 #include <setjmp.h>
+#include "clgrad_advanced.h"
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>

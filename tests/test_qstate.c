@@ -115,7 +115,7 @@ static size_t tensor_offset(size_t t)
 static size_t check_state(twin *tw, size_t s, const double *want, const double *err,
                           double tol_ulps, int exact_absmax, const char *what)
 {
-    const clg_config *cfg = clg_model_config(tw->model);
+    const clg_config *cfg = clg_model_get_config(tw->model);
     size_t fails = 0;
     for (size_t t = 0; t < layout.n_tensors; t++) {
         size_t off = tensor_offset(t), n = counts[t];
@@ -186,7 +186,7 @@ static void check_params(twin *tw, const char *what)
 
 static clg_config qconfig(clg_optimizer opt, clg_dtype dtype)
 {
-    clg_config c = clg_config_default(opt);
+    clg_config c = clg_config_init(opt);
     c.state_dtype = dtype;
     c.lr = opt == CLG_LION ? 1e-4f : 1e-3f;
     if (opt == CLG_SGD) {

@@ -6,7 +6,7 @@
  *    allocates anything or touches *out;
  *  - clg_model_memory is what the context allocated, byte for byte, for
  *    every state dtype, master dtype and optimizer, with small tensors,
- *    two groups, tensor norms and gradient buffers; clg_memory_estimate is
+ *    two groups, tensor norms and gradient buffers; clg_model_estimate is
  *    too, for one tensor of 2^20 elements;
  *  - the layout: small tensors in a chunk of their own with fp32 states,
  *    quantized tensors on whole blocks; one update launch per chunk;
@@ -16,6 +16,7 @@
  *  - path A and path B give bitwise the same Q8 states, path B with a bf16
  *    accumulator too. */
 #include <stdarg.h>
+#include "clgrad_advanced.h"
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
@@ -48,7 +49,7 @@ static clg_model *finalized(const clg_config *cfg)
 
 static clg_config qconfig(clg_optimizer opt, clg_dtype state, clg_dtype master)
 {
-    clg_config c = clg_config_default(opt);
+    clg_config c = clg_config_init(opt);
     c.state_dtype = state;
     c.master_dtype = master;
     if (opt == CLG_SGD)
@@ -61,7 +62,7 @@ static clg_config qconfig(clg_optimizer opt, clg_dtype state, clg_dtype master)
 static void test_defaults_and_old_callers(void **state)
 {
     (void)state;
-    clg_config c = clg_config_default(CLG_ADAMW);
+    clg_config c = clg_config_init(CLG_ADAMW);
     assert_int_equal(c.state_dtype, CLG_FP32);
     assert_int_equal(c.state_min_size, 4096);
     assert_int_equal(c.state_rounding, CLG_ROUND_NEAREST);
@@ -75,7 +76,7 @@ static void test_defaults_and_old_callers(void **state)
     old.struct_size = offsetof(clg_config, state_dtype);
     clg_model *m = NULL;
     OK(clg_model_create(tu_ctx, &old, &m));
-    const clg_config *got = clg_model_config(m);
+    const clg_config *got = clg_model_get_config(m);
     assert_int_equal(got->state_dtype, CLG_FP32);
     assert_int_equal(got->state_min_size, 4096);
     assert_int_equal(got->master_dtype, CLG_FP32);
@@ -93,8 +94,8 @@ static void refused(const clg_config *c, clg_status want, const char *a, const c
     if (!strstr(msg, a) || (b && !strstr(msg, b)))
         fail_msg("message '%s' should name %s and %s", msg, a, b ? b : "-");
     assert_int_equal(clg_context_device_bytes(tu_ctx), before);
-    clg_memory_plan plan = clg_memory_plan_init();
-    assert_int_equal(clg_memory_estimate(c, 1000, &plan), want);
+    clg_model_plan plan = clg_model_plan_init();
+    assert_int_equal(clg_model_estimate(c, 1000, &plan), want);
 }
 
 static void test_bad_values_and_unsupported(void **state)
@@ -136,7 +137,7 @@ static void exact_memory(clg_config c, const char *what)
     c.tensor_norms = 1;
     uint64_t before = clg_context_device_bytes(tu_ctx);
     clg_model *m = finalized(&c);
-    clg_memory_plan plan = clg_memory_plan_init();
+    clg_model_plan plan = clg_model_plan_init();
     OK(clg_model_memory(m, &plan));
     uint64_t used = clg_context_device_bytes(tu_ctx) - before;
     if (plan.total != used)
@@ -159,8 +160,8 @@ static void exact_memory(clg_config c, const char *what)
 
     /* the estimate of one tensor of 2^20 elements is its allocation */
     size_t n = (size_t)1 << 20;
-    clg_memory_plan est = clg_memory_plan_init();
-    OK(clg_memory_estimate(&c, n, &est));
+    clg_model_plan est = clg_model_plan_init();
+    OK(clg_model_estimate(&c, n, &est));
     OK(clg_model_create(tu_ctx, &c, &m));
     int t;
     OK(clg_model_add_tensor(m, "w", n, 0, &t));
@@ -197,9 +198,9 @@ static void test_memory_is_what_was_allocated(void **state)
      * float per 8192 elements) */
     clg_config c = qconfig(CLG_ADAMW, CLG_Q8, CLG_BF16);
     c.acc_dtype = CLG_BF16;
-    clg_memory_plan a = clg_memory_plan_init(), b = clg_memory_plan_init();
-    OK(clg_memory_estimate(&c, 1 << 20, &a));
-    OK(clg_memory_estimate(&c, 2 << 20, &b));
+    clg_model_plan a = clg_model_plan_init(), b = clg_model_plan_init();
+    OK(clg_model_estimate(&c, 1 << 20, &a));
+    OK(clg_model_estimate(&c, 2 << 20, &b));
     double per_param = (double)(b.total - a.total) / (double)(1 << 20);
     assert_true(fabs(per_param - (2 + 2 + 2 * (1 + 4.0 / 256) + 12.0 / 8192)) < 1e-6);
 }

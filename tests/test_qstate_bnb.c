@@ -158,7 +158,7 @@ static void device_quantize(int which, const float *g, size_t n, unsigned *codes
 {
     clg_dtype dtype = which < 2 ? CLG_Q8 : CLG_Q4;
     int uns = which % 2;
-    clg_config c = clg_config_default(uns ? CLG_ADAM : CLG_SGD);
+    clg_config c = clg_config_init(uns ? CLG_ADAM : CLG_SGD);
     c.state_dtype = dtype;
     c.state_min_size = 0;
     c.momentum = uns ? 0.0f : 0.9f;
@@ -273,7 +273,7 @@ static void test_adamw8bit_steps(void **state)
     fixture f;
     load(&f, "bnb_adamw8bit.bin");
     static const size_t sizes[2] = {4396, 100};
-    clg_config c = clg_config_default(CLG_ADAMW);
+    clg_config c = clg_config_init(CLG_ADAMW);
     c.state_dtype = CLG_Q8;
     c.lr = 1e-3f;
     c.weight_decay = 1e-2f;

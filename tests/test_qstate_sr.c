@@ -71,7 +71,7 @@ static float bf16_value(uint16_t h) { return ref_bf16_to_f32(h); }
 
 static void decode_probe(clg_dtype dtype)
 {
-    clg_config c = clg_config_default(CLG_SGD);
+    clg_config c = clg_config_init(CLG_SGD);
     c.state_dtype = dtype;
     c.state_min_size = 0;
     c.lr = 1.0f;
@@ -136,7 +136,7 @@ static void test_device_decodes_the_host_table(void **state)
 static void test_bf16_states_nearest(void **state)
 {
     (void)state;
-    clg_config c = clg_config_default(CLG_ADAMW);
+    clg_config c = clg_config_init(CLG_ADAMW);
     c.state_dtype = CLG_BF16;
     clg_grads *gr = NULL;
     clg_model *m = one_tensor_grads(&c, N, &gr);
@@ -224,7 +224,7 @@ static void sr_states(clg_config c, uint64_t seed, const float *g, void *out0, f
 static void test_bf16_states_stochastic(void **state)
 {
     (void)state;
-    clg_config c = clg_config_default(CLG_SGD);
+    clg_config c = clg_config_init(CLG_SGD);
     c.momentum = 0.9f;
     c.state_dtype = CLG_BF16;
     c.state_rounding = CLG_ROUND_STOCHASTIC;
@@ -259,7 +259,7 @@ static void test_bf16_states_stochastic(void **state)
 
 static void q_stochastic(clg_dtype dtype)
 {
-    clg_config c = clg_config_default(CLG_SGD);
+    clg_config c = clg_config_init(CLG_SGD);
     c.momentum = 0.9f;
     c.state_dtype = dtype;
     c.state_min_size = 0;
@@ -316,7 +316,7 @@ static void test_q_states_stochastic(void **state)
 static void test_bf16_master(void **state)
 {
     (void)state;
-    clg_config c = clg_config_default(CLG_SGD);
+    clg_config c = clg_config_init(CLG_SGD);
     c.master_dtype = CLG_BF16;
     c.seed = 9;
     clg_model *m = one_tensor(&c, N);

@@ -26,7 +26,7 @@
  *  - Memory, through the context's own accounting: each shard's states
  *    are at most 1/R of the whole model's plus one segment per state, and
  *    the device bytes its finalize took are its memory plan's total; and
- *    clg_memory_estimate_shard is what finalized one-tensor shards allocate,
+ *    clg_model_estimate_shard is what finalized one-tensor shards allocate,
  *    field by field.
  *  - Checkpoints: the shards' states gathered and saved load into an
  *    unsharded model (states bitwise the gathered ones); the whole model's
@@ -34,6 +34,7 @@
  *    model's).
  *  - Refusals with a named reason and nothing changed. */
 #include <stdarg.h>
+#include "clgrad_advanced.h"
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
@@ -57,7 +58,7 @@ static const int in_group1[N_TENSORS] = {0, 1, 1, 0, 1};
 
 static clg_config config(void)
 {
-    clg_config c = clg_config_default(CLG_ADAMW);
+    clg_config c = clg_config_init(CLG_ADAMW);
     c.lr = 1e-2f;
     c.weight_decay = 0.01f;
     c.accum_steps = K;
@@ -178,7 +179,8 @@ static float *gather_state(clg_model **s, unsigned shards, int st, uint64_t *tot
     for (unsigned r = 0; r < shards; r++) {
         uint64_t first, n;
         OK(clg_model_shard_range(s[r], r, &first, &n, NULL));
-        OK(clg_model_download_shard_state(s[r], st, img + first, n * sizeof *img));
+        OK(clg_model_download_state_raw(s[r], st, CLG_SHARD_RANGE, img + first, n * sizeof *img,
+                                        NULL, 0, NULL));
     }
     return img;
 }
@@ -370,7 +372,7 @@ static void test_state_memory_is_one_shard(void **state)
     clg_config c = config();
     uint64_t whole_bytes;
     clg_model *w = build(&c, 0, 0, &whole_bytes);
-    clg_memory_plan pw = clg_memory_plan_init();
+    clg_model_plan pw = clg_model_plan_init();
     OK(clg_model_memory(w, &pw));
     assert_int_equal(pw.total, whole_bytes);
     for (unsigned shards = 2; shards <= MAX_R; shards++) {
@@ -378,7 +380,7 @@ static void test_state_memory_is_one_shard(void **state)
         for (unsigned s = 0; s < shards; s++) {
             uint64_t bytes;
             clg_model *m = build(&c, s, shards, &bytes);
-            clg_memory_plan p = clg_memory_plan_init();
+            clg_model_plan p = clg_model_plan_init();
             OK(clg_model_memory(m, &p));
             assert_int_equal(p.total, bytes); /* the plan is what the context counted */
             uint64_t bound = pw.states / shards + 2 * 4 * CLG_SEGMENT_ALIGN;
@@ -398,7 +400,7 @@ static void test_state_memory_is_one_shard(void **state)
     clg_model_destroy(w);
 }
 
-static void assert_plans_equal(const clg_memory_plan *want, const clg_memory_plan *got,
+static void assert_plans_equal(const clg_model_plan *want, const clg_model_plan *got,
                                const char *what)
 {
     const uint64_t w[] = {want->params, want->accumulators, want->states, want->state_scales,
@@ -416,7 +418,7 @@ static void assert_plans_equal(const clg_memory_plan *want, const clg_memory_pla
                      (unsigned long long)w[i], (unsigned long long)g[i]);
 }
 
-/* clg_memory_estimate_shard against what finalized shards of a one-tensor
+/* clg_model_estimate_shard against what finalized shards of a one-tensor
  * model allocate, field by field: AdamW with fp32 and bf16 states, SGD
  * with momentum, plain SGD (no state); a tensor of whole segments that
  * shards cut unevenly (500 segments in 3), and one of less than a segment,
@@ -427,7 +429,7 @@ static void test_estimate_matches_shards(void **state)
     (void)state;
     static const size_t sizes[] = {500 * CLG_SEGMENT_ALIGN, 700};
     for (int k = 0; k < 4; k++) {
-        clg_config c = clg_config_default(k < 2 ? CLG_ADAMW : CLG_SGD);
+        clg_config c = clg_config_init(k < 2 ? CLG_ADAMW : CLG_SGD);
         c.state_dtype = k == 1 ? CLG_BF16 : CLG_FP32;
         c.momentum = k == 2 ? 0.9f : 0.0f;
         for (size_t z = 0; z < sizeof sizes / sizeof *sizes; z++) {
@@ -441,10 +443,10 @@ static void test_estimate_matches_shards(void **state)
                     OK(clg_model_set_shard(m, s, shards));
                     uint64_t before = clg_context_device_bytes(tu_ctx);
                     OK(clg_model_finalize(m));
-                    clg_memory_plan got = clg_memory_plan_init(), est = clg_memory_plan_init();
+                    clg_model_plan got = clg_model_plan_init(), est = clg_model_plan_init();
                     OK(clg_model_memory(m, &got));
                     assert_int_equal(got.total, clg_context_device_bytes(tu_ctx) - before);
-                    OK(clg_memory_estimate_shard(&c, sizes[z], s, shards, &est));
+                    OK(clg_model_estimate_shard(&c, sizes[z], s, shards, &est));
                     char what[96];
                     snprintf(what, sizeof what, "config %d, %zu params, shard %u of %u", k,
                              sizes[z], s, shards);
@@ -458,17 +460,17 @@ static void test_estimate_matches_shards(void **state)
                     clg_model_destroy(m);
                 }
                 /* the shards' estimates cover the whole one's states once */
-                clg_memory_plan whole = clg_memory_plan_init();
-                OK(clg_memory_estimate(&c, sizes[z], &whole));
+                clg_model_plan whole = clg_model_plan_init();
+                OK(clg_model_estimate(&c, sizes[z], &whole));
                 assert_int_equal(est_sum, whole.states);
             }
         }
     }
     /* one shard of one is the whole model's estimate */
     clg_config c = config();
-    clg_memory_plan whole = clg_memory_plan_init(), one = clg_memory_plan_init();
-    OK(clg_memory_estimate(&c, 123457, &whole));
-    OK(clg_memory_estimate_shard(&c, 123457, 0, 1, &one));
+    clg_model_plan whole = clg_model_plan_init(), one = clg_model_plan_init();
+    OK(clg_model_estimate(&c, 123457, &whole));
+    OK(clg_model_estimate_shard(&c, 123457, 0, 1, &one));
     assert_plans_equal(&whole, &one, "shard 0 of 1");
 }
 
@@ -524,7 +526,8 @@ static void test_checkpoints_cross_sharding(void **state)
                    ts->count * sizeof *want);
             off += ts->count;
         }
-        OK(clg_model_download_shard_state(s1, st, part, n * sizeof *part));
+        OK(clg_model_download_state_raw(s1, st, CLG_SHARD_RANGE, part, n * sizeof *part, NULL, 0,
+                                        NULL));
         if (memcmp(part, wimg + first, n * sizeof *part) != 0)
             fail_msg("state %d of shard 1 loaded from the whole model's file differs", st);
     }
@@ -574,7 +577,8 @@ static void test_refusals(void **state)
     float buf[5000];
     expect(clg_model_download_state(m, 0, 0, buf, 5000, NULL), CLG_ERR_UNSUPPORTED,
            "shard 1 of 2");
-    expect(clg_model_download_shard_state(m, 0, buf, 4), CLG_ERR_INVALID_ARGUMENT, "bytes");
+    expect(clg_model_download_state_raw(m, 0, CLG_SHARD_RANGE, buf, 4, NULL, 0, NULL),
+           CLG_ERR_INVALID_ARGUMENT, "bytes");
     char *dir = tu_mkdtemp("test_shard_refusals");
     char path[512];
     snprintf(path, sizeof path, "%s/x.ckpt", dir);

@@ -22,6 +22,7 @@
  *   - the command line: --task contrastive's --json fields, and the flags'
  *     errors. */
 #include <setjmp.h>
+#include "clgrad_advanced.h"
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -222,7 +223,7 @@ static void test_replay(void **state)
     char err[256];
     con_encoder *enc;
     assert_int_equal(con_encoder_create(tu_ctx, dims, 3, &enc, err, sizeof err), 0);
-    clg_config cfg = clg_config_default(CLG_SGD);
+    clg_config cfg = clg_config_init(CLG_SGD);
     clg_model *model;
     OK(clg_model_create(tu_ctx, &cfg, &model));
     OK(con_encoder_add_tensors(enc, model, 0));

@@ -9,6 +9,7 @@
  * budget on a small shape (CLGRAD_TUNE_EXE). */
 #define _GNU_SOURCE
 #include <setjmp.h>
+#include "clgrad_advanced.h"
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>

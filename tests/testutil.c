@@ -148,7 +148,7 @@ void tu_fill_normal(float *x, size_t n, uint64_t seed, float stddev)
 
 clg_config tu_config(clg_optimizer opt, float lr, unsigned accum_steps)
 {
-    clg_config c = clg_config_default(opt);
+    clg_config c = clg_config_init(opt);
     c.lr = lr;
     c.accum_steps = accum_steps;
     return c;

@@ -70,7 +70,7 @@ void tu_fill_uniform(float *x, size_t n, uint64_t seed, float lo, float hi);
 /* Fills x[0..n) with normal values of given standard deviation from seed. */
 void tu_fill_normal(float *x, size_t n, uint64_t seed, float stddev);
 
-/* clg_config_default(opt) with lr and accum_steps set. */
+/* clg_config_init(opt) with lr and accum_steps set. */
 clg_config tu_config(clg_optimizer opt, float lr, unsigned accum_steps);
 
 /* Uploads params uniform in [-1, 1) from seed (tu_fill_uniform) to every

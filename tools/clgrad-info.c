@@ -1,7 +1,7 @@
 /* clgrad-info.c - lists every OpenCL device with the facts clgrad uses and
  * marks the one clgrad would pick (CLGRAD_DEVICE or --device), as a table or
  * as one JSON object (--json). --smoke also builds a kernel program there. */
-#include "clgrad.h"
+#include "clgrad_advanced.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* agree.c - this thread's message, and the agreement of all ranks on the
+/* agree.c - failures recorded on the model's context, and the agreement of all ranks on the
  * outcome of a collective step: one MPI_Allgather of a small record per
  * rank (its status, its message, a value), from which every rank derives
  * the same verdict and the same rank-ordered sum of the values. */
@@ -9,20 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-static _Thread_local char last_error[1024];
-
-const char *clg_dist_last_error(void) { return last_error; }
-
-clg_status clg__dist_fail(clg_status st, const char *fmt, ...)
+clg_status clg__dist_fail(const clg_model *m, clg_status st, const char *fmt, ...)
 {
-    char buf[sizeof last_error];
+    /* fmt may print the context's last message itself: format aside */
+    char buf[1024];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    /* fmt may print last_error itself: format aside, then copy */
-    memcpy(last_error, buf, sizeof buf);
-    return st;
+    return clg_context_fail(m ? clg_model_context(m) : NULL, st, buf);
 }
 
 const char *clg__dist_mpi_string(int err, char *buf, size_t size)
@@ -55,7 +50,8 @@ clg_status clg__dist_agree(clg_dist *d, MPI_Comm comm, int rank, int size, clg_s
         snprintf(mine.msg, sizeof mine.msg, "%s", msg ? msg : clg_status_string(st));
     agree_record *all = calloc((size_t)size, sizeof *all);
     if (all == NULL) /* 256 bytes a rank: a host this short cannot go on anyway */
-        return clg__dist_fail(CLG_ERR_OUT_OF_HOST_MEMORY, "%s: no host memory to agree", who);
+        return clg__dist_fail(clg__dist_model(d), CLG_ERR_OUT_OF_HOST_MEMORY,
+                              "%s: no host memory to agree", who);
     double t0 = MPI_Wtime();
     int err = MPI_Allgather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE,
                             comm);
@@ -68,8 +64,9 @@ clg_status clg__dist_agree(clg_dist *d, MPI_Comm comm, int rank, int size, clg_s
     if (err != MPI_SUCCESS) {
         free(all);
         char e[256];
-        return clg__dist_fail(CLG_ERR_IO, "%s: MPI_Allgather (agreement) failed on rank %d: %s",
-                              who, rank, clg__dist_mpi_string(err, e, sizeof e));
+        return clg__dist_fail(clg__dist_model(d), CLG_ERR_IO,
+                              "%s: MPI_Allgather (agreement) failed on rank %d: %s", who, rank,
+                              clg__dist_mpi_string(err, e, sizeof e));
     }
     clg_status verdict = CLG_SUCCESS;
     double s = 0.0;
@@ -78,7 +75,8 @@ clg_status clg__dist_agree(clg_dist *d, MPI_Comm comm, int rank, int size, clg_s
         if (verdict == CLG_SUCCESS && all[r].status != CLG_SUCCESS) {
             verdict = (clg_status)all[r].status;
             all[r].msg[sizeof all[r].msg - 1] = '\0';
-            clg__dist_fail(verdict, "%s: rank %d of %d failed: %s", who, r, size, all[r].msg);
+            clg__dist_fail(clg__dist_model(d), verdict, "%s: rank %d of %d failed: %s", who, r,
+                           size, all[r].msg);
         }
     }
     free(all);

@@ -29,23 +29,23 @@ static const char *core_msg(const clg_dist *d)
 
 static clg_status local_checks(clg_model *m)
 {
-    const clg_config *c = clg_model_config(m);
+    const clg_config *c = clg_model_get_config(m);
     clg_view v;
     if (c == NULL || clg_model_acc_view(m, 0, &v) != CLG_SUCCESS)
-        return clg__dist_fail(CLG_ERR_STATE,
+        return clg__dist_fail(m, CLG_ERR_STATE,
                               "clg_dist_create: the model must be finalized and hold at least "
                               "one tensor");
     if (c->acc_dtype != CLG_FP32)
-        return clg__dist_fail(CLG_ERR_UNSUPPORTED,
+        return clg__dist_fail(m, CLG_ERR_UNSUPPORTED,
                               "clg_dist_create: the accumulator is %s; only fp32 accumulators "
                               "are summed across ranks",
                               c->acc_dtype == CLG_BF16 ? "bf16" : "not fp32");
     if (c->nonfinite == CLG_NONFINITE_SKIP_MICRO)
-        return clg__dist_fail(CLG_ERR_UNSUPPORTED,
+        return clg__dist_fail(m, CLG_ERR_UNSUPPORTED,
                               "clg_dist_create: CLG_NONFINITE_SKIP_MICRO has no deferred end of "
                               "cycle (clg_step_collect); use CLG_NONFINITE_SKIP_UPDATE");
     if (clg_micro_step_index(m) != 0)
-        return clg__dist_fail(CLG_ERR_STATE,
+        return clg__dist_fail(m, CLG_ERR_STATE,
                               "clg_dist_create: the model is in the middle of a cycle (%u "
                               "micro-steps in); start at a cycle boundary",
                               clg_micro_step_index(m));
@@ -57,14 +57,14 @@ static clg_status build_spans(clg_dist *d)
     size_t nt = clg_model_tensor_count(d->model);
     d->spans = calloc(nt ? nt : 1, sizeof *d->spans);
     if (d->spans == NULL)
-        return clg__dist_fail(CLG_ERR_OUT_OF_HOST_MEMORY,
+        return clg__dist_fail(clg__dist_model(d), CLG_ERR_OUT_OF_HOST_MEMORY,
                               "clg_dist_create: no host memory for %zu tensors", nt);
     size_t flat = 0;
     for (size_t t = 0; t < nt; t++) {
         clg_view v;
         if (clg_model_acc_view(d->model, (int)t, &v) != CLG_SUCCESS)
-            return clg__dist_fail(CLG_ERR_STATE, "clg_dist_create: tensor %zu: %s", t,
-                                  core_msg(d));
+            return clg__dist_fail(clg__dist_model(d), CLG_ERR_STATE,
+                                  "clg_dist_create: tensor %zu: %s", t, core_msg(d));
         d->spans[t] = (dist_span){v.mem, v.offset, v.count, flat};
         flat += v.count;
     }
@@ -86,31 +86,25 @@ void clg_dist_destroy(clg_dist *d)
     free(d);
 }
 
-clg_status clg_dist_create(clg_model *m, MPI_Comm comm, clg_dist **out)
-{
-    return clg_dist_create_mode(m, comm, CLG_DIST_DDP, out);
-}
-
-clg_status clg_dist_create_mode(clg_model *m, MPI_Comm comm, clg_dist_mode mode, clg_dist **out)
+clg_status clg_dist_create(clg_model *m, MPI_Comm comm, clg_dist_mode mode, clg_dist **out)
 {
     const char *who = "clg_dist_create";
     if (out == NULL)
-        return clg__dist_fail(CLG_ERR_INVALID_ARGUMENT, "%s: out is NULL", who);
+        return clg__dist_fail(m, CLG_ERR_INVALID_ARGUMENT, "%s: out is NULL", who);
     *out = NULL;
     if (m == NULL)
-        return clg__dist_fail(CLG_ERR_INVALID_ARGUMENT, "%s: model is NULL", who);
+        return clg__dist_fail(m, CLG_ERR_INVALID_ARGUMENT, "%s: model is NULL", who);
     if (mode != CLG_DIST_DDP && mode != CLG_DIST_ZERO1)
-        return clg__dist_fail(CLG_ERR_INVALID_ARGUMENT,
-                              "%s: mode %d must be CLG_DIST_DDP or CLG_DIST_ZERO1", who,
-                              (int)mode);
+        return clg__dist_fail(m, CLG_ERR_INVALID_ARGUMENT,
+                              "%s: mode %d must be CLG_DIST_DDP or CLG_DIST_ZERO1", who, (int)mode);
     int init = 0;
     MPI_Initialized(&init);
     if (!init || comm == MPI_COMM_NULL)
-        return clg__dist_fail(CLG_ERR_STATE, "%s: %s", who,
+        return clg__dist_fail(m, CLG_ERR_STATE, "%s: %s", who,
                               init ? "comm is MPI_COMM_NULL" : "MPI is not initialized");
     clg_dist *d = calloc(1, sizeof *d);
     if (d == NULL)
-        return clg__dist_fail(CLG_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", who);
+        return clg__dist_fail(m, CLG_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", who);
     d->model = m;
     d->mode = mode;
     d->comm = MPI_COMM_NULL;
@@ -127,13 +121,13 @@ clg_status clg_dist_create_mode(clg_model *m, MPI_Comm comm, clg_dist_mode mode,
         err = MPI_Comm_size(d->comm, &d->size);
     if (err != MPI_SUCCESS) {
         clg_dist_destroy(d);
-        return clg__dist_fail(CLG_ERR_IO, "%s: duplicating the communicator failed: %s", who,
+        return clg__dist_fail(m, CLG_ERR_IO, "%s: duplicating the communicator failed: %s", who,
                               clg__dist_mpi_string(err, e, sizeof e));
     }
     clg_status st = local_checks(m);
     d->xcount = malloc(4 * (size_t)d->size * sizeof *d->xcount);
     if (st == CLG_SUCCESS && d->xcount == NULL)
-        st = clg__dist_fail(CLG_ERR_OUT_OF_HOST_MEMORY, "%s: no host memory for %d counts", who,
+        st = clg__dist_fail(m, CLG_ERR_OUT_OF_HOST_MEMORY, "%s: no host memory for %d counts", who,
                             4 * d->size);
     if (st == CLG_SUCCESS && mode == CLG_DIST_ZERO1)
         st = clg__dist_zero1_init(d);
@@ -141,8 +135,7 @@ clg_status clg_dist_create_mode(clg_model *m, MPI_Comm comm, clg_dist_mode mode,
         st = build_spans(d);
     if (st == CLG_SUCCESS && mode == CLG_DIST_DDP)
         st = clg__dist_reduce_init(d);
-    st = clg__dist_agree(d, d->comm, d->rank, d->size, st, clg_dist_last_error(), 0.0, NULL,
-                         false, who);
+    st = clg__dist_agree(d, d->comm, d->rank, d->size, st, core_msg(d), 0.0, NULL, false, who);
     if (st == CLG_SUCCESS)
         st = clg__dist_check_layout(d);
     if (st != CLG_SUCCESS) {
@@ -175,8 +168,7 @@ static clg_status end_cycle(clg_dist *d, clg_status st, float w_local, int *upda
     if (st != CLG_SUCCESS)
         return drop_cycle(d, st);
     st = d->mode == CLG_DIST_ZERO1 ? clg__dist_reduce_scatter(d) : clg__dist_reduce(d);
-    st = clg__dist_agree(d, d->comm, d->rank, d->size, st, clg_dist_last_error(), 0.0, NULL,
-                         true, who);
+    st = clg__dist_agree(d, d->comm, d->rank, d->size, st, core_msg(d), 0.0, NULL, true, who);
     if (st != CLG_SUCCESS)
         return drop_cycle(d, st);
     double sumsq = 0.0; /* ZeRO-1: the whole gradient's, from the shards' */
@@ -194,8 +186,7 @@ static clg_status end_cycle(clg_dist *d, clg_status st, float w_local, int *upda
     st = clg__dist_agree(d, d->comm, d->rank, d->size, st, core_msg(d), 0.0, NULL, true, who);
     if (st == CLG_SUCCESS && d->mode == CLG_DIST_ZERO1) {
         st = clg__dist_gather_params(d);
-        st = clg__dist_agree(d, d->comm, d->rank, d->size, st, clg_dist_last_error(), 0.0, NULL,
-                             true, who);
+        st = clg__dist_agree(d, d->comm, d->rank, d->size, st, core_msg(d), 0.0, NULL, true, who);
     }
     c->updates++;
     c->last_cycle_seconds = MPI_Wtime() - t0;
@@ -218,9 +209,10 @@ clg_status clg_dist_step(clg_dist *d, const clg_grads *g, float w, int *updated)
     updated = updated ? updated : &dummy;
     *updated = 0;
     if (d == NULL)
-        return clg__dist_fail(CLG_ERR_INVALID_ARGUMENT, "clg_dist_step: dist is NULL");
+        return clg__dist_fail(clg__dist_model(d), CLG_ERR_INVALID_ARGUMENT,
+                              "clg_dist_step: dist is NULL");
     if (d->broken != CLG_SUCCESS)
-        return clg__dist_fail(CLG_ERR_STATE,
+        return clg__dist_fail(clg__dist_model(d), CLG_ERR_STATE,
                               "clg_dist_step: an earlier cycle end failed on some rank after "
                               "others had updated (%s); the ranks are out of step, load a "
                               "checkpoint on every rank and create a new clg_dist",
@@ -236,7 +228,7 @@ clg_status clg_dist_step(clg_dist *d, const clg_grads *g, float w, int *updated)
         if (st == CLG_SUCCESS)
             d->weight_sum = w_local;
         else
-            clg__dist_fail(st, "clg_dist_step: %s", core_msg(d));
+            clg__dist_fail(clg__dist_model(d), st, "clg_dist_step: %s", core_msg(d));
         return st;
     }
     return end_cycle(d, st, w_local, updated);
@@ -245,11 +237,11 @@ clg_status clg_dist_step(clg_dist *d, const clg_grads *g, float w, int *updated)
 clg_status clg_dist_counters_get(const clg_dist *d, clg_dist_counters *out)
 {
     if (d == NULL || out == NULL)
-        return clg__dist_fail(CLG_ERR_INVALID_ARGUMENT, "clg_dist_counters_get: %s is NULL",
-                              d == NULL ? "dist" : "counters");
+        return clg__dist_fail(clg__dist_model(d), CLG_ERR_INVALID_ARGUMENT,
+                              "clg_dist_counters_get: %s is NULL", d == NULL ? "dist" : "counters");
     size_t size = out->struct_size;
     if (size < sizeof(size_t) + sizeof(uint64_t))
-        return clg__dist_fail(CLG_ERR_INVALID_ARGUMENT,
+        return clg__dist_fail(clg__dist_model(d), CLG_ERR_INVALID_ARGUMENT,
                               "clg_dist_counters_get: struct_size %zu is too small", size);
     /* a newer caller's larger struct: what this library does not know is 0 */
     clg_dist_counters full = d->counters;
@@ -269,9 +261,10 @@ clg_status clg_dist_checkpoint_save(clg_dist *d, const char *path, const char *c
 {
     const char *who = "clg_dist_checkpoint_save";
     if (d == NULL)
-        return clg__dist_fail(CLG_ERR_INVALID_ARGUMENT, "%s: dist is NULL", who);
+        return clg__dist_fail(clg__dist_model(d), CLG_ERR_INVALID_ARGUMENT, "%s: dist is NULL",
+                              who);
     if (d->broken != CLG_SUCCESS)
-        return clg__dist_fail(CLG_ERR_STATE,
+        return clg__dist_fail(clg__dist_model(d), CLG_ERR_STATE,
                               "%s: an earlier cycle end failed on some rank after others had "
                               "updated (%s): the ranks hold different states, none is saved",
                               who, clg_status_string(d->broken));
@@ -286,11 +279,10 @@ clg_status clg_dist_checkpoint_save(clg_dist *d, const char *path, const char *c
                                                 (const void *const *)images, ns)
                  : clg_checkpoint_save(d->model, path, keys, values, n_meta);
         if (st != CLG_SUCCESS)
-            clg__dist_fail(st, "%s", core_msg(d));
+            clg__dist_fail(clg__dist_model(d), st, "%s", core_msg(d));
     }
     clg__dist_free_images(images, ns);
-    return clg__dist_agree(d, d->comm, d->rank, d->size, st, clg_dist_last_error(), 0.0, NULL,
-                           false, who);
+    return clg__dist_agree(d, d->comm, d->rank, d->size, st, core_msg(d), 0.0, NULL, false, who);
 }
 
 int clg_dist_rank(const clg_dist *d) { return d ? d->rank : -1; }

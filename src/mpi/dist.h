@@ -3,6 +3,7 @@
 #ifndef CLGRAD_MPI_DIST_H
 #define CLGRAD_MPI_DIST_H
 
+#include "clgrad_advanced.h"
 #include "clgrad_mpi.h"
 
 #include <stdbool.h>
@@ -51,9 +52,15 @@ struct clg_dist {
     clg_dist_counters counters;
 };
 
-/* Sets this thread's message (clg_dist_last_error) and returns st. */
-clg_status clg__dist_fail(clg_status st, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+/* The model a failure on d is recorded for (NULL when d is). */
+static inline clg_model *clg__dist_model(const clg_dist *d)
+{
+    return d ? d->model : NULL;
+}
+/* Records the message on m's context, where clg_last_error finds it (m NULL:
+ * this thread's context-less failure), and returns st. */
+clg_status clg__dist_fail(const clg_model *m, clg_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* The message of an MPI error code. */
 const char *clg__dist_mpi_string(int err, char *buf, size_t size);
 

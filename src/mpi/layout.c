@@ -64,7 +64,7 @@ static uint64_t layout_hash(const clg_model *m, size_t n_tensors)
 static void describe(const clg_dist *d, layout_record *r)
 {
     const clg_model *m = d->model;
-    const clg_config *c = clg_model_config(m);
+    const clg_config *c = clg_model_get_config(m);
     unsigned index = 0, shards = 1;
     clg_model_shard(m, &index, &shards);
     uint64_t total = 0;
@@ -110,14 +110,15 @@ clg_status clg__dist_check_layout(clg_dist *d)
     describe(d, &mine);
     layout_record *all = calloc((size_t)d->size, sizeof *all);
     if (all == NULL)
-        return clg__dist_fail(CLG_ERR_OUT_OF_HOST_MEMORY,
+        return clg__dist_fail(clg__dist_model(d), CLG_ERR_OUT_OF_HOST_MEMORY,
                               "clg_dist_create: no host memory for %d layout records", d->size);
     int err = MPI_Allgather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE,
                             d->comm);
     if (err != MPI_SUCCESS) {
         free(all);
         char e[256];
-        return clg__dist_fail(CLG_ERR_IO, "clg_dist_create: MPI_Allgather (layout) failed: %s",
+        return clg__dist_fail(clg__dist_model(d), CLG_ERR_IO,
+                              "clg_dist_create: MPI_Allgather (layout) failed: %s",
                               clg__dist_mpi_string(err, e, sizeof e));
     }
     clg_status st = CLG_SUCCESS;
@@ -128,7 +129,7 @@ clg_status clg__dist_check_layout(clg_dist *d)
             char a[64], b[64];
             show(a, sizeof a, &fields[f], all[0].v[f]);
             show(b, sizeof b, &fields[f], all[r].v[f]);
-            st = clg__dist_fail(CLG_ERR_MISMATCH,
+            st = clg__dist_fail(clg__dist_model(d), CLG_ERR_MISMATCH,
                                 "clg_dist_create: rank %d's model differs from rank 0's: %s is "
                                 "%s on rank 0, %s on rank %d (every rank must build the same "
                                 "model with the same config)",

@@ -84,7 +84,7 @@ clg_status clg__dist_reduce(clg_dist *d)
         double t4 = MPI_Wtime();
         if (err != MPI_SUCCESS) {
             char e[256];
-            st = clg__dist_fail(CLG_ERR_IO,
+            st = clg__dist_fail(clg__dist_model(d), CLG_ERR_IO,
                                 "clg_dist_step: the exchange of the accumulator failed on rank "
                                 "%d (elements %zu..%zu): %s",
                                 me, a, a + len, clg__dist_mpi_string(err, e, sizeof e));
@@ -100,7 +100,7 @@ clg_status clg__dist_reduce(clg_dist *d)
     }
     cl_err = clg__dist_rounds_end(d, cl_err);
     if (st == CLG_SUCCESS && cl_err != CL_SUCCESS)
-        st = clg__dist_fail((clg_status)cl_err,
+        st = clg__dist_fail(clg__dist_model(d), (clg_status)cl_err,
                             "clg_dist_step: staging the accumulator through the host failed on "
                             "rank %d: %s",
                             me, clg_status_string((clg_status)cl_err));

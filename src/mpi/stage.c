@@ -49,7 +49,7 @@ clg_status clg__dist_slots_init(clg_dist *d, size_t stage, size_t recv, size_t s
         dist_slot *s = &d->slot[i];
         slot_alloc(d, s, stage + recv + sum);
         if (s->host == NULL)
-            return clg__dist_fail(CLG_ERR_OUT_OF_HOST_MEMORY,
+            return clg__dist_fail(clg__dist_model(d), CLG_ERR_OUT_OF_HOST_MEMORY,
                                   "clg_dist_create: no host memory for the %zu-element round "
                                   "buffers",
                                   stage + recv + sum);

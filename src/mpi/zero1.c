@@ -37,14 +37,15 @@ static clg_status chunk_spans(clg_dist *d, clg_part part, dist_span **out)
     size_t nc = clg_model_chunk_count(d->model);
     dist_span *s = calloc(nc ? nc : 1, sizeof *s);
     if (s == NULL)
-        return clg__dist_fail(CLG_ERR_OUT_OF_HOST_MEMORY,
+        return clg__dist_fail(clg__dist_model(d), CLG_ERR_OUT_OF_HOST_MEMORY,
                               "clg_dist_create: no host memory for %zu chunks", nc);
     size_t flat = 0;
     for (size_t c = 0; c < nc; c++) {
         clg_view v;
         if (clg_model_chunk_view(d->model, part, c, &v) != CLG_SUCCESS) {
             free(s);
-            return clg__dist_fail(CLG_ERR_STATE, "clg_dist_create: chunk %zu: %s", c,
+            return clg__dist_fail(clg__dist_model(d), CLG_ERR_STATE,
+                                  "clg_dist_create: chunk %zu: %s", c,
                                   clg_last_error(clg_model_context(d->model)));
         }
         s[c] = (dist_span){v.mem, v.offset, v.count, flat};
@@ -61,7 +62,7 @@ clg_status clg__dist_zero1_init(clg_dist *d)
     unsigned index = 0, shards = 0;
     clg_model_shard(d->model, &index, &shards);
     if (shards != (unsigned)d->size || index != (unsigned)d->rank)
-        return clg__dist_fail(CLG_ERR_MISMATCH,
+        return clg__dist_fail(clg__dist_model(d), CLG_ERR_MISMATCH,
                               "clg_dist_create: ZeRO-1 on rank %d of %d needs the model's shard "
                               "%d of %d (clg_model_set_shard before clg_model_finalize); it has "
                               "shard %u of %u",
@@ -74,15 +75,15 @@ clg_status clg__dist_zero1_init(clg_dist *d)
     d->first = calloc((size_t)d->size, sizeof *d->first);
     d->count = calloc((size_t)d->size, sizeof *d->count);
     if (!d->first || !d->count)
-        return clg__dist_fail(CLG_ERR_OUT_OF_HOST_MEMORY,
+        return clg__dist_fail(clg__dist_model(d), CLG_ERR_OUT_OF_HOST_MEMORY,
                               "clg_dist_create: no host memory for %d shard ranges", d->size);
     size_t piece = piece_of(d);
     st = clg__dist_slots_init(d, piece * (size_t)d->size, piece * (size_t)d->size, piece);
     for (int r = 0; r < d->size && st == CLG_SUCCESS; r++)
         if (clg_model_shard_range(d->model, (unsigned)r, &d->first[r], &d->count[r], NULL) !=
             CLG_SUCCESS)
-            st = clg__dist_fail(CLG_ERR_STATE, "clg_dist_create: shard %d: %s", r,
-                                clg_last_error(clg_model_context(d->model)));
+            st = clg__dist_fail(clg__dist_model(d), CLG_ERR_STATE, "clg_dist_create: shard %d: %s",
+                                r, clg_last_error(clg_model_context(d->model)));
     return st;
 }
 
@@ -116,7 +117,7 @@ static uint64_t largest_shard(const clg_dist *d)
 static clg_status exchange_failed(const clg_dist *d, const char *what, uint64_t o, int err)
 {
     char e[256];
-    return clg__dist_fail(CLG_ERR_IO,
+    return clg__dist_fail(clg__dist_model(d), CLG_ERR_IO,
                           "clg_dist_step: the %s failed on rank %d (round at shard element "
                           "%llu): %s",
                           what, d->rank, (unsigned long long)o,
@@ -125,7 +126,7 @@ static clg_status exchange_failed(const clg_dist *d, const char *what, uint64_t 
 
 static clg_status staging_failed(const clg_dist *d, const char *what, cl_int err)
 {
-    return clg__dist_fail((clg_status)err,
+    return clg__dist_fail(clg__dist_model(d), (clg_status)err,
                           "clg_dist_step: staging the %s through the host failed on rank %d: %s",
                           what, d->rank, clg_status_string((clg_status)err));
 }
@@ -285,23 +286,25 @@ clg_status clg__dist_gather_states(clg_dist *d, void ***out, size_t *n_out)
      * for want of memory on one rank while the others wait in them */
     clg_status st = CLG_SUCCESS;
     if (d->n > INT_MAX)
-        st = clg__dist_fail(CLG_ERR_UNSUPPORTED,
-                            "%s: the layout space's %llu elements exceed one MPI count (%d)",
-                            who, (unsigned long long)d->n, INT_MAX);
+        st = clg__dist_fail(clg__dist_model(d), CLG_ERR_UNSUPPORTED,
+                            "%s: the layout space's %llu elements exceed one MPI count (%d)", who,
+                            (unsigned long long)d->n, INT_MAX);
     void **images = calloc(ns ? ns : 1, sizeof *images);
     int *cnt = d->xcount;
     void *part_buf = malloc(mine ? mine * 4 : 4);
     if (st == CLG_SUCCESS && (!images || !part_buf))
-        st = clg__dist_fail(CLG_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", who);
+        st = clg__dist_fail(clg__dist_model(d), CLG_ERR_OUT_OF_HOST_MEMORY,
+                            "%s: out of host memory", who);
     for (size_t s = 0; me == 0 && st == CLG_SUCCESS && s < ns; s++) {
         images[s] = calloc(d->n ? d->n : 1, state_elem_size(d->model, s));
         if (images[s] == NULL)
-            st = clg__dist_fail(CLG_ERR_OUT_OF_HOST_MEMORY,
+            st = clg__dist_fail(clg__dist_model(d), CLG_ERR_OUT_OF_HOST_MEMORY,
                                 "%s: no host memory on rank 0 for state %zu of the whole model "
                                 "(%llu elements)",
                                 who, s, (unsigned long long)d->n);
     }
-    st = clg__dist_agree(d, d->comm, me, R, st, clg_dist_last_error(), 0.0, NULL, false, who);
+    st = clg__dist_agree(d, d->comm, me, R, st, clg_last_error(clg_model_context(d->model)), 0.0,
+                         NULL, false, who);
     if (st != CLG_SUCCESS)
         goto done;
     int *displ = cnt + R;
@@ -313,8 +316,9 @@ clg_status clg__dist_gather_states(clg_dist *d, void ***out, size_t *n_out)
     for (size_t s = 0; s < ns; s++) {
         size_t esz = state_elem_size(d->model, s);
         if (st == CLG_SUCCESS &&
-            clg_model_download_shard_state(d->model, (int)s, part_buf, mine * esz) != CLG_SUCCESS)
-            st = clg__dist_fail(CLG_ERR_STATE, "%s: rank %d: %s", who, me,
+            clg_model_download_state_raw(d->model, (int)s, CLG_SHARD_RANGE, part_buf, mine * esz,
+                                         NULL, 0, NULL) != CLG_SUCCESS)
+            st = clg__dist_fail(clg__dist_model(d), CLG_ERR_STATE, "%s: rank %d: %s", who, me,
                                 clg_last_error(clg_model_context(d->model)));
         MPI_Datatype el;
         int err = MPI_Type_contiguous((int)esz, MPI_BYTE, &el);
@@ -327,8 +331,9 @@ clg_status clg__dist_gather_states(clg_dist *d, void ***out, size_t *n_out)
         }
         if (err != MPI_SUCCESS && st == CLG_SUCCESS) {
             char e[256];
-            st = clg__dist_fail(CLG_ERR_IO, "%s: gathering state %zu failed on rank %d: %s",
-                                who, s, me, clg__dist_mpi_string(err, e, sizeof e));
+            st = clg__dist_fail(clg__dist_model(d), CLG_ERR_IO,
+                                "%s: gathering state %zu failed on rank %d: %s", who, s, me,
+                                clg__dist_mpi_string(err, e, sizeof e));
         }
     }
 done:

@@ -7,6 +7,8 @@
 #include <string.h>
 
 static int du_rank;
+/* The process's one context: libclgrad-mpi records its failures there. */
+static clg_context *du_ctx;
 
 void du_fail(const char *fmt, ...)
 {
@@ -24,8 +26,8 @@ void du_fail(const char *fmt, ...)
 void du_ok(clg_status st, const char *what, int line)
 {
     if (st != CLG_SUCCESS)
-        du_fail("line %d: %s -> %s: dist '%s'", line, what, clg_status_string(st),
-                clg_dist_last_error());
+        du_fail("line %d: %s -> %s: '%s'", line, what, clg_status_string(st),
+                clg_last_error(du_ctx));
 }
 
 clg_context *du_init(int *argc, char ***argv, int *rank, int *size)
@@ -50,12 +52,14 @@ clg_context *du_init(int *argc, char ***argv, int *rank, int *size)
         MPI_Finalize();
         exit(require || st != CLG_ERR_NO_DEVICE ? 1 : 77);
     }
+    du_ctx = ctx;
     return ctx;
 }
 
 void du_finish(clg_context *ctx)
 {
     clg_context_destroy(ctx);
+    du_ctx = NULL;
     MPI_Finalize();
 }
 

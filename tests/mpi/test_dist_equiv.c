@@ -38,7 +38,7 @@ static const size_t counts[N_TENSORS] = {600011, 400009, 17, 150003, 1};
 
 static clg_config config(unsigned k)
 {
-    clg_config c = clg_config_default(CLG_ADAMW);
+    clg_config c = clg_config_init(CLG_ADAMW);
     c.lr = 1e-2f;
     c.weight_decay = 0.01f;
     c.accum_steps = k;
@@ -121,10 +121,10 @@ static void download_zero1(clg_dist *d, clg_model *m, clg_context *ctx, float *o
 /* Each rank's states bytes against the whole model's (ZeRO-1). */
 static void check_state_memory(clg_model *m, int rank, int R)
 {
-    clg_memory_plan p = clg_memory_plan_init(), whole = clg_memory_plan_init();
+    clg_model_plan p = clg_model_plan_init(), whole = clg_model_plan_init();
     DU_OK(clg_model_memory(m, &p));
     clg_config c = config(K);
-    DU_OK(clg_memory_estimate(&c, clg_model_param_count(m), &whole));
+    DU_OK(clg_model_estimate(&c, clg_model_param_count(m), &whole));
     unsigned long long mine = p.states, sum = 0, most = 0;
     MPI_Allreduce(&mine, &sum, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
     MPI_Allreduce(&mine, &most, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
@@ -162,7 +162,7 @@ int main(int argc, char **argv)
     clg_grads *g;
     DU_OK(clg_grads_create(m, CLG_FP32, &g));
     clg_dist *d;
-    DU_OK(clg_dist_create_mode(m, MPI_COMM_WORLD, zero1 ? CLG_DIST_ZERO1 : CLG_DIST_DDP, &d));
+    DU_OK(clg_dist_create(m, MPI_COMM_WORLD, zero1 ? CLG_DIST_ZERO1 : CLG_DIST_DDP, &d));
     if (clg_dist_rank(d) != rank || clg_dist_size(d) != R)
         du_fail("clg_dist_rank/size %d/%d, want %d/%d", clg_dist_rank(d), clg_dist_size(d), rank,
                 R);

@@ -17,12 +17,15 @@
 #include <string.h>
 
 static int rank, R;
+/* The context of every model here: libclgrad-mpi's failures are recorded on
+ * it, as clgrad's own are. */
+static clg_context *ctx_of_models;
 
 /* Every rank got want, and the message names each needle. */
 static void expect_everywhere(clg_status st, clg_status want, const char *what,
                               const char *n1, const char *n2)
 {
-    const char *msg = clg_dist_last_error();
+    const char *msg = clg_last_error(ctx_of_models);
     int ok = st == want && (!n1 || strstr(msg, n1)) && (!n2 || strstr(msg, n2));
     if (!ok)
         fprintf(stderr, "rank %d: %s: %s (want %s), '%s' (want '%s', '%s')\n", rank, what,
@@ -38,7 +41,7 @@ static void expect_everywhere(clg_status st, clg_status want, const char *what,
 
 static clg_config base(void)
 {
-    clg_config c = clg_config_default(CLG_ADAMW);
+    clg_config c = clg_config_init(CLG_ADAMW);
     c.accum_steps = 1;
     return c;
 }
@@ -49,7 +52,7 @@ static void create_fails_mode(clg_context *ctx, const clg_config *c, const size_
 {
     clg_model *m = du_model_sharded(ctx, c, counts, 3, shard, shards);
     clg_dist *d = (clg_dist *)(uintptr_t)1;
-    clg_status st = clg_dist_create_mode(m, MPI_COMM_WORLD, mode, &d);
+    clg_status st = clg_dist_create(m, MPI_COMM_WORLD, mode, &d);
     if (d != NULL)
         du_fail("%s: *out not NULL after a failure", what);
     expect_everywhere(st, want, what, n1, n2);
@@ -82,7 +85,7 @@ static void bad_weight_and_save(clg_context *ctx, clg_dist_mode mode, const size
     if (!host || !before || !after)
         du_fail("out of memory");
     clg_dist *d;
-    DU_OK(clg_dist_create_mode(m, MPI_COMM_WORLD, mode, &d));
+    DU_OK(clg_dist_create(m, MPI_COMM_WORLD, mode, &d));
     du_gradient(host, n, 0, (unsigned)rank);
     DU_OK(clg_grads_upload(g, CLG_ALL_TENSORS, host, n, NULL));
     DU_OK(clg_model_download_params(m, CLG_ALL_TENSORS, before, n, NULL));
@@ -115,6 +118,7 @@ static void bad_weight_and_save(clg_context *ctx, clg_dist_mode mode, const size
 int main(int argc, char **argv)
 {
     clg_context *ctx = du_init(&argc, &argv, &rank, &R);
+    ctx_of_models = ctx;
     const size_t same[3] = {1000, 37, 24};
     const size_t other[3] = {1000, 38, 24};
     int last = rank == R - 1;
@@ -149,12 +153,12 @@ int main(int argc, char **argv)
                       "mode", rank_s);
     clg_dist *bad = (clg_dist *)(uintptr_t)1;
     clg_model *m = du_model(ctx, &c, same, 3);
-    expect_everywhere(clg_dist_create_mode(m, MPI_COMM_WORLD, (clg_dist_mode)9, &bad),
+    expect_everywhere(clg_dist_create(m, MPI_COMM_WORLD, (clg_dist_mode)9, &bad),
                       CLG_ERR_INVALID_ARGUMENT, "mode 9", "mode 9", NULL);
     if (bad != NULL)
         du_fail("*out not NULL after a bad mode");
     clg_dist *d;
-    DU_OK(clg_dist_create(m, MPI_COMM_WORLD, &d));
+    DU_OK(clg_dist_create(m, MPI_COMM_WORLD, CLG_DIST_DDP, &d));
     clg_dist_counters k = clg_dist_counters_init();
     k.struct_size = 4;
     expect_everywhere(clg_dist_counters_get(d, &k), CLG_ERR_INVALID_ARGUMENT,

@@ -1,5 +1,6 @@
 /* tune_search.c - clgrad-tune's procedure (see tune_search.h). */
 #include "tune_internal.h"
+#include "clgrad_advanced.h"
 #include "tuning_apply.h"
 
 #include <math.h>

@@ -2,6 +2,7 @@
  * tuning_apply.h). */
 #define _GNU_SOURCE
 #include "tuning_apply.h"
+#include "clgrad_advanced.h"
 #include "clblast_params.h"
 #include "errmsg.h"
 

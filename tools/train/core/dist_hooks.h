@@ -26,13 +26,13 @@ struct train_dist_hooks {
     /* ZeRO-1 (set before the model is built): the model keeps the
      * optimizer states of shard `rank` of `size` (clg_model_set_shard). */
     int zero1;
-    /* clg_dist_create_mode / clg_dist_step / clg_dist_destroy (clgrad_mpi.h). */
+    /* clg_dist_create / clg_dist_step / clg_dist_destroy (clgrad_mpi.h). */
     int (*start)(train_dist_hooks *d, clg_model *model, char *err, size_t errlen);
     int (*step)(train_dist_hooks *d, const clg_grads *grads, float weight, int *updated,
                 char *err, size_t errlen);
     void (*stop)(train_dist_hooks *d);
     /* Collective, after start: clg_dist_checkpoint_save (rank 0 writes the
-     * whole state; the status is agreed, with clg_dist_last_error's message
+     * whole state; the status is agreed, with clg_last_error's message
      * in err). */
     clg_status (*save)(train_dist_hooks *d, const char *path, const char *const *keys,
                        const char *const *values, size_t n, char *err, size_t errlen);

@@ -10,7 +10,7 @@
 #include <stdio.h>
 
 typedef struct memplan {
-    clg_memory_plan model;  /* clgrad's arenas (+ grad buffers) */
+    clg_model_plan model;   /* clgrad's arenas (+ grad buffers) */
     uint64_t activations;   /* for one micro-batch */
     unsigned micro_batch;
     uint64_t grad_scratch;  /* fp32 scratch for fp16/bf16 gradients */

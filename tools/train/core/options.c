@@ -85,13 +85,13 @@ float train_options_weight_decay(const train_options *o)
 {
     if (o->given & TRAIN_GIVEN_WEIGHT_DECAY)
         return o->weight_decay;
-    return clg_config_default(o->optimizer).weight_decay;
+    return clg_config_init(o->optimizer).weight_decay;
 }
 
 int train_options_clg_config(const train_options *o, clg_config *cfg, char *err,
                              size_t errlen)
 {
-    *cfg = clg_config_default(o->optimizer);
+    *cfg = clg_config_init(o->optimizer);
     float lr = train_options_lr(o);
     if (o->lr_scale != CLG_LR_RULE_NONE) {
         float scaled;

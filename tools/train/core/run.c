@@ -1,6 +1,7 @@
 /* run.c - the shared part of a run's setup, position and teardown (see
  * run.h). */
 #include "run.h"
+#include "clgrad_advanced.h"
 #include "atomic_file.h"
 
 #include <inttypes.h>

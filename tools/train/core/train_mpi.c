@@ -17,6 +17,7 @@
 typedef struct mpi_state {
     MPI_Comm comm;
     clg_dist *dist;
+    clg_context *ctx; /* the model's: libclgrad-mpi records failures there */
 } mpi_state;
 
 static int mpi_fail(int e, const char *what, char *err, size_t errlen)
@@ -120,10 +121,11 @@ out:
 static int start(train_dist_hooks *d, clg_model *model, char *err, size_t errlen)
 {
     mpi_state *m = d->state;
-    clg_status st = clg_dist_create_mode(model, m->comm,
-                                         d->zero1 ? CLG_DIST_ZERO1 : CLG_DIST_DDP, &m->dist);
+    m->ctx = clg_model_context(model);
+    clg_status st =
+        clg_dist_create(model, m->comm, d->zero1 ? CLG_DIST_ZERO1 : CLG_DIST_DDP, &m->dist);
     if (st != CLG_SUCCESS) {
-        snprintf(err, errlen, "clg_dist_create: %s (%s)", clg_dist_last_error(),
+        snprintf(err, errlen, "clg_dist_create: %s (%s)", clg_last_error(m->ctx),
                  clg_status_string(st));
         m->dist = NULL;
         return -1;
@@ -137,7 +139,7 @@ static int step(train_dist_hooks *d, const clg_grads *grads, float weight, int *
     mpi_state *m = d->state;
     clg_status st = clg_dist_step(m->dist, grads, weight, updated);
     if (st != CLG_SUCCESS) {
-        snprintf(err, errlen, "clg_dist_step: %s (%s)", clg_dist_last_error(),
+        snprintf(err, errlen, "clg_dist_step: %s (%s)", clg_last_error(m->ctx),
                  clg_status_string(st));
         return -1;
     }
@@ -150,7 +152,7 @@ static clg_status save(train_dist_hooks *d, const char *path, const char *const 
     mpi_state *m = d->state;
     clg_status st = clg_dist_checkpoint_save(m->dist, path, keys, values, n);
     if (st != CLG_SUCCESS)
-        snprintf(err, errlen, "%s", clg_dist_last_error());
+        snprintf(err, errlen, "%s", clg_last_error(m->ctx));
     return st;
 }
 

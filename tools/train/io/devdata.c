@@ -1,5 +1,6 @@
 /* devdata.c - data sets on the device (see devdata.h). */
 #include "devdata.h"
+#include "clgrad_advanced.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,6 @@
 /* mlp.c - MLP layout, init, activations, forward and backward (see mlp.h). */
 #include "mlp.h"
+#include "clgrad_advanced.h"
 #include "clbuf.h"
 #include "errmsg.h"
 #include "mlp_gemms.h"

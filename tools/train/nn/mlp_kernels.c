@@ -1,5 +1,6 @@
 /* mlp_kernels.c - program loading and launchers for cl/mlp.cl. */
 #include "mlp_kernels.h"
+#include "clgrad_advanced.h"
 
 #include <string.h>
 

@@ -159,7 +159,7 @@ void trainer_print_plan(trainer *t)
     if (t->run.opt->quiet)
         return;
     memplan p = {0};
-    p.model = clg_memory_plan_init();
+    p.model = clg_model_plan_init();
     clg_model_memory(t->run.model, &p.model); /* includes the gradient buffers of paths A/C */
     p.activations = mlp_activation_bytes(t->shape.dims, t->shape.n_dims, t->run.b);
     p.micro_batch = t->run.b;

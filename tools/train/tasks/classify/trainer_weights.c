@@ -5,6 +5,7 @@
  * reads that copy. It is the trainer's memory, reserved in the budget like
  * the fp32 gradient scratch. */
 #include "trainer_internal.h"
+#include "clgrad_advanced.h"
 
 int trainer_setup_weights(trainer *t)
 {

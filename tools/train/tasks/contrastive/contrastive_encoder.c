@@ -1,6 +1,7 @@
 /* contrastive_encoder.c - the contrastive task's MLP encoder (see
  * contrastive_encoder.h). */
 #include "contrastive_encoder.h"
+#include "clgrad_advanced.h"
 
 #include <stdarg.h>
 #include <stdio.h>

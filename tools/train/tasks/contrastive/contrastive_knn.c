@@ -11,6 +11,7 @@
  * evaluation only, and the chunk shrinks to what the budget leaves; the
  * features themselves must fit (a message says so). */
 #include "contrastive_internal.h"
+#include "clgrad_advanced.h"
 
 #include <clblast_c.h>
 #include <inttypes.h>

@@ -5,6 +5,7 @@
  * checkpoints), activations for the two views of a micro-batch, the task's
  * kernels, the memory plan, and the teardown. */
 #include "contrastive_internal.h"
+#include "clgrad_advanced.h"
 #include "clbuf.h"
 #include "memplan.h"
 
@@ -149,7 +150,7 @@ int con_setup(con_trainer *t, const train_io *io)
     r->update_samples = n_train < o->batch ? (unsigned)n_train : o->batch;
     r->activation_bytes = t->enc->act_bytes;
     r->data_bytes = t->run.dtrain.bytes + t->run.dtest.bytes;
-    clg_memory_plan mp = clg_memory_plan_init();
+    clg_model_plan mp = clg_model_plan_init();
     if (clg_model_memory(t->run.model, &mp) == CLG_SUCCESS)
         r->model_bytes = mp.total;
     con_build_settings(t);

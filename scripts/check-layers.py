@@ -2,12 +2,14 @@
 """check-layers.py - no circles between the files of a folder.
 
 A file depends on another when it uses a clg__ symbol (function or
-variable) that the other defines. Every strongly connected set of two or
+variable) that the other defines; with --all-symbols (for the tools, whose
+internals have no prefix), any symbol defined at file scope without
+`static`. Every strongly connected set of two or
 more files is a circle: files that reach each other's internals, which the
 design keeps layered (docs/design.md). Prints each file's dependencies with
 --verbose, every circle found, and exits 1 if there is one.
 
-Usage: check-layers.py [--verbose] FOLDER...   (e.g. src src/mpi)
+Usage: check-layers.py [--verbose] [--all-symbols] FOLDER...   (e.g. src src/mpi)
 """
 import os
 import re
@@ -17,6 +19,9 @@ import sys
 # body ('{') or an initializer ('=') follows before any ';'.
 DECL = re.compile(r'^[A-Za-z_][\w \t\*]*?\b(clg__\w+)\s*(\(|\[|=)', re.M)
 USE = re.compile(r'\bclg__\w+\b')
+# --all-symbols: any column-0 definition that is not static.
+DECL_ANY = re.compile(r'^(?!static\b)(?!typedef\b)(?!int main\b)[A-Za-z_][\w \t\*]*?\b(\w+)\s*(\(|\[|=)', re.M)
+USE_ANY = re.compile(r'\b[A-Za-z_]\w*\b')
 COMMENT = re.compile(r'/\*.*?\*/|//[^\n]*', re.S)
 STRING = re.compile(r'"(?:\\.|[^"\\\n])*"')
 
@@ -25,9 +30,9 @@ def strip(text):
     return STRING.sub('""', COMMENT.sub(' ', text))
 
 
-def definitions(text):
+def definitions(text, decl):
     found = set()
-    for m in DECL.finditer(text):
+    for m in decl.finditer(text):
         rest = text[m.start():]
         body = re.search(r'[;{]', rest)
         if body is None:
@@ -37,7 +42,8 @@ def definitions(text):
     return found
 
 
-def graph(folders):
+def graph(folders, all_symbols=False):
+    decl, use = (DECL_ANY, USE_ANY) if all_symbols else (DECL, USE)
     texts = {}
     for folder in folders:
         for name in sorted(os.listdir(folder)):
@@ -47,12 +53,12 @@ def graph(folders):
                     texts[path] = strip(f.read())
     owner = {}
     for path, text in texts.items():
-        for sym in definitions(text):
+        for sym in definitions(text, decl):
             owner.setdefault(sym, path)
     deps = {}
     for path, text in texts.items():
         used = {}
-        for sym in set(USE.findall(text)):
+        for sym in set(use.findall(text)):
             other = owner.get(sym)
             if other is not None and other != path:
                 used.setdefault(other, []).append(sym)
@@ -95,11 +101,12 @@ def circles(deps):
 
 def main(argv):
     verbose = '--verbose' in argv
-    folders = [a for a in argv if a != '--verbose']
+    all_symbols = '--all-symbols' in argv
+    folders = [a for a in argv if a not in ('--verbose', '--all-symbols')]
     if not folders:
         print(__doc__.strip())
         return 2
-    deps = graph(folders)
+    deps = graph(folders, all_symbols)
     if verbose:
         for path in sorted(deps):
             for other in sorted(deps[path]):

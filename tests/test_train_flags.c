@@ -9,6 +9,7 @@
 #include "options.h"
 #include "runconfig.h"
 #include "task.h"
+#include "tasks.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -260,6 +261,7 @@ static void test_stored_positions(void **state)
 
 int main(void)
 {
+    train_set_tasks(train_tasks, train_n_tasks); /* as clgrad-train's main */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_core_flags),
         cmocka_unit_test(test_task_flags),

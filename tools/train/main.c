@@ -4,6 +4,7 @@
 #include "options.h"
 #include "outpaths.h"
 #include "task.h"
+#include "tasks.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +55,7 @@ static int dist_main(train_options *opt, const train_task *task, const void *tas
 
 int main(int argc, char **argv)
 {
+    train_set_tasks(train_tasks, train_n_tasks);
     train_options opt;
     char err[4096] = "";
     train_options_default(&opt);

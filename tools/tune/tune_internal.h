@@ -36,7 +36,7 @@ typedef struct candidate {
     double ms[MLP_GEMMS_MAX]; /* per shape on its path; INFINITY when not run */
 } candidate;
 
-/* The kernels Xgemm needs around it (tune_search.c), with the tuner of each. */
+/* The kernels Xgemm needs around it (tune_measure.c), with the tuner of each. */
 extern const char *const ts_aux_kernels[2];
 extern const char *const ts_aux_tuners[2];
 

@@ -10,13 +10,6 @@
 #include <string.h>
 #include <time.h>
 
-/* The kernels Xgemm needs around it when operands are not in its layout or
- * sizes not multiples of its tiles (measured on the MLP's shapes: a padded
- * transpose of W for every forward GEMM, padded copies of the others), with
- * the tuner that tunes each. */
-const char *const ts_aux_kernels[2] = {"Padtranspose", "Pad"};
-const char *const ts_aux_tuners[2] = {"clblast_tuner_transpose_pad", "clblast_tuner_copy_pad"};
-
 /* --------------------------------------------------------------- main */
 
 static void to_record(tuning_kernel *k, const char *name, const param_set *p)

@@ -37,7 +37,7 @@ enum {
 };
 
 typedef struct train_options {
-    int task;             /* --task: the index of the task in train_tasks (task.h) */
+    int task;             /* --task: the index of the task (registry.h) */
     const char *data_dir;
     unsigned hidden[TRAIN_MAX_HIDDEN];
     int n_hidden;

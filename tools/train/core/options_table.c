@@ -20,20 +20,20 @@
 #define MAX_BATCH 1048576u
 #define AT(f) offsetof(train_options, f), sizeof(((train_options *)0)->f)
 
-/* --task: the task's index in train_tasks (tasks/tasks.c). */
+/* --task: the task's index among the registered ones (registry.h). */
 static int parse_task(const char *flag, const char *val, void *opts, char *err, size_t errlen)
 {
-    for (int i = 0; i < train_n_tasks; i++) {
-        if (!strcasecmp(val, train_tasks[i]->name)) {
+    for (int i = 0; i < train_task_count(); i++) {
+        if (!strcasecmp(val, train_task_at(i)->name)) {
             ((train_options *)opts)->task = i;
             return 0;
         }
     }
     char names[256] = "";
-    for (int i = 0; i < train_n_tasks; i++) {
+    for (int i = 0; i < train_task_count(); i++) {
         size_t used = strlen(names);
         snprintf(names + used, sizeof names - used, "%s%s",
-                 i == 0 ? "" : i + 1 < train_n_tasks ? ", " : " or ", train_tasks[i]->name);
+                 i == 0 ? "" : i + 1 < train_task_count() ? ", " : " or ", train_task_at(i)->name);
     }
     errmsg_set(err, errlen, "%s: expected %s, got '%s'", flag, names, val);
     return -1;

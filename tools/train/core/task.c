@@ -16,10 +16,10 @@ int train_cli_parse(int argc, char **argv, train_options *o, void *const *task_o
     int n = 1;
     tables[0] = train_flag_table;
     opts[0] = o;
-    for (int i = 0; i < train_n_tasks && i < TRAIN_MAX_TASKS; i++) {
-        if (!train_tasks[i]->flags)
+    for (int i = 0; i < train_task_count() && i < TRAIN_MAX_TASKS; i++) {
+        if (!train_task_at(i)->flags)
             continue;
-        tables[n] = *train_tasks[i]->flags;
+        tables[n] = *train_task_at(i)->flags;
         opts[n] = task_opts[i];
         owner[n++] = i;
     }
@@ -28,11 +28,11 @@ int train_cli_parse(int argc, char **argv, train_options *o, void *const *task_o
         rc = train_options_check(o, err, errlen);
     for (int k = 1; rc == 0 && k < n; k++) {
         if (seen[k] && owner[k] != o->task) { /* else silently ignored */
-            errmsg_set(err, errlen, "%s", train_tasks[owner[k]]->wrong_task);
+            errmsg_set(err, errlen, "%s", train_task_at(owner[k])->wrong_task);
             rc = -1;
         }
     }
-    const train_task *t = train_tasks[o->task];
+    const train_task *t = train_task_at(o->task);
     if (rc == 0 && t->check)
         rc = t->check(task_opts[o->task], o, err, errlen);
     return rc;
@@ -42,7 +42,7 @@ void train_cli_usage(FILE *f)
 {
     static char text[16384];
     fputs(train_usage(), f);
-    for (int i = 0; i < train_n_tasks; i++)
-        if (train_tasks[i]->flags)
-            fputs(flags_usage(train_tasks[i]->flags, text, sizeof text), f);
+    for (int i = 0; i < train_task_count(); i++)
+        if (train_task_at(i)->flags)
+            fputs(flags_usage(train_task_at(i)->flags, text, sizeof text), f);
 }

@@ -76,11 +76,8 @@ typedef struct run_loop_hooks {
     int (*epoch_end)(void *task, uint64_t epoch_samples, double seconds);
 } run_loop_hooks;
 
-/* The tasks (tasks/tasks.c); train_tasks[0] is the default. */
-extern const train_task *const train_tasks[];
-extern const int train_n_tasks;
-/* --task's help, naming the tasks. */
-extern const char train_tasks_help[];
+/* The tasks: main hands them to the core (registry.h). */
+#include "registry.h"
 
 /* Parses the whole command line: the core's flags (then
  * train_options_check), every task's into task_opts[i] (the i-th task's

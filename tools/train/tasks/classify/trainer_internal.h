@@ -48,16 +48,17 @@ typedef struct trainer {
 int trainer_build_model(trainer *t);
 int trainer_setup_gradients(trainer *t);
 int trainer_setup_buffers(trainer *t);
-/* An fp32 buffer as large as the model, charged to the budget (what names
- * it in a failure), and one view of it per tensor in model order. */
-int trainer_split_buffer(trainer *t, const char *what, cl_mem *buf, uint64_t *bytes,
-                         clg_view *views);
 int trainer_fit_activations(trainer *t);
 void trainer_print_plan(trainer *t);
 void trainer_teardown(trainer *t);
 
 /* trainer_weights.c: with --master-dtype bf16, the fp32 copy the MLP reads
- * (a no-op otherwise) */
+ * (a no-op otherwise); and the model-sized fp32 buffers it and the
+ * gradient scratch are made of */
+/* An fp32 buffer as large as the model, charged to the budget (what names
+ * it in a failure), and one view of it per tensor in model order. */
+int trainer_split_buffer(trainer *t, const char *what, cl_mem *buf, uint64_t *bytes,
+                         clg_view *views);
 int trainer_setup_weights(trainer *t);
 int trainer_widen_weights(trainer *t);
 void trainer_release_weights(trainer *t);

@@ -69,21 +69,6 @@ int trainer_setup_gradients(trainer *t)
     return 0;
 }
 
-int trainer_split_buffer(trainer *t, const char *what, cl_mem *buf, uint64_t *bytes,
-                         clg_view *views)
-{
-    uint64_t n = clg_model_param_count(t->run.model);
-    if (run_reserve_buffer(&t->run, 4 * n, what, buf, bytes) != 0)
-        return -1;
-    size_t off = 0;
-    for (int i = 0; i < t->n_tensors; i++) {
-        size_t cnt = clg_model_tensor_size(t->run.model, i);
-        views[i] = (clg_view){*buf, off, cnt};
-        off += cnt;
-    }
-    return 0;
-}
-
 int trainer_setup_buffers(trainer *t)
 {
     cl_context cl = clg_context_cl(t->run.ctx);

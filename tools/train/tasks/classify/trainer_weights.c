@@ -3,9 +3,24 @@
  * CLBlast's GEMMs take fp32, so the trainer keeps an fp32 copy of them,
  * widened (exactly) after every update and after a resume, and the MLP
  * reads that copy. It is the trainer's memory, reserved in the budget like
- * the fp32 gradient scratch. */
+ * the fp32 gradient scratch; both are split_buffers. */
 #include "trainer_internal.h"
 #include "clgrad_advanced.h"
+
+int trainer_split_buffer(trainer *t, const char *what, cl_mem *buf, uint64_t *bytes,
+                         clg_view *views)
+{
+    uint64_t n = clg_model_param_count(t->run.model);
+    if (run_reserve_buffer(&t->run, 4 * n, what, buf, bytes) != 0)
+        return -1;
+    size_t off = 0;
+    for (int i = 0; i < t->n_tensors; i++) {
+        size_t cnt = clg_model_tensor_size(t->run.model, i);
+        views[i] = (clg_view){*buf, off, cnt};
+        off += cnt;
+    }
+    return 0;
+}
 
 int trainer_setup_weights(trainer *t)
 {

@@ -340,7 +340,9 @@ CLG_API void clg_model_destroy(clg_model *model);
 /* lr_mult scales the schedule's lr; weight_decay < 0 means the config's. */
 CLG_API clg_status clg_model_add_group(clg_model *model, const char *name, float lr_mult,
                                        float weight_decay, int *group);
-/* Group 0 exists from the start (lr_mult 1, config weight decay). */
+/* Group 0 exists from the start (lr_mult 1, config weight decay). Tensors
+ * are numbered 0, 1, 2, ... in the order they are added (*tensor), and
+ * CLG_ALL_TENSORS copies them in that order. */
 CLG_API clg_status clg_model_add_tensor(clg_model *model, const char *name, size_t count,
                                         int group, int *tensor);
 /* The shape a tensor has for the caller (checkpoints store it, so that

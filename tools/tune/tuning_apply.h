@@ -13,7 +13,7 @@
 #ifndef TUNE_TUNING_APPLY_H
 #define TUNE_TUNING_APPLY_H
 
-#include "clgrad_advanced.h"
+#include "clgrad.h"
 #include "tuning_file.h"
 
 /* "1.5.3": the CLBlast this program was built against. */

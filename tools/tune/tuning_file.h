@@ -27,7 +27,6 @@
 #define TUNE_TUNING_FILE_H
 
 #include <stddef.h>
-#include "clgrad_advanced.h"
 
 #define TUNING_MAGIC "clgrad-clblast-tuning"
 #define TUNING_FORMAT 1

@@ -5,7 +5,6 @@
  * reads that copy. It is the trainer's memory, reserved in the budget like
  * the fp32 gradient scratch; both are split_buffers. */
 #include "trainer_internal.h"
-#include "clgrad_advanced.h"
 
 int trainer_split_buffer(trainer *t, const char *what, cl_mem *buf, uint64_t *bytes,
                          clg_view *views)

@@ -3,7 +3,8 @@
  * B the backward wrote into the accumulator), then scal 1/k (and
  * 1/loss_scale), snrm2 per tensor and one blocking read of the norms to
  * compute the clip coefficient on the host, scal by it, a plain update
- * kernel (cl/handrolled.cl) and a zero fill. */
+ * kernel (cl/handrolled.cl: optim.cl's step, one element per work-item,
+ * its scalars from the host) and a zero fill. */
 #include "cycle.h"
 #include "clgrad_advanced.h"
 #include "clutil.h"
@@ -75,44 +76,55 @@ static int hr_micro(handrolled *h)
     return 0;
 }
 
-static int set_update_args(handrolled *h, cl_ulong off, cl_ulong cnt, float lr)
+/* plain_update's arguments (cl/handrolled.cl), in order */
+enum {
+    UA_P, UA_ACC, UA_S0, UA_S1, UA_OFF, UA_N, UA_SCALE, UA_STEP, UA_LR, UA_WD, UA_DECAY,
+    UA_STEP_SIZE, UA_BC2_SQRT, UA_BETA1, UA_BETA2, UA_EPS, UA_MOMENTUM, UA_DAMPENING
+};
+
+/* The arguments that stay for the run: buffers and hyperparameters. */
+static int set_fixed_update_args(handrolled *h)
 {
     const clg_config *c = &h->cfg;
     cl_kernel kr = h->update;
     float scale = 1.0f; /* the scal passes already applied 1/k and the clip */
-    cl_int err = clSetKernelArg(kr, 3 + (h->s1 ? 1 : 0), sizeof off, &off);
-    int a = 4 + (h->s1 ? 1 : 0);
-    err |= clSetKernelArg(kr, a++, sizeof cnt, &cnt);
-    err |= clSetKernelArg(kr, a++, sizeof scale, &scale);
-    err |= clSetKernelArg(kr, a++, sizeof lr, &lr);
-    switch (c->optimizer) {
-    case CLG_SGD:
-        err |= clSetKernelArg(kr, a++, sizeof c->momentum, &c->momentum);
-        err |= clSetKernelArg(kr, a++, sizeof c->dampening, &c->dampening);
-        err |= clSetKernelArg(kr, a++, sizeof c->weight_decay, &c->weight_decay);
-        break;
-    case CLG_ADAM:
-    case CLG_ADAMW: {
-        double t = (double)(h->t + 1);
-        float bc1 = (float)(1.0 - pow(c->beta1, t));
-        float bc2s = (float)sqrt(1.0 - pow(c->beta2, t));
-        cl_int decoupled = c->optimizer == CLG_ADAMW;
-        err |= clSetKernelArg(kr, a++, sizeof c->beta1, &c->beta1);
-        err |= clSetKernelArg(kr, a++, sizeof c->beta2, &c->beta2);
-        err |= clSetKernelArg(kr, a++, sizeof c->eps, &c->eps);
-        err |= clSetKernelArg(kr, a++, sizeof c->weight_decay, &c->weight_decay);
-        err |= clSetKernelArg(kr, a++, sizeof bc1, &bc1);
-        err |= clSetKernelArg(kr, a++, sizeof bc2s, &bc2s);
-        err |= clSetKernelArg(kr, a++, sizeof decoupled, &decoupled);
-        break;
-    }
-    case CLG_LION:
-        err |= clSetKernelArg(kr, a++, sizeof c->beta1, &c->beta1);
-        err |= clSetKernelArg(kr, a++, sizeof c->beta2, &c->beta2);
-        err |= clSetKernelArg(kr, a++, sizeof c->weight_decay, &c->weight_decay);
-        break;
-    }
-    return bench_cl_ok(err, "plain update args");
+    float decay = 1.0f - c->lr * c->weight_decay;
+    cl_int err = clSetKernelArg(kr, UA_P, sizeof(cl_mem), &h->p);
+    err |= clSetKernelArg(kr, UA_ACC, sizeof(cl_mem), &h->acc);
+    err |= clSetKernelArg(kr, UA_S0, sizeof(cl_mem), &h->s0);
+    err |= clSetKernelArg(kr, UA_S1, sizeof(cl_mem), h->s1 ? &h->s1 : NULL);
+    err |= clSetKernelArg(kr, UA_SCALE, sizeof scale, &scale);
+    err |= clSetKernelArg(kr, UA_LR, sizeof c->lr, &c->lr);
+    err |= clSetKernelArg(kr, UA_WD, sizeof c->weight_decay, &c->weight_decay);
+    err |= clSetKernelArg(kr, UA_DECAY, sizeof decay, &decay);
+    err |= clSetKernelArg(kr, UA_BETA1, sizeof c->beta1, &c->beta1);
+    err |= clSetKernelArg(kr, UA_BETA2, sizeof c->beta2, &c->beta2);
+    err |= clSetKernelArg(kr, UA_EPS, sizeof c->eps, &c->eps);
+    err |= clSetKernelArg(kr, UA_MOMENTUM, sizeof c->momentum, &c->momentum);
+    err |= clSetKernelArg(kr, UA_DAMPENING, sizeof c->dampening, &c->dampening);
+    return bench_cl_ok(err, "plain_update args");
+}
+
+/* The arguments of update h->t + 1: its count and bias corrections. */
+static int set_step_args(handrolled *h)
+{
+    const clg_config *c = &h->cfg;
+    cl_uint step = (cl_uint)(h->t + 1);
+    float bc1 = (float)(1.0 - pow(c->beta1, (double)step));
+    float step_size = c->lr / bc1;
+    float bc2_sqrt = (float)sqrt(1.0 - pow(c->beta2, (double)step));
+    cl_int err = clSetKernelArg(h->update, UA_STEP, sizeof step, &step);
+    err |= clSetKernelArg(h->update, UA_STEP_SIZE, sizeof step_size, &step_size);
+    err |= clSetKernelArg(h->update, UA_BC2_SQRT, sizeof bc2_sqrt, &bc2_sqrt);
+    return bench_cl_ok(err, "plain_update step args");
+}
+
+/* The arguments of one tensor. */
+static int set_tensor_args(handrolled *h, cl_ulong off, cl_ulong cnt)
+{
+    cl_int err = clSetKernelArg(h->update, UA_OFF, sizeof off, &off);
+    err |= clSetKernelArg(h->update, UA_N, sizeof cnt, &cnt);
+    return bench_cl_ok(err, "plain_update tensor args");
 }
 
 /* The end of the cycle. */
@@ -156,6 +168,8 @@ static int hr_update(handrolled *h)
             coef = c < 1.0 ? (float)c : 1.0f;
         }
     }
+    if (!skip && !set_step_args(h))
+        return -1;
     for (unsigned t = 0; t < h->tensors && !skip; t++) {
         if (h->bc->clip) {
             /* always applied, as the issue's baseline does (a coefficient
@@ -166,8 +180,8 @@ static int hr_update(handrolled *h)
             if (!blast_ok(st, "CLBlastSscal(clip)"))
                 return -1;
         }
-        if (!set_update_args(h, h->off[t], h->cnt[t], h->cfg.lr)
-            || !launch(h, h->update, h->cnt[t], "plain update"))
+        if (!set_tensor_args(h, h->off[t], h->cnt[t])
+            || !launch(h, h->update, h->cnt[t], "plain_update"))
             return -1;
     }
     for (unsigned t = 0; t < h->tensors; t++) {
@@ -269,26 +283,28 @@ int bench_handrolled_create(bench_cycle *out, clg_context *ctx, const bench_conf
             goto fail;
     }
 
+    /* the update variant: optim.cl's -D options, as the library passes them */
+    if (h->cfg.amsgrad || h->cfg.clip_value > 0.0f) {
+        fprintf(stderr, "clgrad-bench: %s: the hand-rolled update has no AMSGrad and no "
+                        "clipping by value\n", bc->name);
+        goto fail;
+    }
+    char options[96];
+    snprintf(options, sizeof options, "-DOPT=%d -DMOMENTUM=%d -DNESTEROV=%d -DMAXIMIZE=%d",
+             (int)h->cfg.optimizer, h->cfg.momentum != 0.0f, h->cfg.nesterov != 0,
+             h->cfg.maximize != 0);
     cl_program prog;
-    if (!bench_clg_ok(ctx, clg_context_program(ctx, "handrolled", "", &prog, NULL),
+    if (!bench_clg_ok(ctx, clg_context_program(ctx, "handrolled", options, &prog, NULL),
                       "handrolled program"))
         goto fail;
-    const char *uname = bc->optimizer == CLG_SGD    ? "plain_sgd"
-                        : bc->optimizer == CLG_LION ? "plain_lion"
-                                                    : "plain_adam";
     cl_int err;
-    h->update = clCreateKernel(prog, uname, &err);
-    if (!bench_cl_ok(err, uname))
+    h->update = clCreateKernel(prog, "plain_update", &err);
+    if (!bench_cl_ok(err, "plain_update") || !set_fixed_update_args(h))
         goto fail;
     h->zero = clCreateKernel(prog, "plain_zero", &err);
     if (!bench_cl_ok(err, "plain_zero"))
         goto fail;
-    err = clSetKernelArg(h->update, 0, sizeof(cl_mem), &h->p);
-    err |= clSetKernelArg(h->update, 1, sizeof(cl_mem), &h->acc);
-    err |= clSetKernelArg(h->update, 2, sizeof(cl_mem), &h->s0);
-    if (h->s1)
-        err |= clSetKernelArg(h->update, 3, sizeof(cl_mem), &h->s1);
-    err |= clSetKernelArg(h->zero, 0, sizeof(cl_mem), &h->acc);
+    err = clSetKernelArg(h->zero, 0, sizeof(cl_mem), &h->acc);
     if (bc->grad_dtype != CLG_FP32 && feed == 'A') {
         h->axpy_half = clCreateKernel(prog, "plain_axpy_half", &err);
         if (!bench_cl_ok(err, "plain_axpy_half"))

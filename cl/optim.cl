@@ -2,8 +2,10 @@
  * defaults and the per-element step (SGD with momentum, dampening and
  * Nesterov; Adam, AdamW, Lion; AMSGrad, maximize, L2 or decoupled weight
  * decay). The build embeds it in front of update.cl (fp32 and bf16
- * states, a float4 per work-item) and update_q.cl (Q8 and Q4 states, 16
- * elements at a time), after common.cl. Semantics: docs/semantics.md.
+ * states, a float4 per work-item), update_q.cl (Q8 and Q4 states, 16
+ * elements at a time) and clgrad-bench's handrolled.cl (one element per
+ * work-item, the scalars from the host), after common.cl. Semantics:
+ * docs/semantics.md.
  *
  * Variants (-D; the host passes every one, the defaults are the program
  * built with no option): OPT (0 SGD, 1 Adam, 2 AdamW, 3 Lion), MOMENTUM,

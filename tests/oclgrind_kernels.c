@@ -450,27 +450,16 @@ static size_t set_args(cl_kernel k, const char *name, const buffers *b)
         ARG(0, cl_mem, f[0]), ARG(1, cl_ulong, 4), ARG(2, cl_ulong, FN - 4);
         return FN - 4;
     }
-    if (!strcmp(name, "plain_sgd")) {
-        ARG(0, cl_mem, f[0]), ARG(1, cl_mem, f[1]), ARG(2, cl_mem, f[2]);
-        ARG(3, cl_ulong, 0), ARG(4, cl_ulong, FN), ARG(5, cl_float, 0.5f);
-        ARG(6, cl_float, 0.1f), ARG(7, cl_float, 0.9f), ARG(8, cl_float, 0.0f);
-        ARG(9, cl_float, 0.01f);
-        return FN;
-    }
-    if (!strcmp(name, "plain_adam")) {
+    if (!strcmp(name, "plain_update")) {
+        /* p, acc, s0, s1, off, n, scale, step, lr, wd, decay, step_size,
+         * bc2_sqrt, beta1, beta2, eps, momentum, dampening */
         ARG(0, cl_mem, f[0]), ARG(1, cl_mem, f[1]), ARG(2, cl_mem, f[2]), ARG(3, cl_mem, f[3]);
-        ARG(4, cl_ulong, 0), ARG(5, cl_ulong, FN), ARG(6, cl_float, 0.5f);
-        ARG(7, cl_float, 1e-3f), ARG(8, cl_float, 0.9f), ARG(9, cl_float, 0.999f);
-        ARG(10, cl_float, 1e-8f), ARG(11, cl_float, 0.01f), ARG(12, cl_float, 0.1f);
-        ARG(13, cl_float, 0.05f), ARG(14, cl_int, 1);
-        return FN;
-    }
-    if (!strcmp(name, "plain_lion")) {
-        ARG(0, cl_mem, f[0]), ARG(1, cl_mem, f[1]), ARG(2, cl_mem, f[2]);
-        ARG(3, cl_ulong, 0), ARG(4, cl_ulong, FN), ARG(5, cl_float, 0.5f);
-        ARG(6, cl_float, 1e-4f), ARG(7, cl_float, 0.9f), ARG(8, cl_float, 0.99f);
-        ARG(9, cl_float, 0.01f);
-        return FN;
+        ARG(4, cl_ulong, 2), ARG(5, cl_ulong, FN - 2), ARG(6, cl_float, 0.5f);
+        ARG(7, cl_uint, 2), ARG(8, cl_float, 1e-3f), ARG(9, cl_float, 0.01f);
+        ARG(10, cl_float, 1.0f - 1e-5f), ARG(11, cl_float, 1e-3f / 0.19f);
+        ARG(12, cl_float, 0.0447f), ARG(13, cl_float, 0.9f), ARG(14, cl_float, 0.999f);
+        ARG(15, cl_float, 1e-8f), ARG(16, cl_float, 0.9f), ARG(17, cl_float, 0.1f);
+        return FN - 2;
     }
     /* mlp: 4 rows of 8 inputs from a "data set" of 6 images, 4 classes */
     if (!strcmp(name, "mlp_gather")) {
@@ -521,11 +510,11 @@ static size_t set_args(cl_kernel k, const char *name, const buffers *b)
     return 0;
 }
 
-static void run_aux_program(const char *program_name)
+static void run_aux_program(const char *program_name, const char *options)
 {
-    fprintf(stderr, "program: %s\n", program_name);
+    fprintf(stderr, "program: %s%s%s\n", program_name, *options ? " " : "", options);
     cl_program prog;
-    if (!check(clg_context_program(ctx, program_name, "", &prog, NULL), program_name))
+    if (!check(clg_context_program(ctx, program_name, options, &prog, NULL), program_name))
         return;
     cl_uint nk = 0;
     if (!check_cl(clCreateKernelsInProgram(prog, 0, NULL, &nk), "clCreateKernelsInProgram"))
@@ -589,9 +578,13 @@ int main(int argc, char **argv)
     const char *only = argc > 1 ? argv[1] : NULL;
     run_model_scenarios(only);
     if (!only) {
-        run_aux_program("stream");
-        run_aux_program("handrolled");
-        run_aux_program("mlp");
+        run_aux_program("stream", "");
+        /* plain_update is optim.cl's step: each optimizer, as the bench builds it */
+        run_aux_program("handrolled", "");
+        run_aux_program("handrolled", "-DOPT=0 -DMOMENTUM=1 -DNESTEROV=1");
+        run_aux_program("handrolled", "-DOPT=1 -DMAXIMIZE=1");
+        run_aux_program("handrolled", "-DOPT=3");
+        run_aux_program("mlp", "");
     }
     if (!only || !strcmp(only, "contrastive"))
         failures += oclgrind_contrastive(ctx);

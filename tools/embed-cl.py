@@ -13,7 +13,8 @@ time.
 chunks, so that the kernel cache key, a hash of the chunks, covers it:
 the generated clg_layout.cl (tools/gen-layout.py) goes in front of
 common.cl, hence into every program; cl/optim.cl, the optimizer step, in
-front of update.cl and update_q.cl (one file may go in front of several).
+front of update.cl, update_q.cl and handrolled.cl (one file may go in front
+of several).
 No embedded file may #define a macro a prepended file defines: a second
 definition would silently replace the first.
 """

@@ -68,8 +68,19 @@ ASAN_ICD ?= /etc/OpenCL/vendors/pocl.icd
 # Each test runs through scripts/lsan-retry.sh, which runs a test again only
 # when LeakSanitizer's own tracer crashed at exit (then no leak check ran).
 
+# The kernels are the same in both builds, so the sanitizer run starts from
+# the kernel caches `make test` left (clgrad's binaries and PoCL's, keyed by
+# source, options and device; copied, never overwriting): on an empty cache
+# the run spends its time compiling programs inside PoCL's LLVM, slower
+# still under ASan's allocator, and that is not host code of ours. The miss
+# path stays checked: test_program_cache builds into caches of its own.
 asan: deps $(ASAN_BUILD)/build.ninja
 	meson compile -C $(ASAN_BUILD)
+	for c in kernel-cache pocl-cache; do \
+		if [ -d $(BUILD)/tests/$$c ]; then \
+			mkdir -p $(ASAN_BUILD)/tests/$$c && cp -Rn $(BUILD)/tests/$$c/. $(ASAN_BUILD)/tests/$$c/; \
+		fi; \
+	done
 	rm -rf $(ASAN_BUILD)/icd-vendors
 	mkdir -p $(ASAN_BUILD)/icd-vendors
 	cp $(ASAN_ICD) $(ASAN_BUILD)/icd-vendors/

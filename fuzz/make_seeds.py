@@ -41,8 +41,9 @@ CONFIG = {
     "clgrad.loss_scale_max": "16777216",
 }
 
-# step block words (cl/layout.py) that the counters are cross-checked with
-SB_T, SB_SKIPPED, SB_SKIPPED_MICRO, SB_MICRO_COUNT = 5, 8, 9, 16
+# step block words (cl/layout.py) that the counters are cross-checked with,
+# and the loss scale's growth tracker (checked against the interval, 100)
+SB_T, SB_GROWTH, SB_SKIPPED, SB_SKIPPED_MICRO, SB_MICRO_COUNT = 5, 7, 8, 9, 16
 PREFIX = b'{"__metadata__":{"clgrad.header_crc32":"0x'
 
 
@@ -50,6 +51,7 @@ def step_block(updates, skipped, skipped_micro, micro_count):
     words = [(0x01020304 * w + 0x3f800000) & 0xFFFFFFFF for w in range(32)]
     words[SB_T], words[SB_SKIPPED] = updates, skipped
     words[SB_SKIPPED_MICRO], words[SB_MICRO_COUNT] = skipped_micro, micro_count
+    words[SB_GROWTH] = 0  # the filler would be 0x468e1c1c, past the interval
     return struct.pack("<32I", *words)
 
 

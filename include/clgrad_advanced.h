@@ -34,6 +34,15 @@ CLG_API uint64_t clg_context_launches(const clg_context *ctx);
 CLG_API clg_status clg_context_program(clg_context *ctx, const char *name, const char *options,
                                        cl_program *program, int *from_cache);
 
+/* Kernel-cache entries this context could not use and rebuilt from
+ * source: damaged ones, binaries the driver refused, and binaries of
+ * another program (a kernel the program's source does not name). Each is
+ * rewritten and counted once; the library prints nothing, so a tool may
+ * say so. note (NULL, or size bytes): the last one's description, e.g.
+ * "kernel cache: the entry of cl/mlp.cl holds another program: ...;
+ * rebuilt from source and the entry rewritten", "" when none. NULL ctx: 0. */
+CLG_API uint64_t clg_context_cache_repairs(const clg_context *ctx, char *note, size_t size);
+
 /* The directory of clgrad's on-disk cache (compiled kernels; tools keep
  * per-device files there too, e.g. clgrad-tune's CLBlast tuning):
  * CLGRAD_CACHE_DIR, else $XDG_CACHE_HOME/clgrad, else ~/.cache/clgrad, into

@@ -42,6 +42,20 @@ clg_status clg__ckpt_parse(const uint8_t *file, size_t size, clg_ckpt_layout *la
                            clg_ckpt_parsed *out, char *err, size_t errlen);
 void clg__ckpt_parsed_free(clg_ckpt_parsed *parsed);
 
+/* ------------------------------------------------------------ values (checkpoint_values.c) */
+
+/* The values of a parsed file (data: its data section, entries at their
+ * file offsets) that no update could have produced: a Q8/Q4 absmax that
+ * is not finite or is negative; an fp32/bf16 optimizer state that is not
+ * finite when policy (the file's clgrad.nonfinite) is not "ignore"; a loss
+ * scale or growth tracker in step_block (NULL: the layout has none)
+ * outside what layout->loss_scale allows. CLG_ERR_CORRUPT_FILE with err
+ * naming the tensor or word, the index and the value: the step block's
+ * first, then the first one found in layout order. */
+clg_status clg__ckpt_check_values(const clg_ckpt_layout *layout, const uint8_t *data,
+                                  const uint32_t *step_block, const char *policy, char *err,
+                                  size_t errlen);
+
 /* ------------------------------------------------ device side (checkpoint_transfer.c) */
 
 /* Reads every entry of layout from the device into one malloc'ed buffer

@@ -134,6 +134,9 @@ void clg__ckpt_layout_config(clg_ckpt_layout *layout, const clg_config *cfg)
     snprintf(layout->optimizer, sizeof layout->optimizer, "%s",
              clg__ckpt_optimizer_name(cfg->optimizer));
     layout->n_config = 0;
+    layout->loss_scale = (clg_ckpt_loss_scale){cfg->loss_scale, cfg->loss_scale_init,
+                                               cfg->loss_scale_min, cfg->loss_scale_max,
+                                               cfg->loss_scale_interval};
     /* %.9g prints every float so that it reads back exactly: equal text,
      * equal value. */
     if (cfg->optimizer == CLG_ADAM || cfg->optimizer == CLG_ADAMW)

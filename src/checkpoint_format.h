@@ -138,6 +138,15 @@ typedef struct clg_ckpt_setting {
     char value[32];
 } clg_ckpt_setting;
 
+/* The live loss-scale configuration, as numbers, for the value checks
+ * (checkpoint_values.c): by the time they run, the file's recorded values
+ * have been found equal to these. */
+typedef struct clg_ckpt_loss_scale {
+    clg_loss_scale_mode mode;
+    float init, min, max;
+    unsigned interval;
+} clg_ckpt_loss_scale;
+
 typedef struct clg_ckpt_layout {
     clg_ckpt_entry *entries; /* in file order */
     size_t n;
@@ -147,6 +156,7 @@ typedef struct clg_ckpt_layout {
     /* the live configuration values that apply (clg__ckpt_layout_config) */
     clg_ckpt_setting config[CLG_CKPT_MAX_CONFIG];
     size_t n_config;
+    clg_ckpt_loss_scale loss_scale;
 } clg_ckpt_layout;
 
 /* ------------------------------------------------ names and sizes (checkpoint_format.c) */
@@ -166,7 +176,8 @@ bool clg__ckpt_utf8_valid_n(const uint8_t *s, size_t n);
 extern const char *const clg__ckpt_config_fields[];
 extern const size_t clg__ckpt_n_config_fields;
 /* Sets the optimizer name and the configuration values a checkpoint of a
- * model with config cfg records (and a load compares). */
+ * model with config cfg records (and a load compares), and the loss-scale
+ * numbers the value checks use. */
 void clg__ckpt_layout_config(clg_ckpt_layout *layout, const clg_config *cfg);
 /* The live value of field in layout, or NULL when it does not apply. */
 const char *clg__ckpt_layout_setting(const clg_ckpt_layout *layout, const char *field);

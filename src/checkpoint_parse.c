@@ -1,8 +1,9 @@
 /* checkpoint_parse.c - the strict checkpoint parser: validates a whole
  * file image in memory against an expected layout (header length, header
  * CRC, JSON, metadata, configuration, entries, offsets, CRCs, the counters
- * stored twice). Nothing here touches a device, so fuzz/ can drive it
- * alone, with checkpoint_format.c and checkpoint_layout.c. */
+ * stored twice, and last the values, checkpoint_values.c). Nothing here
+ * touches a device, so fuzz/ can drive it alone, with checkpoint_format.c,
+ * checkpoint_layout.c and checkpoint_values.c. */
 #include "checkpoint.h"
 
 #include <cjson/cJSON.h>
@@ -714,9 +715,27 @@ static clg_status check_counters_agree(parse_state *p)
     return CLG_SUCCESS;
 }
 
+/* ------------------------------------------------------------ values */
+
+/* 15. Values no update could have produced (checkpoint_values.c), last:
+ * the file is well-formed and for this model, its CRCs hold, so what is
+ * left is a file edited on purpose and re-summed. Under the file's own
+ * non-finite policy, which produced its states. */
+static clg_status check_values(parse_state *p)
+{
+    const char *policy = NULL;
+    for (size_t c = 0; c < clg__ckpt_n_config_fields; c++)
+        if (strcmp(clg__ckpt_config_fields[c], "nonfinite") == 0)
+            policy = p->saved_config[c];
+    long sb = clg__ckpt_layout_find(p->layout, CLG_CKPT_STEP_BLOCK_KEY);
+    /* check_configuration found the policy recorded and known */
+    return clg__ckpt_check_values(p->layout, p->data, sb >= 0 ? p->words : NULL,
+                                  policy ? policy : "ignore", p->err, p->errlen);
+}
+
 /* ------------------------------------------------------------ the result */
 
-/* 15. Everything checked out: the cycle state, the data and the caller's
+/* 16. Everything checked out: the cycle state, the data and the caller's
  * metadata (in file order) go to the result, which takes the JSON. */
 static clg_status fill_result(parse_state *p)
 {
@@ -762,6 +781,7 @@ static clg_status (*const parse_steps[])(parse_state *) = {
     check_offsets_contiguous,
     check_tensor_crcs,
     check_counters_agree,
+    check_values,
     fill_result,
 };
 

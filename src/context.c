@@ -303,6 +303,21 @@ uint64_t clg_context_launches(const clg_context *ctx)
     return ctx ? locked_read(ctx, &ctx->launches) : 0;
 }
 
+uint64_t clg_context_cache_repairs(const clg_context *ctx, char *note, size_t size)
+{
+    if (note && size)
+        note[0] = '\0';
+    if (!ctx)
+        return 0;
+    clg_context *c = (clg_context *)ctx; /* the lock, as in locked_read */
+    mtx_lock(&c->lock);
+    uint64_t n = c->cache_repairs;
+    if (note && size)
+        snprintf(note, size, "%s", c->cache_note);
+    mtx_unlock(&c->lock);
+    return n;
+}
+
 uint64_t clg_context_max_alloc(const clg_context *ctx)
 {
     return ctx ? ctx->max_alloc : 0;

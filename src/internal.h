@@ -36,6 +36,10 @@ struct clg_context {
     uint64_t launches;
 
     clg_program_entry *programs;
+    /* kernel-cache entries found unusable and rebuilt (program.c), and the
+     * last one's description (clg_context_cache_repairs) */
+    uint64_t cache_repairs;
+    char cache_note[512];
 };
 
 /* ----------------------------------------------------------- errors */

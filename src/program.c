@@ -1,10 +1,14 @@
 /* program.c - builds clgrad's embedded OpenCL programs for a context, once
  * per (name, options): from the context's list, else from the disk cache,
- * else from source (common.cl in front of cl/<name>.cl). */
+ * else from source (common.cl in front of cl/<name>.cl). A cache entry that
+ * cannot be used (damaged, refused by the driver, or another program's
+ * binary) is rebuilt from source and rewritten, and the context notes it
+ * (clg_context_cache_repairs). */
 #include "internal.h"
 #include "device_info.h"
 #include "program_cache.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,16 +93,95 @@ static clg_status build_failed(clg_context *ctx, cl_program prog, cl_int err, co
     return st;
 }
 
-/* Tries the disk cache; returns the built program or NULL on any miss. The
- * driver sees only a binary that passed clg__cache_load's integrity and key
+static bool identifier_char(char c) { return c == '_' || isalnum((unsigned char)c); }
+
+/* Whether name occurs in the source as a whole identifier, followed
+ * (after blanks) by the identifier then when then is not NULL. The chunks
+ * are cut at line ends (tools/embed-cl.py), so no identifier spans two. */
+static bool find_identifier(const char *const *parts, size_t nparts, const char *name,
+                            const char *then)
+{
+    size_t n = strlen(name);
+    for (size_t i = 0; n > 0 && i < nparts; i++)
+        for (const char *p = strstr(parts[i], name); p; p = strstr(p + 1, name)) {
+            if ((p > parts[i] && identifier_char(p[-1])) || identifier_char(p[n]))
+                continue;
+            const char *next = p + n + strspn(p + n, " \t\r\n");
+            if (!then || (strncmp(next, then, strlen(then)) == 0 &&
+                          !identifier_char(next[strlen(then)])))
+                return true;
+        }
+    return false;
+}
+
+/* A program built from a cached binary is the one the source makes, as far
+ * as can be told without compiling: every kernel it has is named in the
+ * source and can be created, and it has kernels if the source declares
+ * any. The digest only says that the entry is whole: anyone can recompute
+ * it, e.g. over another program's binary stored under this key. On a
+ * mismatch, why says what was wrong. */
+static bool cached_program_fits(cl_program prog, const char *const *parts, size_t nparts,
+                                char *why, size_t whylen)
+{
+    size_t n_kernels = 0, len = 0;
+    if (clGetProgramInfo(prog, CL_PROGRAM_NUM_KERNELS, sizeof n_kernels, &n_kernels, NULL) !=
+            CL_SUCCESS ||
+        (n_kernels > 0 &&
+         clGetProgramInfo(prog, CL_PROGRAM_KERNEL_NAMES, 0, NULL, &len) != CL_SUCCESS)) {
+        snprintf(why, whylen, "does not list its kernels");
+        return false;
+    }
+    if (n_kernels == 0) {
+        snprintf(why, whylen, "has no kernel, but its source declares some");
+        return !find_identifier(parts, nparts, "kernel", "void") &&
+               !find_identifier(parts, nparts, "__kernel", "void");
+    }
+    char *names = malloc(len + 1);
+    if (!names || clGetProgramInfo(prog, CL_PROGRAM_KERNEL_NAMES, len, names, NULL) != CL_SUCCESS) {
+        free(names);
+        snprintf(why, whylen, "does not list its kernels");
+        return false;
+    }
+    names[len] = '\0';
+    bool fits = true;
+    for (char *k = names; fits && *k; k += strcspn(k, ";"), k += *k == ';') {
+        size_t n = strcspn(k, ";");
+        char name[128];
+        snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), k);
+        cl_int err = CL_SUCCESS;
+        cl_kernel kernel = NULL;
+        if (n >= sizeof name || !find_identifier(parts, nparts, name, NULL)) {
+            snprintf(why, whylen, "has kernel '%.64s', which its source does not name", name);
+            fits = false;
+        } else if ((kernel = clCreateKernel(prog, name, &err)) == NULL || err != CL_SUCCESS) {
+            const char *ename = clg__cl_error_name(err);
+            snprintf(why, whylen, "has kernel '%.64s', which the driver cannot create (%s)", name,
+                     ename ? ename : "unknown OpenCL error");
+            fits = false;
+        }
+        if (kernel)
+            clReleaseKernel(kernel);
+    }
+    free(names);
+    return fits;
+}
+
+/* Tries the disk cache; returns the built program, or NULL on a miss and on
+ * an entry that cannot be used, which *unusable then describes. The driver
+ * sees only a binary that passed clg__cache_load's integrity and key
  * checks: a damaged one must never reach clCreateProgramWithBinary, where
  * some drivers (Mesa's rusticl) abort instead of returning an error. */
 static cl_program load_cached(clg_context *ctx, const uint8_t key[CLG_CACHE_KEY_SIZE],
-                              const char *options)
+                              const char *options, const char *const *parts, size_t nparts,
+                              char *unusable, size_t len)
 {
+    unusable[0] = '\0';
     unsigned char *bin = NULL;
     size_t size = 0;
-    if (!clg__cache_load(key, &bin, &size))
+    clg_cache_result found = clg__cache_load(key, &bin, &size);
+    if (found == CLG_CACHE_REJECTED)
+        snprintf(unusable, len, "is damaged, truncated or not written for this program");
+    if (found != CLG_CACHE_HIT)
         return NULL;
     cl_int err, bin_status = CL_SUCCESS;
     const unsigned char *b = bin;
@@ -108,29 +191,51 @@ static cl_program load_cached(clg_context *ctx, const uint8_t key[CLG_CACHE_KEY_
     if (err != CL_SUCCESS || bin_status != CL_SUCCESS) {
         if (err == CL_SUCCESS)
             clReleaseProgram(prog);
+        snprintf(unusable, len, "holds a binary the driver does not take");
         return NULL;
     }
     if (clBuildProgram(prog, 1, &ctx->device, options, NULL, NULL) != CL_SUCCESS) {
         clReleaseProgram(prog); /* stale or foreign binary: rebuild from source */
+        snprintf(unusable, len, "holds a binary the driver does not build");
+        return NULL;
+    }
+    char why[160];
+    if (!cached_program_fits(prog, parts, nparts, why, sizeof why)) {
+        clReleaseProgram(prog);
+        snprintf(unusable, len, "holds another program: its binary %s", why);
         return NULL;
     }
     return prog;
 }
 
-/* Saves the freshly built binary; any failure only costs a rebuild later. */
-static void store_cached(clg_context *ctx, cl_program prog, const uint8_t key[CLG_CACHE_KEY_SIZE])
+/* Records, once per program and context, that a cache entry could not be
+ * used and what became of it (clg_context_cache_repairs). */
+static void note_repair(clg_context *ctx, const char *name, const char *unusable, bool rewritten)
+{
+    mtx_lock(&ctx->lock);
+    ctx->cache_repairs++;
+    snprintf(ctx->cache_note, sizeof ctx->cache_note,
+             "kernel cache: the entry of cl/%s.cl %s; rebuilt from source%s", name, unusable,
+             rewritten ? " and the entry rewritten" : " (the entry could not be rewritten)");
+    mtx_unlock(&ctx->lock);
+}
+
+/* Saves the freshly built binary; any failure only costs a rebuild later.
+ * True when the entry was written. */
+static bool store_cached(cl_program prog, const uint8_t key[CLG_CACHE_KEY_SIZE])
 {
     size_t size = 0;
     if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL) != CL_SUCCESS ||
         size == 0)
-        return;
+        return false;
     unsigned char *bin = malloc(size);
     if (!bin)
-        return;
-    if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) == CL_SUCCESS)
-        clg__cache_store(key, bin, size);
-    (void)ctx;
+        return false;
+    bool stored = clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) ==
+                      CL_SUCCESS &&
+                  clg__cache_store(key, bin, size);
     free(bin);
+    return stored;
 }
 
 static clg_status build(clg_context *ctx, const char *name, const char *user_options,
@@ -172,7 +277,8 @@ static clg_status build(clg_context *ctx, const char *name, const char *user_opt
     uint8_t key[CLG_CACHE_KEY_SIZE];
     clg__cache_key(ctx, parts, k, options, key);
     clg_status st = CLG_SUCCESS;
-    cl_program prog = load_cached(ctx, key, options);
+    char unusable[256];
+    cl_program prog = load_cached(ctx, key, options, parts, k, unusable, sizeof unusable);
     if (prog) {
         *from_cache = 1;
     } else {
@@ -190,7 +296,9 @@ static clg_status build(clg_context *ctx, const char *name, const char *user_opt
             } else if (err != CL_SUCCESS) {
                 st = clg__cl_fail(ctx, err, "clg__program", "clBuildProgram");
             } else {
-                store_cached(ctx, prog, key);
+                bool rewritten = store_cached(prog, key);
+                if (unusable[0])
+                    note_repair(ctx, name, unusable, rewritten);
             }
             if (st != CLG_SUCCESS) {
                 clReleaseProgram(prog);

@@ -6,8 +6,10 @@
  *     u64 binary length | digest[32] | binary
  * (integers little-endian), where digest is the SHA-256 of the 56 header
  * bytes before it followed by the binary. An entry whose magic, version, key,
- * length, file size or digest does not match is ignored; the program is
- * rebuilt from source and the entry replaced. Files are written to a
+ * length, file size or digest does not match is rejected; the program is
+ * rebuilt from source and the entry replaced (program.c, which also checks
+ * that a binary that passes is the program's: the digest is no signature,
+ * anyone can recompute it over another binary). Files are written to a
  * temporary name in the same directory and renamed, so readers never see
  * half an entry.
  *
@@ -220,23 +222,24 @@ static int write_all(int fd, const void *buf, size_t n)
     return transfer_all(fd, NULL, buf, n);
 }
 
-int clg__cache_load(const uint8_t key[CLG_CACHE_KEY_SIZE], unsigned char **binary, size_t *size)
+clg_cache_result clg__cache_load(const uint8_t key[CLG_CACHE_KEY_SIZE], unsigned char **binary,
+                                 size_t *size)
 {
     *binary = NULL;
     *size = 0;
     char *dir = clg__cache_dir();
     if (!dir)
-        return 0;
+        return CLG_CACHE_MISS;
     char *path = entry_path(dir, key);
     free(dir);
     if (!path)
-        return 0;
+        return CLG_CACHE_MISS;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     free(path);
     if (fd < 0)
-        return 0;
+        return CLG_CACHE_MISS;
 
-    int ok = 0;
+    clg_cache_result ok = CLG_CACHE_REJECTED;
     unsigned char *data = NULL;
     uint8_t h[HEADER_SIZE];
     struct stat st;
@@ -257,21 +260,22 @@ int clg__cache_load(const uint8_t key[CLG_CACHE_KEY_SIZE], unsigned char **binar
     *binary = data;
     *size = (size_t)n;
     data = NULL;
-    ok = 1;
+    ok = CLG_CACHE_HIT;
 done:
     free(data);
     close(fd);
     return ok;
 }
 
-void clg__cache_store(const uint8_t key[CLG_CACHE_KEY_SIZE], const unsigned char *binary,
+bool clg__cache_store(const uint8_t key[CLG_CACHE_KEY_SIZE], const unsigned char *binary,
                       size_t size)
 {
     if (!binary || size == 0)
-        return;
+        return false;
     char *dir = clg__cache_dir();
     if (!dir)
-        return;
+        return false;
+    bool stored = false;
     char *path = entry_path(dir, key);
     char *tmp = path ? join(path, ".tmp-XXXXXX") : NULL;
     if (!path || !tmp || make_dirs(dir) != 0)
@@ -290,12 +294,14 @@ void clg__cache_store(const uint8_t key[CLG_CACHE_KEY_SIZE], const unsigned char
     /* entries are readable by others, like any cache */
     ok = ok && fchmod(fd, 0644) == 0;
     ok = close(fd) == 0 && ok;
-    if (!ok || rename(tmp, path) != 0)
+    stored = ok && rename(tmp, path) == 0;
+    if (!stored)
         unlink(tmp);
 done:
     free(tmp);
     free(path);
     free(dir);
+    return stored;
 }
 
 /* ------------------------------------------------ public (clgrad.h) */

@@ -22,18 +22,26 @@ void clg__device_key(const clg_context *ctx, uint8_t key[CLG_CACHE_KEY_SIZE]);
  * (CLGRAD_CACHE_DIR=off) or no location can be found. */
 char *clg__cache_dir(void);
 
-/* Loads the binary stored under key; 0 and *binary = NULL on a miss or on
- * any damaged, truncated or foreign entry. A binary comes back only if the
- * entry's magic, format version, key, length, file size and digest (SHA-256
- * of its header and binary) all match, i.e. clg__cache_store wrote it for
- * this key: only then may it be given to clCreateProgramWithBinary, since
- * some drivers abort the process on a damaged binary. The caller frees
- * *binary. */
-int clg__cache_load(const uint8_t key[CLG_CACHE_KEY_SIZE], unsigned char **binary, size_t *size);
+typedef enum clg_cache_result {
+    CLG_CACHE_MISS = 0,     /* no entry (or no cache) */
+    CLG_CACHE_HIT = 1,      /* *binary holds the entry's binary */
+    CLG_CACHE_REJECTED = 2, /* an entry that failed the checks below */
+} clg_cache_result;
 
-/* Stores binary under key atomically (temporary file, then rename). Errors
- * are ignored: the cache only ever saves time. */
-void clg__cache_store(const uint8_t key[CLG_CACHE_KEY_SIZE], const unsigned char *binary,
+/* Loads the binary stored under key; *binary = NULL unless CLG_CACHE_HIT.
+ * A binary comes back only if the entry's magic, format version, key,
+ * length, file size and digest (SHA-256 of its header and binary) all
+ * match, i.e. clg__cache_store wrote it for this key: only then may it be
+ * given to clCreateProgramWithBinary, since some drivers abort the process
+ * on a damaged binary. A damaged, truncated or foreign entry is
+ * CLG_CACHE_REJECTED. The caller frees *binary. */
+clg_cache_result clg__cache_load(const uint8_t key[CLG_CACHE_KEY_SIZE], unsigned char **binary,
+                                 size_t *size);
+
+/* Stores binary under key atomically (temporary file, then rename); true
+ * when the entry was written. Errors are not failures: the cache only ever
+ * saves time. */
+bool clg__cache_store(const uint8_t key[CLG_CACHE_KEY_SIZE], const unsigned char *binary,
                       size_t size);
 
 #endif /* CLGRAD_PROGRAM_CACHE_H */

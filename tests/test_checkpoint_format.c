@@ -82,6 +82,11 @@ static int setup(void **state)
     f->state.step_block[CLG_SB_T] = (uint32_t)f->state.cycles - 3u;
     f->state.step_block[CLG_SB_SKIPPED_MICRO] = 4;
     f->state.step_block[CLG_SB_MICRO_COUNT] = 1;
+    /* the dynamic loss scale within [1, 2^24], its growth tracker below
+     * the interval (checkpoint_values.c) */
+    const float scale = 4096.0f;
+    memcpy(&f->state.step_block[CLG_SB_LOSS_SCALE], &scale, 4);
+    f->state.step_block[CLG_SB_GROWTH] = 7;
     for (int w = 0; w < 32; w++)
         for (int b = 0; b < 4; b++)
             f->data[sb->begin + 4 * w + b] = (uint8_t)(f->state.step_block[w] >> (8 * b));
@@ -628,14 +633,22 @@ static void test_config_static_scale(void **state)
     c.loss_scale_init = 128.0f;
     clg_ckpt_layout l;
     build_layout_with(&l, &c);
+    /* the step block a static scale has: the scale, no growth tracker */
+    uint8_t *data = malloc(l.data_size);
+    memcpy(data, f->data, l.data_size);
+    const uint32_t words[2][2] = {{CLG_SB_LOSS_SCALE, 0x43000000u /* 128 */}, {CLG_SB_GROWTH, 0}};
+    for (int i = 0; i < 2; i++)
+        for (int b = 0; b < 4; b++)
+            data[l.entries[0].begin + 4 * words[i][0] + b] = (uint8_t)(words[i][1] >> (8 * b));
     char *header = NULL, err[512];
     size_t hlen = 0, size = 0;
-    assert_int_equal(clg__ckpt_header(&l, f->data, &f->state, NULL, NULL, 0, &header, &hlen, err,
+    assert_int_equal(clg__ckpt_header(&l, data, &f->state, NULL, NULL, 0, &header, &hlen, err,
                                       sizeof err),
                      0);
     assert_non_null(strstr(header, "\"clgrad.loss_scale_init\":\"128\""));
     assert_null(strstr(header, "loss_scale_growth"));
-    uint8_t *file = ckpt_assemble(header, hlen, f->data, l.data_size, &size);
+    uint8_t *file = ckpt_assemble(header, hlen, data, l.data_size, &size);
+    free(data);
     clg_ckpt_parsed p;
     assert_int_equal(clg__ckpt_parse(file, size, &l, &p, err, sizeof err), 0);
     clg__ckpt_parsed_free(&p);

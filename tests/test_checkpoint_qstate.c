@@ -9,7 +9,11 @@
  *    state_min_size or another master dtype is refused with
  *    CLG_ERR_MISMATCH naming the setting, and changes nothing;
  *  - a checkpoint of an fp32 model saved before clgrad recorded
- *    state_dtype and master_dtype still loads. */
+ *    state_dtype and master_dtype still loads;
+ *  - a CRC-valid forgery with a non-finite or negative absmax, or a
+ *    non-finite fp32 state under a skipping policy, is refused with
+ *    CLG_ERR_CORRUPT_FILE naming the tensor, index and value, and changes
+ *    nothing (test_checkpoint_values.c has every value rule). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -17,9 +21,11 @@
 #include <cmocka.h>
 
 #include "checkpoint.h"
+#include "ckpt_testutil.h"
 #include "testutil.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,35 +139,48 @@ static void expect_entry(const char *path, const char *key, const char *dtype)
     free(file);
 }
 
+/* A model of c and its gradients. */
+typedef struct run {
+    clg_model *m;
+    clg_grads *g;
+} run;
+
+static run start_run(const clg_config *c)
+{
+    run r = {build(c), NULL};
+    OK(clg_grads_create(r.m, CLG_FP32, &r.g));
+    return r;
+}
+
+static void end_run(run r)
+{
+    clg_grads_destroy(r.g);
+    clg_model_destroy(r.m);
+}
+
 static void resume_run(clg_config c, const char *what, const char *const *entries)
 {
     char *path = tu_tmp_path("q.ckpt");
-    clg_model *a = build(&c);
-    tu_upload_uniform_params(a, 5);
-    clg_grads *ga = NULL;
-    OK(clg_grads_create(a, CLG_FP32, &ga));
-    steps(a, ga, 0, 7); /* three updates and a half */
-    OK(clg_checkpoint_save(a, path, NULL, NULL, 0));
+    run a = start_run(&c);
+    tu_upload_uniform_params(a.m, 5);
+    steps(a.m, a.g, 0, 7); /* three updates and a half */
+    OK(clg_checkpoint_save(a.m, path, NULL, NULL, 0));
     for (const char *const *e = entries; *e; e += 2)
         expect_entry(path, e[0], e[1]);
-    steps(a, ga, 7, 12);
-    snapshot want = take(a);
+    steps(a.m, a.g, 7, 12);
+    snapshot want = take(a.m);
 
-    clg_model *b = build(&c);
-    clg_grads *gb = NULL;
-    OK(clg_grads_create(b, CLG_FP32, &gb));
-    OK(clg_checkpoint_load(b, path, NULL, NULL));
-    steps(b, gb, 7, 12);
-    snapshot got = take(b);
+    run b = start_run(&c);
+    OK(clg_checkpoint_load(b.m, path, NULL, NULL));
+    steps(b.m, b.g, 7, 12);
+    snapshot got = take(b.m);
     assert_int_equal(got.n, want.n);
     if (memcmp(got.bytes, want.bytes, want.n) != 0)
         fail_msg("%s: the resumed run differs from the one that never stopped", what);
     free(want.bytes);
     free(got.bytes);
-    clg_grads_destroy(ga);
-    clg_grads_destroy(gb);
-    clg_model_destroy(a);
-    clg_model_destroy(b);
+    end_run(a);
+    end_run(b);
     remove(path);
     free(path);
 }
@@ -185,6 +204,16 @@ static void test_resume_is_bit_exact(void **state)
                lion);
 }
 
+/* m holds what before took (which is freed). */
+static void expect_unchanged(clg_model *m, snapshot before)
+{
+    snapshot after = take(m);
+    assert_int_equal(before.n, after.n);
+    assert_memory_equal(before.bytes, after.bytes, before.n);
+    free(before.bytes);
+    free(after.bytes);
+}
+
 static void expect_refused(const char *path, const clg_config *c, const char *needle)
 {
     clg_model *m = build(c);
@@ -194,11 +223,7 @@ static void expect_refused(const char *path, const clg_config *c, const char *ne
     if (st != CLG_ERR_MISMATCH || !strstr(clg_last_error(tu_ctx), needle))
         fail_msg("load: %s (%s), expected CLG_ERR_MISMATCH naming %s", clg_status_string(st),
                  clg_last_error(tu_ctx), needle);
-    snapshot after = take(m);
-    assert_int_equal(before.n, after.n);
-    assert_memory_equal(before.bytes, after.bytes, before.n);
-    free(before.bytes);
-    free(after.bytes);
+    expect_unchanged(m, before);
     clg_model_destroy(m);
 }
 
@@ -284,12 +309,121 @@ static void test_older_fp32_files_load(void **state)
     free(path);
 }
 
+/* ------------------------------------------------------------ forged values */
+
+/* The CRC metadata entry a forgery rewrites (ckpt_rewrite_header's edit
+ * takes no argument). */
+static char forged_crc_key[160], forged_crc[9];
+static void put_forged_crc(cJSON *root)
+{
+    cJSON *meta = cJSON_GetObjectItemCaseSensitive(root, "__metadata__");
+    cJSON_ReplaceItemInObjectCaseSensitive(meta, forged_crc_key, cJSON_CreateString(forged_crc));
+}
+
+/* Sets fp32 element index of tensor key in the checkpoint at path to value,
+ * then recomputes that tensor's CRC and the header's: a file edited on
+ * purpose and re-summed, which every CRC check passes. */
+static void forge_f32(const char *path, const char *key, size_t index, float value)
+{
+    size_t size;
+    uint8_t *file = tu_read_file(path, &size);
+    uint64_t hlen = clg__ckpt_get_le64(file);
+    cJSON *root = cJSON_ParseWithLength((const char *)file + 8, (size_t)hlen);
+    assert_non_null(root);
+    cJSON *offsets = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(root, key), "data_offsets");
+    assert_non_null(offsets);
+    size_t begin = (size_t)cJSON_GetArrayItem(offsets, 0)->valuedouble;
+    size_t end = (size_t)cJSON_GetArrayItem(offsets, 1)->valuedouble;
+    cJSON_Delete(root);
+    uint8_t *data = file + 8 + hlen;
+    assert_true(begin + 4 * index + 4 <= end);
+    memcpy(data + begin + 4 * index, &value, 4);
+    snprintf(forged_crc_key, sizeof forged_crc_key, "clgrad.crc32.%s", key);
+    snprintf(forged_crc, sizeof forged_crc, "%08x",
+             (unsigned)clg__crc32(0, data + begin, end - begin));
+    size_t out_size;
+    uint8_t *out = ckpt_rewrite_header(file, size, put_forged_crc, &out_size);
+    assert_non_null(out);
+    assert_true(clg__ckpt_header_seal(out, out_size));
+    tu_write_file(path, out, out_size);
+    free(out);
+    free(file);
+}
+
+/* A checkpoint of c after a few updates, at path, forged as forge_f32 does,
+ * loaded into another model of c that has trained on: refused with
+ * CLG_ERR_CORRUPT_FILE and exactly "clg_checkpoint_load: '<path>': " msg,
+ * that model unchanged; msg NULL: it loads. */
+static void expect_forgery(const clg_config *c, const char *key, size_t index, float value,
+                           const char *msg)
+{
+    char *path = tu_tmp_path("forged.ckpt");
+    run a = start_run(c);
+    tu_upload_uniform_params(a.m, 5);
+    steps(a.m, a.g, 0, 6);
+    OK(clg_checkpoint_save(a.m, path, NULL, NULL, 0));
+    forge_f32(path, key, index, value);
+
+    run b = start_run(c);
+    tu_upload_uniform_params(b.m, 9);
+    steps(b.m, b.g, 0, 4);
+    snapshot before = take(b.m);
+    clg_status st = clg_checkpoint_load(b.m, path, NULL, NULL);
+    if (!msg) {
+        if (st != CLG_SUCCESS)
+            fail_msg("%s[%zu] = %g: %s", key, index, (double)value, clg_last_error(tu_ctx));
+    } else {
+        char want[1024];
+        snprintf(want, sizeof want, "clg_checkpoint_load: '%s': %s", path, msg);
+        assert_int_equal(st, CLG_ERR_CORRUPT_FILE);
+        assert_string_equal(clg_last_error(tu_ctx), want);
+        expect_unchanged(b.m, before);
+    }
+    if (!msg)
+        free(before.bytes);
+    end_run(a);
+    end_run(b);
+    remove(path);
+    free(path);
+}
+
+/* The issue's forgeries of a Q8 run: one absmax set to NaN, inf or a
+ * negative value, every CRC recomputed. Before the value checks such a
+ * file loaded, and the next update wrote NaN weights. 3e38 is finite and
+ * >= 0, the absmax of some block of fp32 values: it loads. An fp32 state
+ * (t1 is below state_min_size) set to inf is refused under a policy that
+ * skips non-finite updates, and loads under "ignore", which can write it. */
+static void test_forged_values_are_refused(void **state)
+{
+    (void)state;
+    clg_config c = config_of(CLG_ADAMW, CLG_Q8, CLG_FP32, CLG_ROUND_NEAREST);
+    const char *absmax_rule =
+        ", but an absmax (the largest magnitude in a block of states) is finite and >= 0";
+    char msg[512];
+    snprintf(msg, sizeof msg, "tensor 't0.state0.absmax': absmax[3] is nan%s", absmax_rule);
+    expect_forgery(&c, "t0.state0.absmax", 3, NAN, msg);
+    snprintf(msg, sizeof msg, "tensor 't2.state0.absmax': absmax[0] is inf%s", absmax_rule);
+    expect_forgery(&c, "t2.state0.absmax", 0, INFINITY, msg);
+    snprintf(msg, sizeof msg, "tensor 't2.state1.absmax': absmax[70] is -0.25%s", absmax_rule);
+    expect_forgery(&c, "t2.state1.absmax", 70, -0.25f, msg);
+    expect_forgery(&c, "t0.state0.absmax", 3, 3e38f, NULL);
+
+    expect_forgery(&c, "t1.state1", 7, INFINITY, NULL); /* policy "ignore" */
+    c.nonfinite = CLG_NONFINITE_SKIP_UPDATE;
+    expect_forgery(&c, "t1.state1", 7, INFINITY,
+                   "tensor 't1.state1': element 7 is inf, but under the non-finite policy "
+                   "'skip_update' an update whose gradient is not finite is skipped, so the "
+                   "optimizer states stay finite");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_resume_is_bit_exact),
         cmocka_unit_test(test_other_formats_are_refused),
         cmocka_unit_test(test_older_fp32_files_load),
+        cmocka_unit_test(test_forged_values_are_refused),
     };
     return cmocka_run_group_tests(tests, tu_group_setup_tmpdir, tu_group_teardown);
 }

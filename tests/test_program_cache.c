@@ -2,8 +2,10 @@
  * context) comes from the cache, CLGRAD_CACHE_DIR=off never caches, default
  * locations, and damaged, truncated or foreign entries are rejected by
  * clgrad's own checks before any driver sees them, fall back to a source
- * build and are repaired. A binary the driver refuses falls back too. Build
- * failures carry the build log.
+ * build and are repaired. A binary the driver refuses falls back too, and
+ * so does another program's binary under a recomputed digest. Each repair
+ * is noted once in the context (clg_context_cache_repairs). Build failures
+ * carry the build log.
  *
  * This program defines clCreateProgramWithBinary and clBuildProgram itself
  * (forwarding to the ICD loader's): the library is linked statically into
@@ -194,18 +196,24 @@ static void sort_kernel_names(char *names, size_t cap)
     free(copy);
 }
 
-/* Loads program "stream" with options in a fresh context; returns from_cache.
+/* What the context of the last load() noted (clg_context_cache_repairs). */
+static uint64_t last_repairs;
+static char last_note[512];
+
+/* Loads program name with options in a fresh context; returns from_cache.
  * kernel_names (if not NULL) gets the program's kernel names, sorted. */
-static int load(const char *options, char *kernel_names, size_t cap)
+static int load_program(const char *name, const char *options, char *kernel_names, size_t cap)
 {
     clg_context *ctx = tu_context_or_skip();
     cl_program p = NULL;
     int cached = -1;
     int loads_before = binary_loads;
-    clg_status st = clg_context_program(ctx, "stream", options, &p, &cached);
+    clg_status st = clg_context_program(ctx, name, options, &p, &cached);
+    last_repairs = clg_context_cache_repairs(ctx, last_note, sizeof last_note);
     /* a hit is exactly one binary given to the driver; a miss is none,
-     * unless a test's driver refused the binary */
-    if (st == CLG_SUCCESS && mode == DRIVER_REAL)
+     * unless a test's driver refused the binary or the entry was repaired
+     * (the callers count those) */
+    if (st == CLG_SUCCESS && mode == DRIVER_REAL && last_repairs == 0)
         assert_int_equal(binary_loads - loads_before, cached == 1);
     if (st != CLG_SUCCESS)
         fprintf(stderr, "clg_context_program: %s\n", clg_last_error(ctx));
@@ -224,9 +232,31 @@ static int load(const char *options, char *kernel_names, size_t cap)
             kernel_names[0] = '\0';
         sort_kernel_names(kernel_names, cap);
     }
+    /* nothing to repair in a cache hit */
+    if (cached == 1)
+        assert_int_equal(last_repairs, 0);
     clg_context_destroy(ctx);
     assert_true(cached == 0 || cached == 1);
     return cached;
+}
+
+/* load_program of "stream", the program most tests use. */
+static int load(const char *options, char *kernel_names, size_t cap)
+{
+    return load_program("stream", options, kernel_names, cap);
+}
+
+/* The context of the last load() rebuilt one entry, for the reason
+ * unusable, and rewrote it. */
+static void expect_repair_noted(const char *unusable)
+{
+    char want[512];
+    snprintf(want, sizeof want,
+             "kernel cache: the entry of cl/stream.cl %s; rebuilt from source and the entry "
+             "rewritten",
+             unusable);
+    assert_int_equal(last_repairs, 1);
+    assert_string_equal(last_note, want);
 }
 
 static void test_second_load_comes_from_cache(void **state)
@@ -510,8 +540,9 @@ static void test_damaged_entries_fall_back_and_repair(void **state)
         /* clgrad's own checks reject it... */
         unsigned char *bin = (unsigned char *)"not touched";
         size_t size = 12345;
-        if (clg__cache_load(key, &bin, &size) != 0)
-            fail_msg("damage \"%s\": clg__cache_load accepted the entry", damage_names[k]);
+        if (clg__cache_load(key, &bin, &size) != CLG_CACHE_REJECTED)
+            fail_msg("damage \"%s\": clg__cache_load did not reject the entry",
+                     damage_names[k]);
         assert_null(bin);
         assert_int_equal(size, 0);
         /* ...so no binary reaches the driver (load() counts the calls): the
@@ -521,6 +552,7 @@ static void test_damaged_entries_fall_back_and_repair(void **state)
         assert_int_equal(load("-DCLG_TEST_DAMAGE=1", names, sizeof names), 0);
         assert_int_equal(binary_loads, loads);
         assert_string_equal(names, names_ok);
+        expect_repair_noted("is damaged, truncated or not written for this program");
         /* and the entry was replaced by a good one */
         int temps;
         assert_int_equal(entries(dir, NULL, 0, &temps), 1);
@@ -560,9 +592,93 @@ static void test_driver_refusal_falls_back(void **state)
         mode = DRIVER_REAL;
         assert_int_equal(binary_loads, loads + 1); /* it was offered once */
         assert_string_equal(names, names_ok);
+        expect_repair_noted(modes[i] == DRIVER_REJECT_CREATE
+                                ? "holds a binary the driver does not take"
+                                : "holds a binary the driver does not build");
         assert_int_equal(entries(dir, NULL, 0, NULL), 1);
         assert_int_equal(load("-DCLG_TEST_REFUSAL=1", NULL, 0), 1);
     }
+}
+
+/* The issue's forgery: another program's binary (cl/mlp.cl's) stored
+ * under this program's key, with the digest recomputed over it. It passes
+ * every check of the entry, so the driver builds it; the program then has
+ * kernels its source does not name. Before the check, the cache handed it
+ * out as the program and every kernel lookup failed, run after run. Now
+ * it is rebuilt from source, the entry rewritten, and the context notes
+ * it once. */
+static void test_foreign_binary_is_repaired(void **state)
+{
+    (void)state;
+    char dir[4200], path[4400], foreign_path[4400];
+    snprintf(dir, sizeof dir, "%s/forged", tmp);
+    setenv("CLGRAD_CACHE_DIR", dir, 1);
+    char foreign_names[4096], names_ok[4096], names[4096];
+    assert_int_equal(load_program("mlp", "", foreign_names, sizeof foreign_names), 0);
+    assert_int_equal(entries(dir, foreign_path, sizeof foreign_path, NULL), 1);
+    size_t fn;
+    unsigned char *foreign = tu_read_file(foreign_path, &fn);
+    assert_int_equal(unlink(foreign_path), 0);
+    assert_int_equal(load("-DCLG_TEST_FORGED=1", names_ok, sizeof names_ok), 0);
+    assert_int_equal(last_repairs, 0);
+    assert_string_equal(last_note, "");
+    assert_int_equal(entries(dir, path, sizeof path, NULL), 1);
+    size_t n;
+    unsigned char *good = tu_read_file(path, &n);
+
+    /* this entry's header, mlp's binary, the length and digest to match */
+    size_t bin = fn - HEADER_SIZE, forged_size = HEADER_SIZE + bin;
+    unsigned char *forged = tu_xmalloc(forged_size);
+    memcpy(forged, good, OFF_LENGTH);
+    put_len(forged, bin);
+    memcpy(forged + HEADER_SIZE, foreign + HEADER_SIZE, bin);
+    clg_sha256 s;
+    clg__sha256_init(&s);
+    clg__sha256_update(&s, forged, OFF_DIGEST);
+    clg__sha256_update(&s, forged + HEADER_SIZE, bin);
+    clg__sha256_final(&s, forged + OFF_DIGEST);
+    tu_write_file(path, forged, forged_size);
+    check_documented_digest(forged, forged_size);
+    uint8_t key[CLG_CACHE_KEY_SIZE];
+    memcpy(key, good + OFF_KEY, sizeof key);
+    unsigned char *loaded = NULL;
+    size_t loaded_size = 0;
+    assert_int_equal(clg__cache_load(key, &loaded, &loaded_size), CLG_CACHE_HIT);
+    free(loaded);
+
+    /* offered to the driver once, then rebuilt from source */
+    int loads = binary_loads;
+    assert_int_equal(load("-DCLG_TEST_FORGED=1", names, sizeof names), 0);
+    assert_int_equal(binary_loads, loads + 1);
+    assert_string_equal(names, names_ok);
+    /* the kernel named is whichever of mlp's the driver lists first */
+    const char *q = strchr(last_note, '\'');
+    assert_non_null(q);
+    char kernel[128];
+    snprintf(kernel, sizeof kernel, "%.*s", (int)strcspn(q + 1, "'"), q + 1);
+    assert_non_null(strstr(foreign_names, kernel));
+    assert_int_equal(strncmp(kernel, "mlp_", 4), 0);
+    char unusable[256];
+    snprintf(unusable, sizeof unusable,
+             "holds another program: its binary has kernel '%s', which its source does not "
+             "name",
+             kernel);
+    expect_repair_noted(unusable);
+
+    /* the entry is this program's again: a hit, nothing to repair */
+    size_t rn;
+    unsigned char *repaired = tu_read_file(path, &rn);
+    check_documented_digest(repaired, rn);
+    assert_memory_equal(repaired + OFF_KEY, key, sizeof key);
+    assert_false(rn == forged_size &&
+                 memcmp(repaired + HEADER_SIZE, forged + HEADER_SIZE, bin) == 0);
+    free(repaired);
+    assert_int_equal(load("-DCLG_TEST_FORGED=1", names, sizeof names), 1);
+    assert_string_equal(names, names_ok);
+    assert_string_equal(last_note, "");
+    free(forged);
+    free(good);
+    free(foreign);
 }
 
 static void test_unusable_cache_dir_never_fails_a_build(void **state)
@@ -613,6 +729,7 @@ int main(void)
         cmocka_unit_test_setup(test_default_locations, setup),
         cmocka_unit_test_setup(test_damaged_entries_fall_back_and_repair, setup),
         cmocka_unit_test_setup(test_driver_refusal_falls_back, setup),
+        cmocka_unit_test_setup(test_foreign_binary_is_repaired, setup),
         cmocka_unit_test_setup(test_unusable_cache_dir_never_fails_a_build, setup),
         cmocka_unit_test_setup(test_build_failure_carries_log, setup),
     };

@@ -1,10 +1,14 @@
 /* fuzz_tuning.c - libFuzzer harness for clgrad-tune's tuning file parser
  * (tools/tune/tuning_file.c), which the trainer runs on whatever file sits
  * in the cache directory: any bytes are either rejected with a message, or
- * parse into a record that passes tuning_check and formats to a text that
- * parses back into the same text (a fixed point after one round). Each
+ * parse into a record that passes tuning_check, whose every kernel record
+ * keeps to CLBlast's constraints (tuning_constraints.h: the values a tuner
+ * can produce, the divisibility its kernels need), and that formats to a
+ * text that parses back into the same text (a fixed point after one
+ * round). Each
  * input runs twice: as it is, and with its last line's CRC made right
  * (when it has one), so that mutations reach the records behind the CRC. */
+#include "tuning_constraints.h"
 #include "tuning_file.h"
 
 #include <stdint.h>
@@ -25,6 +29,9 @@ static void check_one(const char *data, size_t size)
     }
     if (tuning_check(&t, err, sizeof err) != 0)
         abort(); /* accepted, but not valid */
+    for (size_t i = 0; i < t.n_kernels; i++)
+        if (tuning_check_kernel_values(&t.kernel[i], err, sizeof err) != 0)
+            abort(); /* accepted, but CLBlast's kernels cannot take it */
     size_t len = 0, len2 = 0;
     char *text = tuning_format(&t, &len);
     if (!text)

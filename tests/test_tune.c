@@ -5,7 +5,10 @@
  * undone, the trainer's GEMM call right on every MLP shape on both of
  * CLBlast's kernels, the trainer applying a tuning (and still running, on
  * CLBlast's defaults, with a warning, when the file is bad), runs with a
- * tuning deterministic, and the clgrad-tune program itself with a small
+ * tuning deterministic, CRC-valid forgeries of issue 24 (values that
+ * crashed, hung or trained wrong) refused by the trainer and by
+ * clgrad-tune --show with the parameter named, a tuning's GEMMs checked on
+ * the device before use, and the clgrad-tune program itself with a small
  * budget on a small shape (CLGRAD_TUNE_EXE). */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -23,6 +26,7 @@
 #include "trainer.h"
 #include "tune_save.h"
 #include "tuning_apply.h"
+#include "tuning_verify.h"
 #include "testutil.h"
 
 #include <fcntl.h>
@@ -32,6 +36,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #ifndef CLGRAD_TUNE_EXE
 #define CLGRAD_TUNE_EXE "clgrad-tune"
@@ -114,6 +119,8 @@ static tuning device_tuning(void)
     record(&t.kernel[t.n_kernels++], "XgemmDirect", p, n);
     get("GemmRoutine", p, &n);
     record(&t.kernel[t.n_kernels++], "GemmRoutine", p, n);
+    get("Xgemm", p, &n); /* CLBlast's own: the forgeries change them */
+    record(&t.kernel[t.n_kernels++], "Xgemm", p, n);
     tuning_kernel *d = &t.kernel[0];
     set_value(d, "WGD", 32);
     set_value(d, "MDIMCD", 16);
@@ -138,6 +145,71 @@ static void device_path(char *path, size_t size)
     if (tuning_path(tu_ctx, path, size, err, sizeof err) != 0)
         fail_msg("tuning_path: %s", err);
 }
+
+/* ------------------------------------------------------- forgeries */
+
+typedef struct edit {
+    const char *kernel, *name;
+    size_t value;
+} edit;
+
+/* t as clgrad-tune writes it, then with each edit's kernel record holding
+ * name=value and the CRC line recomputed (`crc32 %08x` of the bytes before
+ * it): what a user who edits a file and re-sums it, or a hostile one,
+ * hands the trainer. tuning_format itself would refuse these values. */
+static void forge(const char *path, const tuning *t, const edit *e, size_t n_edits)
+{
+    size_t len;
+    char *text = tuning_format(t, &len);
+    assert_non_null(text);
+    for (size_t i = 0; i < n_edits; i++) {
+        char line[64], key[64];
+        snprintf(line, sizeof line, "\nkernel %s 32 ", e[i].kernel);
+        snprintf(key, sizeof key, " %s=", e[i].name);
+        char *rec = strstr(text, line);
+        assert_non_null(rec);
+        char *at = strstr(rec + 1, key), *eol = strchr(rec + 1, '\n');
+        assert_true(at && at < eol);
+        at += strlen(key);
+        size_t digits = strspn(at, "0123456789");
+        char *out = tu_xmalloc(len + 32);
+        int head = (int)(at - text);
+        len = (size_t)sprintf(out, "%.*s%zu%s", head, text, e[i].value, at + digits);
+        free(text);
+        text = out;
+    }
+    size_t body = len - strlen("crc32 00000000\n");
+    sprintf(text + body, "crc32 %08lx\n", crc32(0L, (const Bytef *)text, (uInt)body));
+    tu_write_file(path, text, len);
+    free(text);
+}
+
+/* The issue's cases, each with the message that refuses it. */
+static const struct forgery {
+    const char *what;
+    edit e[3];
+    size_t n;
+    const char *why;
+} forgeries[] = {
+    {"WGD=0 (crashed in clblast::CeilDiv)", {{"XgemmDirect", "WGD", 0}}, 1,
+     "kernel XgemmDirect: WGD=0 is outside the values its tuner can produce (8, 16, 32, 64)"},
+    {"WGD=65536 (hung)", {{"XgemmDirect", "WGD", 65536}}, 1,
+     "kernel XgemmDirect: WGD=65536 is outside the values its tuner can produce "
+     "(8, 16, 32, 64)"},
+    {"WGD=3 (trained wrong)", {{"XgemmDirect", "WGD", 3}}, 1,
+     "kernel XgemmDirect: WGD=3 is outside the values its tuner can produce (8, 16, 32, 64)"},
+    {"MDIMCD=NDIMCD=32 (trained wrong)",
+     {{"XgemmDirect", "MDIMCD", 32}, {"XgemmDirect", "NDIMCD", 32}}, 2,
+     "kernel XgemmDirect: WGD=32 is not a multiple of MDIMCD*VWMD = 64"},
+    /* the file's first broken record is named: GemmRoutine precedes Xgemm */
+    {"XGEMM_MIN_INDIRECT_SIZE=0 MWG=48 VWM=8 (trained wrong)",
+     {{"GemmRoutine", "XGEMM_MIN_INDIRECT_SIZE", 0}, {"Xgemm", "MWG", 48}, {"Xgemm", "VWM", 8}},
+     3, "kernel GemmRoutine: XGEMM_MIN_INDIRECT_SIZE=0 is outside the values its tuner can "
+        "produce (1..65536)"},
+    {"MWG=48 VWM=8", {{"Xgemm", "MWG", 48}, {"Xgemm", "VWM", 8}}, 2,
+     "kernel Xgemm: MWG=48 is outside the values its tuner can produce (8, 16, 32, 64, 128)"},
+};
+#define N_FORGERIES (sizeof forgeries / sizeof *forgeries)
 
 /* ------------------------------------------------- key and directory */
 
@@ -454,6 +526,24 @@ static void test_trainer_applies_tuning(void **state)
         free(log);
         free(w);
     }
+    /* the forgeries of issue 24: refused before any GEMM, the parameter
+     * named, the run on CLBlast's defaults (the same weights as w0) */
+    const clg_device_info *info = clg_context_device_info(tu_ctx);
+    for (size_t c = 0; c < N_FORGERIES; c++) {
+        forge(path, &t, forgeries[c].e, forgeries[c].n);
+        float *w = train(NULL, &res, &log);
+        char want[2048];
+        snprintf(want, sizeof want,
+                 "warning: CLBlast tuning %s ignored: %s; running on CLBlast's default "
+                 "parameters (`clgrad-tune --device %u:%u` makes a new one)\n",
+                 path, forgeries[c].why, info->platform_index, info->device_index);
+        if (!strstr(log, want))
+            fail_msg("%s: start-up lines:\n%s\nexpected:\n%s", forgeries[c].what, log, want);
+        assert_string_equal(res.clblast_tuning, "");
+        assert_memory_equal(w, w0, np * sizeof *w);
+        free(log);
+        free(w);
+    }
     /* an explicit file that is missing: a warning too */
     float *w4 = train("/nonexistent/x.tune", &res, &log);
     assert_non_null(strstr(log, "no such file"));
@@ -467,6 +557,49 @@ static void test_trainer_applies_tuning(void **state)
     free(w3);
 }
 
+/* ------------------------------------------- the GEMMs on the device */
+
+/* A tuning whose values pass the file's checks is still run once on the
+ * caller's shapes against the host before it is used. The wrong case here
+ * is applied past those checks (clblast_params_set, as a CLBlast bug or a
+ * driver's would act): 32 x 32 threads on a 32-wide tile, which issue 24
+ * found training silently wrong. */
+static void test_verify_on_device(void **state)
+{
+    (void)state;
+    const unsigned dims[] = {DIM, 32, 16, 10};
+    mlp_gemm_shape s[MLP_GEMMS_MAX];
+    size_t n = mlp_gemm_shapes(dims, 4, 32, s, MLP_GEMMS_MAX);
+    char err[2048];
+    tuning t = device_tuning();
+    assert_int_equal(tuning_apply(tu_ctx, &t, err, sizeof err), 0);
+    if (tuning_verify(tu_ctx, &t, s, n, err, sizeof err) != 0)
+        fail_msg("a valid tuning: %s", err);
+
+    tuning_kernel *d = &t.kernel[0];
+    set_value(d, "MDIMCD", 32);
+    set_value(d, "NDIMCD", 32);
+    set_value(&t.kernel[1], "XGEMM_MIN_INDIRECT_SIZE", 65536); /* every shape direct */
+    for (size_t i = 0; i < 2; i++) {
+        clblast_param p[TUNING_MAX_PARAMS];
+        for (size_t j = 0; j < t.kernel[i].n; j++) {
+            snprintf(p[j].name, sizeof p[j].name, "%s", t.kernel[i].param[j]);
+            p[j].value = t.kernel[i].value[j];
+        }
+        assert_int_equal(clblast_params_set(clg_context_device(tu_ctx), t.kernel[i].name, 32, p,
+                                            t.kernel[i].n), 0);
+    }
+    assert_int_equal(tuning_verify(tu_ctx, &t, s, n, err, sizeof err), -1);
+    char line[512], want[1024];
+    tuning_kernel_text(d, line, sizeof line);
+    snprintf(want, sizeof want, "on this device its XgemmDirect (%s): ",
+             line + strlen("XgemmDirect "));
+    if (strncmp(err, want, strlen(want)) != 0 || !strstr(err, " is wrong (relative error ") ||
+        !strstr(err, ", tolerance 1e-4)"))
+        fail_msg("message '%s', expected '%s<shape> is wrong (relative error ...)'", err, want);
+    assert_int_equal(tuning_restore_defaults(tu_ctx, err, sizeof err), 0);
+}
+
 /* --------------------------------------------------- clgrad-tune itself */
 
 static int run_cmd(const char *cmd)
@@ -475,12 +608,17 @@ static int run_cmd(const char *cmd)
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* The program: $CLGRAD_TUNE_EXE, else the path Meson compiled in. */
+static const char *tune_exe(void)
+{
+    const char *exe = getenv("CLGRAD_TUNE_EXE");
+    return exe && *exe ? exe : CLGRAD_TUNE_EXE;
+}
+
 static void test_clgrad_tune_small(void **state)
 {
     (void)state;
-    const char *exe = getenv("CLGRAD_TUNE_EXE");
-    if (!exe || !*exe)
-        exe = CLGRAD_TUNE_EXE;
+    const char *exe = tune_exe();
     char *out = tu_tmp_path("small.tune"), *log = tu_tmp_path("tune.log");
     char cmd[4096];
     /* a small budget on a small shape: the baseline, a few seconds of each
@@ -532,6 +670,40 @@ static void test_clgrad_tune_small(void **state)
     free(log);
 }
 
+/* clgrad-tune --show gives the trainer's verdict: the forgeries unusable
+ * with the same reason, a valid file checked on the device. */
+static void test_show_verdict(void **state)
+{
+    (void)state;
+    const char *exe = tune_exe();
+    char *file = tu_tmp_path("show.tune"), *log = tu_tmp_path("show.log");
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "'%s' --show --output '%s' > '%s' 2>&1", exe, file, log);
+    tuning t = device_tuning();
+    size_t n;
+    for (size_t c = 0; c < N_FORGERIES; c++) {
+        forge(file, &t, forgeries[c].e, forgeries[c].n);
+        int rc = run_cmd(cmd);
+        char *text = (char *)tu_read_file(log, &n);
+        char want[1024];
+        snprintf(want, sizeof want, "status  unusable, clgrad-train ignores it: %s\n",
+                 forgeries[c].why);
+        if (rc != 1 || !strstr(text, want))
+            fail_msg("%s: --show exit %d:\n%s\nexpected:\n%s", forgeries[c].what, rc, text, want);
+        free(text);
+    }
+    save(file, &t);
+    int rc = run_cmd(cmd);
+    char *text = (char *)tu_read_file(log, &n);
+    if (rc != 0 || !strstr(text, "status  valid") ||
+        !strstr(text, "checked 8 GEMM shape(s) of mlp 784,512,256,10 micro-batch 32 on this "
+                      "device: right\n"))
+        fail_msg("--show of a valid file: exit %d:\n%s", rc, text);
+    free(text);
+    free(file);
+    free(log);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -539,7 +711,9 @@ int main(void)
         cmocka_unit_test(test_save_load_and_refusals),
         cmocka_unit_test(test_apply_and_restore),
         cmocka_unit_test(test_mlp_gemms_right),
+        cmocka_unit_test(test_verify_on_device),
         cmocka_unit_test(test_trainer_applies_tuning),
+        cmocka_unit_test(test_show_verdict),
         cmocka_unit_test(test_clgrad_tune_small),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

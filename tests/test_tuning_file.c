@@ -2,7 +2,10 @@
  * (tools/tune/tuning_file.h): a tuning survives format + parse unchanged;
  * every one-bit flip and every truncation of a valid file is rejected; each
  * malformed record (with a correct CRC, so that the record checks
- * themselves are reached) is rejected with a message naming what is wrong.
+ * themselves are reached) is rejected with a message naming what is wrong;
+ * values CLBlast's kernels cannot take (the cases of issue 24, CRC-valid)
+ * are rejected with the constraint they break, and the device's limits
+ * are checked; CLBlast's status codes have CLBlast's names.
  * Also the parser of CLBlast's tuner rows (tools/tune/tuners.h) on real
  * output, and the MLP's GEMM shapes against what tools/train/mlp.c runs. */
 #include <setjmp.h>
@@ -11,8 +14,10 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "clblast_status.h"
 #include "mlp_gemms.h"
 #include "tuners.h"
+#include "tuning_constraints.h"
 #include "tuning_file.h"
 
 #include <stdio.h>
@@ -254,6 +259,115 @@ static void test_format_refuses_invalid(void **state)
     assert_non_null(strstr(err, "kernel records"));
 }
 
+/* An exact rejection: the whole message. */
+static void expect_message(const char *body, const char *want)
+{
+    char err[512];
+    if (parse_body(body, err, sizeof err) == 0)
+        fail_msg("accepted:\n%s", body);
+    if (strcmp(err, want) != 0)
+        fail_msg("message '%s', expected '%s', for:\n%s", err, want, body);
+}
+
+#define DIRECT(wgd, mdimcd, ndimcd)                                                               \
+    "kernel XgemmDirect 32 KWID=2 MDIMAD=16 MDIMCD=" mdimcd " NDIMBD=8 NDIMCD=" ndimcd          \
+    " PADA=1 PADB=1 VWMD=2 VWND=2 WGD=" wgd "\n"
+#define XGEMM(gemmk, kwg, mdimc, mwg, vwm)                                                        \
+    "kernel Xgemm 32 GEMMK=" gemmk " KREG=1 KWG=" kwg " KWI=2 MDIMA=8 MDIMC=" mdimc " MWG=" mwg  \
+    " NDIMB=16 NDIMC=16 NWG=64 SA=0 SB=0 STRM=0 STRN=0 VWM=" vwm " VWN=4\n"
+#define ROUTINE(size) "kernel GemmRoutine 32 XGEMM_MIN_INDIRECT_SIZE=" size "\n"
+
+/* Issue 24: in-range values CLBlast's kernels cannot take, with a correct
+ * CRC (a forgery, not damage), crashed (WGD=0), hung (WGD=65536) or trained
+ * silently wrong (the others). Each is refused naming the parameter. */
+static void test_constraints_refuse_issue_cases(void **state)
+{
+    (void)state;
+    char err[512];
+    /* CLBlast's kinds of values, valid: the base of the forgeries */
+    if (parse_body(HEAD KEY INFO DIRECT("32", "16", "8") XGEMM("0", "32", "8", "64", "4")
+                       ROUTINE("64"), err, sizeof err) != 0)
+        fail_msg("a valid tuning rejected: %s", err);
+    expect_message(HEAD KEY INFO DIRECT("0", "16", "8") KERNEL,
+                   "kernel XgemmDirect: WGD=0 is outside the values its tuner can produce "
+                   "(8, 16, 32, 64)");
+    expect_message(HEAD KEY INFO DIRECT("65536", "16", "8") KERNEL,
+                   "kernel XgemmDirect: WGD=65536 is outside the values its tuner can produce "
+                   "(8, 16, 32, 64)");
+    expect_message(HEAD KEY INFO DIRECT("3", "16", "8") KERNEL,
+                   "kernel XgemmDirect: WGD=3 is outside the values its tuner can produce "
+                   "(8, 16, 32, 64)");
+    expect_message(HEAD KEY INFO DIRECT("32", "32", "32") KERNEL,
+                   "kernel XgemmDirect: WGD=32 is not a multiple of MDIMCD*VWMD = 64");
+    expect_message(HEAD KEY INFO XGEMM("0", "32", "8", "48", "8") ROUTINE("0"),
+                   "kernel Xgemm: MWG=48 is outside the values its tuner can produce "
+                   "(8, 16, 32, 64, 128)");
+    expect_message(HEAD KEY INFO XGEMM("0", "32", "8", "64", "4") ROUTINE("0"),
+                   "kernel GemmRoutine: XGEMM_MIN_INDIRECT_SIZE=0 is outside the values its "
+                   "tuner can produce (1..65536)");
+    /* each divisibility CLBlast's Xgemm needs, in its own words */
+    expect_message(HEAD KEY INFO XGEMM("0", "32", "16", "64", "8") KERNEL,
+                   "kernel Xgemm: MWG=64 is not a multiple of MDIMC*VWM = 128");
+    expect_message(HEAD KEY INFO XGEMM("0", "16", "16", "64", "4") KERNEL,
+                   "kernel Xgemm: KWG=16 is not a multiple of MDIMC*NDIMC/MDIMA = 32 (GEMMK=0)");
+    expect_message(HEAD KEY INFO XGEMM("1", "32", "8", "64", "4") KERNEL,
+                   "kernel Xgemm: KREG=1 is not a multiple of VWN=4 (GEMMK=1)");
+    /* a record names exactly CLBlast's parameters of its kernel */
+    expect_message(HEAD KEY INFO "kernel GemmRoutine 32 XGEMM_MIN_INDIRECT_SIZE=64 EXTRA=1\n",
+                   "kernel GemmRoutine: CLBlast has no parameter EXTRA");
+    expect_message(HEAD KEY INFO "kernel Pad 32 PAD_DIMX=8 PAD_DIMY=8 PAD_WPTX=1\n",
+                   "kernel Pad: no value for CLBlast's parameter PAD_WPTY");
+    /* and a formatted tuning keeps to them too: tuning_format refuses */
+    tuning t = sample();
+    size_t len;
+    t.kernel[0].value[9] = 48; /* WGD */
+    assert_null(tuning_format(&t, &len));
+    assert_int_equal(tuning_check(&t, err, sizeof err), -1);
+    assert_string_equal(err, "kernel XgemmDirect: WGD=48 is outside the values its tuner can "
+                             "produce (8, 16, 32, 64)");
+}
+
+/* The device's work-group and local-memory limits. */
+static void test_device_limits(void **state)
+{
+    (void)state;
+    tuning t = sample(); /* XgemmDirect: 16 x 8 threads, WGD=32 with padding */
+    char err[512];
+    tuning_device_limits big = {256, {256, 256}, 32768};
+    assert_int_equal(tuning_check_device(&t, &big, err, sizeof err), 0);
+    tuning_device_limits few = {64, {64, 64}, 32768};
+    assert_int_equal(tuning_check_device(&t, &few, err, sizeof err), -1);
+    assert_string_equal(err, "kernel XgemmDirect: its work-group of MDIMCD x NDIMCD = 16 x 8 "
+                             "work-items exceeds this device's limits (64 in all, 64 x 64)");
+    tuning_device_limits narrow = {256, {8, 256}, 32768};
+    assert_int_equal(tuning_check_device(&t, &narrow, err, sizeof err), -1);
+    /* 4 bytes x (32 x (32 + 1) + 32 x (32 + 1)) = 8448 */
+    tuning_device_limits small = {256, {256, 256}, 8447};
+    assert_int_equal(tuning_check_device(&t, &small, err, sizeof err), -1);
+    assert_string_equal(err, "kernel XgemmDirect needs 8448 bytes of local memory with PADA=1 "
+                             "PADB=1 WGD=32, this device has 8447");
+    small.local_mem = 8448;
+    assert_int_equal(tuning_check_device(&t, &small, err, sizeof err), 0);
+}
+
+static void test_clblast_status_names(void **state)
+{
+    (void)state;
+    char buf[64];
+    /* -1011 is also CL_INVALID_DX9_MEDIA_SURFACE_KHR: the issue's message */
+    assert_string_equal(clblast_status_text(-1011, buf, sizeof buf),
+                        "CLBlastInsufficientMemoryA (-1011)");
+    assert_string_equal(clblast_status_text(-2046, buf, sizeof buf),
+                        "CLBlastInvalidLocalMemUsage (-2046)");
+    assert_string_equal(clblast_status_text(-54, buf, sizeof buf),
+                        "CLBlastInvalidLocalThreadsTotal (-54)");
+    assert_string_equal(clblast_status_text(-1100, buf, sizeof buf),
+                        "status -1100 (not one of CLBlast's)");
+    assert_true(clblast_status_own(-1011) && clblast_status_own(-2039) &&
+                clblast_status_own(-1024));
+    assert_false(clblast_status_own(-54) || clblast_status_own(0) || clblast_status_own(-1100));
+}
+
 /* Rows as clblast_tuner_xgemm_direct 1.5.3 prints them, colours included. */
 static void test_tuner_rows(void **state)
 {
@@ -345,6 +459,9 @@ int main(void)
         cmocka_unit_test(test_every_truncation_rejected),
         cmocka_unit_test(test_records_checked),
         cmocka_unit_test(test_format_refuses_invalid),
+        cmocka_unit_test(test_constraints_refuse_issue_cases),
+        cmocka_unit_test(test_device_limits),
+        cmocka_unit_test(test_clblast_status_names),
         cmocka_unit_test(test_tuner_rows),
         cmocka_unit_test(test_mlp_shapes),
     };

@@ -7,6 +7,7 @@
 #include "tune_save.h"
 #include "tune_search.h"
 #include "tuning_apply.h"
+#include "tuning_verify.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -45,7 +46,8 @@ static const char usage[] =
     "  --top K             fastest configurations of each tuner tried on the shapes, 1..6\n"
     "                      (default 6; as many as the budget allows)\n"
     "  --output PATH       write the tuning here instead of the device's file\n"
-    "  --show              print where the device's tuning is and whether it can be used\n"
+    "  --show              print where the device's tuning is and whether clgrad-train would\n"
+    "                      use it: its values, and its GEMMs at the shapes above on the device\n"
     "  --quiet             no progress lines\n"
     "  --help\n";
 
@@ -160,14 +162,49 @@ static int parse_args(int argc, char **argv, options *o)
     return 0;
 }
 
-static int show(clg_context *ctx, const char *path)
+/* The shapes to tune (or, with --show, to check the file on) and what they
+ * are: --shape's, else the MLP's of --hidden at --micro-batch, as
+ * clgrad-train runs them. */
+static void request_shapes(const options *o, tune_request *q)
+{
+    memset(q, 0, sizeof *q);
+    q->budget_s = o->budget;
+    q->top = o->top;
+    q->quiet = o->quiet;
+    if (o->n_shapes) {
+        memcpy(q->shapes, o->shapes, o->n_shapes * sizeof *o->shapes);
+        q->n_shapes = o->n_shapes;
+        snprintf(q->model, sizeof q->model, "%zu GEMM shape(s) given with --shape", o->n_shapes);
+        return;
+    }
+    unsigned dims[10];
+    int n = 0;
+    dims[n++] = MLP_INPUT;
+    for (int i = 0; i < o->n_hidden; i++)
+        dims[n++] = o->hidden[i];
+    dims[n++] = MLP_CLASSES;
+    q->n_shapes = mlp_gemm_shapes(dims, n, o->micro_batch, q->shapes, MLP_GEMMS_MAX);
+    if (q->n_shapes > MLP_GEMMS_MAX)
+        q->n_shapes = MLP_GEMMS_MAX;
+    size_t used = (size_t)snprintf(q->model, sizeof q->model, "mlp %u", dims[0]);
+    for (int i = 1; i < n && used < sizeof q->model; i++)
+        used += (size_t)snprintf(q->model + used, sizeof q->model - used, ",%u", dims[i]);
+    if (used < sizeof q->model)
+        snprintf(q->model + used, sizeof q->model - used, " micro-batch %u", o->micro_batch);
+}
+
+static int show(clg_context *ctx, const char *path, const tune_request *q)
 {
     tuning t;
-    char why[1024];
+    char why[1536];
     printf("device  %s (driver %s)\n", clg_context_device_info(ctx)->name,
            clg_context_device_info(ctx)->driver_version);
     printf("file    %s\n", path);
+    /* the trainer's verdict: the file's checks, then its GEMMs on the device */
     int rc = tuning_load(ctx, path, &t, why, sizeof why);
+    if (rc == 0 && (rc = tuning_apply(ctx, &t, why, sizeof why)) == 0)
+        rc = tuning_verify(ctx, &t, q->shapes, q->n_shapes, why, sizeof why);
+    tuning_restore_defaults(ctx, NULL, 0);
     if (rc == 1) {
         printf("status  none: clgrad-train runs CLBlast's default parameters\n");
         return 0;
@@ -178,6 +215,7 @@ static int show(clg_context *ctx, const char *path)
     }
     printf("status  valid: made %s for %s in %.0f s (budget %.0f s)\n", t.created, t.model,
            t.seconds, t.budget_s);
+    printf("checked %zu GEMM shape(s) of %s on this device: right\n", q->n_shapes, q->model);
     for (size_t i = 0; i < t.n_kernels; i++) {
         char line[1024];
         tuning_kernel_text(&t.kernel[i], line, sizeof line);
@@ -242,36 +280,15 @@ int main(int argc, char **argv)
         return 1;
     }
     if (o.show) {
-        int rc = show(ctx, path);
+        tune_request q;
+        request_shapes(&o, &q);
+        int rc = show(ctx, path, &q);
         clg_context_destroy(ctx);
         return rc;
     }
 
     tune_request q;
-    memset(&q, 0, sizeof q);
-    q.budget_s = o.budget;
-    q.top = o.top;
-    q.quiet = o.quiet;
-    if (o.n_shapes) {
-        memcpy(q.shapes, o.shapes, o.n_shapes * sizeof *o.shapes);
-        q.n_shapes = o.n_shapes;
-        snprintf(q.model, sizeof q.model, "%zu GEMM shape(s) given with --shape", o.n_shapes);
-    } else {
-        unsigned dims[10];
-        int n = 0;
-        dims[n++] = MLP_INPUT;
-        for (int i = 0; i < o.n_hidden; i++)
-            dims[n++] = o.hidden[i];
-        dims[n++] = MLP_CLASSES;
-        q.n_shapes = mlp_gemm_shapes(dims, n, o.micro_batch, q.shapes, MLP_GEMMS_MAX);
-        if (q.n_shapes > MLP_GEMMS_MAX)
-            q.n_shapes = MLP_GEMMS_MAX;
-        size_t used = (size_t)snprintf(q.model, sizeof q.model, "mlp %u", dims[0]);
-        for (int i = 1; i < n && used < sizeof q.model; i++)
-            used += (size_t)snprintf(q.model + used, sizeof q.model - used, ",%u", dims[i]);
-        if (used < sizeof q.model)
-            snprintf(q.model + used, sizeof q.model - used, " micro-batch %u", o.micro_batch);
-    }
+    request_shapes(&o, &q);
     if (!o.quiet)
         fprintf(stderr, "clgrad-tune: %s (driver %s), %s, budget %.0f s\n",
                 clg_context_device_info(ctx)->name, clg_context_device_info(ctx)->driver_version,

@@ -2,6 +2,7 @@
  * CLBlast parameters on the real shapes, in the baseline's terms, and the
  * progress lines (tune_internal.h). */
 #include "tune_internal.h"
+#include "clblast_status.h"
 #include "tuners.h"
 #include "tuning_apply.h"
 
@@ -60,8 +61,9 @@ int ts_get_params(search *s, const char *kernel, param_set *ps, char *err, size_
 {
     int st = clblast_params_get(s->dev, kernel, 32, ps->p, TUNING_MAX_PARAMS, &ps->n);
     if (st != 0 || ps->n == 0 || ps->n > TUNING_MAX_PARAMS) {
-        snprintf(err, errlen, "CLBlast has no parameters for %s on this device (status %d)",
-                 kernel, st);
+        char name[64];
+        snprintf(err, errlen, "CLBlast has no parameters for %s on this device (%s)", kernel,
+                 clblast_status_text(st, name, sizeof name));
         return -1;
     }
     return 0;
@@ -72,7 +74,9 @@ int ts_set_params(search *s, const char *kernel, const param_set *ps, char *err,
 {
     int st = clblast_params_set(s->dev, kernel, 32, ps->p, ps->n);
     if (st != 0) {
-        snprintf(err, errlen, "CLBlast refused parameters for %s (status %d)", kernel, st);
+        char name[64];
+        snprintf(err, errlen, "CLBlast refused parameters for %s (%s)", kernel,
+                 clblast_status_text(st, name, sizeof name));
         return -1;
     }
     return 0;
@@ -102,8 +106,9 @@ int ts_measure(search *s, const param_set *d, const param_set *i, size_t thresho
     for (size_t k = 0; k < q->n_shapes; k++) {
         cl_int e = gemm_run_once(&s->bufs, &q->shapes[k]);
         if (e != CL_SUCCESS) {
-            snprintf(why, whylen, "CLBlast failed on %zux%zux%zu (status %d)", q->shapes[k].m,
-                     q->shapes[k].n, q->shapes[k].k, (int)e);
+            char name[64];
+            snprintf(why, whylen, "CLBlast failed on %zux%zux%zu (%s)", q->shapes[k].m,
+                     q->shapes[k].n, q->shapes[k].k, clblast_status_text(e, name, sizeof name));
             return -1;
         }
         /* the slowest build seen: the baseline's may have come from the

@@ -4,7 +4,10 @@
 #include "tuning_apply.h"
 #include "clgrad_advanced.h"
 #include "clblast_params.h"
+#include "clblast_status.h"
 #include "errmsg.h"
+#include "tuning_constraints.h"
+#include "tuning_verify.h"
 
 #include <clblast_c.h>
 #include <errno.h>
@@ -93,6 +96,30 @@ out:
     return rc;
 }
 
+/* The device's limits that CLBlast's kernels must keep to. */
+static int device_limits(cl_device_id dev, tuning_device_limits *lim, char *err, size_t errlen)
+{
+    size_t items[3] = {0, 0, 0};
+    cl_ulong local = 0;
+    cl_uint dims = 0;
+    cl_int e = clGetDeviceInfo(dev, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof lim->max_work_group,
+                               &lim->max_work_group, NULL);
+    if (e == CL_SUCCESS)
+        e = clGetDeviceInfo(dev, CL_DEVICE_MAX_WORK_ITEM_DIMENSIONS, sizeof dims, &dims, NULL);
+    if (e == CL_SUCCESS && dims >= 2 && dims <= 3)
+        e = clGetDeviceInfo(dev, CL_DEVICE_MAX_WORK_ITEM_SIZES, dims * sizeof *items, items,
+                            NULL);
+    if (e == CL_SUCCESS)
+        e = clGetDeviceInfo(dev, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local, &local, NULL);
+    if (e != CL_SUCCESS)
+        return errmsg_set(err, errlen, "cannot read the device's work-group and local memory "
+                          "limits (OpenCL status %d)", (int)e);
+    lim->max_work_item[0] = items[0];
+    lim->max_work_item[1] = items[1];
+    lim->local_mem = local;
+    return 0;
+}
+
 int tuning_load(const clg_context *ctx, const char *path, tuning *t, char *err, size_t errlen)
 {
     char *buf;
@@ -117,6 +144,10 @@ int tuning_load(const clg_context *ctx, const char *path, tuning *t, char *err, 
     if (strcmp(t->clblast, CLBLAST_VERSION_TEXT) != 0)
         return errmsg_set(err, errlen, "it was made with CLBlast %s, this program uses %s",
                           t->clblast, CLBLAST_VERSION_TEXT);
+    tuning_device_limits lim;
+    if (device_limits(clg_context_device(ctx), &lim, why, sizeof why) != 0 ||
+        tuning_check_device(t, &lim, why, sizeof why) != 0)
+        return errmsg_set(err, errlen, "%s", why);
     return 0;
 }
 
@@ -160,7 +191,9 @@ static saved_kernel *defaults_of(cl_device_id dev, const char *kernel, char *err
     snprintf(s->kernel, sizeof s->kernel, "%s", kernel);
     int st = clblast_params_get(dev, kernel, 32, s->param, TUNING_MAX_PARAMS, &s->n);
     if (st != 0) {
-        errmsg_set(err, errlen, "CLBlast has no parameters for kernel %s (status %d)", kernel, st);
+        char name[64];
+        errmsg_set(err, errlen, "CLBlast has no parameters for kernel %s (%s)", kernel,
+                   clblast_status_text(st, name, sizeof name));
         return NULL;
     }
     if (s->n > TUNING_MAX_PARAMS) {
@@ -180,9 +213,10 @@ int tuning_restore_defaults(const clg_context *ctx, char *err, size_t errlen)
         if (s->device != dev || !s->overridden)
             continue;
         int st = clblast_params_set(dev, s->kernel, 32, s->param, s->n);
+        char name[64];
         if (st != 0)
-            return errmsg_set(err, errlen, "restoring CLBlast's parameters of %s: status %d",
-                              s->kernel, st);
+            return errmsg_set(err, errlen, "restoring CLBlast's parameters of %s: %s", s->kernel,
+                              clblast_status_text(st, name, sizeof name));
         s->overridden = 0;
     }
     return 0;
@@ -244,9 +278,10 @@ int tuning_apply(const clg_context *ctx, const tuning *t, char *err, size_t errl
         d->overridden = 1; /* restore it even if the override half happened */
         int st = clblast_params_set(dev, k->name, 32, p, k->n);
         if (st != 0) {
+            char name[64];
             tuning_restore_defaults(ctx, NULL, 0);
-            return errmsg_set(err, errlen, "CLBlast refused the parameters of %s (status %d)",
-                              k->name, st);
+            return errmsg_set(err, errlen, "CLBlast refused the parameters of %s (%s)", k->name,
+                              clblast_status_text(st, name, sizeof name));
         }
     }
     return 0;
@@ -260,10 +295,11 @@ static void tune_command(const clg_context *ctx, char *out, size_t size)
     snprintf(out, size, "clgrad-tune --device %u:%u", d->platform_index, d->device_index);
 }
 
-void tuning_setup(const clg_context *ctx, const char *spec, tuning_status *st)
+void tuning_setup(const clg_context *ctx, const char *spec, const mlp_gemm_shape *shapes,
+                  size_t n_shapes, tuning_status *st)
 {
     memset(st, 0, sizeof *st);
-    char why[1024], cmd[64];
+    char why[1536], cmd[64];
     tune_command(ctx, cmd, sizeof cmd);
     int explicit_file = spec && *spec && strcasecmp(spec, "auto") != 0;
     if (explicit_file && strcasecmp(spec, "off") == 0) {
@@ -288,6 +324,8 @@ void tuning_setup(const clg_context *ctx, const char *spec, tuning_status *st)
     int rc = tuning_load(ctx, st->path, &st->t, why, sizeof why);
     if (rc == 0)
         rc = tuning_apply(ctx, &st->t, why, sizeof why);
+    if (rc == 0)
+        rc = tuning_verify(ctx, &st->t, shapes, n_shapes, why, sizeof why);
     if (rc == 0) {
         st->applied = 1;
         snprintf(st->message, sizeof st->message,
@@ -304,6 +342,6 @@ void tuning_setup(const clg_context *ctx, const char *spec, tuning_status *st)
     }
     st->warning = 1;
     snprintf(st->message, sizeof st->message,
-             "warning: CLBlast tuning %.900s ignored: %.900s; running on CLBlast's default "
+             "warning: CLBlast tuning %.900s ignored: %.1500s; running on CLBlast's default "
              "parameters (`%s` makes a new one)", st->path, rc == 1 ? "no such file" : why, cmd);
 }

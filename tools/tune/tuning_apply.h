@@ -4,16 +4,19 @@
  * clgrad-tune; none of these functions prints, the callers do.
  *
  * A file may be used only when it parses (tuning_file.h: format, CRC-32,
- * names, ranges), its key is clg_context_device_key of the device (the key
+ * names, and values CLBlast's kernels can take: tuning_constraints.h), its key is clg_context_device_key of the device (the key
  * of clgrad's kernel cache: device name, driver, platform and device
  * version), it was made with the CLBlast version this program is built
  * against, and each of its kernel records names exactly the parameters
- * CLBlast has for that kernel. Anything else leaves CLBlast on its own
- * parameters. */
+ * CLBlast has for that kernel, its kernels keep to the device's work-group
+ * and local-memory limits, and (tuning_setup) the GEMMs of the caller's
+ * shapes come out right with it on the device (tuning_verify.h). Anything
+ * else leaves CLBlast on its own parameters. */
 #ifndef TUNE_TUNING_APPLY_H
 #define TUNE_TUNING_APPLY_H
 
 #include "clgrad.h"
+#include "mlp_gemms.h"
 #include "tuning_file.h"
 
 /* "1.5.3": the CLBlast this program was built against. */
@@ -23,7 +26,8 @@ const char *tuning_clblast_version(void);
  * 0, or -1 with why (no cache directory: CLGRAD_CACHE_DIR=off, no HOME). */
 int tuning_path(const clg_context *ctx, char *path, size_t size, char *err, size_t errlen);
 
-/* Reads path and checks it belongs to ctx's device and this CLBlast: 0;
+/* Reads path and checks it belongs to ctx's device and this CLBlast, and
+ * that its kernels keep to the device's limits: 0;
  * 1 when there is no file at path; -1 with why. */
 int tuning_load(const clg_context *ctx, const char *path, tuning *t, char *err, size_t errlen);
 
@@ -42,15 +46,19 @@ typedef struct tuning_status {
     int applied;        /* CLBlast now uses st->t */
     int warning;        /* a file was asked for or found but not used */
     char path[1024];    /* the file looked at, "" if none */
-    char message[2048]; /* one line for the log: what runs, and why */
+    char message[3072]; /* one line for the log: what runs, and why */
     tuning t;           /* the tuning applied */
 } tuning_status;
 
 /* The trainer's start-up: spec NULL or "auto" (the device's file when there
- * is one), "off" (CLBlast's defaults) or the path of a file. Never fails:
+ * is one), "off" (CLBlast's defaults) or the path of a file. A file is
+ * applied only once shapes[0..n_shapes) (the GEMMs the caller runs) came
+ * out right with it (tuning_verify); the message then names the kernel,
+ * its parameters and the shape that did not. Never fails:
  * whatever cannot be used leaves CLBlast on its defaults with st->warning
  * set and the reason in st->message; with no file for the device the
  * message gives the clgrad-tune command. */
-void tuning_setup(const clg_context *ctx, const char *spec, tuning_status *st);
+void tuning_setup(const clg_context *ctx, const char *spec, const mlp_gemm_shape *shapes,
+                  size_t n_shapes, tuning_status *st);
 
 #endif /* TUNE_TUNING_APPLY_H */

@@ -2,6 +2,7 @@
  * tuning_file.h). */
 #include "tuning_file.h"
 #include "errmsg.h"
+#include "tuning_constraints.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -11,19 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
-
-/* The kernels of CLBlast's GEMM routine (its Xgemm class): the only ones a
- * tuning may name. */
-static const char *const known_kernels[] = {"XgemmDirect", "Xgemm",     "GemmRoutine", "Copy",
-                                            "Pad",         "Transpose", "Padtranspose"};
-
-static int known_kernel(const char *name)
-{
-    for (size_t i = 0; i < sizeof known_kernels / sizeof *known_kernels; i++)
-        if (strcmp(name, known_kernels[i]) == 0)
-            return 1;
-    return 0;
-}
 
 /* CLBlast parameter names: upper-case letters, digits and '_'. */
 static int valid_param_name(const char *s)
@@ -53,7 +41,7 @@ int tuning_check(const tuning *t, char *err, size_t errlen)
                           TUNING_MAX_GEMMS);
     for (size_t i = 0; i < t->n_kernels; i++) {
         const tuning_kernel *k = &t->kernel[i];
-        if (!known_kernel(k->name))
+        if (!tuning_known_kernel(k->name))
             return errmsg_set(err, errlen, "kernel '%.31s' is not one of CLBlast's GEMM kernels",
                               k->name);
         for (size_t j = 0; j < i; j++)
@@ -77,6 +65,8 @@ int tuning_check(const tuning *t, char *err, size_t errlen)
                     return errmsg_set(err, errlen, "kernel %s: %s appears twice", k->name,
                                       k->param[p]);
         }
+        if (tuning_check_kernel_values(k, err, errlen) != 0)
+            return -1;
     }
     for (size_t i = 0; i < t->n_gemms; i++) {
         const tuning_gemm *g = &t->gemm[i];

@@ -20,8 +20,8 @@
  * The CRC-32 (zlib's) covers every byte before the crc32 line, which must
  * be the last one. Parsing is strict: a missing, repeated or unknown
  * record, a malformed number, a name CLBlast could not have, a value out of
- * range or a wrong CRC rejects the whole file, with a message saying what
- * was wrong. gemm lines use the trainer's row-major view (tools/tune/
+ * range or one CLBlast's kernels cannot take (tuning_constraints.h) or a
+ * wrong CRC rejects the whole file, with a message saying what was wrong. gemm lines use the trainer's row-major view (tools/tune/
  * mlp_gemms.h): C[m x n] = op(A)[m x k] op(B)[k x n], ta/tb 'N' or 'T'. */
 #ifndef TUNE_TUNING_FILE_H
 #define TUNE_TUNING_FILE_H
@@ -77,7 +77,8 @@ char *tuning_format(const tuning *t, size_t *len);
 /* Parses a whole file. 0, or -1 with the reason in err. */
 int tuning_parse(const char *buf, size_t len, tuning *t, char *err, size_t errlen);
 
-/* The checks tuning_parse makes on the values (names, ranges, counts). */
+/* The checks tuning_parse makes on the values (names, ranges, counts, and
+ * tuning_check_kernel_values on each kernel record). */
 int tuning_check(const tuning *t, char *err, size_t errlen);
 
 /* The kernel record named name, or NULL. */

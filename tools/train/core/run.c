@@ -3,6 +3,7 @@
 #include "run.h"
 #include "clgrad_advanced.h"
 #include "atomic_file.h"
+#include "clblast_status.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -28,7 +29,11 @@ int run_fail_clg(run_state *r, const char *what, clg_status st)
 
 int run_fail_cl(run_state *r, const char *what, cl_int e)
 {
-    return run_fail(r, "%s: %s (%d)", what, clg_status_string((clg_status)e), (int)e);
+    /* e may come from CLBlast (the GEMMs): its own codes under its names,
+     * not under the OpenCL extensions' that share their numbers */
+    const char *name = clblast_status_own(e) ? clblast_status_name(e)
+                                             : clg_status_string((clg_status)e);
+    return run_fail(r, "%s: %s (%d)", what, name, (int)e);
 }
 
 static int load_set(run_state *r, const dataset *given, const char *name, dataset *own,

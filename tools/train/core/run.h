@@ -63,7 +63,8 @@ typedef struct run_state {
 
 /* Message into r->err; return -1. */
 int run_fail(run_state *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* "what: clgrad's last error (status)" / "what: OpenCL status (code)". */
+/* "what: clgrad's last error (status)" / "what: OpenCL status (code)",
+ * CLBlast's own statuses under CLBlast's names (clblast_status.h). */
 int run_fail_clg(run_state *r, const char *what, clg_status st);
 int run_fail_cl(run_state *r, const char *what, cl_int e);
 

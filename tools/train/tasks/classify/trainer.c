@@ -109,7 +109,12 @@ int train_run_dist(const train_options *opt, const train_io *io, train_dist_hook
         trainer_fail(t, "out of host memory");
         goto out;
     }
-    tuning_setup(t->run.ctx, opt->tuning, ts);
+    /* the tuning is checked on this run's own GEMM shapes before it is used */
+    mlp_gemm_shape shapes[MLP_GEMMS_MAX];
+    size_t n_shapes = mlp_gemm_shapes(t->shape.dims, t->shape.n_dims, t->run.b, shapes,
+                                      MLP_GEMMS_MAX);
+    tuning_setup(t->run.ctx, opt->tuning, shapes,
+                 n_shapes < MLP_GEMMS_MAX ? n_shapes : MLP_GEMMS_MAX, ts);
     if (ts->applied)
         snprintf(res->clblast_tuning, sizeof res->clblast_tuning, "%s", ts->path);
     if (ts->warning || !opt->quiet) /* a file that cannot be used is worth a line even then */

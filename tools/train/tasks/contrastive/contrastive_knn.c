@@ -12,6 +12,7 @@
  * features themselves must fit (a message says so). */
 #include "contrastive_internal.h"
 #include "clgrad_advanced.h"
+#include "clblast_status.h"
 
 #include <clblast_c.h>
 #include <inttypes.h>
@@ -176,7 +177,9 @@ int con_knn_eval(con_trainer *t, double *accuracy)
                                            kb.emb_test, off * d, d, kb.emb_train, 0, d, 0.0f,
                                            kb.sims, 0, n_train, &q, NULL);
         if (s != CLBlastSuccess) {
-            con_fail(t, "kNN evaluation: CLBlastSgemm failed (%d)", (int)s);
+            char name[64];
+            con_fail(t, "kNN evaluation: CLBlastSgemm failed (%s)",
+                     clblast_status_text((int)s, name, sizeof name));
             goto out;
         }
         cl_int e = clEnqueueReadBuffer(q, kb.sims, CL_TRUE, 0, rows * n_train * 4, sims, 0, NULL,

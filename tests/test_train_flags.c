@@ -349,6 +349,15 @@ static void test_combinations(void **state)
     for (int t = 0; t < nt; t++) {
         for (int k = 0; k < tables[t]->n_limits; k++) {
             const flag_limit *l = &tables[t]->limits[k];
+            /* it names core flags, and values only of a choice row's */
+            const flag_def *f = flags_find(&train_flag_table, l->flag);
+            char when[64];
+            snprintf(when, sizeof when, "%.*s", (int)strcspn(l->when ? l->when : "", "="),
+                     l->when ? l->when : "");
+            if (!f || (l->takes && !f->choices) ||
+                (l->when && !flags_find(&train_flag_table, when)))
+                fail_msg("limit %s (%s): not a core flag, or values of a row without choices",
+                         l->flag, l->why);
             int covered = 0;
             for (size_t i = 0; i < n; i++) {
                 const char *m = combinations[i].message;

@@ -80,10 +80,12 @@ struct flag_def {
 
 /* A combination refused before the run: under a condition, the flag named
  * `flag` (a core flag) may take only the values in `takes` ("fp32", "A|B":
- * names of its row's choices), or, with takes NULL, must keep its default
- * (it is refused when given). The condition is `when`, "--flag=value" (the
- * flag has that value) or "--flag" (the flag is given); NULL in a task's
- * table: the task runs. why: the reason, in the message and in --help. */
+ * names of its row's choices; a row with choices only), or, with takes
+ * NULL, must keep its default (it is refused when given another value).
+ * The condition is `when`, "--flag=value" (a choice row holds that value)
+ * or "--flag" (the flag holds a value other than its default); NULL in a
+ * task's table: the task runs. why: the reason, in the message and in
+ * --help. */
 typedef struct flag_limit {
     const char *when;
     const char *flag;

@@ -82,10 +82,10 @@ typedef struct run_loop_hooks {
 #include "registry.h"
 
 /* Parses the whole command line: the core's flags (then
- * train_options_check), every task's into task_opts[i] (the i-th task's
- * options, set to its defaults), a task's flag given with another --task
- * refused, then the chosen task's limits and check. Returns 0, 1 for --help, or -1
- * with a message. */
+ * train_options_check and the core's limits), every task's into
+ * task_opts[i] (the i-th task's options, set to its defaults), a task's
+ * flag given with another --task refused, then the chosen task's limits
+ * and check. Returns 0, 1 for --help, or -1 with a message. */
 int train_cli_parse(int argc, char **argv, train_options *o, void *const *task_opts, char *err,
                     size_t errlen);
 

@@ -952,6 +952,139 @@ static void test_cli_summary(void **state)
         fail_msg("summary claims 128 samples:\n%s", cli_out);
 }
 
+/* "1.5 MiB": a size as the trainer's messages write it (one decimal of the
+ * largest binary unit it reaches, bytes below 1 KiB). */
+static void human_bytes(char *buf, size_t len, uint64_t bytes)
+{
+    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)bytes;
+    int u = 0;
+    for (; v >= 1024 && u < 4; u++)
+        v /= 1024;
+    if (u == 0)
+        snprintf(buf, len, "%llu B", (unsigned long long)bytes);
+    else
+        snprintf(buf, len, "%.1f %s", v, unit[u]);
+}
+
+/* Issue 24, 5: a combination the task cannot take stops the program at
+ * its command line (exit 2), with the reason, before any device work; it
+ * used to die at the first GEMM (CL_INVALID_DX9_MEDIA_SURFACE_KHR). */
+static void test_cli_combination(void **state)
+{
+    (void)state;
+    assert_int_equal(run_cli("--task", "contrastive", "--master-dtype", "bf16", "--steps", "1"),
+                     2);
+    assert_string_equal(cli_out, "clgrad-train: --master-dtype bf16: not with --task contrastive "
+                                 "(its GEMMs read fp32 parameters; it keeps no fp32 copy of bf16 "
+                                 "ones)\n");
+}
+
+/* Issue 24, 7: a plan above the device's global memory is refused before
+ * anything is allocated (8 x 65536 wide layers: about 3e10 parameters,
+ * 16 B each under fp32 AdamW on path B, far beyond any device), naming the
+ * total and the device's size; the total is at least those 16 B per
+ * parameter, and at most 1% more (step block, activations, data). */
+static void test_cli_plan_over_device(void **state)
+{
+    (void)state;
+    static const char wide[] = "65536,65536,65536,65536,65536,65536,65536,65536";
+    uint64_t n = 0, prev = 784;
+    for (int l = 0; l < 9; l++) {
+        uint64_t out = l < 8 ? 65536 : 10;
+        n += prev * out + out;
+        prev = out;
+    }
+    uint64_t device = clg_context_device_info(tu_ctx)->global_mem_size;
+    assert_true(16 * n > device);
+    for (int model = 0; model < 2; model++) {
+        int st = model == 0 ? run_cli("--hidden", wide, "--steps", "1")
+                            : run_cli("--task", "contrastive", "--hidden", wide, "--steps", "1");
+        assert_int_equal(st, 1);
+        unsigned long long total = 0, dev = 0;
+        const char *at = strstr(cli_out, "the device's ");
+        if (sscanf(cli_out, "clgrad-train: memory plan: %llu B", &total) != 1 || !at ||
+            sscanf(at, "the device's %llu B", &dev) != 1)
+            fail_msg("not the plan's refusal:\n%s", cli_out);
+        if (!(total >= 16 * n && total <= 16 * n + 16 * n / 100))
+            fail_msg("plan total %llu B for %llu parameters", total, (unsigned long long)n);
+        /* PoCL's figure follows the machine's free memory: the program's
+         * context and this one's may differ a little */
+        if (!(dev > device / 2 && dev < 2 * device))
+            fail_msg("device memory %llu B, this context's %llu B", dev,
+                     (unsigned long long)device);
+        char want[1024], a[32], b[32];
+        human_bytes(a, sizeof a, total);
+        human_bytes(b, sizeof b, dev);
+        snprintf(want, sizeof want,
+                 "clgrad-train: memory plan: %llu B (%s) in all, more than the device's %llu B "
+                 "(%s) of global memory; make --hidden or --micro-batch smaller, or give "
+                 "--allow-over-device-memory for a device that pages\n",
+                 total, a, dev, b);
+        assert_string_equal(cli_out, want);
+    }
+}
+
+/* Issue 24, 8: under --quiet a --tuning file that cannot be used is still
+ * reported; a path in a message is one line of valid UTF-8, escaped. */
+static void test_cli_reports(void **state)
+{
+    (void)state;
+    const char *missing = scratch("no-such.tune");
+    assert_int_equal(run_cli("--tuning", missing, "--steps", "1"), 0);
+    const clg_device_info *d = clg_context_device_info(tu_ctx);
+    char want[2048];
+    snprintf(want, sizeof want,
+             "warning: CLBlast tuning %s ignored: no such file; running on CLBlast's default "
+             "parameters (`clgrad-tune --device %u:%u` makes a new one)\n",
+             missing, d->platform_index, d->device_index);
+    expect_output(want);
+
+    const char *odd = scratch("no\nsuch\xff.st");
+    assert_int_equal(run_cli("--resume", odd), 2);
+    snprintf(want, sizeof want,
+             "clgrad-train: --resume: %s/no\\nsuch\\xff.st: No such file or directory\n",
+             cli_dir);
+    assert_string_equal(cli_out, want);
+}
+
+/* Issue 24, 8: --vram too small for the data set says what it needs and
+ * what the budget has left (a budget that holds the model, half of the
+ * training set's bytes more). */
+static void test_vram_data(void **state)
+{
+    (void)state;
+    train_options o;
+    base_options(&o);
+    train_result r;
+    float *w = run(&o, &r);
+    free(w);
+    uint64_t data = (uint64_t)N_TRAIN * (DIM + 1 + 4) + (uint64_t)N_TEST * (DIM + 1 + 4);
+    assert_int_equal(r.data_bytes, data);
+    uint64_t model = r.peak_device_bytes - r.data_bytes - r.activation_bytes;
+    o.vram = model + (uint64_t)N_TRAIN * (DIM + 5) / 2;
+    char err[1024] = "";
+    w = tu_xmalloc(n_params * sizeof *w);
+    train_io io = {tu_ctx, &train_ds, &test_ds, w, n_params};
+    assert_int_not_equal(train_run(&o, &io, &r, err, sizeof err), 0);
+    free(w);
+    unsigned long long left = 0;
+    const char *at = strstr(err, " has ");
+    if (!at || sscanf(at, " has %llu B", &left) != 1)
+        fail_msg("unexpected message: %s", err);
+    assert_true(left < (uint64_t)N_TRAIN * (DIM + 5));
+    char want[1024], a[32], b[32], c[32];
+    human_bytes(a, sizeof a, data);
+    human_bytes(b, sizeof b, o.vram);
+    human_bytes(c, sizeof c, left);
+    snprintf(want, sizeof want,
+             "uploading the data set: it needs %llu B (%s) but the --vram budget of %llu B (%s) "
+             "has %llu B (%s) left; raise --vram",
+             (unsigned long long)data, a, (unsigned long long)o.vram, b, left, c);
+    assert_string_equal(err, want);
+    assert_true(clg_context_budget(tu_ctx) == 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -964,6 +1097,7 @@ int main(void)
         cmocka_unit_test(test_learns),
         cmocka_unit_test(test_learns_with_small_states),
         cmocka_unit_test(test_resume),
+        cmocka_unit_test(test_vram_data),
         cmocka_unit_test_setup_teardown(test_cli_same_file, cli_setup, cli_teardown),
         cmocka_unit_test_setup_teardown(test_cli_output_dirs, cli_setup, cli_teardown),
         cmocka_unit_test_setup_teardown(test_cli_resume_settings, cli_setup, cli_teardown),
@@ -971,6 +1105,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cli_full_disk, cli_setup, cli_teardown),
         cmocka_unit_test_setup_teardown(test_cli_numbers, cli_setup, cli_teardown),
         cmocka_unit_test_setup_teardown(test_cli_summary, cli_setup, cli_teardown),
+        cmocka_unit_test_setup_teardown(test_cli_combination, cli_setup, cli_teardown),
+        cmocka_unit_test_setup_teardown(test_cli_plan_over_device, cli_setup, cli_teardown),
+        cmocka_unit_test_setup_teardown(test_cli_reports, cli_setup, cli_teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, tu_group_teardown);
 }

@@ -259,6 +259,122 @@ static void test_stored_positions(void **state)
     cli_free(&c);
 }
 
+/* Issue 24, 5: the combinations the tasks (and --dist) cannot take are
+ * refused when the command line is parsed, before any device work, each
+ * with its exact message; what they can take still parses. Every limit of
+ * every table has a case here (checked from the tables), and --help lists
+ * it. */
+typedef struct combination {
+    const char *argv[12];
+    const char *message; /* NULL: accepted */
+} combination;
+
+static const combination combinations[] = {
+    {{"--task", "contrastive", "--grad-dtype", "bf16"},
+     "--grad-dtype bf16: not with --task contrastive (the contrastive task writes fp32 "
+     "gradients)"},
+    {{"--task", "contrastive", "--grad-dtype", "fp16"},
+     "--grad-dtype fp16: not with --task contrastive (the contrastive task writes fp32 "
+     "gradients)"},
+    {{"--task", "contrastive", "--master-dtype", "bf16"},
+     "--master-dtype bf16: not with --task contrastive (its GEMMs read fp32 parameters; it "
+     "keeps no fp32 copy of bf16 ones)"},
+    {{"--task", "contrastive", "--loss-scale", "dynamic"},
+     "--loss-scale: not with --task contrastive (its loss gradient is not scaled)"},
+    {{"--task", "contrastive", "--loss-scale", "1024"},
+     "--loss-scale: not with --task contrastive (its loss gradient is not scaled)"},
+    {{"--task", "contrastive", "--metrics", "m.csv"},
+     "--metrics: not with --task contrastive (it writes no per-update metrics)"},
+    {{"--task", "contrastive", "--auto-micro-batch"},
+     "--auto-micro-batch: not with --task contrastive (its activations are allocated once, "
+     "for --micro-batch)"},
+    {{"--task", "contrastive", "--tuning", "off"},
+     "--tuning: not with --task contrastive (its GEMMs run on CLBlast's default parameters)"},
+    {{"--task", "contrastive", "--dist", "ddp"},
+     "--dist: not with --task contrastive (it does not run under MPI)"},
+    {{"--dist", "ddp", "--auto-micro-batch"},
+     "--auto-micro-batch: not with --dist (every rank must use the same --micro-batch; give "
+     "one that fits)"},
+    {{"--dist", "zero1", "--auto-micro-batch"},
+     "--auto-micro-batch: not with --dist (every rank must use the same --micro-batch; give "
+     "one that fits)"},
+    {{"--dist", "zero1", "--state-dtype", "q8"},
+     "--state-dtype q8: not with --dist zero1 (a sharded model does not support Q8/Q4 "
+     "optimizer states)"},
+    {{"--dist", "zero1", "--state-dtype", "q4"},
+     "--state-dtype q4: not with --dist zero1 (a sharded model does not support Q8/Q4 "
+     "optimizer states)"},
+    {{"--dist", "zero1", "--master-dtype", "bf16"},
+     "--master-dtype bf16: not with --dist zero1 (a sharded model does not support bf16 "
+     "params)"},
+    /* what the limits leave */
+    {{"--task", "contrastive", "--grad-dtype", "fp32", "--master-dtype", "fp32", "--loss-scale",
+      "none"},
+     NULL},
+    {{"--task", "contrastive", "--state-dtype", "q8", "--grad-path", "C", "--clip", "1"}, NULL},
+    {{"--dist", "zero1", "--state-dtype", "bf16"}, NULL},
+    {{"--dist", "ddp", "--state-dtype", "q4", "--master-dtype", "bf16"}, NULL},
+    {{"--master-dtype", "bf16", "--grad-dtype", "bf16", "--loss-scale", "dynamic", "--metrics",
+      "m.csv", "--auto-micro-batch", "--tuning", "off"},
+     NULL},
+};
+
+static void test_combinations(void **state)
+{
+    (void)state;
+    size_t n = sizeof combinations / sizeof combinations[0];
+    for (size_t i = 0; i < n; i++) {
+        char *argv[14] = {"clgrad-train"};
+        int argc = 1;
+        for (int k = 0; k < 12 && combinations[i].argv[k]; k++)
+            argv[argc++] = (char *)combinations[i].argv[k];
+        cli c;
+        cli_init(&c);
+        char err[1024] = "";
+        int rc = train_cli_parse(argc, argv, &c.o, c.task, err, sizeof err);
+        cli_free(&c);
+        const char *want = combinations[i].message;
+        if (want ? rc != -1 || strcmp(err, want) != 0 : rc != 0)
+            fail_msg("case %zu (%s %s ...): got %d '%s', expected %s", i, argv[1], argv[2], rc,
+                     err, want ? want : "success");
+    }
+    /* every limit of every table: a refused case that names its flag and
+     * says its reason, and a line of --help */
+    char *help = usage_text();
+    const flag_table *tables[1 + TRAIN_MAX_TASKS] = {&train_flag_table};
+    int nt = 1;
+    for (int t = 0; t < train_n_tasks; t++)
+        if (train_tasks[t]->flags)
+            tables[nt++] = train_tasks[t]->flags;
+    for (int t = 0; t < nt; t++) {
+        for (int k = 0; k < tables[t]->n_limits; k++) {
+            const flag_limit *l = &tables[t]->limits[k];
+            /* it names core flags, and values only of a choice row's */
+            const flag_def *f = flags_find(&train_flag_table, l->flag);
+            char when[64];
+            snprintf(when, sizeof when, "%.*s", (int)strcspn(l->when ? l->when : "", "="),
+                     l->when ? l->when : "");
+            if (!f || (l->takes && !f->choices) ||
+                (l->when && !flags_find(&train_flag_table, when)))
+                fail_msg("limit %s (%s): not a core flag, or values of a row without choices",
+                         l->flag, l->why);
+            int covered = 0;
+            for (size_t i = 0; i < n; i++) {
+                const char *m = combinations[i].message;
+                covered += m && !strncmp(m, l->flag, strlen(l->flag)) && strstr(m, l->why);
+            }
+            if (!covered)
+                fail_msg("limit %s (%s) has no case", l->flag, l->why);
+            char line[512];
+            snprintf(line, sizeof line, "%s%s%s\n      (%s)\n", l->flag,
+                     l->takes ? " other than " : "", l->takes ? l->takes : "", l->why);
+            if (!strstr(help, line))
+                fail_msg("--help does not list '%s'", line);
+        }
+    }
+    free(help);
+}
+
 int main(void)
 {
     train_set_tasks(train_tasks, train_n_tasks); /* as clgrad-train's main */
@@ -266,6 +382,7 @@ int main(void)
         cmocka_unit_test(test_core_flags),
         cmocka_unit_test(test_task_flags),
         cmocka_unit_test(test_stored_positions),
+        cmocka_unit_test(test_combinations),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,7 +13,9 @@
 
 #include "atomic_file.h"
 #include "dataset.h"
+#include "errmsg.h"
 #include "idx.h"
+#include "memplan.h"
 #include "metrics.h"
 #include "options.h"
 #include "order.h"
@@ -214,6 +216,14 @@ static void test_load_good(void **state)
     assert_int_equal(dataset_load_shape(s->dir, "t10k", 4, 3, &d, err, sizeof err), 0);
     assert_int_equal(d.count, 7);
     dataset_free(&d);
+    /* the counts a memory plan takes before loading, from the labels */
+    size_t count = 0;
+    assert_int_equal(dataset_count(s->dir, "train", &count, err, sizeof err), 0);
+    assert_int_equal(count, 20);
+    assert_int_equal(dataset_count(s->dir, "t10k", &count, err, sizeof err), 0);
+    assert_int_equal(count, 7);
+    assert_int_equal(dataset_count(s->dir, "none", &count, err, sizeof err), -1);
+    assert_contains(err, "none-labels-idx1-ubyte");
 }
 
 static void test_load_missing(void **state)
@@ -1049,6 +1059,62 @@ static void test_order_batches(void **state)
     order_free(&o);
 }
 
+/* Issue 24, 8: what the trainer prints of a path (or any message) is one
+ * line of valid UTF-8: control characters and bytes outside a valid UTF-8
+ * sequence as escapes, the rest (valid multi-byte characters, a
+ * backslash) as it is. */
+static void test_errmsg_escape(void **state)
+{
+    (void)state;
+    static const char *const cases[][2] = {
+        {"plain/path.st", "plain/path.st"},
+        {"a\nb", "a\\nb"},
+        {"tab\there\r", "tab\\there\\r"},
+        {"bell\a del\x7f esc\x1b", "bell\\x07 del\\x7f esc\\x1b"},
+        {"x\xffy", "x\\xffy"},
+        {"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"},
+        {"over\xc0\xaflong", "over\\xc0\\xaflong"},
+        {"sur\xed\xa0\x80", "sur\\xed\\xa0\\x80"},
+        {"big\xf4\x90\x80\x80", "big\\xf4\\x90\\x80\\x80"},
+        {"cut\xe2\x82", "cut\\xe2\\x82"},
+        {"lone\x80 cont", "lone\\x80 cont"},
+        {"back\\slash", "back\\slash"},
+    };
+    char buf[256];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        errmsg_escape(cases[i][0], buf, sizeof buf);
+        if (strcmp(buf, cases[i][1]) != 0)
+            fail_msg("case %zu: got '%s', expected '%s'", i, buf, cases[i][1]);
+    }
+    /* a short buffer ends before an escape that does not fit, terminated */
+    assert_string_equal(errmsg_escape("\n\n", buf, 4), "\\n");
+    assert_string_equal(errmsg_escape("ab\xff", buf, 5), "ab");
+    assert_string_equal(errmsg_escape("abc", buf, 1), "");
+    /* the size that holds any input whole */
+    char big[ERRMSG_ESCAPED_SIZE(3)];
+    assert_string_equal(errmsg_escape("\x01\x02\x03", big, sizeof big), "\\x01\\x02\\x03");
+}
+
+/* Issue 24, 7: a plan above the device's global memory is refused with
+ * both sizes and the flag that goes ahead; at or below it, or with the
+ * flag, it is not. */
+static void test_memplan_refuse(void **state)
+{
+    (void)state;
+    memplan p = {0};
+    p.total = 6657199308ull; /* 6.2 GiB */
+    char err[512] = "";
+    assert_int_equal(memplan_refuse(&p, 5368709120ull, 0, err, sizeof err), -1);
+    assert_string_equal(err, "memory plan: 6657199308 B (6.2 GiB) in all, more than the "
+                             "device's 5368709120 B (5.0 GiB) of global memory; make --hidden "
+                             "or --micro-batch smaller, or give --allow-over-device-memory for "
+                             "a device that pages");
+    err[0] = 0;
+    assert_int_equal(memplan_refuse(&p, 5368709120ull, 1, err, sizeof err), 0);
+    assert_int_equal(memplan_refuse(&p, p.total, 0, err, sizeof err), 0);
+    assert_string_equal(err, "");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1075,6 +1141,8 @@ int main(void)
         cmocka_unit_test(test_runconfig),
         cmocka_unit_test(test_order_permutation),
         cmocka_unit_test(test_order_batches),
+        cmocka_unit_test(test_errmsg_escape),
+        cmocka_unit_test(test_memplan_refuse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,8 +1,10 @@
 /* main.c - clgrad-train: trains an MLP on Fashion-MNIST with CLBlast and
  * clgrad's gradient accumulation; prints a summary (and with --json a JSON
  * object as the last line) on stdout, progress on stderr. */
+#include "errmsg.h"
 #include "options.h"
 #include "outpaths.h"
+#include "summary.h"
 #include "task.h"
 #include "tasks.h"
 
@@ -30,7 +32,7 @@ static int dist_main(train_options *opt, const train_task *task, const void *tas
           stderr);
     return 2;
 #else
-    char err[4096] = "";
+    char err[4096] = "", safe[ERRMSG_ESCAPED_SIZE(4096)];
     if (MPI_Init(NULL, NULL) != MPI_SUCCESS) {
         fputs("clgrad-train: --dist: MPI_Init failed\n", stderr);
         return 1;
@@ -47,7 +49,8 @@ static int dist_main(train_options *opt, const train_task *task, const void *tas
     int rc = task->dist_run(opt, task_opts, &d, err, sizeof err);
     train_mpi_close(&d);
     if (rc < 0)
-        fprintf(stderr, "clgrad-train (rank %d of %d): %s\n", rank, size, err);
+        fprintf(stderr, "clgrad-train (rank %d of %d): %s\n", rank, size,
+                errmsg_escape(err, safe, sizeof safe));
     MPI_Finalize();
     return rc != 0 ? 1 : 0;
 #endif
@@ -87,7 +90,7 @@ int main(int argc, char **argv)
             rc = -1;
         }
         if (rc != 0) {
-            fprintf(stderr, "clgrad-train: %s\n", err);
+            train_print_error(err);
             status = 2;
         } else {
             status = opt.dist ? dist_main(&opt, task, task_opts[opt.task])

@@ -274,6 +274,80 @@ int flags_parse(int argc, char **argv, const flag_table *tables, int n_tables, v
     return 0;
 }
 
+/* Whether the field of row f in opts differs from the one in dflt: the
+ * flag was given a value other than its default. */
+static int given_other(const flag_def *f, const void *opts, const void *dflt)
+{
+    return f->size &&
+           memcmp((const char *)opts + f->offset, (const char *)dflt + f->offset, f->size) != 0;
+}
+
+/* Whether name is one of "a|b|c". */
+static int in_list(const char *name, const char *list)
+{
+    char item[64];
+    for (int i = 0; choice_at(list, i, item, sizeof item) == 0; i++)
+        if (!strcmp(item, name))
+            return 1;
+    return 0;
+}
+
+/* The name of the value in a choice row's field (flags_choice_name). */
+static const char *value_name(const flag_def *f, const void *opts, char *buf, size_t len)
+{
+    int v;
+    memcpy(&v, (const char *)opts + f->offset, sizeof v);
+    return flags_choice_name(f, v, buf, len);
+}
+
+/* The condition of limit l as text: "--dist zero1" for "--dist=zero1",
+ * the table's scope ("--task contrastive") for none. */
+static void condition_text(const flag_table *t, const flag_limit *l, char *cond, size_t len)
+{
+    if (!l->when) {
+        snprintf(cond, len, "%s", t->scope ? t->scope : "?");
+        return;
+    }
+    size_t n = strcspn(l->when, "=");
+    snprintf(cond, len, "%.*s%s%s", (int)n, l->when, l->when[n] ? " " : "",
+             l->when[n] ? l->when + n + 1 : "");
+}
+
+/* Whether the condition of limit l holds for opts. */
+static int condition_holds(const flag_limit *l, const flag_table *core, const void *opts,
+                           const void *dflt)
+{
+    if (!l->when)
+        return 1;
+    size_t n = strcspn(l->when, "=");
+    char name[64], value[64];
+    snprintf(name, sizeof name, "%.*s", (int)n, l->when);
+    const flag_def *f = flags_find(core, name);
+    if (!f)
+        return 0;
+    return l->when[n] ? in_list(value_name(f, opts, value, sizeof value), l->when + n + 1)
+                      : given_other(f, opts, dflt);
+}
+
+int flags_check_limits(const flag_table *t, const flag_table *core, const void *o,
+                       const void *dflt, char *err, size_t errlen)
+{
+    for (int i = 0; i < t->n_limits; i++) {
+        const flag_limit *l = &t->limits[i];
+        char cond[128], value[64];
+        const flag_def *f = flags_find(core, l->flag);
+        if (!f || !condition_holds(l, core, o, dflt))
+            continue;
+        condition_text(t, l, cond, sizeof cond);
+        if (!l->takes && given_other(f, o, dflt))
+            return errmsg_set(err, errlen, "%s: not with %s (%s)", l->flag, cond, l->why);
+        if (l->takes && !in_list(value_name(f, o, value, sizeof value), l->takes))
+            return errmsg_set(err, errlen, "%s %s: not with %s (%s)", l->flag, value, cond,
+                              l->why);
+    }
+    return 0;
+}
+
 static void append(char *buf, size_t len, const char *text)
 {
     size_t used = strlen(buf);
@@ -293,7 +367,11 @@ char *flags_usage(const flag_table *t, char *buf, size_t len)
         snprintf(head, sizeof head, "  %s%s%s", f->name, f->metavar ? " " : "",
                  f->metavar ? f->metavar : "");
         char line[128];
-        snprintf(line, sizeof line, "%-*s", USAGE_COLUMN, head);
+        /* a head that reaches the column: the help starts on the next line */
+        if (strlen(head) >= USAGE_COLUMN)
+            snprintf(line, sizeof line, "%s\n%*s", head, USAGE_COLUMN, "");
+        else
+            snprintf(line, sizeof line, "%-*s", USAGE_COLUMN, head);
         append(buf, len, line);
         /* the help, its continuation lines indented to the column */
         for (const char *p = f->help; *p;) {
@@ -307,6 +385,20 @@ char *flags_usage(const flag_table *t, char *buf, size_t len)
                 append(buf, len, line);
             }
         }
+    }
+    /* the combinations refused, from the limits */
+    if (t->n_limits)
+        append(buf, len, "Refused before the run:\n");
+    for (int i = 0; i < t->n_limits; i++) {
+        const flag_limit *l = &t->limits[i];
+        char cond[128], line[512];
+        condition_text(t, l, cond, sizeof cond);
+        if (l->takes)
+            snprintf(line, sizeof line, "  with %s: %s other than %s\n      (%s)\n", cond,
+                     l->flag, l->takes, l->why);
+        else
+            snprintf(line, sizeof line, "  with %s: %s\n      (%s)\n", cond, l->flag, l->why);
+        append(buf, len, line);
     }
     append(buf, len, t->footer ? t->footer : "");
     return buf;

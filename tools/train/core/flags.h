@@ -78,13 +78,33 @@ struct flag_def {
                                      flags_store_field */
 };
 
+/* A combination refused before the run: under a condition, the flag named
+ * `flag` (a core flag) may take only the values in `takes` ("fp32", "A|B":
+ * names of its row's choices; a row with choices only), or, with takes
+ * NULL, must keep its default (it is refused when given another value).
+ * The condition is `when`, "--flag=value" (a choice row holds that value)
+ * or "--flag" (the flag holds a value other than its default); NULL in a
+ * task's table: the task runs. why: the reason, in the message and in
+ * --help. */
+typedef struct flag_limit {
+    const char *when;
+    const char *flag;
+    const char *takes;
+    const char *why;
+} flag_limit;
+
 /* A table: a task's rows (or the core's) and the text around them in
- * --help. given_offset: where the given bits go (SIZE_MAX: nowhere). */
+ * --help. given_offset: where the given bits go (SIZE_MAX: nowhere).
+ * limits: the combinations refused (--help lists them after the rows);
+ * scope: what a limit without `when` is under ("--task contrastive"). */
 typedef struct flag_table {
     const flag_def *rows;
     int n;
     const char *preface, *footer;
     size_t given_offset;
+    const flag_limit *limits;
+    int n_limits;
+    const char *scope;
 } flag_table;
 
 /* Parses argv[1 .. argc) against the tables; table i writes into opts[i]
@@ -100,6 +120,13 @@ int flags_parse_value(const flag_def *f, const char *val, void *opts, char *err,
 /* The usage text of a table into buf (preface, one line per flag with its
  * help, footer). Returns buf. */
 char *flags_usage(const flag_table *t, char *buf, size_t len);
+
+/* The limits of `limits` (the table that holds them: task, or the core's)
+ * against the core's options o, with its rows `core` and its defaults
+ * `dflt` (what "not given" is). 0, or -1 with the first refused
+ * combination: "<flag>[ <value>]: not with <condition> (<why>)". */
+int flags_check_limits(const flag_table *limits, const flag_table *core, const void *o,
+                       const void *dflt, char *err, size_t errlen);
 
 /* The row of a table for a flag or a stored key (NULL when none). */
 const flag_def *flags_find(const flag_table *t, const char *name);

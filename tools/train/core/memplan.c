@@ -1,5 +1,8 @@
 /* memplan.c - computing and printing the memory plan (see memplan.h). */
 #include "memplan.h"
+#include "errmsg.h"
+
+#include <inttypes.h>
 
 void memplan_bytes(char *buf, size_t len, uint64_t bytes)
 {
@@ -67,4 +70,18 @@ void memplan_print(FILE *f, const memplan *p, const char *device_name, uint64_t 
             p->is_budget ? "budget (--vram)" : "device global memory",
             (unsigned long long)p->available, a,
             p->available ? 100.0 * (double)p->total / (double)p->available : 0.0);
+}
+
+int memplan_refuse(const memplan *p, uint64_t device_bytes, int allow, char *err, size_t errlen)
+{
+    if (allow || p->total <= device_bytes)
+        return 0;
+    char a[32], b[32];
+    memplan_bytes(a, sizeof a, p->total);
+    memplan_bytes(b, sizeof b, device_bytes);
+    return errmsg_set(err, errlen,
+                      "memory plan: %" PRIu64 " B (%s) in all, more than the device's %" PRIu64
+                      " B (%s) of global memory; make --hidden or --micro-batch smaller, or give "
+                      "--allow-over-device-memory for a device that pages",
+                      p->total, a, device_bytes, b);
 }

@@ -25,6 +25,12 @@ typedef struct memplan {
 
 void memplan_total(memplan *p);
 void memplan_print(FILE *f, const memplan *p, const char *device_name, uint64_t params);
+/* Refuses a plan above the device's global memory (before anything is
+ * allocated: a GPU would fail at some later allocation, and a CPU device
+ * would swap or be killed), naming both sizes; allow
+ * (--allow-over-device-memory) lets it go ahead. 0, or -1 with the
+ * message. */
+int memplan_refuse(const memplan *p, uint64_t device_bytes, int allow, char *err, size_t errlen);
 /* "1.5 MiB" style. */
 void memplan_bytes(char *buf, size_t len, uint64_t bytes);
 

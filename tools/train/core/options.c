@@ -193,12 +193,6 @@ int train_options_check(train_options *o, char *err, size_t errlen)
                 "from the checkpoint's)");
         return -1;
     }
-    /* Each rank would halve on its own memory: ranks could end up with
-     * different micro-batches, and so different shares of a batch. */
-    if (o->dist && o->auto_micro_batch) {
-        errmsg_set(err, errlen, "--auto-micro-batch: not with --dist (every rank must use the same "
-                "--micro-batch; give one that fits)");
-        return -1;
-    }
+    /* the combinations of the flag table's limits: train_options_check_limits */
     return 0;
 }

@@ -69,6 +69,8 @@ typedef struct train_options {
     const char *tuning;   /* --tuning: NULL/"auto", "off" or a file (tools/tune/tuning_apply.h) */
     uint64_t vram;        /* 0: no budget */
     int auto_micro_batch;
+    int allow_over_memory; /* --allow-over-device-memory: run a plan above the
+                              device's global memory (a device that pages) */
     const char *metrics;
     const char *dump_weights;
     int json;
@@ -98,6 +100,12 @@ int train_options_parse(int argc, char **argv, train_options *o, char *err, size
 /* Checks cross-flag constraints (micro-batch <= batch, path B needs fp32
  * gradients, ...); parse calls it. */
 int train_options_check(train_options *o, char *err, size_t errlen);
+
+/* The combinations the limits of table t (the core's, or a task's: the
+ * core flags it cannot take) refuse for o (flags.h); parse checks the
+ * core's. 0, or -1 with the message. */
+int train_options_check_limits(const flag_table *t, const train_options *o, char *err,
+                               size_t errlen);
 
 /* The learning rate and weight decay the run uses: the given value, else
  * the optimizer's default (lr: adamw/adam 1e-3, sgd 0.05, lion 1e-4; weight

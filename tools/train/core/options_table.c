@@ -132,7 +132,8 @@ static const flag_def rows[] = {
      .locked = "the checkpoint holds the parameters in this format", .before = "fp32"},
     {.name = "--loss-scale", .metavar = "S",
      .help = "none (default), dynamic, or a static scale in [1, 16777216]",
-     .kind = FLAG_CUSTOM, .parse = opt_parse_loss_scale, .example = "1024", .stored = 24,
+     .kind = FLAG_CUSTOM, AT(loss_scale), .parse = opt_parse_loss_scale, .example = "1024",
+     .stored = 24,
      .key = "loss-scale", .store = opt_store_loss_scale},
     {.name = "--seed", .metavar = "S",
      .help = "seed of init and data order, 0..2^64-1 (default 42)", .kind = FLAG_UINT,
@@ -159,6 +160,10 @@ static const flag_def rows[] = {
      .parse = opt_parse_bytes, .given = TRAIN_GIVEN_VRAM, .example = "512M"},
     {.name = "--auto-micro-batch", .help = "halve the micro-batch while activations do not fit",
      .kind = FLAG_SWITCH, AT(auto_micro_batch), .example = ""},
+    {.name = "--allow-over-device-memory",
+     .help = "run a memory plan above the device's global memory (for\na device that pages; "
+             "refused by default before anything\nis allocated)",
+     .kind = FLAG_SWITCH, AT(allow_over_memory), .example = ""},
     {.name = "--metrics", .metavar = "FILE.csv",
      .help = "one row per update (written to FILE.tmp.* and renamed at\nthe end: the file is "
              "complete or the old one is kept)",
@@ -226,6 +231,20 @@ static const flag_def rows[] = {
      .store = opt_store_data},
 };
 
+/* Combinations of core flags refused before the run (flags.h): what a
+ * data-parallel run, or a ZeRO-1 shard (clg_model_set_shard), cannot do.
+ * With --auto-micro-batch each rank would halve on its own memory: ranks
+ * could end up with different micro-batches, and so different shares of
+ * a batch. */
+static const flag_limit limits[] = {
+    {.when = "--dist", .flag = "--auto-micro-batch",
+     .why = "every rank must use the same --micro-batch; give one that fits"},
+    {.when = "--dist=zero1", .flag = "--state-dtype", .takes = "fp32|bf16",
+     .why = "a sharded model does not support Q8/Q4 optimizer states"},
+    {.when = "--dist=zero1", .flag = "--master-dtype", .takes = "fp32",
+     .why = "a sharded model does not support bf16 params"},
+};
+
 const flag_table train_flag_table = {
     .rows = rows,
     .n = sizeof rows / sizeof *rows,
@@ -237,6 +256,8 @@ const flag_table train_flag_table = {
               "directories must exist and be writable, and no output may name another output\n"
               "or an input (--checkpoint may name the --resume file).\n",
     .given_offset = offsetof(train_options, given),
+    .limits = limits,
+    .n_limits = sizeof limits / sizeof *limits,
 };
 
 /* Appends the names of list to o->overrides after checking each. */
@@ -315,11 +336,21 @@ const char *train_setting_names(void)
     return list;
 }
 
+int train_options_check_limits(const flag_table *t, const train_options *o, char *err,
+                               size_t errlen)
+{
+    train_options dflt; /* what a flag not given holds */
+    train_options_default(&dflt);
+    return flags_check_limits(t, &train_flag_table, o, &dflt, err, errlen);
+}
+
 int train_options_parse(int argc, char **argv, train_options *o, char *err, size_t errlen)
 {
     void *opts[1] = {o};
     int rc = flags_parse(argc, argv, &train_flag_table, 1, opts, NULL, err, errlen);
-    return rc != 0 ? rc : train_options_check(o, err, errlen);
+    if (rc == 0)
+        rc = train_options_check(o, err, errlen);
+    return rc != 0 ? rc : train_options_check_limits(&train_flag_table, o, err, errlen);
 }
 
 const char *train_usage(void)

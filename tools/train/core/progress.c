@@ -86,14 +86,27 @@ void progress_clear(progress *p)
     }
 }
 
+static void vlog(progress *p, const char *fmt, va_list ap)
+{
+    progress_clear(p);
+    vfprintf(stderr, fmt, ap);
+    fflush(stderr);
+}
+
 void progress_log(progress *p, const char *fmt, ...)
 {
     if (p->quiet)
         return;
-    progress_clear(p);
     va_list ap;
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vlog(p, fmt, ap);
     va_end(ap);
-    fflush(stderr);
+}
+
+void progress_warn(progress *p, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vlog(p, fmt, ap);
+    va_end(ap);
 }

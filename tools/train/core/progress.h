@@ -19,8 +19,12 @@ int progress_due(const progress *p, uint64_t updates);
 /* Called after each update; rate and ETA from training time only. */
 void progress_update(progress *p, uint64_t updates, uint64_t samples, double train_seconds,
                      unsigned epoch, double loss);
-/* A line on stderr (clears the bar first); printf-style. */
+/* A line on stderr (clears the bar first); printf-style. Nothing under
+ * --quiet. */
 void progress_log(progress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same under --quiet too: a warning about something the user asked
+ * for that the run does not do. */
+void progress_warn(progress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Clears the bar before the program prints something else. */
 void progress_clear(progress *p);
 

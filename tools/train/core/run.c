@@ -4,6 +4,7 @@
 #include "clgrad_advanced.h"
 #include "atomic_file.h"
 #include "clblast_status.h"
+#include "memplan.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -56,15 +57,73 @@ int run_load_data(run_state *r, const train_io *io)
     return load_set(r, io ? io->test : NULL, "t10k", &r->test_ds, &r->test);
 }
 
+/* n samples, or the first limit of them (--train-limit, --test-limit; 0: all). */
+static size_t limited(size_t n, uint64_t limit)
+{
+    return limit && limit < n ? (size_t)limit : n;
+}
+
 void run_limits(const run_state *r, size_t *n_train, size_t *n_test)
 {
-    const train_options *o = r->opt;
-    *n_train = r->train->count;
-    *n_test = r->test->count;
-    if (o->limit_train && o->limit_train < *n_train)
-        *n_train = (size_t)o->limit_train;
-    if (o->limit_test && o->limit_test < *n_test)
-        *n_test = (size_t)o->limit_test;
+    *n_train = limited(r->train->count, r->opt->limit_train);
+    *n_test = limited(r->test->count, r->opt->limit_test);
+}
+
+void run_count_samples(const run_state *r, const train_io *io, size_t *n_train, size_t *n_test)
+{
+    const dataset *given[2] = {io ? io->train : NULL, io ? io->test : NULL};
+    static const char *const prefix[2] = {"train", "t10k"};
+    size_t n[2];
+    for (int i = 0; i < 2; i++)
+        if (given[i])
+            n[i] = given[i]->count;
+        else if (dataset_count(r->opt->data_dir, prefix[i], &n[i], NULL, 0) != 0)
+            n[i] = 0; /* run_load_data will say why */
+    *n_train = limited(n[0], r->opt->limit_train);
+    *n_test = limited(n[1], r->opt->limit_test);
+}
+
+int run_upload_data(run_state *r, size_t n_train, size_t n_test)
+{
+    uint64_t need = devdata_bytes(n_train, r->train->dim) + devdata_bytes(n_test, r->test->dim);
+    uint64_t used = clg_context_device_bytes(r->ctx), cap = clg_context_budget(r->ctx);
+    clg_status st = devdata_upload(r->ctx, r->train, n_train, &r->dtrain);
+    if (st == CLG_SUCCESS)
+        st = devdata_upload(r->ctx, r->test, n_test, &r->dtest);
+    if (st == CLG_ERR_OVER_BUDGET && cap) {
+        uint64_t left = cap > used ? cap - used : 0;
+        char a[32], b[32], c[32];
+        memplan_bytes(a, sizeof a, need);
+        memplan_bytes(b, sizeof b, cap);
+        memplan_bytes(c, sizeof c, left);
+        return run_fail(r,
+                        "uploading the data set: it needs %" PRIu64 " B (%s) but the --vram "
+                        "budget of %" PRIu64 " B (%s) has %" PRIu64 " B (%s) left; raise --vram",
+                        need, a, cap, b, left, c);
+    }
+    if (st != CLG_SUCCESS)
+        return run_fail(r, "uploading the data set (%" PRIu64 " B): %s", need,
+                        clg_status_string(st));
+    return 0;
+}
+
+int run_estimate_model(run_state *r, uint64_t n, unsigned shard, unsigned shards,
+                       clg_model_plan *p)
+{
+    clg_config cfg;
+    if (train_options_clg_config(r->opt, &cfg, r->err, r->errlen) != 0)
+        return -1;
+    cfg.schedule.kind = CLG_SCHED_CONSTANT; /* its length is not known yet; it takes no bytes */
+    *p = clg_model_plan_init();
+    clg_status st = shards > 1 ? clg_model_estimate_shard(&cfg, n, shard, shards, p)
+                               : clg_model_estimate(&cfg, n, p);
+    if (st != CLG_SUCCESS)
+        return run_fail_clg(r, "the model's memory plan", st);
+    /* paths A and C: clgrad's gradient buffers, of --grad-dtype */
+    if (r->opt->path != GRAD_PATH_B)
+        p->grad_buffers = n * (r->opt->grad_dtype == CLG_FP32 ? 4 : 2);
+    p->total += p->grad_buffers;
+    return 0;
 }
 
 int run_open_context(run_state *r, const train_io *io, char *device, size_t len)

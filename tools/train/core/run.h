@@ -74,6 +74,23 @@ int run_load_data(run_state *r, const train_io *io);
 /* The samples a run uses: all, or --train-limit/--test-limit's first. */
 void run_limits(const run_state *r, size_t *n_train, size_t *n_test);
 
+/* The samples run_limits will give, before the data is loaded: the
+ * caller's sets' counts, else the files' (their labels read alone); 0 for
+ * a set that cannot be read (run_load_data says why). */
+void run_count_samples(const run_state *r, const train_io *io, size_t *n_train, size_t *n_test);
+
+/* The first n_train and n_test samples onto the device (r->dtrain,
+ * r->dtest); over --vram's budget, a message with the bytes needed and
+ * the budget's left. */
+int run_upload_data(run_state *r, size_t n_train, size_t n_test);
+
+/* clg_model_estimate of n parameters under the run's configuration
+ * (clg_model_estimate_shard for shard of shards > 1), with clgrad's
+ * gradient buffers of paths A and C: the model's memory plan before it
+ * exists. */
+int run_estimate_model(run_state *r, uint64_t n, unsigned shard, unsigned shards,
+                       clg_model_plan *p);
+
 /* The caller's context, else one on --device; --vram's budget; the
  * device's name into device (len bytes). */
 int run_open_context(run_state *r, const train_io *io, char *device, size_t len);

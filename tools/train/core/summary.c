@@ -1,5 +1,6 @@
-/* summary.c - the --json line (see summary.h). */
+/* summary.c - the --json line and the lines with paths (see summary.h). */
 #include "summary.h"
+#include "errmsg.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -21,4 +22,18 @@ void json_print(const json_field *f, size_t n)
         printf("%s\n", s);
     free(s);
     cJSON_Delete(j);
+}
+
+void train_print_error(const char *err)
+{
+    static char safe[ERRMSG_ESCAPED_SIZE(4096)];
+    fprintf(stderr, "clgrad-train: %s\n", errmsg_escape(err, safe, sizeof safe));
+}
+
+void train_print_resumed(const char *path, const char *overridden)
+{
+    char safe[ERRMSG_ESCAPED_SIZE(1024)];
+    if (overridden[0])
+        printf("resumed from %s with settings overridden: %s\n",
+               errmsg_escape(path, safe, sizeof safe), overridden);
 }

@@ -1,6 +1,7 @@
 /* summary.h - the --json line of a run: a task lists its fields in order
  * (name and number or text), and json_print writes them as one object on
- * one line of stdout, the last of the run's output. */
+ * one line of stdout, the last of the run's output; and the lines every
+ * task prints with a path in them. */
 #ifndef TRAIN_SUMMARY_H
 #define TRAIN_SUMMARY_H
 
@@ -37,5 +38,15 @@ typedef struct json_field {
 /* Prints the n fields as one JSON object and a newline (cJSON's
  * unformatted text). */
 void json_print(const json_field *f, size_t n);
+
+/* "clgrad-train: <err>" and a newline on stderr, err escaped
+ * (errmsg_escape): a message that names a path is one line whatever the
+ * path holds. */
+void train_print_error(const char *err);
+
+/* The summary's line of a resume with --override ("resumed from PATH with
+ * settings overridden: LIST") on stdout, PATH escaped; nothing when none
+ * was overridden. */
+void train_print_resumed(const char *path, const char *overridden);
 
 #endif /* TRAIN_SUMMARY_H */

@@ -26,6 +26,8 @@ int train_cli_parse(int argc, char **argv, train_options *o, void *const *task_o
     int rc = flags_parse(argc, argv, tables, n, opts, seen, err, errlen);
     if (rc == 0)
         rc = train_options_check(o, err, errlen);
+    if (rc == 0)
+        rc = train_options_check_limits(&train_flag_table, o, err, errlen);
     for (int k = 1; rc == 0 && k < n; k++) {
         if (seen[k] && owner[k] != o->task) { /* else silently ignored */
             errmsg_set(err, errlen, "%s", train_task_at(owner[k])->wrong_task);
@@ -33,6 +35,8 @@ int train_cli_parse(int argc, char **argv, train_options *o, void *const *task_o
         }
     }
     const train_task *t = train_task_at(o->task);
+    if (rc == 0 && t->flags) /* the core flags the task cannot take */
+        rc = train_options_check_limits(t->flags, o, err, errlen);
     if (rc == 0 && t->check)
         rc = t->check(task_opts[o->task], o, err, errlen);
     return rc;

@@ -30,10 +30,12 @@ typedef struct train_task {
     size_t options_size;
     void (*defaults)(void *task_opts);
     const char *wrong_task;
-    /* After parsing, with the core's options checked: the combinations of
-     * core flags the task cannot take and the defaults that depend on them
-     * (e.g. a bank as large as --batch). 0, or -1 with a message naming the
-     * flag. May be NULL. */
+    /* After parsing, with the core's options checked and the limits of
+     * the task's table (flags.h: the core flags it cannot take, or only
+     * some values of) passed: the combinations of its own flags it cannot
+     * take and the defaults that depend on the core's (e.g. a bank as
+     * large as --batch). 0, or -1 with a message naming the flag. May be
+     * NULL. */
     int (*check)(void *task_opts, const train_options *o, char *err, size_t errlen);
     /* The command line's run (--dist runs go through main.c): trains,
      * prints the summary and, with --json, the JSON line. Returns the exit
@@ -80,10 +82,10 @@ typedef struct run_loop_hooks {
 #include "registry.h"
 
 /* Parses the whole command line: the core's flags (then
- * train_options_check), every task's into task_opts[i] (the i-th task's
- * options, set to its defaults), a task's flag given with another --task
- * refused, then the chosen task's check. Returns 0, 1 for --help, or -1
- * with a message. */
+ * train_options_check and the core's limits), every task's into
+ * task_opts[i] (the i-th task's options, set to its defaults), a task's
+ * flag given with another --task refused, then the chosen task's limits
+ * and check. Returns 0, 1 for --help, or -1 with a message. */
 int train_cli_parse(int argc, char **argv, train_options *o, void *const *task_opts, char *err,
                     size_t errlen);
 

@@ -113,6 +113,18 @@ int dataset_load_shape(const char *dir, const char *prefix, size_t rows, size_t 
     return 0;
 }
 
+int dataset_count(const char *dir, const char *prefix, size_t *count, char *err, size_t errlen)
+{
+    char image_path[4096], label_path[4096];
+    dataset_paths(dir, prefix, image_path, label_path, sizeof image_path);
+    idx_file labels;
+    if (idx_load(label_path, &labels, err, errlen) != 0)
+        return -1;
+    *count = labels.count;
+    idx_free(&labels);
+    return 0;
+}
+
 int dataset_wrap(const uint8_t *images, const uint8_t *labels, size_t count, size_t dim,
                  dataset *out, char *err, size_t errlen)
 {

@@ -43,6 +43,11 @@ int dataset_load(const char *dir, const char *prefix, dataset *out, char *err, s
 int dataset_load_shape(const char *dir, const char *prefix, size_t rows, size_t cols,
                        dataset *out, char *err, size_t errlen);
 
+/* The sample count of the set dataset_load would load, from its labels
+ * file alone (a byte per sample): what a plan needs before the images are
+ * read. 0, or -1 with why. */
+int dataset_count(const char *dir, const char *prefix, size_t *count, char *err, size_t errlen);
+
 /* Wraps caller-owned arrays (tests); nothing is copied or freed. */
 int dataset_wrap(const uint8_t *images, const uint8_t *labels, size_t count, size_t dim,
                  dataset *out, char *err, size_t errlen);

@@ -45,8 +45,7 @@ int classify_print_summary(const train_options *opt, const train_result *res)
            res->update_samples, split,
            res->update_samples < res->batch ? ", the whole training set" : "", res->epochs,
            res->train_seconds, res->samples_per_s, (unsigned long long)res->peak_device_bytes);
-    if (res->overridden[0])
-        printf("resumed from %s with settings overridden: %s\n", opt->resume, res->overridden);
+    train_print_resumed(opt->resume, res->overridden);
     if (opt->json)
         print_json(opt, res);
     return fflush(stdout) == 0 ? 0 : 1;
@@ -58,7 +57,7 @@ static int classify_main(const train_options *o, const void *task_opts)
     char err[4096] = "";
     train_result res;
     if (train_run(o, NULL, &res, err, sizeof err) != 0) {
-        fprintf(stderr, "clgrad-train: %s\n", err);
+        train_print_error(err);
         return 1;
     }
     return classify_print_summary(o, &res);

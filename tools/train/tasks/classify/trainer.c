@@ -3,6 +3,7 @@
  * micro-batches of b through CLBlast and cl/mlp.cl, each handed to
  * clg_step), and writes the requested outputs. */
 #include "trainer_internal.h"
+#include "errmsg.h"
 #include "metrics.h"
 #include "outpaths.h"
 #include "tuning_apply.h"
@@ -44,6 +45,17 @@ int train_run_dist(const train_options *opt, const train_io *io, train_dist_hook
      * destroy an input or each other. */
     if (outpaths_check(opt, !(io && io->train && io->test), err, errlen) != 0)
         goto out;
+    /* The memory plan before the data is loaded or anything allocated: a
+     * plan the device cannot hold is refused at once. */
+    t->shape.n_dims = 0;
+    t->shape.dims[t->shape.n_dims++] =
+        io && io->train ? (unsigned)io->train->dim : DATASET_ROWS * DATASET_COLS;
+    for (int i = 0; i < opt->n_hidden; i++)
+        t->shape.dims[t->shape.n_dims++] = opt->hidden[i];
+    t->shape.dims[t->shape.n_dims++] = DATASET_CLASSES;
+    if (run_open_context(&t->run, io, res->device, sizeof res->device) != 0 ||
+        trainer_check_plan(t, io) != 0)
+        goto out;
     if (run_load_data(&t->run, io) != 0)
         goto out;
     if (t->run.train->dim != t->run.test->dim) {
@@ -53,31 +65,15 @@ int train_run_dist(const train_options *opt, const train_io *io, train_dist_hook
     }
     size_t n_train, n_test;
     run_limits(&t->run, &n_train, &n_test);
-
-    if (run_open_context(&t->run, io, res->device, sizeof res->device) != 0 ||
-        run_plan_order(&t->run, n_train) != 0)
+    if (run_plan_order(&t->run, n_train) != 0)
         goto out;
-
-    t->shape.n_dims = 0;
-    t->shape.dims[t->shape.n_dims++] = (unsigned)t->run.train->dim;
-    for (int i = 0; i < opt->n_hidden; i++)
-        t->shape.dims[t->shape.n_dims++] = opt->hidden[i];
-    t->shape.dims[t->shape.n_dims++] = DATASET_CLASSES;
     if (mlp_create(t->run.ctx, t->shape.dims, t->shape.n_dims, &t->net, err, errlen) != 0)
         goto out;
     if (trainer_build_model(t) != 0 || trainer_setup_gradients(t) != 0 ||
         trainer_setup_weights(t) != 0 || trainer_setup_buffers(t) != 0)
         goto out;
-    clg_status st = devdata_upload(t->run.ctx, t->run.train, n_train, &t->run.dtrain);
-    if (st == CLG_SUCCESS)
-        st = devdata_upload(t->run.ctx, t->run.test, n_test, &t->run.dtest);
-    if (st != CLG_SUCCESS) {
-        trainer_fail(t, "uploading the data set (%" PRIu64 " B): %s%s",
-             devdata_bytes(n_train, t->run.train->dim) + devdata_bytes(n_test, t->run.test->dim),
-             clg_status_string(st),
-             st == CLG_ERR_OVER_BUDGET ? "; raise --vram" : "");
+    if (run_upload_data(&t->run, n_train, n_test) != 0)
         goto out;
-    }
     if (trainer_fit_activations(t) != 0)
         goto out;
     if (t->dist && trainer_dist_check(t) != 0)
@@ -117,8 +113,17 @@ int train_run_dist(const train_options *opt, const train_io *io, train_dist_hook
                  n_shapes < MLP_GEMMS_MAX ? n_shapes : MLP_GEMMS_MAX, ts);
     if (ts->applied)
         snprintf(res->clblast_tuning, sizeof res->clblast_tuning, "%s", ts->path);
-    if (ts->warning || !opt->quiet) /* a file that cannot be used is worth a line even then */
-        progress_log(&t->run.prog, "%s\n", ts->message);
+    /* a file that cannot be used is worth a line even under --quiet; the
+     * message names a path */
+    char *safe = malloc(ERRMSG_ESCAPED_SIZE(sizeof ts->message));
+    if (safe) {
+        errmsg_escape(ts->message, safe, ERRMSG_ESCAPED_SIZE(sizeof ts->message));
+        if (ts->warning)
+            progress_warn(&t->run.prog, "%s\n", safe);
+        else
+            progress_log(&t->run.prog, "%s\n", safe);
+    }
+    free(safe);
     free(ts);
 
     if (opt->resume && trainer_resume(t) != 0)
@@ -163,7 +168,8 @@ int train_run_dist(const train_options *opt, const train_io *io, train_dist_hook
         }
     }
     clg_stats stats = clg_stats_init();
-    if ((st = clg_model_stats(t->run.model, 1, &stats)) != CLG_SUCCESS) {
+    clg_status st = clg_model_stats(t->run.model, 1, &stats);
+    if (st != CLG_SUCCESS) {
         trainer_fail_clg(t, "clg_model_stats", st);
         goto out;
     }

@@ -49,6 +49,10 @@ int trainer_build_model(trainer *t);
 int trainer_setup_gradients(trainer *t);
 int trainer_setup_buffers(trainer *t);
 int trainer_fit_activations(trainer *t);
+/* The memory plan of the run before anything is loaded or allocated (the
+ * shape set, the context open), refused above the device's global memory
+ * unless --allow-over-device-memory. */
+int trainer_check_plan(trainer *t, const train_io *io);
 void trainer_print_plan(trainer *t);
 void trainer_teardown(trainer *t);
 

@@ -139,6 +139,31 @@ int trainer_fit_activations(trainer *t)
     }
 }
 
+int trainer_check_plan(trainer *t, const train_io *io)
+{
+    const train_options *o = t->run.opt;
+    memplan p = {0};
+    uint64_t n = mlp_param_count(t->shape.dims, t->shape.n_dims);
+    int zero1 = t->dist && t->dist->zero1;
+    if (run_estimate_model(&t->run, n, zero1 ? (unsigned)t->dist->rank : 0,
+                           zero1 ? (unsigned)t->dist->size : 1, &p.model) != 0)
+        return -1;
+    /* as trainer_setup_gradients and trainer_setup_weights allocate them */
+    if (o->path != GRAD_PATH_B && o->grad_dtype != CLG_FP32)
+        p.grad_scratch = 4 * n;
+    if (o->master_dtype == CLG_BF16)
+        p.weights = 4 * n;
+    /* --auto-micro-batch halves down to 1 before it gives up */
+    p.activations = mlp_activation_bytes(t->shape.dims, t->shape.n_dims,
+                                         o->auto_micro_batch ? 1 : t->run.b);
+    size_t n_train, n_test;
+    run_count_samples(&t->run, io, &n_train, &n_test);
+    p.data = devdata_bytes(n_train, t->shape.dims[0]) + devdata_bytes(n_test, t->shape.dims[0]);
+    memplan_total(&p);
+    return memplan_refuse(&p, clg_context_device_info(t->run.ctx)->global_mem_size,
+                          o->allow_over_memory, t->run.err, t->run.errlen);
+}
+
 void trainer_print_plan(trainer *t)
 {
     if (t->run.opt->quiet)

@@ -88,33 +88,37 @@ static const flag_def rows[] = {
     {.stored = 8, .key = "task", .label = "task", .store = store_task},
 };
 
+/* The core's flags the task cannot take (flags.h): checked after parsing,
+ * before anything runs, and listed in --help. */
+static const flag_limit limits[] = {
+    {.flag = "--grad-dtype", .takes = "fp32", .why = "the contrastive task writes fp32 gradients"},
+    {.flag = "--master-dtype", .takes = "fp32",
+     .why = "its GEMMs read fp32 parameters; it keeps no fp32 copy of bf16 ones"},
+    {.flag = "--loss-scale", .why = "its loss gradient is not scaled"},
+    {.flag = "--metrics", .why = "it writes no per-update metrics"},
+    {.flag = "--auto-micro-batch", .why = "its activations are allocated once, for --micro-batch"},
+    {.flag = "--tuning", .why = "its GEMMs run on CLBlast's default parameters"},
+    {.flag = "--dist", .why = "it does not run under MPI"},
+};
+
 const flag_table con_flag_table = {
     .rows = rows,
     .n = sizeof rows / sizeof *rows,
     .preface = "Contrastive task (--task contrastive): an MLP encoder (--hidden, then "
                "--embed-dim)\ntrained with InfoNCE on two augmented views of each image, "
                "evaluated by kNN test\naccuracy on its embeddings:\n",
-    .footer = "It takes --grad-path A/B/C with fp32 gradients, no --loss-scale, --metrics or\n"
-              "--auto-micro-batch. --json adds loss, knn_accuracy and the cache's bytes.\n",
+    .footer = "--json adds loss, knn_accuracy and the cache's bytes.\n",
     .given_offset = SIZE_MAX,
+    .limits = limits,
+    .n_limits = sizeof limits / sizeof *limits,
+    .scope = "--task contrastive",
 };
 
 int con_options_check(con_options *c, const train_options *o, char *err, size_t errlen)
 {
     if (!c->enabled)
         return 0; /* its flags without the task: train_cli_parse refuses them */
-    if (o->grad_dtype != CLG_FP32) {
-        errmsg_set(err, errlen, "--grad-dtype %s: the contrastive task writes fp32 gradients",
-                clg_dtype_name(o->grad_dtype));
-        return -1;
-    }
-    if (o->loss_scale != CLG_LOSS_SCALE_NONE || o->metrics || o->auto_micro_batch) {
-        errmsg_set(err, errlen, "%s: not available with --task contrastive",
-                o->loss_scale != CLG_LOSS_SCALE_NONE ? "--loss-scale"
-                : o->metrics                         ? "--metrics"
-                                                     : "--auto-micro-batch");
-        return -1;
-    }
+    /* the core flags it cannot take: con_flag_table's limits (train_cli_parse) */
     if (c->method != CON_CONTACCUM && c->bank_size) {
         errmsg_set(err, errlen, "--bank-size: only --contrastive contaccum has banks");
         return -1;

@@ -37,7 +37,8 @@ void con_options_default(con_options *c);
  * checkpoints ("train.contrastive.<key>") from this table. */
 extern const flag_table con_flag_table;
 
-/* The common flags a contrastive run cannot take, and the bank's default.
+/* The combinations of its own flags a contrastive run cannot take (the core
+ * flags it cannot take are con_flag_table's limits), and the bank's default.
  * Returns 0 or -1 with a message. */
 int con_options_check(con_options *c, const train_options *o, char *err, size_t errlen);
 

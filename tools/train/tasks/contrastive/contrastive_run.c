@@ -112,7 +112,7 @@ int contrastive_main(const train_options *o, const con_options *c)
     char err[4096] = "";
     con_result r;
     if (contrastive_run(o, c, NULL, &r, err, sizeof err) != 0) {
-        fprintf(stderr, "clgrad-train: %s\n", err);
+        train_print_error(err);
         return 1;
     }
     char split[64];
@@ -123,8 +123,7 @@ int contrastive_main(const train_options *o, const con_options *c)
            r.loss, r.train_seconds, r.samples_per_s, r.peak_device_bytes);
     if (!isnan(r.knn_accuracy_init))
         printf("kNN test accuracy before training %.4f\n", r.knn_accuracy_init);
-    if (r.overridden[0])
-        printf("resumed from %s with settings overridden: %s\n", o->resume, r.overridden);
+    train_print_resumed(o->resume, r.overridden);
     if (o->json)
         print_json(o, c, &r);
     return fflush(stdout) == 0 ? 0 : 1;

@@ -61,7 +61,7 @@ static int build_model(con_trainer *t)
 
 /* GradCache holds the whole batch; naive and ContAccum a micro-batch, the
  * latter with banks that the model's checkpoints carry. */
-static int build_cache(con_trainer *t, size_t n_train)
+static clg_contrastive_config cache_config(const con_trainer *t, size_t n_train)
 {
     const con_options *c = t->c;
     clg_contrastive_config cc = clg_contrastive_config_init();
@@ -71,6 +71,12 @@ static int build_cache(con_trainer *t, size_t n_train)
     cc.temperature = c->temperature;
     cc.symmetric = !c->one_way;
     cc.bank_size = c->method == CON_CONTACCUM ? c->bank_size : 0;
+    return cc;
+}
+
+static int build_cache(con_trainer *t, size_t n_train)
+{
+    clg_contrastive_config cc = cache_config(t, n_train);
     clg_status st = clg_contrastive_create(t->run.ctx, &cc, &t->cache);
     if (st != CLG_SUCCESS)
         return con_fail_clg(t, "creating the representation cache", st);
@@ -102,40 +108,68 @@ static int build_kernels(con_trainer *t)
     return e == CL_SUCCESS ? 0 : con_fail_cl(t, "the contrastive task's kernels", e);
 }
 
+/* The micro-batch of a run on n_train samples (at most all of them) and
+ * the micro-steps of a full batch. */
+static void set_micro_batch(con_trainer *t, size_t n_train)
+{
+    const train_options *o = t->run.opt;
+    t->run.b = o->micro_batch ? o->micro_batch : (o->batch < 32 ? o->batch : 32);
+    if (n_train && t->run.b > n_train)
+        t->run.b = (unsigned)n_train;
+    t->run.k = (unsigned)((o->batch + t->run.b - 1) / t->run.b);
+}
+
+/* The memory plan before the data is loaded or anything allocated (as
+ * con_print_plan adds it up after), refused above the device's global
+ * memory unless --allow-over-device-memory. */
+static int check_plan(con_trainer *t, const train_io *io)
+{
+    size_t n_train, n_test;
+    run_count_samples(&t->run, io, &n_train, &n_test);
+    set_micro_batch(t, n_train);
+    memplan p = {0};
+    uint64_t n = mlp_param_count(t->shape.dims, t->shape.n_dims);
+    if (run_estimate_model(&t->run, n, 0, 1, &p.model) != 0)
+        return -1;
+    clg_contrastive_config cc = cache_config(t, n_train);
+    clg_contrastive_plan cp = clg_contrastive_plan_init();
+    clg_status st = clg_contrastive_estimate(&cc, &cp);
+    if (st != CLG_SUCCESS)
+        return con_fail_clg(t, "the representation cache's memory plan", st);
+    p.model.total += cp.total; /* the representation cache with the model */
+    p.activations = con_encoder_activation_bytes(t->shape.dims, t->shape.n_dims, 2 * t->run.b);
+    p.data = devdata_bytes(n_train, t->shape.dims[0]) + devdata_bytes(n_test, t->shape.dims[0]);
+    memplan_total(&p);
+    return memplan_refuse(&p, clg_context_device_info(t->run.ctx)->global_mem_size,
+                          t->run.opt->allow_over_memory, t->run.err, t->run.errlen);
+}
+
 int con_setup(con_trainer *t, const train_io *io)
 {
     const train_options *o = t->run.opt;
-    if (load_data(t, io) != 0 ||
-        run_open_context(&t->run, io, t->res->device, sizeof t->res->device) != 0)
-        return -1;
-    size_t n_train, n_test;
-    run_limits(&t->run, &n_train, &n_test);
-    t->run.b = o->micro_batch ? o->micro_batch : (o->batch < 32 ? o->batch : 32);
-    if (t->run.b > n_train)
-        t->run.b = (unsigned)n_train;
-    t->run.k = (unsigned)((o->batch + t->run.b - 1) / t->run.b);
-    if (run_plan_order(&t->run, n_train) != 0)
-        return -1;
-
     t->shape.n_dims = 0;
-    t->shape.dims[t->shape.n_dims++] = (unsigned)t->run.train->dim;
+    t->shape.dims[t->shape.n_dims++] =
+        io && io->train ? (unsigned)io->train->dim : DATASET_ROWS * DATASET_COLS;
     for (int i = 0; i < o->n_hidden; i++)
         t->shape.dims[t->shape.n_dims++] = o->hidden[i];
     t->shape.dims[t->shape.n_dims++] = t->c->embed_dim;
+    if (run_open_context(&t->run, io, t->res->device, sizeof t->res->device) != 0 ||
+        check_plan(t, io) != 0 || load_data(t, io) != 0)
+        return -1;
+    size_t n_train, n_test;
+    run_limits(&t->run, &n_train, &n_test);
+    set_micro_batch(t, n_train);
+    if (run_plan_order(&t->run, n_train) != 0)
+        return -1;
+
     if (con_encoder_create(t->run.ctx, t->shape.dims, t->shape.n_dims, &t->enc, t->run.err, t->run.errlen) != 0)
         return -1;
     if (build_model(t) != 0 || build_cache(t, n_train) != 0)
         return -1;
-    clg_status st = devdata_upload(t->run.ctx, t->run.train, n_train, &t->run.dtrain);
-    if (st == CLG_SUCCESS)
-        st = devdata_upload(t->run.ctx, t->run.test, n_test, &t->run.dtest);
-    if (st != CLG_SUCCESS)
-        return con_fail(t, "uploading the data set (%" PRIu64 " B): %s%s",
-                        devdata_bytes(n_train, t->run.train->dim) +
-                            devdata_bytes(n_test, t->run.test->dim),
-                        clg_status_string(st), st == CLG_ERR_OVER_BUDGET ? "; raise --vram" : "");
+    if (run_upload_data(&t->run, n_train, n_test) != 0)
+        return -1;
     /* the two views of a micro-batch, stacked */
-    st = con_encoder_alloc(t->enc, 2 * t->run.b);
+    clg_status st = con_encoder_alloc(t->enc, 2 * t->run.b);
     if (st != CLG_SUCCESS)
         return con_fail(t, "activations for 2 x %u rows need %" PRIu64 " B: %s%s", t->run.b,
                         con_encoder_activation_bytes(t->shape.dims, t->shape.n_dims, 2 * t->run.b),

@@ -8,12 +8,10 @@
 #include "metrics.h"
 #include "position.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 /* ------------------------------------------------------------ checkpoints */
 

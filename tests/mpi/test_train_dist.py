@@ -1,8 +1,9 @@
 """clgrad-train --dist ddp and --dist zero1 against a plain process: argv:
 mpirun, clgrad-train. R = 2 ranks (and R = 3 under zero1) and one process
 take the same samples per update (the same effective batch): the final
-weights (--dump-weights) must agree within rel L2 1e-6 and the test
-accuracy exactly; checkpoints cross R (2 -> 1 and 1 -> 2) and modes
+weights (--dump-weights) must agree within rel L2 1e-6, the test
+accuracy exactly and the last epoch's train loss (summed over the ranks)
+within 1e-5; checkpoints cross R (2 -> 1 and 1 -> 2) and modes
 (zero1 -> ddp, ddp -> zero1) and continue to the same weights; a batch
 the ranks cannot share and a bad data file on one rank fail on every
 rank with a message saying what was wrong."""
@@ -43,6 +44,14 @@ for k in ("updates", "samples", "batch", "test_accuracy"):
         fail("%s: %r on 1 process, %r on 2 ranks" % (k, one[k], two[k]))
 print("test accuracy %.4f on both; %d updates of %d samples" %
       (one["test_accuracy"], one["updates"], one["batch"]), flush=True)
+# The last epoch's running loss and accuracy are summed over the ranks'
+# shares: the plain run's (the loss up to the order of the sums).
+if (two["train_accuracy"] != one["train_accuracy"] or
+        not abs(two["train_loss"] - one["train_loss"]) <= 1e-5 * abs(one["train_loss"])):
+    fail("train loss %r accuracy %r on 2 ranks, %r %r on 1 process" %
+         (two["train_loss"], two["train_accuracy"], one["train_loss"], one["train_accuracy"]))
+print("train loss %.6f / %.6f, accuracy %.4f on both" %
+      (one["train_loss"], two["train_loss"], one["train_accuracy"]), flush=True)
 # The weights differ from the initial ones (the comparison means something).
 summary(run(args + ["--steps", "1", "--dump-weights", path("w0")]))
 d0 = rel_l2(read_weights(path("w0")), read_weights(path("w1")))

@@ -1,77 +1,231 @@
-/* loop.c - the training loop (see loop.h). */
+/* loop.c - the training loop (see loop.h): one body for plain runs and
+ * the ranks of a --dist run.
+ *
+ * --dist: the effective batch (--batch) is the same as a plain run's, from
+ * the same per-epoch order (every rank shuffles with the same seed): rank r
+ * takes the r-th contiguous 1/R of it and cuts that into micro-batches of
+ * b, stepped through the MPI side. The ranks together take the samples a
+ * plain run takes for that update, and the weights (samples per
+ * micro-batch) are summed across ranks, so the update is the plain run's
+ * mean up to rounding.
+ *
+ * Failures: a rank that fails must not leave the others waiting in a
+ * collective. Between two agreement points (run_agree, run_sum: dist.h) a
+ * failure is only recorded (rc) and the work up to the next one skipped;
+ * every agreement carries rc (the cycle end of the MPI side's step agrees
+ * on its own), so a failure anywhere becomes the same failure, with the
+ * failed rank's message, on every rank at the next one. Every rank reaches
+ * the same agreements in the same order: what decides them (save and
+ * print points) is either the same on every rank or rank 0's, broadcast
+ * (the print point is time-based). A plain run's agreement is its own
+ * status: it stops at the first agreement point after a failure. */
 #include "loop.h"
+#include "dist.h"
 
-#include <math.h>
+typedef struct loop {
+    run_state *r;
+    const run_loop_hooks *h;
+    void *task;
+    double mark;            /* the training time is counted up to here */
+    uint64_t epoch_samples; /* samples of the pass so far */
+} loop;
 
-/* Waits for the device; the wall time since *mark is training time. */
-static int sync_time(run_state *r, double *mark)
+/* Waits for the device; the wall time since the mark is training time. */
+static int sync_time(loop *L)
 {
-    cl_int e = clFinish(clg_context_queue(r->ctx));
+    cl_int e = clFinish(clg_context_queue(L->r->ctx));
     if (e != CL_SUCCESS)
-        return run_fail_cl(r, "training", e);
+        return run_fail_cl(L->r, "training", e);
     double now = progress_now();
-    r->train_seconds += now - *mark;
-    *mark = now;
+    L->r->train_seconds += now - L->mark;
+    L->mark = now;
     return 0;
 }
 
-/* After an update: what must be read back, then whether the run is over. */
-static int after_update(run_state *r, const run_loop_hooks *h, void *task, size_t len,
-                        uint64_t epoch_samples, double *mark, int *done)
+/* A micro-step of weight rows (the samples in the micro-batch): the cycle
+ * end divides by the sum of the weights (under --dist over every rank's
+ * micro-batches), so that the update is the mean over the batch. */
+static int step(run_state *r, unsigned rows, int *updated)
 {
-    const train_options *o = r->opt;
-    int every = h->sync_every_update && h->sync_every_update(task);
-    int save_due = o->save_every && r->updates % o->save_every == 0;
-    int print_due = progress_due(&r->prog, r->updates);
-    if ((every || print_due || save_due) && sync_time(r, mark) != 0)
-        return -1;
-    if (every && h->after_update && h->after_update(task, len) != 0)
-        return -1;
-    if (print_due) {
-        double loss = NAN;
-        if (h->running_loss(task, epoch_samples, &loss) != 0)
-            return -1;
-        progress_update(&r->prog, r->updates, r->samples - r->samples_at_start, r->train_seconds,
-                        (unsigned)r->epoch + 1, loss);
+    const clg_grads *g = r->opt->path == GRAD_PATH_B ? NULL : r->grads;
+    if (r->dist)
+        return r->dist->step(r->dist, g, (float)rows, updated, r->err, r->errlen);
+    clg_status st = clg_step(r->model, g, (float)rows, updated, NULL);
+    return st == CLG_SUCCESS ? 0 : run_fail_clg(r, "clg_step", st);
+}
+
+/* The cycle did not end on the batch's last micro-step. */
+static int end_cycle(run_state *r, size_t km)
+{
+    if (r->dist)
+        return run_fail(r, "--dist: the cycle did not end after %zu micro-steps", km);
+    clg_status st = clg_flush(r->model, NULL);
+    return st == CLG_SUCCESS ? 0 : run_fail_clg(r, "clg_flush", st);
+}
+
+/* Effective batch perm[start .. start + len) as one update, through the
+ * task's micro hook: this rank's share of it (a plain run's: all of it) as
+ * micro-batches of b. rc: a failure still to be agreed on. Returns 0 when
+ * the update went through (on every rank), else -1 (on every rank).
+ * *print: whether to print progress after it, rank 0's decision. */
+static int micro_batches(loop *L, size_t start, size_t len, int rc, unsigned *print)
+{
+    run_state *r = L->r;
+    train_dist_hooks *d = r->dist;
+    size_t share = d ? len / (size_t)d->size : len;
+    size_t first = start + (d ? (size_t)d->rank * share : 0);
+    size_t km = order_micro_count(share, r->b);
+    r->cycle_k = (unsigned)km;
+    int updated = 0;
+    for (size_t i = 0; i < km; i++) {
+        unsigned rows = (unsigned)order_micro_len(share, r->b, i);
+        int last = i + 1 == km;
+        if (rc == 0)
+            rc = L->h->micro(L->task, first + i * r->b, rows);
+        if (last) {
+            /* Before the cycle end, where every rank waits for every
+             * other: a rank that failed says so here instead. */
+            *print = run_rank0(r) && progress_due(&r->prog, r->updates + 1);
+            if (run_agree(r, rc, print) != 0)
+                return -1;
+        } else if (rc != 0) {
+            continue; /* skip to the agreement */
+        }
+        if (step(r, rows, &updated) != 0) {
+            if (last)
+                return -1; /* the cycle end agreed: the same failure on every rank */
+            rc = -1;
+            continue;
+        }
+        r->micro_steps++; /* this rank's: the library's own count, as a checkpoint holds it */
     }
-    if (save_due && h->save(task) != 0)
+    if (!updated && end_cycle(r, km) != 0)
         return -1;
-    *done = run_done(r);
+    r->samples += len; /* every rank's: the run's position does not depend on R */
+    r->updates++;
+    return 0;
+}
+
+/* One update: micro-batches, or the task's whole batch (plain runs). */
+static int update(loop *L, size_t start, size_t len, int rc, unsigned *print)
+{
+    if (L->h->micro)
+        return micro_batches(L, start, len, rc, print);
+    if (rc == 0)
+        rc = L->h->batch(L->task, start, len);
+    *print = progress_due(&L->r->prog, L->r->updates);
+    return run_agree(L->r, rc, NULL);
+}
+
+/* The task's running sums, over every rank: an agreement point. */
+static int read_sums(loop *L, int rc, float *s)
+{
+    if (rc == 0)
+        rc = L->h->read_sums(L->task, s);
+    return run_sum(L->r, rc, s, L->h->n_sums);
+}
+
+/* --checkpoint: every rank's work went through (else there is nothing to
+ * save), then the task's save; under --dist rank 0 writes the one file,
+ * durably (temp file, fsync, rename): the file on disk is the old one or
+ * the new one whatever happens to any rank. Every rank learns whether the
+ * write succeeded. */
+static int save(loop *L, int rc)
+{
+    if (run_agree(L->r, rc, NULL) != 0)
+        return -1;
+    return run_agree(L->r, L->h->save(L->task), NULL);
+}
+
+/* After an update: what must be read back, then a --save-every
+ * checkpoint. *rc: a failure still to be agreed on, in and out. Returns
+ * -1 when the run failed (on every rank). */
+static int after_update(loop *L, size_t len, unsigned print, int *rc)
+{
+    run_state *r = L->r;
+    const run_loop_hooks *h = L->h;
+    int every = h->sync_every_update && h->sync_every_update(L->task);
+    int save_due = r->opt->save_every && r->updates % r->opt->save_every == 0;
+    if (*rc == 0 && (every || print || save_due))
+        *rc = sync_time(L);
+    if (every || print) {
+        float s[RUN_LOOP_MAX_SUMS] = {0};
+        if (read_sums(L, *rc, s) != 0)
+            return -1;
+        *rc = every && h->after_update ? h->after_update(L->task, len, s) : 0;
+        if (print && *rc == 0)
+            progress_update(&r->prog, r->updates, r->samples - r->samples_at_start,
+                            r->train_seconds, (unsigned)r->epoch + 1,
+                            h->running_loss(L->task, s, L->epoch_samples));
+    }
+    if (save_due) {
+        if (save(L, *rc) != 0)
+            return -1;
+        *rc = 0;
+    }
+    return 0;
+}
+
+/* The task's evaluation: rank 0's alone (every rank holds the same
+ * params, bitwise); the others go on to the next agreement. */
+static int evaluate(loop *L)
+{
+    return L->h->evaluate && run_rank0(L->r) ? L->h->evaluate(L->task) : 0;
+}
+
+/* The end of a pass that started epoch_t0 seconds into the training:
+ * the queue finished, the sums, the evaluation, the task's summary. *rc
+ * as in after_update. */
+static int end_pass(loop *L, double epoch_t0, int *rc)
+{
+    if (*rc == 0)
+        *rc = sync_time(L);
+    float s[RUN_LOOP_MAX_SUMS] = {0};
+    if (read_sums(L, *rc, s) != 0)
+        return -1;
+    *rc = evaluate(L);
+    if (*rc == 0)
+        *rc = L->h->epoch_end(L->task, s, L->epoch_samples, L->r->train_seconds - epoch_t0);
     return 0;
 }
 
 int run_loop(run_state *r, const run_loop_hooks *h, void *task)
 {
+    if (r->dist && !h->micro)
+        return run_fail(r, "--dist: this task steps whole batches (it has no micro hook)");
+    loop L = {r, h, task, 0, 0};
     r->samples_at_start = r->samples;
     r->updates_at_start = r->updates;
     int done = r->updates >= r->total_updates;
+    int rc = done ? evaluate(&L) : 0; /* resumed at the end: the evaluation */
     while (!done) {
         order_shuffle(&r->order, r->epoch);
-        cl_int e = devdata_set_order(&r->dtrain, r->order.perm);
-        if (e != CL_SUCCESS)
-            return run_fail_cl(r, "uploading the data order", e);
-        if (h->epoch_start(task) != 0)
-            return -1;
+        cl_int e;
+        if (rc == 0 && (e = devdata_set_order(&r->dtrain, r->order.perm)) != CL_SUCCESS)
+            rc = run_fail_cl(r, "uploading the data order", e);
+        if (rc == 0)
+            rc = h->epoch_start(task);
         double epoch_t0 = r->train_seconds;
-        uint64_t epoch_samples = 0;
+        L.epoch_samples = 0;
         /* The host waits for the device only when it reads something back;
          * training time is the wall time between those waits. */
-        double mark = progress_now();
+        L.mark = progress_now();
         while (r->next_batch < r->batches_per_epoch && !done) {
             size_t start, len;
+            unsigned print = 0;
             order_batch(&r->order, r->next_batch, &start, &len);
-            if (h->batch(task, start, len) != 0)
+            if (update(&L, start, len, rc, &print) != 0)
                 return -1;
+            rc = h->updated ? h->updated(task) : 0;
             r->next_batch++;
-            epoch_samples += len;
-            if (after_update(r, h, task, len, epoch_samples, &mark, &done) != 0)
+            L.epoch_samples += len;
+            if (after_update(&L, len, print, &rc) != 0)
                 return -1;
+            done = run_done(r);
         }
-        if (sync_time(r, &mark) != 0)
-            return -1;
-        if (h->epoch_end(task, epoch_samples, r->train_seconds - epoch_t0) != 0)
+        if (end_pass(&L, epoch_t0, &rc) != 0)
             return -1;
         run_next_epoch(r);
     }
-    return 0;
+    return r->opt->checkpoint ? save(&L, rc) : run_agree(r, rc, NULL);
 }

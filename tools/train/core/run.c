@@ -246,6 +246,20 @@ void run_build_config(run_state *r)
     runconfig_meta(&r->config);
 }
 
+/* A --dist run's save: the MPI side's collective one (libclgrad-mpi's). */
+typedef struct dist_saver {
+    train_dist_hooks *d;
+    char msg[1024];
+} dist_saver;
+
+static clg_status save_dist(void *user, clg_model *model, const char *path,
+                            const char *const *keys, const char *const *values, size_t n)
+{
+    (void)model;
+    dist_saver *s = user;
+    return s->d->save(s->d, path, keys, values, n, s->msg, sizeof s->msg);
+}
+
 int run_save(run_state *r, const char *const *keys, const char *const *values, size_t n)
 {
     size_t total = (size_t)r->config.n + n;
@@ -265,10 +279,17 @@ int run_save(run_state *r, const char *const *keys, const char *const *values, s
         v[r->config.n + i] = values[i];
     }
     train_position p = run_position(r);
-    clg_status st = position_save(r->model, r->opt->checkpoint, &p, k, v, total);
+    dist_saver ds = {r->dist, ""};
+    clg_status st = position_save_with(r->model, r->opt->checkpoint, &p, k, v, total,
+                                       r->dist ? save_dist : NULL, &ds);
     free(k);
     free(v);
-    return st == CLG_SUCCESS ? 0 : run_fail_clg(r, "--checkpoint", st);
+    if (st == CLG_SUCCESS)
+        return 0;
+    if (r->dist)
+        return run_fail(r, "--checkpoint: %s (%s)", ds.msg[0] ? ds.msg : "out of memory",
+                        clg_status_string(st));
+    return run_fail_clg(r, "--checkpoint", st);
 }
 
 /* --resume's reading of the stored settings: the core's and the task's. */

@@ -12,6 +12,7 @@
 #include "clgrad.h"
 #include "dataset.h"
 #include "devdata.h"
+#include "dist_hooks.h"
 #include "options.h"
 #include "order.h"
 #include "position.h"
@@ -35,6 +36,7 @@ typedef struct run_state {
     const train_options *opt;
     char *err;
     size_t errlen;
+    train_dist_hooks *dist; /* --dist: this rank's MPI side (dist.h), else NULL */
 
     clg_context *ctx;
     int own_ctx;
@@ -144,7 +146,9 @@ train_position run_position(const run_state *r);
 void run_build_config(run_state *r);
 
 /* --checkpoint: the model with the run's position, its stored settings and
- * the task's own n keys and values. */
+ * the task's own n keys and values. Under --dist collective: every rank
+ * calls it, rank 0 writes the one file (with every shard's optimizer
+ * states under ZeRO-1), and every rank gets its status. */
 int run_save(run_state *r, const char *const *keys, const char *const *values, size_t n);
 
 /* What a task adds to --resume: on_meta gets every metadata pair of the

@@ -1,14 +1,18 @@
 /* task.h - the interface between clgrad-train's core and its tasks. The
  * core (core/) owns the command line and its flag tables, the run
  * configuration checkpoints store, the context and budget, the data order
- * and the position in it, the training loop with its waits, progress and
- * --save-every checkpoints, --json and the atomic outputs; --dist's MPI
- * side is main.c's and train_mpi.c's. A task (tasks/<name>/) brings its
- * flags as a table (flags.h; a name the core already has, e.g. --data, is
- * the core's and the task reads it from train_options), its data, model,
- * micro-steps writing gradients into clgrad's accumulator, evaluation and
- * summary. A task is one train_task in tasks/tasks.c: adding one touches
- * nothing in core/. */
+ * and the position in it, the training loop with its micro-steps, waits,
+ * progress, evaluation points and checkpoints, --json and the atomic
+ * outputs, and --dist: the loop (loop.c) is the same for a plain run and a
+ * rank of a --dist run, whose agreement points, rank 0's print decision,
+ * collective saves, share of every batch and sums over the ranks are the
+ * core's (dist.h); MPI itself is behind dist_hooks.h (main.c starts it,
+ * train_mpi.c implements it). A task (tasks/<name>/) brings its flags as a
+ * table (flags.h; a name the core already has, e.g. --data, is the core's
+ * and the task reads it from train_options), its data, model, micro-steps
+ * writing gradients into clgrad's accumulator, running sums, evaluation
+ * and summary. A task is one train_task in tasks/tasks.c: adding one
+ * touches nothing in core/. */
 #ifndef TRAIN_TASK_H
 #define TRAIN_TASK_H
 
@@ -37,12 +41,14 @@ typedef struct train_task {
      * large as --batch). 0, or -1 with a message naming the flag. May be
      * NULL. */
     int (*check)(void *task_opts, const train_options *o, char *err, size_t errlen);
-    /* The command line's run (--dist runs go through main.c): trains,
+    /* The command line's run (--dist runs go through dist_run): trains,
      * prints the summary and, with --json, the JSON line. Returns the exit
      * status. */
     int (*main)(const train_options *o, const void *task_opts);
-    /* --dist (NULL: the task does not run under MPI): one rank's run with
-     * the MPI side's hooks (dist_hooks.h), rank 0 printing the summary.
+    /* --dist (NULL: the task does not run under MPI): one rank's run, the
+     * MPI side's hooks (dist_hooks.h) as its run_state's dist: the core's
+     * loop (with the task's micro hook) and dist.h do the collective part;
+     * rank 0 prints the summary.
      * Returns 0, 1 when the summary could not be written, or -1 with the
      * run's failure in err (the same on every rank: the run agrees on it). */
     int (*dist_run)(const train_options *o, const void *task_opts, train_dist_hooks *d, char *err,
@@ -52,30 +58,58 @@ typedef struct train_task {
 /* Inside main, a task's run: its state embeds a run_state (run.h) set up
  * with the core's steps (run_load_data, run_open_context, run_plan_order,
  * run_create_model, run_init_params, run_reserve_buffer), and trains with
- * run_loop (loop.h), which calls these hooks with the task's state. */
+ * run_loop (loop.h), which calls these hooks with the task's state. Under
+ * --dist every rank calls them (and must reach the same core calls in the
+ * same order): the core sums what the task reads back over the ranks, and
+ * evaluates on rank 0 alone. */
+#define RUN_LOOP_MAX_SUMS 8
 typedef struct run_loop_hooks {
     /* An epoch's pass starts (its order is on the device): clear the
      * epoch's running sums. */
     int (*epoch_start)(void *task);
-    /* One effective batch: positions [start, start + len) of the order, as
-     * micro-batches of at most r->b, each one's forward and backward
-     * writing its gradients into clgrad's accumulator (path B) or gradient
-     * buffers (A, C) and handed to clg_step with its weight, so that the
-     * batch is one update; sets r->cycle_k to its micro-batch count first
+    /* An update's work, in one of two forms. micro (needed for --dist):
+     * one micro-batch, rows samples from position off of the epoch's
+     * order: its forward and backward writing its gradients into clgrad's
+     * accumulator (path B: rows x the mean gradient) or the gradient
+     * buffers (A, C: the mean), and its part of the running sums. The core
+     * cuts the effective batch (under --dist this rank's share of it) into
+     * micro-batches of at most r->b, sets r->cycle_k, and hands each to
+     * clg_step (under --dist the MPI side's step) with weight rows, so that
+     * the batch is one update; it advances the counters. */
+    int (*micro)(void *task, size_t off, unsigned rows);
+    /* batch (when micro is NULL; plain runs only): the whole effective
+     * batch, positions [start, start + len) of the order, as micro-batches
+     * the task steps itself (e.g. when the loss needs every micro-batch's
+     * forward first); sets r->cycle_k to its micro-batch count first
      * (run_k_of_cycle). Advances r->updates, r->micro_steps, r->samples. */
     int (*batch)(void *task, size_t start, size_t len);
-    /* Whether the queue must be finished after every update (NULL: no),
-     * and what to do then with the update of len samples (NULL: nothing). */
+    /* After each update's micro-steps are enqueued (NULL: nothing), e.g.
+     * the copy of the params the next forward reads. */
+    int (*updated)(void *task);
+    /* The epoch's running sums: n_sums (at most RUN_LOOP_MAX_SUMS) floats
+     * read back from the device into s, e.g. the loss and the correct
+     * answers so far. Under --dist the core sums them over the ranks
+     * before it hands them to after_update, running_loss and epoch_end. */
+    int n_sums;
+    int (*read_sums)(void *task, float *s);
+    /* Whether the queue must be finished after every update, the same on
+     * every rank (NULL: no); then what to do with the update of len samples
+     * and the sums (NULL: nothing), e.g. a --metrics row (rank 0's file). */
     int (*sync_every_update)(void *task);
-    int (*after_update)(void *task, size_t len);
-    /* The epoch's mean loss so far for the progress line (NaN: none yet),
-     * epoch_samples samples into the pass. */
-    int (*running_loss)(void *task, uint64_t epoch_samples, double *loss);
-    /* --checkpoint now (--save-every). */
+    int (*after_update)(void *task, size_t len, const float *s);
+    /* The epoch's mean loss for the progress line from the sums (NaN: none
+     * yet), epoch_samples samples into the pass. */
+    double (*running_loss)(void *task, const float *s, uint64_t epoch_samples);
+    /* --checkpoint now (--save-every, and at the end of the run): run_save
+     * (collective under --dist). */
     int (*save)(void *task);
-    /* The pass is over (the queue finished): its summary and evaluation;
-     * seconds of training in this pass. */
-    int (*epoch_end)(void *task, uint64_t epoch_samples, double seconds);
+    /* The test set's evaluation with the params as they are (NULL: none
+     * in the loop), after each pass and when a resumed run is already at
+     * its end; on rank 0 alone under --dist. */
+    int (*evaluate)(void *task);
+    /* The pass is over (the queue finished, evaluated): its summary from
+     * the sums; seconds of training in this pass. */
+    int (*epoch_end)(void *task, const float *s, uint64_t epoch_samples, double seconds);
 } run_loop_hooks;
 
 /* The tasks: main hands them to the core (registry.h). */

@@ -1,8 +1,10 @@
 /* trainer.c - train_run (see trainer.h): sets a run up (trainer_setup.c),
- * runs it (trainer_loop.c: effective batches of B samples as k
- * micro-batches of b through CLBlast and cl/mlp.cl, each handed to
- * clg_step), and writes the requested outputs. */
+ * runs it (core/loop.c with trainer_loop.c's hooks: effective batches of
+ * B samples as k micro-batches of b through CLBlast and cl/mlp.cl, each
+ * handed to clg_step; under --dist each rank's share of the batch), and
+ * writes the requested outputs. */
 #include "trainer_internal.h"
+#include "dist.h"
 #include "errmsg.h"
 #include "metrics.h"
 #include "outpaths.h"
@@ -32,10 +34,10 @@ int train_run_dist(const train_options *opt, const train_io *io, train_dist_hook
     t->res = res;
     t->run.err = err;
     t->run.errlen = errlen;
-    t->dist = dist;
+    t->run.dist = dist;
     if (dist)
         dist->zero1 = opt->dist == TRAIN_DIST_ZERO1;
-    t->dist_pending = t->dist != NULL; /* train_run's failures reach the others at `out' */
+    t->dist_pending = dist != NULL; /* train_run's failures reach the others at `out' */
     t->run.b = opt->micro_batch ? opt->micro_batch : (opt->batch < 32 ? opt->batch : 32);
     t->run.k = (opt->batch + t->run.b - 1) / t->run.b;
     progress_init(&t->run.prog, opt->quiet, 1);
@@ -76,7 +78,7 @@ int train_run_dist(const train_options *opt, const train_io *io, train_dist_hook
         goto out;
     if (trainer_fit_activations(t) != 0)
         goto out;
-    if (t->dist && trainer_dist_check(t) != 0)
+    if (run_dist_check(&t->run) != 0)
         goto out;
     run_build_config(&t->run);
     res->micro_batch = t->run.b;
@@ -128,7 +130,7 @@ int train_run_dist(const train_options *opt, const train_io *io, train_dist_hook
 
     if (opt->resume && trainer_resume(t) != 0)
         goto out;
-    if (opt->metrics && (!t->dist || t->dist->rank == 0)) {
+    if (opt->metrics && run_rank0(&t->run)) {
         char why[1024];
         t->metrics = malloc(sizeof *t->metrics);
         if (!t->metrics || metrics_open(t->metrics, opt->metrics, why, sizeof why) != 0) {
@@ -141,22 +143,17 @@ int train_run_dist(const train_options *opt, const train_io *io, train_dist_hook
             goto out;
         }
     }
-    if (t->dist) {
+    if (dist) {
         /* Every rank set up (or the failed one's message on every rank),
-         * then the collective part: from here to the end every rank
-         * fails together. */
+         * then the collective part: from here to the end of the loop
+         * every rank fails together. */
         t->dist_pending = 0;
-        if (trainer_dist_agree(t, 0) != 0 ||
-            t->dist->start(t->dist, t->run.model, err, errlen) != 0 || trainer_dist_loop(t) != 0 ||
-            (opt->checkpoint && trainer_dist_save(t, 0) != 0))
-            goto out;
-        t->dist_pending = 1; /* rank 0's outputs: agreed at `out' */
-    } else {
-        if (trainer_loop(t) != 0)
-            goto out;
-        if (opt->checkpoint && trainer_save(t) != 0)
+        if (run_agree(&t->run, 0, NULL) != 0 || dist->start(dist, t->run.model, err, errlen) != 0)
             goto out;
     }
+    if (trainer_loop(t) != 0)
+        goto out;
+    t->dist_pending = dist != NULL; /* rank 0's outputs: agreed at `out' */
     if (t->metrics) {
         char why[1024];
         int bad = metrics_close(t->metrics, why, sizeof why);
@@ -173,7 +170,7 @@ int train_run_dist(const train_options *opt, const train_io *io, train_dist_hook
         trainer_fail_clg(t, "clg_model_stats", st);
         goto out;
     }
-    if (run_dump_weights(&t->run, io, !t->dist || t->dist->rank == 0) != 0)
+    if (run_dump_weights(&t->run, io, run_rank0(&t->run)) != 0)
         goto out;
     res->updates = t->run.updates;
     res->skipped_updates = stats.skipped_updates;
@@ -186,10 +183,10 @@ int train_run_dist(const train_options *opt, const train_io *io, train_dist_hook
     res->activation_bytes = t->net->act_bytes;
     rc = 0;
 out:
-    if (t->dist) {
-        if (t->dist_pending && trainer_dist_agree(t, rc) != 0)
+    if (dist) {
+        if (t->dist_pending && run_agree(&t->run, rc, NULL) != 0)
             rc = -1;
-        t->dist->stop(t->dist); /* collective: every rank gets here, together */
+        dist->stop(dist); /* collective: every rank gets here, together */
     }
     trainer_teardown(t);
     res->total_seconds = progress_now() - t_start;

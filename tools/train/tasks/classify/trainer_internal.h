@@ -1,8 +1,8 @@
 /* trainer_internal.h - the state of one clgrad-train run, shared by the
  * files of the trainer: trainer_setup.c (model, gradients, buffers,
- * activations, memory plan, teardown), trainer_loop.c (micro-steps,
- * updates, evaluation, metrics, checkpoints) and trainer.c (the run and
- * its outputs). Not part of train_core's interface. */
+ * activations, memory plan, teardown), trainer_loop.c (the loop's hooks:
+ * micro-batches, sums, evaluation, metrics, checkpoints) and trainer.c
+ * (the run and its outputs). Not part of train_core's interface. */
 #ifndef TRAIN_TRAINER_INTERNAL_H
 #define TRAIN_TRAINER_INTERNAL_H
 
@@ -34,9 +34,8 @@ typedef struct trainer {
 
     cl_event ahead[2];         /* the ends of the last updates enqueued (trainer_loop.c) */
     atomic_file *metrics;      /* --metrics while it is open (rank 0 only under --dist) */
-    train_dist_hooks *dist;    /* --dist (trainer_dist.c), else NULL */
-    int dist_pending;          /* --dist: in a phase whose failures the next agreement
-                                  (at the latest train_run's end) must still carry */
+    int dist_pending;          /* --dist (run.dist): in a phase whose failures the next
+                                  agreement (at the latest train_run's end) must still carry */
 } trainer;
 
 /* Message into t->run.err; return -1 (run.h). */
@@ -67,31 +66,10 @@ int trainer_setup_weights(trainer *t);
 int trainer_widen_weights(trainer *t);
 void trainer_release_weights(trainer *t);
 
-/* trainer_loop.c */
+/* trainer_loop.c: --resume's checks and position, then the loop
+ * (core/loop.c with the classifier's hooks, plain or --dist) to the end
+ * of the run and its --checkpoint */
 int trainer_resume(trainer *t);
-int trainer_save(trainer *t);
 int trainer_loop(trainer *t);
-/* The parts of the loop trainer_dist.c shares: one micro-batch's forward,
- * backward and gradient stores (rows samples from position off of the
- * epoch's order), the evaluation, the queue bound, the sums, and a
- * --metrics row with the update's mean loss. */
-int trainer_micro_compute(trainer *t, size_t off, cl_uint rows);
-int trainer_evaluate(trainer *t, double *loss, double *acc);
-int trainer_bound_queue(trainer *t);
-int trainer_zero_sums(trainer *t, cl_mem sums);
-int trainer_read_sums(trainer *t, cl_mem sums, float out[4]);
-int trainer_clear_update_loss(trainer *t);
-int trainer_metrics_row(trainer *t, double loss);
-
-/* trainer_dist.c: --dist ddp (t->dist set) */
-/* This rank's share of the batches is whole: refused with the numbers. */
-int trainer_dist_check(trainer *t);
-/* Collective: the run's status so far on every rank (0, or -1 with the
- * failed rank's message in t->err). */
-int trainer_dist_agree(trainer *t, int rc);
-/* Collective: rank 0 writes the checkpoint after every rank agreed on
- * rc; every rank learns whether the write succeeded. */
-int trainer_dist_save(trainer *t, int rc);
-int trainer_dist_loop(trainer *t);
 
 #endif /* TRAIN_TRAINER_INTERNAL_H */

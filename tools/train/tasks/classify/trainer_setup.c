@@ -22,8 +22,9 @@ int trainer_build_model(trainer *t)
     if (st == CLG_SUCCESS)
         st = mlp_add_tensors(t->net, t->run.model, no_decay);
     /* --dist zero1: this rank keeps the optimizer states of its shard */
-    if (st == CLG_SUCCESS && t->dist && t->dist->zero1)
-        st = clg_model_set_shard(t->run.model, (unsigned)t->dist->rank, (unsigned)t->dist->size);
+    if (st == CLG_SUCCESS && t->run.dist && t->run.dist->zero1)
+        st = clg_model_set_shard(t->run.model, (unsigned)t->run.dist->rank,
+                                 (unsigned)t->run.dist->size);
     if (st != CLG_SUCCESS)
         return trainer_fail_clg(t, "defining the model", st);
     st = clg_model_finalize(t->run.model);

@@ -152,13 +152,6 @@ static int run_batch(con_trainer *t, size_t start, size_t len)
     return 0;
 }
 
-static int read_sums(con_trainer *t, float s[2])
-{
-    cl_int e = clEnqueueReadBuffer(clg_context_queue(t->run.ctx), t->sums, CL_TRUE, 0,
-                                   2 * sizeof(float), s, 0, NULL, NULL);
-    return e == CL_SUCCESS ? 0 : con_fail_cl(t, "reading the loss", e);
-}
-
 static int zero_sums(con_trainer *t)
 {
     float z = 0.0f;
@@ -167,7 +160,7 @@ static int zero_sums(con_trainer *t)
     return e == CL_SUCCESS ? 0 : con_fail_cl(t, "clearing the loss", e);
 }
 
-/* The loop's hooks (loop.h) for the contrastive task. */
+/* The loop's hooks (task.h) for the contrastive task. */
 static int epoch_start(void *task)
 {
     return zero_sums(task);
@@ -178,14 +171,20 @@ static int batch(void *task, size_t start, size_t len)
     return run_batch(task, start, len);
 }
 
-static int running_loss(void *task, uint64_t epoch_samples, double *loss)
+/* the weighted InfoNCE and its weight */
+static int read_sums(void *task, float *s)
 {
+    con_trainer *t = task;
+    cl_int e = clEnqueueReadBuffer(clg_context_queue(t->run.ctx), t->sums, CL_TRUE, 0,
+                                   2 * sizeof(float), s, 0, NULL, NULL);
+    return e == CL_SUCCESS ? 0 : con_fail_cl(t, "reading the loss", e);
+}
+
+static double running_loss(void *task, const float *s, uint64_t epoch_samples)
+{
+    (void)task;
     (void)epoch_samples; /* the sums carry their weight */
-    float s[2];
-    if (read_sums(task, s) != 0)
-        return -1;
-    *loss = s[1] > 0 ? s[0] / s[1] : NAN;
-    return 0;
+    return s[1] > 0 ? s[0] / s[1] : NAN;
 }
 
 static int save(void *task)
@@ -193,15 +192,11 @@ static int save(void *task)
     return con_save(task);
 }
 
-static int epoch_end(void *task, uint64_t epoch_samples, double secs)
+static int epoch_end(void *task, const float *s, uint64_t epoch_samples, double secs)
 {
-    (void)epoch_samples;
     (void)secs;
     con_trainer *t = task;
-    float s[2];
-    if (read_sums(t, s) != 0)
-        return -1;
-    t->res->loss = s[1] > 0 ? s[0] / s[1] : NAN;
+    t->res->loss = running_loss(t, s, epoch_samples);
     t->res->epochs = (unsigned)t->run.epoch + 1;
     progress_log(&t->run.prog,
                  "epoch %" PRIu64 ": InfoNCE %.4f (%s), %" PRIu64 " updates, %.1f s\n",
@@ -215,6 +210,8 @@ int con_loop(con_trainer *t)
     static const run_loop_hooks hooks = {
         .epoch_start = epoch_start,
         .batch = batch,
+        .n_sums = 2,
+        .read_sums = read_sums,
         .running_loss = running_loss,
         .save = save,
         .epoch_end = epoch_end,

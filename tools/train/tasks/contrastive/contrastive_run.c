@@ -50,9 +50,7 @@ int contrastive_run(const train_options *o, const con_options *c, const train_io
             goto out;
         res->eval_seconds += progress_now() - t1;
     }
-    if (con_loop(t) != 0)
-        goto out;
-    if (o->checkpoint && con_save(t) != 0)
+    if (con_loop(t) != 0) /* with --checkpoint at its end */
         goto out;
     res->peak_device_bytes = clg_context_peak_device_bytes(t->run.ctx);
     double t2 = progress_now();

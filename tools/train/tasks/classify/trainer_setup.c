@@ -145,9 +145,9 @@ int trainer_check_plan(trainer *t, const train_io *io)
     const train_options *o = t->run.opt;
     memplan p = {0};
     uint64_t n = mlp_param_count(t->shape.dims, t->shape.n_dims);
-    int zero1 = t->dist && t->dist->zero1;
-    if (run_estimate_model(&t->run, n, zero1 ? (unsigned)t->dist->rank : 0,
-                           zero1 ? (unsigned)t->dist->size : 1, &p.model) != 0)
+    int zero1 = t->run.dist && t->run.dist->zero1;
+    if (run_estimate_model(&t->run, n, zero1 ? (unsigned)t->run.dist->rank : 0,
+                           zero1 ? (unsigned)t->run.dist->size : 1, &p.model) != 0)
         return -1;
     /* as trainer_setup_gradients and trainer_setup_weights allocate them */
     if (o->path != GRAD_PATH_B && o->grad_dtype != CLG_FP32)

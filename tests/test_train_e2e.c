@@ -1048,6 +1048,53 @@ static void test_cli_reports(void **state)
     assert_string_equal(cli_out, want);
 }
 
+/* Issue 24, 6: a damaged kernel cache entry is rebuilt and rewritten, and
+ * the run says so once at its end; the next run finds the entry good. The
+ * cache is the test's own: a run fills it, then every entry's last byte
+ * (inside its binary, covered by the entry's digest) is flipped. */
+static void test_cli_cache_repair(void **state)
+{
+    (void)state;
+    const char *cache = scratch("kernel-cache");
+    char *saved = getenv("CLGRAD_CACHE_DIR") ? strdup(getenv("CLGRAD_CACHE_DIR")) : NULL;
+    setenv("CLGRAD_CACHE_DIR", cache, 1);
+    assert_int_equal(run_cli("--steps", "1", "--tuning", "off"), 0);
+    assert_null(strstr(cli_out, "kernel cache"));
+    DIR *dir = opendir(cache);
+    assert_non_null(dir);
+    int damaged = 0;
+    struct dirent *e;
+    while ((e = readdir(dir)) != NULL) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", cache, e->d_name);
+        FILE *f = strstr(e->d_name, ".bin") ? fopen(path, "r+b") : NULL;
+        if (!f)
+            continue;
+        assert_int_equal(fseek(f, -1, SEEK_END), 0);
+        int c = fgetc(f);
+        assert_int_equal(fseek(f, -1, SEEK_END), 0);
+        fputc(c ^ 0x5a, f);
+        assert_int_equal(fclose(f), 0);
+        damaged++;
+    }
+    closedir(dir);
+    assert_true(damaged >= 2); /* the MLP's kernels and the optimizer's at least */
+    assert_int_equal(run_cli("--steps", "1", "--tuning", "off"), 0);
+    char want[256];
+    snprintf(want, sizeof want, "warning: %d kernel cache entries rebuilt; the last: kernel cache: "
+             "the entry of cl/", damaged);
+    expect_output(want);
+    expect_output("is damaged, truncated or not written for this program; rebuilt from source and "
+                  "the entry rewritten\n");
+    assert_int_equal(run_cli("--steps", "1", "--tuning", "off"), 0);
+    assert_null(strstr(cli_out, "kernel cache"));
+    if (saved)
+        setenv("CLGRAD_CACHE_DIR", saved, 1);
+    else
+        unsetenv("CLGRAD_CACHE_DIR");
+    free(saved);
+}
+
 /* Issue 24, 8: --vram too small for the data set says what it needs and
  * what the budget has left (a budget that holds the model, half of the
  * training set's bytes more). */
@@ -1108,6 +1155,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cli_combination, cli_setup, cli_teardown),
         cmocka_unit_test_setup_teardown(test_cli_plan_over_device, cli_setup, cli_teardown),
         cmocka_unit_test_setup_teardown(test_cli_reports, cli_setup, cli_teardown),
+        cmocka_unit_test_setup_teardown(test_cli_cache_repair, cli_setup, cli_teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, tu_group_teardown);
 }

@@ -431,8 +431,25 @@ void run_release_buffer(run_state *r, cl_mem *buf, uint64_t *reserved)
     *reserved = 0;
 }
 
+/* The library rebuilt kernel cache entries it could not use (damaged, or
+ * another program's binary) and rewrote them; it prints nothing, so the
+ * run says so, once, at its end. */
+static void warn_cache_repairs(run_state *r)
+{
+    char note[512];
+    uint64_t n = clg_context_cache_repairs(r->ctx, note, sizeof note);
+    if (n == 0 || (r->dist && r->dist->rank != 0)) /* rank 0 alone prints */
+        return;
+    if (n == 1)
+        progress_warn(&r->prog, "warning: %s\n", note);
+    else
+        progress_warn(&r->prog, "warning: %" PRIu64 " kernel cache entries rebuilt; the last: %s\n",
+                      n, note);
+}
+
 void run_release(run_state *r)
 {
+    warn_cache_repairs(r);
     clg_grads_destroy(r->grads);
     clg_model_destroy(r->model);
     devdata_release(&r->dtrain);

@@ -28,6 +28,7 @@ int train_run_dist(const train_options *opt, const train_io *io, train_dist_hook
     trainer tr = {0}, *t = &tr;
     memset(res, 0, sizeof *res);
     t->run.opt = opt;
+    t->run.task = CLASSIFY_TASK_NAME;
     t->res = res;
     t->run.err = err;
     t->run.errlen = errlen;
@@ -42,7 +43,8 @@ int train_run_dist(const train_options *opt, const train_io *io, train_dist_hook
 
     /* Before any work: outputs that cannot be written, or that would
      * destroy an input or each other. */
-    if (outpaths_check(opt, !(io && io->train && io->test), err, errlen) != 0)
+    if (outpaths_check(opt, !(io && io->train && io->test), err, errlen) != 0 ||
+        run_lock_files(&t->run, !dist || dist->rank == 0) != 0)
         goto out;
     if (run_load_data(&t->run, io) != 0)
         goto out;

@@ -606,9 +606,24 @@ static int cli_setup(void **state)
     return 0;
 }
 
-static int cli_teardown(void **state)
+/* A process a test started (a lock holder, a run) that must not outlive
+ * it, whether or not the test failed: killed at its teardown. */
+static pid_t test_child;
+
+static int kill_test_child(void **state)
 {
     (void)state;
+    if (test_child > 0) {
+        kill(test_child, SIGKILL);
+        waitpid(test_child, NULL, 0);
+    }
+    test_child = 0;
+    return 0;
+}
+
+static int cli_teardown(void **state)
+{
+    kill_test_child(state);
     tu_rmdir_tree(cli_dir);
     free(cli_dir);
     cli_dir = NULL;
@@ -983,7 +998,7 @@ static void test_cli_two_writers(void **state)
     char lock[1300];
     snprintf(lock, sizeof lock, "%s.lock", ck);
     fflush(NULL);
-    pid_t first = fork();
+    pid_t first = test_child = fork();
     assert_true(first >= 0);
     if (first == 0) {
         int null = open("/dev/null", O_WRONLY);
@@ -996,16 +1011,14 @@ static void test_cli_two_writers(void **state)
     /* the first run holds the lock from its start-up on: wait for its pid */
     char want_pid[32];
     snprintf(want_pid, sizeof want_pid, "%ld\n", (long)first);
-    for (int i = 0;; i++) {
+    int ready = 0;
+    for (int i = 0; i < 3000 && !ready && waitpid(first, NULL, WNOHANG) == 0; i++) {
         size_t n = 0;
         uint8_t *text = exists(lock) ? slurp(lock, &n) : NULL;
-        int ready = text && n == strlen(want_pid) && !memcmp(text, want_pid, n);
+        ready = text && n == strlen(want_pid) && !memcmp(text, want_pid, n);
         free(text);
-        if (ready)
-            break;
-        if (i == 3000 || waitpid(first, NULL, WNOHANG) == first)
-            fail_msg("the first run did not take its lock");
-        usleep(10000);
+        if (!ready)
+            usleep(10000);
     }
     const char *m = scratch("two.csv");
     char want[4096];
@@ -1013,15 +1026,16 @@ static void test_cli_two_writers(void **state)
              "clgrad-train: --checkpoint: %s is being written by another clgrad-train run (pid "
              "%ld; lock file %s); wait until it has ended, or write another path\n",
              ck, (long)first, lock);
-    int st = run_cli("--steps", "1", "--checkpoint", ck, "--metrics", m);
+    int st = ready ? run_cli("--steps", "1", "--checkpoint", ck, "--metrics", m) : -2;
+    kill_test_child(NULL);
+    if (!ready)
+        fail_msg("the first run did not write its pid into %s", lock);
     assert_int_equal(st, 1);
     if (strcmp(cli_out, want) != 0)
         fail_msg("output\n%s\nexpected\n%s", cli_out, want);
     assert_false(exists(ck));
     assert_false(exists(m));
-    kill(first, SIGKILL);
-    assert_int_equal(waitpid(first, NULL, 0), first);
-    assert_true(exists(lock));
+    assert_true(exists(lock)); /* the killed run's, left behind */
     assert_int_equal(run_cli("--steps", "1", "--checkpoint", ck), 0);
     assert_true(exists(ck));
     assert_false(exists(lock));
@@ -1123,7 +1137,7 @@ static void test_checkpoint_lock(void **state)
     int ready[2];
     assert_int_equal(pipe(ready), 0);
     fflush(NULL);
-    pid_t child = fork();
+    pid_t child = test_child = fork();
     assert_true(child >= 0);
     if (child == 0) { /* holds the lock as a run does, until killed */
         int fd = open(lock, O_RDWR | O_CREAT, 0666);
@@ -1163,9 +1177,7 @@ static void test_checkpoint_lock(void **state)
     assert_false(exists(other));
     assert_false(exists(metrics));
 
-    kill(child, SIGKILL);
-    int status;
-    assert_int_equal(waitpid(child, &status, 0), child);
+    kill_test_child(NULL);
     assert_true(exists(lock)); /* left behind, the dead run's pid in it */
     o.checkpoint = ck;
     o.metrics = NULL;
@@ -1191,7 +1203,7 @@ int main(void)
         cmocka_unit_test(test_learns),
         cmocka_unit_test(test_learns_with_small_states),
         cmocka_unit_test(test_resume),
-        cmocka_unit_test(test_checkpoint_lock),
+        cmocka_unit_test_teardown(test_checkpoint_lock, kill_test_child),
         cmocka_unit_test_setup_teardown(test_cli_same_file, cli_setup, cli_teardown),
         cmocka_unit_test_setup_teardown(test_cli_output_dirs, cli_setup, cli_teardown),
         cmocka_unit_test_setup_teardown(test_cli_resume_settings, cli_setup, cli_teardown),

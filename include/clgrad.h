@@ -651,6 +651,15 @@ CLG_API clg_status clg_checkpoint_save(clg_model *model, const char *path,
 typedef void (*clg_meta_fn)(const char *key, const char *value, void *user);
 CLG_API clg_status clg_checkpoint_load(clg_model *model, const char *path, clg_meta_fn meta,
                                        void *user);
+/* The caller's metadata of a checkpoint file, without a model or a device:
+ * its header alone is read and verified as clg_checkpoint_load verifies it
+ * (length, header CRC before the JSON is read, JSON, clgrad's keys, format
+ * and version), then each caller pair goes to meta (may be NULL) in file
+ * order. For checking a file before loading it: CLG_ERR_CORRUPT_FILE (a
+ * damaged header, nothing handed to meta) or CLG_ERR_IO, with the message
+ * in clg_last_error(NULL). The tensors are not read: their CRCs are
+ * clg_checkpoint_load's. */
+CLG_API clg_status clg_checkpoint_read_meta(const char *path, clg_meta_fn meta, void *user);
 /* clg_checkpoint_save for a sharded model, with the states of every shard
  * gathered by the caller: states[s] is state s over the whole layout space
  * (clg_model_shard_range's total elements, fp32 or bf16 as stored, the

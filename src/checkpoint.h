@@ -41,6 +41,13 @@ typedef struct clg_ckpt_parsed {
 clg_status clg__ckpt_parse(const uint8_t *file, size_t size, clg_ckpt_layout *layout,
                            clg_ckpt_parsed *out, char *err, size_t errlen);
 void clg__ckpt_parsed_free(clg_ckpt_parsed *parsed);
+/* The parse's checks of the header alone (length, CRC, JSON, metadata,
+ * clgrad's keys, format and version) on a file image of which only the 8
+ * length bytes and the header need be present (size may end there); then
+ * the caller's metadata, in file order, to meta (may be NULL). Returns as
+ * clg__ckpt_parse. */
+clg_status clg__ckpt_parse_header(const uint8_t *file, size_t size, clg_meta_fn meta, void *user,
+                                  char *err, size_t errlen);
 
 /* ------------------------------------------------------------ values (checkpoint_values.c) */
 

@@ -1,7 +1,8 @@
 /* checkpoint_load.c - clg_checkpoint_load: stage the file, verify it
  * completely in host memory (checkpoint_parse.c), back up the live state,
  * write the checkpoint to the device (checkpoint_transfer.c), and restore
- * the backup if a device write fails half-way. */
+ * the backup if a device write fails half-way. clg_checkpoint_read_meta:
+ * the header alone, verified the same way. */
 #include "checkpoint.h"
 
 #include <errno.h>
@@ -122,6 +123,70 @@ static clg_status apply_or_undo(clg_model *model, const char *path, const clg_ck
                                         "state is undefined");
     }
     free(backup);
+    return st;
+}
+
+/* The length bytes and the header of a file: at most 8 + the length they
+ * give (the parse says what is wrong with one shorter than that). */
+static clg_status read_header(const char *path, uint8_t **out, size_t *size)
+{
+    static const char who[] = "clg_checkpoint_read_meta";
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return clg__fail(NULL, CLG_ERR_IO, "%s: cannot open '%s': %s", who, path,
+                         strerror(errno));
+    uint8_t len8[8];
+    ssize_t got = pread(fd, len8, 8, 0);
+    if (got < 0) {
+        int e = errno;
+        close(fd);
+        return clg__fail(NULL, CLG_ERR_IO, "%s: reading '%s' failed: %s", who, path, strerror(e));
+    }
+    uint64_t hlen = got == 8 ? clg__ckpt_get_le64(len8) : 0;
+    size_t want = 8 + (size_t)(hlen <= CLG_CKPT_HEADER_MAX ? hlen : 0); /* else refused */
+    uint8_t *buf = malloc(want);
+    if (!buf) {
+        close(fd);
+        return clg__fail(NULL, CLG_ERR_OUT_OF_HOST_MEMORY,
+                         "%s: no host memory for the %zu-byte header of '%s'", who, want, path);
+    }
+    size_t n = 0;
+    while (n < want) {
+        ssize_t r = pread(fd, buf + n, want - n, (off_t)n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            int e = errno;
+            free(buf);
+            close(fd);
+            return clg__fail(NULL, CLG_ERR_IO, "%s: reading '%s' failed: %s", who, path,
+                             strerror(e));
+        }
+        if (r == 0)
+            break; /* shorter than its header: the parse says so */
+        n += (size_t)r;
+    }
+    close(fd);
+    *out = buf;
+    *size = n;
+    return CLG_SUCCESS;
+}
+
+clg_status clg_checkpoint_read_meta(const char *path, clg_meta_fn meta, void *user)
+{
+    if (!path || !*path)
+        return clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT, "clg_checkpoint_read_meta: path is %s",
+                         path ? "empty" : "NULL");
+    uint8_t *file = NULL;
+    size_t size = 0;
+    clg_status st = read_header(path, &file, &size);
+    if (st != CLG_SUCCESS)
+        return st;
+    char err[512];
+    st = clg__ckpt_parse_header(file, size, meta, user, err, sizeof err);
+    if (st != CLG_SUCCESS)
+        clg__fail(NULL, st, "clg_checkpoint_read_meta: '%s': %s", path, err);
+    free(file);
     return st;
 }
 

@@ -773,7 +773,7 @@ static clg_status (*const parse_steps[])(parse_state *) = {
     check_metadata_map,
     check_metadata_keys_unique,
     check_clgrad_keys_known,
-    check_format_version,
+    check_format_version, /* the last a header alone can pass (clg__ckpt_parse_header) */
     check_counters_readable,
     check_optimizer,
     check_configuration,
@@ -802,6 +802,26 @@ clg_status clg__ckpt_parse(const uint8_t *file, size_t size, clg_ckpt_layout *la
     cJSON_Delete(p.root);
     if (st != CLG_SUCCESS)
         clg__ckpt_parsed_free(out);
+    return st;
+}
+
+clg_status clg__ckpt_parse_header(const uint8_t *file, size_t size, clg_meta_fn meta, void *user,
+                                  char *err, size_t errlen)
+{
+    parse_state p = {.file = file, .size = size, .err = err, .errlen = errlen};
+    clg_status st = CLG_SUCCESS;
+    /* the checks up to the format's version: what a header alone can show */
+    for (size_t i = 0; st == CLG_SUCCESS; i++) {
+        st = parse_steps[i](&p);
+        if (parse_steps[i] == check_format_version)
+            break;
+    }
+    if (st == CLG_SUCCESS && meta)
+        for (const cJSON *m = p.meta->child; m; m = m->next)
+            if (strncmp(m->string, CLG_CKPT_META_PREFIX, strlen(CLG_CKPT_META_PREFIX)) != 0)
+                meta(m->string, m->valuestring, user);
+    free(p.text);
+    cJSON_Delete(p.root);
     return st;
 }
 

@@ -5,6 +5,7 @@
  * shapes, and the counters stored twice. Tests that edit a header on
  * purpose re-seal its CRC (clg__ckpt_header_seal) so that the edit reaches
  * the check it is meant for. */
+#define _GNU_SOURCE /* memmem */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ------------------------------------------------------------ fixture */
 
@@ -388,6 +390,73 @@ static void test_header_crc(void **state)
     free(file);
     free(header);
     clg__ckpt_layout_free(&l);
+}
+
+/* clg_checkpoint_read_meta: the caller's pairs of a file's header, read
+ * without a model; nothing of a header that does not verify. */
+typedef struct pairs {
+    int n;
+    char text[512];
+} pairs;
+
+static void collect(const char *key, const char *value, void *user)
+{
+    pairs *p = user;
+    size_t used = strlen(p->text);
+    snprintf(p->text + used, sizeof p->text - used, "%s=%s;", key, value);
+    p->n++;
+}
+
+static void write_bytes(const char *path, const uint8_t *b, size_t n)
+{
+    FILE *fp = fopen(path, "wb");
+    assert_non_null(fp);
+    assert_int_equal(fwrite(b, 1, n, fp), n);
+    assert_int_equal(fclose(fp), 0);
+}
+
+static void expect_read_meta(const char *path, clg_status want, const char *msg)
+{
+    pairs p = {0, ""};
+    clg_status st = clg_checkpoint_read_meta(path, collect, &p);
+    if (st != want || !strstr(clg_last_error(NULL), msg))
+        fail_msg("expected %s with '%s', got %s: '%s'", clg_status_string(want), msg,
+                 clg_status_string(st), clg_last_error(NULL));
+    assert_int_equal(p.n, 0);
+}
+
+static void test_read_meta(void **state)
+{
+    fixture *f = *state;
+    char path[] = "/tmp/clgrad-read-meta-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    /* the whole file, then its header alone: the same pairs, in order */
+    for (int header_only = 0; header_only < 2; header_only++) {
+        write_bytes(path, f->file, header_only ? 8 + f->header_len : f->size);
+        pairs p = {0, ""};
+        assert_int_equal(clg_checkpoint_read_meta(path, collect, &p), CLG_SUCCESS);
+        assert_string_equal(p.text, "loader.epoch=3;rng=0123456789abcdef;note=caf\xc3\xa9 "
+                                    "\"quoted\"\n;");
+    }
+    /* a flipped bit in the caller's metadata: the CRC, before anything */
+    uint8_t *file = malloc(f->size);
+    assert_non_null(file);
+    memcpy(file, f->file, f->size);
+    uint8_t *at = memmem(file, f->size, "0123456789abcdef", 16);
+    assert_non_null(at);
+    at[0] ^= 1;
+    write_bytes(path, file, f->size);
+    char want[512];
+    snprintf(want, sizeof want, "clg_checkpoint_read_meta: '%s': header CRC-32 mismatch", path);
+    expect_read_meta(path, CLG_ERR_CORRUPT_FILE, want);
+    /* cut inside the header; no file */
+    write_bytes(path, f->file, 8 + f->header_len / 2);
+    expect_read_meta(path, CLG_ERR_CORRUPT_FILE, "truncated: header length");
+    remove(path);
+    expect_read_meta(path, CLG_ERR_IO, "cannot open");
+    free(file);
 }
 
 /* Version 1 (no header CRC) is refused with a message that says why. */
@@ -874,6 +943,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_header_length, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_json, setup, teardown),
         cmocka_unit_test_setup_teardown(test_header_crc, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_read_meta, setup, teardown),
         cmocka_unit_test_setup_teardown(test_version1, setup, teardown),
         cmocka_unit_test_setup_teardown(test_header_mutations, setup, teardown),
         cmocka_unit_test_setup_teardown(test_config_mismatch, setup, teardown),

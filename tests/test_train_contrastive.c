@@ -17,8 +17,9 @@
  *     layer's features or of the embeddings, the same vote), and a budget
  *     that leaves room for 10 rows of similarities gives the same accuracy;
  *   - checkpoint and resume are bit-exact for GradCache and ContAccum (the
- *     banks come back with the model), and a resume with another method is
- *     refused naming the flag;
+ *     banks come back with the model), a resume with another method is
+ *     refused naming the flag, and one of the other task's checkpoint
+ *     (either way) naming both tasks;
  *   - the command line: --task contrastive's --json fields, and the flags'
  *     errors. */
 #include <setjmp.h>
@@ -32,6 +33,7 @@
 #include "contrastive_run.h"
 #include "dataset.h"
 #include "mlp.h"
+#include "tasks.h"
 #include "testutil.h"
 
 #include <math.h>
@@ -556,6 +558,56 @@ static void test_resume_bit_exact(void **state)
     }
 }
 
+/* Issue 24, 2: a checkpoint resumes only in the task that saved it, refused
+ * before anything is loaded, naming both tasks. The contrastive encoder
+ * here has the classifier's shapes (an embedding of 10) and the same core
+ * settings, so that nothing else would tell the files apart. */
+static void test_resume_other_task(void **state)
+{
+    (void)state;
+    train_set_tasks(train_tasks, train_n_tasks); /* the default task, as main has it */
+    train_options o;
+    con_options c;
+    base(&o, &c, CON_GRADCACHE, 64, 16);
+    c.embed_dim = 10;
+    o.stop_after = 2;
+    char *con_ck = tu_tmp_path("task-con.ckpt"), *cls_ck = tu_tmp_path("task-cls.ckpt");
+    o.checkpoint = con_ck;
+    free(run(&o, &c, NULL));
+    /* the classifier resuming it */
+    o.checkpoint = NULL;
+    o.stop_after = 0;
+    o.resume = con_ck;
+    char err[2048] = "", want[2048];
+    train_result tr;
+    train_io io = {tu_ctx, &train_ds, &test_ds, NULL, 0};
+    assert_int_equal(train_run(&o, &io, &tr, err, sizeof err), -1);
+    snprintf(want, sizeof want, "--resume: %s is a checkpoint of --task contrastive, and this run "
+             "is --task classify: a checkpoint resumes only in the task that saved it", con_ck);
+    assert_string_equal(err, want);
+    /* the other way */
+    o.resume = NULL;
+    o.stop_after = 2;
+    o.checkpoint = cls_ck;
+    assert_int_equal(train_run(&o, &io, &tr, err, sizeof err), 0);
+    o.checkpoint = NULL;
+    o.stop_after = 0;
+    o.resume = cls_ck;
+    con_result cr;
+    assert_int_equal(contrastive_run(&o, &c, &io, &cr, err, sizeof err), -1);
+    snprintf(want, sizeof want, "--resume: %s is a checkpoint of --task classify, and this run "
+             "is --task contrastive: a checkpoint resumes only in the task that saved it", cls_ck);
+    assert_string_equal(err, want);
+    /* its own task's file still resumes */
+    o.resume = con_ck;
+    free(run(&o, &c, &cr));
+    assert_int_equal(cr.updates, 6);
+    remove(con_ck);
+    remove(cls_ck);
+    free(con_ck);
+    free(cls_ck);
+}
+
 /* ------------------------------------------------------------ the command line */
 
 static int run_exe(const char *out, char *const argv[])
@@ -665,6 +717,7 @@ int main(void)
         cmocka_unit_test(test_knn_against_host),
         cmocka_unit_test(test_knn_under_budget),
         cmocka_unit_test(test_resume_bit_exact),
+        cmocka_unit_test(test_resume_other_task),
         cmocka_unit_test(test_cli),
     };
     return cmocka_run_group_tests(tests, group_setup, tu_group_teardown);

@@ -8,7 +8,9 @@
  * overridable by the environment variable of that name) on IDX files of
  * 96 + 32 images of 28 x 28: outputs that would destroy a file, output
  * paths checked before the run, settings compared on resume, a full disk
- * (a file size limit on the child), and what the summary says. */
+ * (a file size limit on the child), and what the summary says; a damaged
+ * header reported as damage, an output flag given twice, and (in process)
+ * one writer per checkpoint path. */
 #define _GNU_SOURCE /* memmem */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -24,6 +26,8 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -602,9 +606,24 @@ static int cli_setup(void **state)
     return 0;
 }
 
-static int cli_teardown(void **state)
+/* A process a test started (a lock holder, a run) that must not outlive
+ * it, whether or not the test failed: killed at its teardown. */
+static pid_t test_child;
+
+static int kill_test_child(void **state)
 {
     (void)state;
+    if (test_child > 0) {
+        kill(test_child, SIGKILL);
+        waitpid(test_child, NULL, 0);
+    }
+    test_child = 0;
+    return 0;
+}
+
+static int cli_teardown(void **state)
+{
+    kill_test_child(state);
     tu_rmdir_tree(cli_dir);
     free(cli_dir);
     cli_dir = NULL;
@@ -872,6 +891,19 @@ static void reseal_header(uint8_t *f, size_t n)
     memcpy(digits, hex, 8);
 }
 
+/* The checkpoint file ck (its size in *n) with the value of its metadata
+ * entry `entry` ("\"key\":\"value\"") replaced by value, as long as the
+ * old one; the header CRC is left as it was. */
+static uint8_t *edit_meta(const char *ck, const char *entry, const char *value, size_t *n)
+{
+    uint8_t *f = slurp(ck, n);
+    char *at = memmem(f, *n, entry, strlen(entry));
+    assert_non_null(at);
+    size_t len = strlen(value);
+    memcpy(at + strlen(entry) - 1 - len, value, len);
+    return f;
+}
+
 /* Issue 14, 3: the update count is stored twice (the trainer's metadata and
  * the library's state); a checkpoint whose copies disagree is refused, even
  * with a valid header CRC. */
@@ -881,15 +913,132 @@ static void test_cli_counters_twice(void **state)
     const char *ck = scratch("twice.st");
     assert_int_equal(run_cli("--steps", "5", "--stop-after", "2", "--checkpoint", ck), 0);
     size_t n;
-    uint8_t *f = slurp(ck, &n);
-    static const char key[] = "\"train.updates\":\"2\"";
-    char *at = memmem(f, n, key, sizeof key - 1);
-    assert_non_null(at);
-    at[sizeof key - 3] = '4';
+    uint8_t *f = edit_meta(ck, "\"train.updates\":\"2\"", "4", &n);
     reseal_header(f, n);
     tu_write_file(ck, f, n);
     free(f);
     expect_fails(run_cli("--steps", "5", "--resume", ck), "inconsistent", "4 updates", NULL);
+    remove(ck);
+}
+
+/* Issue 24, 8: the header CRC is checked before any stored setting is read.
+ * A checkpoint whose stored --state-dtype was changed without its CRC is
+ * reported as damaged (the library's message), not as saved with other
+ * settings; the same edit with the CRC recomputed is a valid file whose
+ * setting differs, and is reported so. */
+static void test_cli_damaged_header(void **state)
+{
+    (void)state;
+    const char *ck = scratch("damaged.st");
+    assert_int_equal(run_cli("--steps", "4", "--stop-after", "2", "--checkpoint", ck), 0);
+    size_t n;
+    uint8_t *f = edit_meta(ck, "\"train.config.state-dtype\":\"fp32\"", "bf16", &n);
+    /* the CRC the header keeps, and the one its edited bytes give */
+    static const char prefix[] = "{\"__metadata__\":{\"clgrad.header_crc32\":\"0x";
+    char kept[9];
+    memcpy(kept, f + 8 + sizeof prefix - 1, 8);
+    kept[8] = 0;
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--)
+        hlen = hlen << 8 | f[i];
+    uint8_t *copy = tu_xmalloc(n);
+    memcpy(copy, f, n);
+    reseal_header(copy, n);
+    char actual[9];
+    memcpy(actual, copy + 8 + sizeof prefix - 1, 8);
+    actual[8] = 0;
+    tu_write_file(ck, f, n);
+    char want[4096];
+    snprintf(want, sizeof want,
+             "clgrad-train: --resume: clg_checkpoint_load: '%s': header CRC-32 mismatch: the "
+             "header says %s, its %llu bytes give %s (the header, its metadata or its length is "
+             "damaged) (CLG_ERR_CORRUPT_FILE)\n",
+             ck, kept, (unsigned long long)hlen, actual);
+    expect_fails(run_cli("--steps", "4", "--resume", ck), want, NULL, NULL);
+    if (strstr(cli_out, "other settings"))
+        fail_msg("a damaged header read as settings:\n%s", cli_out);
+    /* resealed: a forgery the CRC cannot tell, caught by the comparison */
+    tu_write_file(ck, copy, n);
+    expect_fails(run_cli("--steps", "4", "--resume", ck),
+                 "saved with other settings: --state-dtype: saved bf16, now fp32", NULL, NULL);
+    free(copy);
+    free(f);
+    remove(ck);
+}
+
+/* Issue 24, 8: an output flag given twice is refused at the command line
+ * (the last one would silently win), before anything is written. */
+static void test_cli_output_twice(void **state)
+{
+    (void)state;
+    static const char *const outputs[] = {"--checkpoint", "--metrics", "--dump-weights"};
+    for (int i = 0; i < 3; i++) {
+        const char *a = scratch("a.out"), *b = scratch("b.out");
+        char want[2048];
+        snprintf(want, sizeof want,
+                 "clgrad-train: %s: given twice ('%s', then '%s'); a run writes one file per "
+                 "output flag: give it once\n", outputs[i], a, b);
+        int st = run_cli("--steps", "1", outputs[i], a, outputs[i], b);
+        assert_int_equal(st, 2);
+        if (strcmp(cli_out, want) != 0)
+            fail_msg("output\n%s\nexpected\n%s", cli_out, want);
+        assert_false(exists(a));
+        assert_false(exists(b));
+    }
+}
+
+/* Issue 24, 4: two clgrad-train runs on one --checkpoint path. The second
+ * stops at start-up naming the first (its pid) and writes nothing; after
+ * the first is killed with SIGKILL, its lock file (left behind) blocks
+ * nothing, and the next run removes it at its end. */
+static void test_cli_two_writers(void **state)
+{
+    (void)state;
+    const char *ck = scratch("two.st");
+    char lock[1300];
+    snprintf(lock, sizeof lock, "%s.lock", ck);
+    fflush(NULL);
+    pid_t first = test_child = fork();
+    assert_true(first >= 0);
+    if (first == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1);
+        dup2(null, 2);
+        execl(train_exe(), train_exe(), "--data", cli_data, "--hidden", "8", "--batch", "32",
+              "--steps", "100000000", "--quiet", "--checkpoint", ck, (char *)NULL);
+        _exit(126);
+    }
+    /* the first run holds the lock from its start-up on: wait for its pid */
+    char want_pid[32];
+    snprintf(want_pid, sizeof want_pid, "%ld\n", (long)first);
+    int ready = 0;
+    for (int i = 0; i < 3000 && !ready && waitpid(first, NULL, WNOHANG) == 0; i++) {
+        size_t n = 0;
+        uint8_t *text = exists(lock) ? slurp(lock, &n) : NULL;
+        ready = text && n == strlen(want_pid) && !memcmp(text, want_pid, n);
+        free(text);
+        if (!ready)
+            usleep(10000);
+    }
+    const char *m = scratch("two.csv");
+    char want[4096];
+    snprintf(want, sizeof want,
+             "clgrad-train: --checkpoint: %s is being written by another clgrad-train run (pid "
+             "%ld; lock file %s); wait until it has ended, or write another path\n",
+             ck, (long)first, lock);
+    int st = ready ? run_cli("--steps", "1", "--checkpoint", ck, "--metrics", m) : -2;
+    kill_test_child(NULL);
+    if (!ready)
+        fail_msg("the first run did not write its pid into %s", lock);
+    assert_int_equal(st, 1);
+    if (strcmp(cli_out, want) != 0)
+        fail_msg("output\n%s\nexpected\n%s", cli_out, want);
+    assert_false(exists(ck));
+    assert_false(exists(m));
+    assert_true(exists(lock)); /* the killed run's, left behind */
+    assert_int_equal(run_cli("--steps", "1", "--checkpoint", ck), 0);
+    assert_true(exists(ck));
+    assert_false(exists(lock));
     remove(ck);
 }
 
@@ -950,6 +1099,96 @@ static void test_cli_summary(void **state)
     expect_output("updates of 96 samples (3 x 32), the whole training set");
     if (strstr(cli_out, "128 samples"))
         fail_msg("summary claims 128 samples:\n%s", cli_out);
+}
+/* train_run of o, expected to fail with exactly the message want. */
+static void expect_refused(const train_options *o, const char *want)
+{
+    char err[1024] = "";
+    train_io io = {tu_ctx, &train_ds, &test_ds, NULL, 0};
+    train_result r;
+    if (train_run(o, &io, &r, err, sizeof err) == 0)
+        fail_msg("the run succeeded; expected: %s", want);
+    if (strcmp(err, want) != 0)
+        fail_msg("message\n  %s\nexpected\n  %s", err, want);
+}
+
+/* Issue 24, 4: one writer per checkpoint path. Another process (a child
+ * here) holding the path's lock, as a run does, stops a run that would
+ * write the path, or resume it, before it writes anything, naming that
+ * process; once it is gone (kill -9: its lock file stays, with its pid)
+ * nothing is in the way, and a run removes the lock file at its end. */
+static void test_checkpoint_lock(void **state)
+{
+    (void)state;
+    char *dir = tu_mkdtemp("clgrad-train-lock");
+    char ck[1024], lock[1100], other[1024], metrics[1024];
+    snprintf(ck, sizeof ck, "%s/run.ckpt", dir);
+    snprintf(lock, sizeof lock, "%s.lock", ck);
+    snprintf(other, sizeof other, "%s/other.ckpt", dir);
+    snprintf(metrics, sizeof metrics, "%s/m.csv", dir);
+    train_options o;
+    base_options(&o);
+    o.steps = 3;
+    o.stop_after = 1;
+    o.checkpoint = ck;
+    free(run(&o, NULL));
+    assert_false(exists(lock)); /* removed at the end of the run */
+
+    int ready[2];
+    assert_int_equal(pipe(ready), 0);
+    fflush(NULL);
+    pid_t child = test_child = fork();
+    assert_true(child >= 0);
+    if (child == 0) { /* holds the lock as a run does, until killed */
+        int fd = open(lock, O_RDWR | O_CREAT, 0666);
+        char pid[32];
+        int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+        if (fd < 0 || flock(fd, LOCK_EX) != 0 || write(fd, pid, (size_t)n) != n)
+            _exit(1);
+        if (write(ready[1], "x", 1) != 1)
+            _exit(1);
+        for (;;)
+            pause();
+    }
+    close(ready[1]);
+    char byte;
+    assert_int_equal(read(ready[0], &byte, 1), 1);
+    close(ready[0]);
+    size_t n_ck;
+    uint8_t *saved = tu_read_file(ck, &n_ck);
+
+    char want[4096];
+    base_options(&o);
+    o.checkpoint = ck;
+    o.metrics = metrics;
+    snprintf(want, sizeof want,
+             "--checkpoint: %s is being written by another clgrad-train run (pid %ld; lock file "
+             "%s); wait until it has ended, or write another path", ck, (long)child, lock);
+    expect_refused(&o, want);
+    o.resume = ck; /* continuing the file the other run writes */
+    expect_refused(&o, want);
+    o.checkpoint = other;
+    snprintf(want, sizeof want,
+             "--resume: %s is being written by another clgrad-train run (pid %ld; lock file %s); "
+             "resume it once that run has ended", ck, (long)child, lock);
+    expect_refused(&o, want);
+    /* nothing written */
+    assert_unchanged(ck, saved, n_ck);
+    assert_false(exists(other));
+    assert_false(exists(metrics));
+
+    kill_test_child(NULL);
+    assert_true(exists(lock)); /* left behind, the dead run's pid in it */
+    o.checkpoint = ck;
+    o.metrics = NULL;
+    o.steps = 3;
+    train_result r;
+    free(run(&o, &r));
+    assert_int_equal(r.updates, 3);
+    assert_false(exists(lock));
+    free(saved);
+    tu_rmdir_tree(dir);
+    free(dir);
 }
 
 /* "1.5 MiB": a size as the trainer's messages write it (one decimal of the
@@ -1145,10 +1384,14 @@ int main(void)
         cmocka_unit_test(test_learns_with_small_states),
         cmocka_unit_test(test_resume),
         cmocka_unit_test(test_vram_data),
+        cmocka_unit_test_teardown(test_checkpoint_lock, kill_test_child),
         cmocka_unit_test_setup_teardown(test_cli_same_file, cli_setup, cli_teardown),
         cmocka_unit_test_setup_teardown(test_cli_output_dirs, cli_setup, cli_teardown),
         cmocka_unit_test_setup_teardown(test_cli_resume_settings, cli_setup, cli_teardown),
         cmocka_unit_test_setup_teardown(test_cli_counters_twice, cli_setup, cli_teardown),
+        cmocka_unit_test_setup_teardown(test_cli_damaged_header, cli_setup, cli_teardown),
+        cmocka_unit_test_setup_teardown(test_cli_output_twice, cli_setup, cli_teardown),
+        cmocka_unit_test_setup_teardown(test_cli_two_writers, cli_setup, cli_teardown),
         cmocka_unit_test_setup_teardown(test_cli_full_disk, cli_setup, cli_teardown),
         cmocka_unit_test_setup_teardown(test_cli_numbers, cli_setup, cli_teardown),
         cmocka_unit_test_setup_teardown(test_cli_summary, cli_setup, cli_teardown),

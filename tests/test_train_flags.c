@@ -2,7 +2,8 @@
  * checked row by row, from the tables themselves: every flag of the core
  * and of every task parses its example value (changing the options it
  * writes into), is listed in --help at the start of a line, is refused
- * with another task's --task, and every stored setting round-trips through
+ * with another task's --task, is refused twice when it names an output
+ * file (taken twice otherwise), and every stored setting round-trips through
  * the run configuration a checkpoint stores (written, read back, compared
  * equal; compared with a default run's, the difference is named). Nothing
  * here lists a flag by hand: a row added to a table is tested as it is. */
@@ -46,12 +47,12 @@ static void cli_free(cli *c)
         free(c->task[i]);
 }
 
-/* Parses flag's example (with what it needs) under --task task_name; or
- * without the flag itself (with_flag 0): the same command line otherwise. */
-static int parse_example(cli *c, const flag_def *f, int with_flag, const char *task_name, char *err,
+/* Parses flag's example (with what it needs) under --task task_name, the
+ * flag given `times` times (0: the same command line without it). */
+static int parse_example(cli *c, const flag_def *f, int times, const char *task_name, char *err,
                          size_t errlen)
 {
-    char *argv[8] = {"clgrad-train"};
+    char *argv[12] = {"clgrad-train"};
     int argc = 1;
     if (task_name) {
         argv[argc++] = "--task";
@@ -59,10 +60,11 @@ static int parse_example(cli *c, const flag_def *f, int with_flag, const char *t
     }
     if (f->needs)
         argv[argc++] = (char *)f->needs;
-    if (with_flag)
+    for (int k = 0; k < times && k < 3; k++) {
         argv[argc++] = (char *)f->name;
-    if (with_flag && f->kind != FLAG_SWITCH && f->kind != FLAG_HELP)
-        argv[argc++] = (char *)f->example;
+        if (f->kind != FLAG_SWITCH && f->kind != FLAG_HELP)
+            argv[argc++] = (char *)f->example;
+    }
     cli_init(c);
     err[0] = 0;
     return train_cli_parse(argc, argv, &c->o, c->task, err, errlen);
@@ -152,6 +154,28 @@ static void check_task_stored(const flag_def *f, const cli *given, const cli *df
         fail_msg("%s %s: stored '%s' = '%s' as the default's", f->name, f->example, f->key, v);
 }
 
+/* A flag given twice: an output's is refused (the second file would
+ * silently replace the first), naming both values; any other takes the
+ * last value, as it always has. */
+static void check_given_twice(const flag_def *f, const char *task_name)
+{
+    if (f->kind == FLAG_HELP)
+        return;
+    cli twice;
+    char err[4096], want[1024];
+    int rc = parse_example(&twice, f, 2, task_name, err, sizeof err);
+    cli_free(&twice);
+    if (!f->output) {
+        if (rc != 0)
+            fail_msg("%s given twice: %s", f->name, err);
+        return;
+    }
+    snprintf(want, sizeof want, "%s: given twice ('%s', then '%s'); a run writes one file per "
+             "output flag: give it once", f->name, f->example, f->example);
+    if (rc != -1 || strcmp(err, want) != 0)
+        fail_msg("%s given twice: got %d '%s'", f->name, rc, err);
+}
+
 /* Every row of a table (task: its index, -1 for the core's). */
 static void check_table(const flag_table *t, int task, const char *help)
 {
@@ -186,6 +210,7 @@ static void check_table(const flag_table *t, int task, const char *help)
             check_task_stored(f, &given, &dflt, task);
         cli_free(&given);
         cli_free(&dflt);
+        check_given_twice(f, task_name);
         /* a task's flag under another task is refused */
         for (int other = 0; task >= 0 && other < train_n_tasks; other++) {
             if (other == task)

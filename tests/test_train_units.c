@@ -3,8 +3,9 @@
  * missing files, a shape other than the model's), command-line validation
  * (numbers that must survive the conversion to float, flags given or not),
  * the data order (the samples of each effective batch do not depend on the
- * micro-batch), the checks of output paths, all-or-nothing output files,
- * and the run settings compared on resume. No device. */
+ * micro-batch), the checks of output paths, the checkpoint writer's lock,
+ * all-or-nothing output files, and the run settings compared on resume. No
+ * device. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,6 +23,7 @@
 #include "outpaths.h"
 #include "runconfig.h"
 #include "testutil.h"
+#include "writer_lock.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -616,6 +618,54 @@ static void write_text(const char *path, const char *text)
     tu_write_file(path, text, strlen(text));
 }
 
+/* writer_lock.h: one holder at a time (two in one process too: flock's
+ * lock belongs to the open file), the holder's pid in the file and in the
+ * message, a reader refused while it is held, and a stale file (a dead
+ * holder's, or garbage) in nobody's way; released, the file is gone. */
+static void test_writer_lock(void **state)
+{
+    files_state *s = *state;
+    char ck[1024], lock[1100], want[4096], err[4096];
+    snprintf(ck, sizeof ck, "%s/w.st", s->dir);
+    snprintf(lock, sizeof lock, "%s.lock", ck);
+    assert_int_equal(writer_lock_check_free("--resume", ck, err, sizeof err), 0);
+    writer_lock a = {0}, b = {0};
+    writer_lock_release(&a); /* a zeroed lock (fd 0) is not held */
+    assert_int_equal(writer_lock_take(&a, "--checkpoint", ck, err, sizeof err), 0);
+    size_t n;
+    char *text = (char *)tu_read_file(lock, &n);
+    char pid[32];
+    snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    assert_string_equal(text, pid);
+    free(text);
+    assert_int_equal(writer_lock_take(&b, "--checkpoint", ck, err, sizeof err), -1);
+    snprintf(want, sizeof want, "--checkpoint: %s is being written by another clgrad-train run "
+             "(pid %ld; lock file %s); wait until it has ended, or write another path", ck,
+             (long)getpid(), lock);
+    assert_string_equal(err, want);
+    assert_int_equal(writer_lock_check_free("--resume", ck, err, sizeof err), -1);
+    snprintf(want, sizeof want, "--resume: %s is being written by another clgrad-train run "
+             "(pid %ld; lock file %s); resume it once that run has ended", ck, (long)getpid(),
+             lock);
+    assert_string_equal(err, want);
+    writer_lock_release(&a);
+    assert_int_equal(access(lock, F_OK), -1);
+    /* a file nobody holds, with garbage in it: taken, and its pid written */
+    write_text(lock, "not a pid, and longer than one\n");
+    assert_int_equal(writer_lock_check_free("--resume", ck, err, sizeof err), 0);
+    assert_int_equal(writer_lock_take(&b, "--checkpoint", ck, err, sizeof err), 0);
+    text = (char *)tu_read_file(lock, &n);
+    assert_string_equal(text, pid);
+    free(text);
+    writer_lock_release(&b);
+    writer_lock_release(&b); /* twice: nothing */
+    assert_int_equal(access(lock, F_OK), -1);
+    /* no directory to create it in */
+    snprintf(ck, sizeof ck, "%s/none/w.st", s->dir);
+    assert_int_equal(writer_lock_take(&a, "--checkpoint", ck, err, sizeof err), -1);
+    assert_non_null(strstr(err, "cannot create the lock file"));
+}
+
 static void test_outpaths(void **state)
 {
     files_state *s = *state;
@@ -1136,6 +1186,7 @@ int main(void)
         cmocka_unit_test(test_options_given),
         cmocka_unit_test(test_split_text),
         cmocka_unit_test_setup_teardown(test_outpaths, files_setup, files_teardown),
+        cmocka_unit_test_setup_teardown(test_writer_lock, files_setup, files_teardown),
         cmocka_unit_test_setup_teardown(test_atomic_file, files_setup, files_teardown),
         cmocka_unit_test_setup_teardown(test_metrics_full_disk, files_setup, files_teardown),
         cmocka_unit_test(test_runconfig),

@@ -222,9 +222,38 @@ const flag_def *flags_stored_at(const flag_table *t, int k)
     return NULL;
 }
 
+/* The output rows given so far, with their values: a second one is
+ * refused (output_again), naming both. */
+enum { MAX_OUTPUTS = 16 };
+typedef struct given_outputs {
+    const flag_def *row[MAX_OUTPUTS];
+    const char *value[MAX_OUTPUTS];
+    int n;
+} given_outputs;
+
+static int output_again(given_outputs *g, const flag_def *f, const char *val, char *err,
+                        size_t errlen)
+{
+    if (!f->output)
+        return 0;
+    for (int i = 0; i < g->n; i++) {
+        if (g->row[i] == f) {
+            errmsg_set(err, errlen, "%s: given twice ('%s', then '%s'); a run writes one file "
+                       "per output flag: give it once", f->name, g->value[i], val);
+            return -1;
+        }
+    }
+    if (g->n < MAX_OUTPUTS) {
+        g->row[g->n] = f;
+        g->value[g->n++] = val;
+    }
+    return 0;
+}
+
 int flags_parse(int argc, char **argv, const flag_table *tables, int n_tables, void *const *opts,
                 int *seen, char *err, size_t errlen)
 {
+    given_outputs outputs = {.n = 0};
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         char flag[64];
@@ -263,7 +292,8 @@ int flags_parse(int argc, char **argv, const flag_table *tables, int n_tables, v
                 }
                 val = argv[++i];
             }
-            if (flags_parse_value(f, val, opts[t], err, errlen) != 0)
+            if (output_again(&outputs, f, val, err, errlen) != 0 ||
+                flags_parse_value(f, val, opts[t], err, errlen) != 0)
                 return -1;
         }
         if (f->given && tables[t].given_offset != SIZE_MAX)

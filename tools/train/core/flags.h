@@ -64,6 +64,8 @@ struct flag_def {
                             "" for a switch */
     const char *needs;   /* the one argument the example needs beside it
                             ("--checkpoint=c.st" for --save-every), or NULL */
+    int output;          /* a file the run writes: flags_parse refuses it twice
+                            (the second would silently replace the first) */
 
     /* The stored run configuration: stored > 0 is the setting's position
      * among the stored ones (checkpoints keep that order; messages list
@@ -109,8 +111,9 @@ typedef struct flag_table {
 
 /* Parses argv[1 .. argc) against the tables; table i writes into opts[i]
  * (which the caller set to its defaults). seen[i] (may be NULL) becomes 1
- * when a flag of table i was given. Returns 0, 1 for --help, or -1 with a
- * message naming the flag. */
+ * when a flag of table i was given. An output row given twice is refused;
+ * any other flag given again takes the last value. Returns 0, 1 for
+ * --help, or -1 with a message naming the flag. */
 int flags_parse(int argc, char **argv, const flag_table *tables, int n_tables, void *const *opts,
                 int *seen, char *err, size_t errlen);
 

@@ -167,16 +167,16 @@ static const flag_def rows[] = {
     {.name = "--metrics", .metavar = "FILE.csv",
      .help = "one row per update (written to FILE.tmp.* and renamed at\nthe end: the file is "
              "complete or the old one is kept)",
-     .kind = FLAG_TEXT, AT(metrics), .expect = "a file name", .example = "m.csv"},
+     .kind = FLAG_TEXT, AT(metrics), .output = 1, .expect = "a file name", .example = "m.csv"},
     {.name = "--dump-weights", .metavar = "FILE",
      .help = "all parameters at the end, little-endian fp32, in model\norder: fc1.weight [h1 x "
              "784], fc1.bias [h1], fc2.weight,\nfc2.bias, ..., weights row-major [out x in]\n"
              "(written and renamed as --metrics)",
-     .kind = FLAG_TEXT, AT(dump_weights), .expect = "a file name", .example = "w.bin"},
+     .kind = FLAG_TEXT, AT(dump_weights), .output = 1, .expect = "a file name", .example = "w.bin"},
     {.name = "--checkpoint", .metavar = "PATH",
      .help = "save the training state to PATH (with --save-every N,\nevery N updates; always "
              "at the end)",
-     .kind = FLAG_TEXT, AT(checkpoint), .expect = "a file name", .example = "c.st"},
+     .kind = FLAG_TEXT, AT(checkpoint), .output = 1, .expect = "a file name", .example = "c.st"},
     {.name = "--save-every", .metavar = "N", .help = "1..1e9 updates", .kind = FLAG_UINT,
      AT(save_every), .lo = 1, .hi = 1e9, .given = TRAIN_GIVEN_SAVE_EVERY, .example = "10",
      .needs = "--checkpoint=c.st"},

@@ -18,6 +18,7 @@
 #include "position.h"
 #include "progress.h"
 #include "runconfig.h"
+#include "writer_lock.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -34,9 +35,11 @@ typedef struct train_io {
 
 typedef struct run_state {
     const train_options *opt;
+    const char *task; /* the task's --task name: a --resume file must be its */
     char *err;
     size_t errlen;
     train_dist_hooks *dist; /* --dist: this rank's MPI side (dist.h), else NULL */
+    writer_lock lock; /* --checkpoint's, held for the run (run_lock_files) */
 
     clg_context *ctx;
     int own_ctx;
@@ -69,6 +72,12 @@ int run_fail(run_state *r, const char *fmt, ...) __attribute__((format(printf, 2
  * CLBlast's own statuses under CLBlast's names (clblast_status.h). */
 int run_fail_clg(run_state *r, const char *what, clg_status st);
 int run_fail_cl(run_state *r, const char *what, cl_int e);
+
+/* Before any device work: --checkpoint's lock (writer_lock.h), taken when
+ * this process writes it (writes: 0 on a --dist rank other than 0) and
+ * held until run_release, and --resume refused while another run writes
+ * that file. Returns 0, or -1 with a message naming the other run's pid. */
+int run_lock_files(run_state *r, int writes);
 
 /* The caller's data sets, else --data's "train" and "t10k" files. */
 int run_load_data(run_state *r, const train_io *io);
@@ -162,11 +171,14 @@ typedef struct run_resume_task {
     void *user;
 } run_resume_task;
 
-/* --resume: the stored settings from the file's header compared first
- * (the task's, then the core's: --override's accepted changes described in
- * overridden), then the load (model, state and the position into *p) and
- * the settings as loaded compared again. task may be NULL. Returns 0 or -1
- * with a message. */
+/* --resume: from the file's header, verified first (its CRC: a damaged
+ * header is left to the load, which reports it), the task that saved it
+ * (its "train.<task>.task" key; a file without one is the default task's)
+ * must be r->task, then the stored settings are compared (the task's,
+ * then the core's: --override's accepted changes described in
+ * overridden); then the load (model, state and the position into *p) and
+ * the same checks on the metadata as loaded. task may be NULL. Returns 0
+ * or -1 with a message. */
 int run_resume_load(run_state *r, const run_resume_task *task, char *overridden, size_t olen,
                     train_position *p);
 
@@ -187,7 +199,8 @@ int run_reserve_buffer(run_state *r, uint64_t bytes, const char *what, cl_mem *b
 void run_release_buffer(run_state *r, cl_mem *buf, uint64_t *reserved);
 
 /* Releases everything above (model, gradients, data, order, context or
- * its budget); what a task added it releases first. */
+ * its budget, the checkpoint's lock); what a task added it releases
+ * first. */
 void run_release(run_state *r);
 
 #endif /* TRAIN_RUN_H */

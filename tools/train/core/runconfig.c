@@ -3,9 +3,6 @@
 #include "runconfig.h"
 #include "errmsg.h"
 
-#include <cjson/cJSON.h>
-#include <errno.h>
-#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,51 +80,13 @@ void runconfig_add_saved(run_config *c, const char *key, const char *value)
 
 int runconfig_read_meta(const char *path, clg_meta_fn fn, void *user, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        errmsg_set(err, errlen, "%s: %s", path, strerror(errno));
+    /* the library's own checks of the header, its CRC first: a damaged
+     * header is reported as damage, never as settings that differ */
+    if (clg_checkpoint_read_meta(path, fn, user) != CLG_SUCCESS) {
+        errmsg_set(err, errlen, "%s", clg_last_error(NULL));
         return -1;
     }
-    unsigned char len8[8];
-    char *text = NULL;
-    int rc = -1;
-    if (fread(len8, 1, 8, f) != 8) {
-        errmsg_set(err, errlen, "%s: shorter than a checkpoint header", path);
-        goto out;
-    }
-    uint64_t hlen = 0;
-    for (int i = 7; i >= 0; i--)
-        hlen = hlen << 8 | len8[i];
-    if (hlen < 2 || hlen > (64u << 20)) {
-        errmsg_set(err, errlen, "%s: implausible header length %" PRIu64, path, hlen);
-        goto out;
-    }
-    text = malloc((size_t)hlen + 1);
-    if (!text) {
-        errmsg_set(err, errlen, "%s: out of host memory", path);
-        goto out;
-    }
-    if (fread(text, 1, (size_t)hlen, f) != hlen) {
-        errmsg_set(err, errlen, "%s: truncated header", path);
-        goto out;
-    }
-    text[hlen] = 0;
-    cJSON *root = cJSON_Parse(text);
-    const cJSON *meta = root ? cJSON_GetObjectItemCaseSensitive(root, "__metadata__") : NULL;
-    if (!cJSON_IsObject(meta)) {
-        errmsg_set(err, errlen, "%s: the header has no metadata", path);
-        cJSON_Delete(root);
-        goto out;
-    }
-    for (const cJSON *it = meta->child; it; it = it->next)
-        if (it->string && cJSON_IsString(it))
-            fn(it->string, it->valuestring, user);
-    cJSON_Delete(root);
-    rc = 0;
-out:
-    free(text);
-    fclose(f);
-    return rc;
+    return 0;
 }
 
 static int in_list(const char *list, const char *name)
@@ -152,17 +111,6 @@ static void append(char *buf, size_t len, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(buf + used, len - used, fmt, ap);
     va_end(ap);
-}
-
-static void add_saved(const char *key, const char *value, void *user)
-{
-    runconfig_add_saved(user, key, value);
-}
-
-int runconfig_read_file(const char *path, run_config *saved, char *err, size_t errlen)
-{
-    memset(saved, 0, sizeof *saved);
-    return runconfig_read_meta(path, add_saved, saved, err, errlen);
 }
 
 int runconfig_compare(const run_config *saved, const run_config *now, const char *overrides,

@@ -62,15 +62,12 @@ void runconfig_meta(run_config *c);
 /* Adds a saved "train.config.<name>" = value (other keys are ignored). */
 void runconfig_add_saved(run_config *c, const char *key, const char *value);
 
-/* Reads every string of a checkpoint file's metadata into fn, without
- * loading it (its safetensors header). Returns 0, or -1 with a reason in
- * err when the header cannot be read. */
+/* Hands every pair of a checkpoint file's caller metadata to fn without
+ * loading it: its header alone, verified by clgrad
+ * (clg_checkpoint_read_meta: length, CRC before anything is read, JSON,
+ * format), so that nothing of a damaged header is read. Returns 0, or -1
+ * with clgrad's reason in err (fn has then seen nothing). */
 int runconfig_read_meta(const char *path, clg_meta_fn fn, void *user, char *err, size_t errlen);
-
-/* Reads the train.config.* metadata of a checkpoint file without loading
- * it (its safetensors header). Returns 0, or -1 with a reason in err when
- * the header cannot be read (clg_checkpoint_load then says what is wrong). */
-int runconfig_read_file(const char *path, run_config *saved, char *err, size_t errlen);
 
 /* Compares the saved settings with the run's (now). Each difference is an
  * error unless its name is in overrides (comma-separated); the error names

@@ -74,7 +74,7 @@ static int classify_dist(const train_options *o, const void *task_opts, train_di
 }
 
 const train_task classify_task = {
-    .name = "classify",
+    .name = CLASSIFY_TASK_NAME,
     .main = classify_main,
     .dist_run = classify_dist,
 };

@@ -31,6 +31,7 @@ int train_run_dist(const train_options *opt, const train_io *io, train_dist_hook
     trainer tr = {0}, *t = &tr;
     memset(res, 0, sizeof *res);
     t->run.opt = opt;
+    t->run.task = CLASSIFY_TASK_NAME;
     t->res = res;
     t->run.err = err;
     t->run.errlen = errlen;
@@ -45,7 +46,8 @@ int train_run_dist(const train_options *opt, const train_io *io, train_dist_hook
 
     /* Before any work: outputs that cannot be written, or that would
      * destroy an input or each other. */
-    if (outpaths_check(opt, !(io && io->train && io->test), err, errlen) != 0)
+    if (outpaths_check(opt, !(io && io->train && io->test), err, errlen) != 0 ||
+        run_lock_files(&t->run, !dist || dist->rank == 0) != 0)
         goto out;
     /* The memory plan before the data is loaded or anything allocated: a
      * plan the device cannot hold is refused at once. */

@@ -12,6 +12,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The task's --task name (classify_task.c), which its --resume files must
+ * have been saved under (run.h). */
+#define CLASSIFY_TASK_NAME "classify"
+
 typedef struct train_result {
     double test_accuracy, test_loss;
     double train_accuracy, train_loss; /* running values of the last epoch */

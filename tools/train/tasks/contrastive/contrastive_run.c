@@ -21,13 +21,15 @@ int contrastive_run(const train_options *o, const con_options *c, const train_io
     res->knn_accuracy_init = NAN;
     res->loss = NAN;
     t->run.opt = o;
+    t->run.task = CONTRASTIVE_TASK_NAME;
     t->c = c;
     t->res = res;
     t->run.err = err;
     t->run.errlen = errlen;
     progress_init(&t->run.prog, o->quiet, 1);
     int rc = -1;
-    if (outpaths_check(o, !(io && io->train && io->test), err, errlen) != 0)
+    if (outpaths_check(o, !(io && io->train && io->test), err, errlen) != 0 ||
+        run_lock_files(&t->run, 1) != 0)
         goto out;
     if (con_setup(t, io) != 0)
         goto out;

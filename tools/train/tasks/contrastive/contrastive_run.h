@@ -9,6 +9,10 @@
 #include "contrastive_options.h"
 #include "trainer.h"
 
+/* The task's --task name (contrastive_task.c), which its checkpoints record
+ * (contrastive_options.c's row "task") and its --resume files must have. */
+#define CONTRASTIVE_TASK_NAME "contrastive"
+
 typedef struct con_result {
     double loss;              /* mean InfoNCE of the last epoch's updates (naive and
                                  contaccum: their micro-batches' losses) */

@@ -22,7 +22,7 @@ static int run_main(const train_options *o, const void *c)
 }
 
 const train_task contrastive_task = {
-    .name = "contrastive",
+    .name = CONTRASTIVE_TASK_NAME,
     .flags = &con_flag_table,
     .options_size = sizeof(con_options),
     .defaults = defaults,

@@ -54,7 +54,7 @@ extern "C" {
 #include "clgrad_version.h"
 
 /* The version of the library loaded at run time, which may differ from the
- * header a program was compiled with: "0.3.0". */
+ * header a program was compiled with: "0.4.0". */
 CLG_API const char *clg_version(void);
 /* The same as a number, comparable with CLGRAD_VERSION_NUMBER. */
 CLG_API unsigned clg_version_number(void);

@@ -788,7 +788,11 @@ static const void *const one_image[2] = {F.host, NULL};
     X(load_missing, "clg_checkpoint_load", CLG_ERR_IO, CTX, "no-such-dir", NULL,                   \
       clg_checkpoint_load(M, missing_path(), NULL, NULL))                                          \
     X(load_other_layout, "clg_checkpoint_load", CLG_ERR_MISMATCH, CTX, NULL, NULL,                 \
-      clg_checkpoint_load(M, F.other_ckpt, NULL, NULL))
+      clg_checkpoint_load(M, F.other_ckpt, NULL, NULL))                                            \
+    X(meta_path, "clg_checkpoint_read_meta", INV, NOCTX, "path", NULL,                             \
+      clg_checkpoint_read_meta(NULL, NULL, NULL))                                                  \
+    X(meta_missing, "clg_checkpoint_read_meta", CLG_ERR_IO, NOCTX, "no-such-dir", NULL,            \
+      clg_checkpoint_read_meta(missing_path(), NULL, NULL))
 
 /* Every failure path of one host copy fn(obj, tensor, host, count, events)
  * of the 3-tensor model: tensor past the end, -2, NULL host, counts one
@@ -879,6 +883,7 @@ static const char *const walked[] = {
     "clg_model_sync",
     "clg_checkpoint_save",
     "clg_checkpoint_load",
+    "clg_checkpoint_read_meta",
     "clg_step_collect",
     "clg_finish_cycle",
     "clg_model_set_shard",

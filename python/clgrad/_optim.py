@@ -2,6 +2,8 @@
 shapes or numpy arrays, its params and accumulators as pyopencl arrays on
 clgrad's own buffers, and the accumulation cycle (clg_step)."""
 
+import weakref
+
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
@@ -43,36 +45,56 @@ def _device_view(opt, view, shape, dtype):
     itemsize = np.dtype(dtype).itemsize
     buf = cl.Buffer.from_int_ptr(int(ffi.cast("intptr_t", view.mem)), retain=True)
     offset, size = view.offset * itemsize, view.count * itemsize
-    align = opt.ctx.device.mem_base_addr_align // 8
+    ctx = opt._ctx if isinstance(opt, Grads) else opt.ctx
+    align = ctx.device.mem_base_addr_align // 8
     if offset % align == 0:
-        arr = cla.Array(opt.ctx.queue, shape, dtype, data=buf.get_sub_region(offset, size))
+        arr = cla.Array(ctx.queue, shape, dtype, data=buf.get_sub_region(offset, size))
     else:
-        arr = cla.Array(opt.ctx.queue, shape, dtype, data=buf, offset=offset)
+        arr = cla.Array(ctx.queue, shape, dtype, data=buf, offset=offset)
     arr.clgrad_owner = opt
     return arr
 
 
+def _host_array(ctx, shapes, name, host, dtype):
+    """host as a C-contiguous numpy array of the tensor's shape and dtype,
+    or a refusal naming what is wrong (nothing reaches the device)."""
+    if name not in shapes:
+        refuse(ctx._ptr, "clgrad: no tensor named %r" % (name,))
+    host = np.asarray(host)
+    if host.dtype != dtype:
+        refuse(ctx._ptr, "clgrad: %s: dtype %s, expected %s" % (name, host.dtype, np.dtype(dtype)))
+    if host.shape != shapes[name]:
+        refuse(ctx._ptr, "clgrad: %s: shape %s, expected %s" % (name, host.shape, shapes[name]))
+    return np.ascontiguousarray(host)
+
+
 class _Views:
-    """opt.params / opt.grad_acc / grads[name]: read-only mapping of names to
-    device arrays, made once."""
+    """opt.params / opt.grad_acc / grads[name]: a mapping of names to device
+    arrays. An array keeps its owner alive; the owner holds its arrays only
+    weakly (made again when none is alive), so that no reference cycle holds
+    clgrad's handles, whose destructors the cycle collector may not run."""
 
     def __init__(self, names, make):
-        self._arrays = {n: make(i, n) for i, n in enumerate(names)}
+        self._names, self._make = list(names), make
+        self._arrays = weakref.WeakValueDictionary()
 
     def __getitem__(self, name):
-        return self._arrays[name]
+        arr = self._arrays.get(name)
+        if arr is None:
+            arr = self._arrays[name] = self._make(self._names.index(name), name)
+        return arr
 
     def __iter__(self):
-        return iter(self._arrays)
+        return iter(self._names)
 
     def __len__(self):
-        return len(self._arrays)
-
-    def items(self):
-        return self._arrays.items()
+        return len(self._names)
 
     def keys(self):
-        return self._arrays.keys()
+        return list(self._names)
+
+    def items(self):
+        return [(n, self[n]) for n in self._names]
 
 
 class Grads:
@@ -80,18 +102,23 @@ class Grads:
     the accumulator, in fp32, fp16 or bf16: opt.grads(dtype)."""
 
     def __init__(self, opt, dtype="fp32"):
-        self.optimizer = opt
+        # Weak: the optimizer keeps the Grads its step(dict) uploads into.
+        self._optimizer = weakref.ref(opt)
+        self._ctx, self._index, self._shapes = opt.ctx, opt._index, opt.shapes
         self.dtype = _choice({k: v for k, v in _DTYPES.items() if v in _NUMPY}, dtype, "dtype")
         out = ffi.new("clg_grads **")
         check(lib.clg_grads_create(opt._model, self.dtype, out), opt.ctx._ptr)
-        self._ptr = ffi.gc(out[0], lambda p, keep=opt: lib.clg_grads_destroy(p))
+        # The destructor keeps the model's handle (not the optimizer: no
+        # cycle through a cdata, which the garbage collector cannot see).
+        self._ptr = ffi.gc(out[0], lambda p, keep=opt._model: lib.clg_grads_destroy(p))
+
+        shapes, dtype = opt.shapes, _NUMPY[self.dtype]
+        me = weakref.ref(self)  # no cycle (see _Views)
 
         def make(i, name):
             view = ffi.new("clg_view *")
-            check(lib.clg_grads_view(self._ptr, i, view), opt.ctx._ptr)
-            arr = _device_view(opt, view, opt.shapes[name], _NUMPY[self.dtype])
-            arr.clgrad_grads = self
-            return arr
+            check(lib.clg_grads_view(me()._ptr, i, view), me()._ctx._ptr)
+            return _device_view(me(), view, shapes[name], dtype)
         self.views = _Views(opt.names, make)
 
     def __getitem__(self, name):
@@ -99,10 +126,9 @@ class Grads:
 
     def upload(self, name, host):
         """Copies a numpy array of the tensor's shape and the buffer's dtype."""
-        opt = self.optimizer
-        host = opt._host_array(name, host, _NUMPY[self.dtype])
-        check(lib.clg_grads_upload(self._ptr, opt._index[name], ffi.from_buffer("float[]", host),
-                                   host.size, ffi.NULL), opt.ctx._ptr)
+        host = _host_array(self._ctx, self._shapes, name, host, _NUMPY[self.dtype])
+        check(lib.clg_grads_upload(self._ptr, self._index[name], ffi.from_buffer(host),
+                                   host.size, ffi.NULL), self._ctx._ptr)
 
 
 class Optimizer:
@@ -158,9 +184,10 @@ class Optimizer:
         check(lib.clg_model_finalize(self._model), ctx._ptr)
         self.param_dtype = np.uint16 if cfg.master_dtype == lib.CLG_BF16 else np.float32
         acc_dtype = np.uint16 if cfg.acc_dtype == lib.CLG_BF16 else np.float32
-        self.params = _Views(self.names, lambda i, n: self._view(
-            lib.clg_model_param_view, i, n, self.param_dtype))
-        self.grad_acc = _Views(self.names, lambda i, n: self._view(
+        me = weakref.ref(self)  # no cycle (see _Views)
+        self.params = _Views(self.names, lambda i, n: me()._view(
+            lib.clg_model_param_view, i, n, me().param_dtype))
+        self.grad_acc = _Views(self.names, lambda i, n: me()._view(
             lib.clg_model_acc_view, i, n, acc_dtype))
         self._own_grads = None
         for name, values in initial.items():
@@ -199,26 +226,13 @@ class Optimizer:
         check(fn(self._model, i, view), self.ctx._ptr)
         return _device_view(self, view, self.shapes[name], dtype)
 
-    def _host_array(self, name, host, dtype):
-        """host as a C-contiguous numpy array of the tensor's shape and dtype,
-        or a refusal naming what is wrong (nothing reaches the device)."""
-        if name not in self._index:
-            refuse(self.ctx._ptr, "clgrad: no tensor named %r" % (name,))
-        host = np.asarray(host)
-        if host.dtype != dtype:
-            refuse(self.ctx._ptr, "clgrad: %s: dtype %s, expected %s"
-                   % (name, host.dtype, np.dtype(dtype)))
-        if host.shape != self.shapes[name]:
-            refuse(self.ctx._ptr, "clgrad: %s: shape %s, expected %s"
-                   % (name, host.shape, self.shapes[name]))
-        return np.ascontiguousarray(host)
-
     # ---------------------------------------------------------- host copies
     def upload(self, name, values):
         """Copies a float32 numpy array of the tensor's shape into its params."""
-        host = self._host_array(name, values, np.float32)
-        check(lib.clg_model_upload_params(self._model, self._index[name], ffi.from_buffer("float[]", host),
-                                          host.size, ffi.NULL), self.ctx._ptr)
+        host = _host_array(self.ctx, self.shapes, name, values, np.float32)
+        check(lib.clg_model_upload_params(self._model, self._index[name],
+                                          ffi.from_buffer("float[]", host), host.size, ffi.NULL),
+              self.ctx._ptr)
 
     def download(self, name):
         """The tensor's params as a new float32 numpy array."""
@@ -264,7 +278,7 @@ class Optimizer:
             grads = self._own_grads
         if grads is None:
             handle = ffi.NULL
-        elif isinstance(grads, Grads) and grads.optimizer is self:
+        elif isinstance(grads, Grads) and grads._optimizer() is self:
             handle = grads._ptr
         else:
             refuse(self.ctx._ptr, "clgrad: step: grads must be None, a dict of numpy arrays "

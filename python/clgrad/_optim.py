@@ -333,7 +333,7 @@ class Optimizer:
         """Loads a checkpoint (all or nothing); returns the caller's metadata."""
         meta = {}
 
-        @ffi.callback("void(const char *, const char *, void *)")
+        @ffi.callback("clg_meta_fn")
         def on_meta(key, value, user):
             meta[ffi.string(key).decode()] = ffi.string(value).decode()
         check(lib.clg_checkpoint_load(self._model, str(path).encode(), on_meta, ffi.NULL),

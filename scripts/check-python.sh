@@ -5,8 +5,9 @@
 # install-deps.sh), `pip install ./python` (meson-python builds the cffi
 # extension with libclgrad from the repository's sources), then pytest on
 # python/tests (torch.optim parity, path B, lifetimes, misuse, struct
-# layout) and examples/python/train_mlp.py on a small run. About 1 minute
-# with warm kernel caches (the install's compile is most of it).
+# layout) and examples/python/train_mlp.py (3072 rows, 5 epochs), then pytest again
+# on Mesa's rusticl (llvmpipe) with PoCL hidden. About 70 s with warm kernel
+# caches (the install's compile is most of it).
 #   CLGRAD_PY_VENV  the virtual environment (default build/python-venv)
 set -eu
 
@@ -30,7 +31,17 @@ echo "== pytest python/tests"
 # From outside the source tree, so that the installed package is imported.
 (cd python/tests && "$root/$venv/bin/python" -m pytest -q -p no:cacheprovider .)
 
-echo "== examples/python/train_mlp.py (small run)"
-"$venv/bin/python" examples/python/train_mlp.py --epochs 2
+echo "== examples/python/train_mlp.py"
+"$venv/bin/python" examples/python/train_mlp.py
+
+echo "== pytest python/tests on rusticl"
+rusticl_icd=${RUSTICL_ICD:-/etc/OpenCL/vendors/rusticl.icd}
+vendors=$(mktemp -d)
+trap 'rm -rf "$vendors"' EXIT INT TERM
+cp "$rusticl_icd" "$vendors/"
+(cd python/tests &&
+    OCL_ICD_VENDORS="$vendors" RUSTICL_ENABLE=llvmpipe CLGRAD_DEVICE=rusticl \
+    MESA_SHADER_CACHE_DIR="$root/build/tests/mesa-shader-cache" \
+    "$root/$venv/bin/python" -m pytest -q -p no:cacheprovider .)
 
 echo "check-python: passed in $(( $(date +%s) - start )) s"

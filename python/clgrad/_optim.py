@@ -37,7 +37,7 @@ def _shape_of(spec):
     return tuple(int(d) for d in spec)
 
 
-def _device_view(opt, view, shape, dtype):
+def _device_view(owner, view, shape, dtype):
     """A pyopencl Array on clgrad's buffer (no copy): a sub-buffer where the
     offset is aligned for one (its .data then works in kernels), else an
     array with an offset. The buffer is retained, and the array keeps the
@@ -45,13 +45,13 @@ def _device_view(opt, view, shape, dtype):
     itemsize = np.dtype(dtype).itemsize
     buf = cl.Buffer.from_int_ptr(int(ffi.cast("intptr_t", view.mem)), retain=True)
     offset, size = view.offset * itemsize, view.count * itemsize
-    ctx = opt._ctx if isinstance(opt, Grads) else opt.ctx
+    ctx = owner.ctx
     align = ctx.device.mem_base_addr_align // 8
     if offset % align == 0:
         arr = cla.Array(ctx.queue, shape, dtype, data=buf.get_sub_region(offset, size))
     else:
         arr = cla.Array(ctx.queue, shape, dtype, data=buf, offset=offset)
-    arr.clgrad_owner = opt
+    arr.clgrad_owner = owner
     return arr
 
 
@@ -104,7 +104,7 @@ class Grads:
     def __init__(self, opt, dtype="fp32"):
         # Weak: the optimizer keeps the Grads its step(dict) uploads into.
         self._optimizer = weakref.ref(opt)
-        self._ctx, self._index, self._shapes = opt.ctx, opt._index, opt.shapes
+        self.ctx, self._index, self._shapes = opt.ctx, opt._index, opt.shapes
         self.dtype = _choice({k: v for k, v in _DTYPES.items() if v in _NUMPY}, dtype, "dtype")
         out = ffi.new("clg_grads **")
         check(lib.clg_grads_create(opt._model, self.dtype, out), opt.ctx._ptr)
@@ -117,7 +117,7 @@ class Grads:
 
         def make(i, name):
             view = ffi.new("clg_view *")
-            check(lib.clg_grads_view(me()._ptr, i, view), me()._ctx._ptr)
+            check(lib.clg_grads_view(me()._ptr, i, view), me().ctx._ptr)
             return _device_view(me(), view, shapes[name], dtype)
         self.views = _Views(opt.names, make)
 
@@ -126,9 +126,9 @@ class Grads:
 
     def upload(self, name, host):
         """Copies a numpy array of the tensor's shape and the buffer's dtype."""
-        host = _host_array(self._ctx, self._shapes, name, host, _NUMPY[self.dtype])
+        host = _host_array(self.ctx, self._shapes, name, host, _NUMPY[self.dtype])
         check(lib.clg_grads_upload(self._ptr, self._index[name], ffi.from_buffer(host),
-                                   host.size, ffi.NULL), self._ctx._ptr)
+                                   host.size, ffi.NULL), self.ctx._ptr)
 
 
 class Optimizer:

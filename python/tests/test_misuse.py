@@ -91,3 +91,20 @@ def test_estimate():
     assert clgrad.estimate(1 << 20, "adamw", state_dtype="q8")["states"] < 4 << 20
     n = clgrad.max_params(8 << 30)
     assert clgrad.estimate(n)["total"] <= 8 << 30 < clgrad.estimate(n + 2048)["total"]
+
+
+def test_wrap_refuses_out_of_order_queue():
+    import pyopencl as cl
+    clctx = cl.create_some_context(interactive=False)
+    try:
+        queue = cl.CommandQueue(
+            clctx, properties=cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE)
+    except cl.Error:
+        pytest.skip("this device has no out-of-order queues")
+    with pytest.raises(clgrad.InvalidArgument) as e:
+        clgrad.Context(queue=queue)
+    raised(e, None, -10001, "clg_context_wrap: the queue is out-of-order; clgrad needs an "
+           "in-order queue")
+    with pytest.raises(clgrad.InvalidArgument) as e:
+        clgrad.Context(queue=clctx)
+    raised(e, None, -10001, "clgrad.Context: queue must be a pyopencl.CommandQueue, not Context")

@@ -12,7 +12,9 @@ set -eu
 # (Debian's torch links the generic libblas.so.3; installing it also makes
 # OpenBLAS that library's default through the alternatives system).
 # libopenmpi-dev and openmpi-bin: Open MPI, for libclgrad-mpi (data-parallel
-# training over MPI) and mpirun, which runs its tests.
+# training over MPI) and mpirun, which runs its tests. python3-pyopencl,
+# python3-cffi, python3-mesonpy, python3-pytest: the Python package
+# (python/, scripts/check-python.sh) builds and tests with Debian's own.
 PACKAGES="
 build-essential
 pkg-config
@@ -36,6 +38,10 @@ clang
 libclang-rt-14-dev
 python3-venv
 python3-torch
+python3-pyopencl
+python3-cffi
+python3-mesonpy
+python3-pytest
 clblast-utils
 libopenblas0-pthread
 libopenmpi-dev

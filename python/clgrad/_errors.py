@@ -1,0 +1,99 @@
+"""clgrad's failures as Python exceptions: one class per clg_status, each
+carrying the status and clg_last_error's message."""
+from ._clgrad_cffi import ffi, lib
+
+
+class Error(RuntimeError):
+    """A clgrad call failed: .status (the clg_status or OpenCL code),
+    .status_name ("CLG_ERR_INVALID_ARGUMENT") and .message (clg_last_error)."""
+
+    def __init__(self, status, message):
+        self.status = status
+        self.status_name = ffi.string(lib.clg_status_string(status)).decode()
+        self.message = message
+        super().__init__("%s (%s)" % (message, self.status_name))
+
+
+class InvalidArgument(Error, ValueError):
+    pass
+
+
+class OutOfDeviceMemory(Error, MemoryError):
+    pass
+
+
+class OverBudget(Error, MemoryError):
+    pass
+
+
+class Unsupported(Error):
+    pass
+
+
+class NoDevice(Error):
+    pass
+
+
+class BuildError(Error):
+    pass
+
+
+class FileError(Error, OSError):
+    pass
+
+
+class CorruptFile(Error):
+    pass
+
+
+class Mismatch(Error):
+    pass
+
+
+class NonFinite(Error, FloatingPointError):
+    pass
+
+
+class StateError(Error):
+    pass
+
+
+class OutOfHostMemory(Error, MemoryError):
+    pass
+
+
+class OpenCLError(Error):
+    """An OpenCL code passed through (CL_OUT_OF_RESOURCES, ...)."""
+
+
+_BY_STATUS = {
+    lib.CLG_ERR_INVALID_ARGUMENT: InvalidArgument,
+    lib.CLG_ERR_OUT_OF_DEVICE_MEMORY: OutOfDeviceMemory,
+    lib.CLG_ERR_OVER_BUDGET: OverBudget,
+    lib.CLG_ERR_UNSUPPORTED: Unsupported,
+    lib.CLG_ERR_NO_DEVICE: NoDevice,
+    lib.CLG_ERR_BUILD: BuildError,
+    lib.CLG_ERR_IO: FileError,
+    lib.CLG_ERR_CORRUPT_FILE: CorruptFile,
+    lib.CLG_ERR_MISMATCH: Mismatch,
+    lib.CLG_ERR_NONFINITE: NonFinite,
+    lib.CLG_ERR_STATE: StateError,
+    lib.CLG_ERR_OUT_OF_HOST_MEMORY: OutOfHostMemory,
+}
+
+
+def raise_status(status, ctx_ptr=ffi.NULL):
+    """Raises the Error of a failed call, with clg_last_error(ctx_ptr)."""
+    message = ffi.string(lib.clg_last_error(ctx_ptr)).decode(errors="replace")
+    raise _BY_STATUS.get(status, OpenCLError)(status, message)
+
+
+def check(status, ctx_ptr=ffi.NULL):
+    if status != lib.CLG_SUCCESS:
+        raise_status(status, ctx_ptr)
+
+
+def refuse(ctx_ptr, message, status=lib.CLG_ERR_INVALID_ARGUMENT):
+    """A misuse caught in Python, before anything reaches the device:
+    recorded as clgrad records its own (clg_context_fail), then raised."""
+    raise_status(lib.clg_context_fail(ctx_ptr, status, message.encode()), ctx_ptr)

@@ -1,0 +1,400 @@
+"""clgrad's optimizers with torch.optim's names: a clg_model built from named
+shapes or numpy arrays, its params and accumulators as pyopencl arrays on
+clgrad's own buffers, and the accumulation cycle (clg_step)."""
+
+import weakref
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+
+from ._clgrad_cffi import ffi, lib
+from ._errors import check, refuse
+
+_DTYPES = {"fp32": lib.CLG_FP32, "fp16": lib.CLG_FP16, "bf16": lib.CLG_BF16,
+           "q8": lib.CLG_Q8, "q4": lib.CLG_Q4, None: lib.CLG_DTYPE_NONE}
+# What a device element of each dtype is to numpy (bf16: its bits).
+_NUMPY = {lib.CLG_FP32: np.float32, lib.CLG_FP16: np.float16, lib.CLG_BF16: np.uint16}
+_SCHEDULES = {"constant": lib.CLG_SCHED_CONSTANT, "linear": lib.CLG_SCHED_LINEAR,
+              "cosine": lib.CLG_SCHED_COSINE}
+_NONFINITE = {"ignore": lib.CLG_NONFINITE_IGNORE, "skip_update": lib.CLG_NONFINITE_SKIP_UPDATE,
+              "skip_micro": lib.CLG_NONFINITE_SKIP_MICRO, "error": lib.CLG_NONFINITE_ERROR}
+
+
+def _choice(table, value, what):
+    try:
+        return table[value]
+    except (KeyError, TypeError):
+        raise ValueError("%s must be one of %s, not %r"
+                         % (what, sorted(k for k in table if k), value)) from None
+
+
+def _shape_of(spec):
+    if isinstance(spec, np.ndarray):
+        return tuple(spec.shape)
+    if isinstance(spec, (int, np.integer)):
+        return (int(spec),)
+    return tuple(int(d) for d in spec)
+
+
+def _device_view(owner, view, shape, dtype):
+    """A pyopencl Array on clgrad's buffer (no copy): a sub-buffer where the
+    offset is aligned for one (its .data then works in kernels), else an
+    array with an offset. The buffer is retained, and the array keeps the
+    optimizer alive."""
+    itemsize = np.dtype(dtype).itemsize
+    buf = cl.Buffer.from_int_ptr(int(ffi.cast("intptr_t", view.mem)), retain=True)
+    offset, size = view.offset * itemsize, view.count * itemsize
+    ctx = owner.ctx
+    align = ctx.device.mem_base_addr_align // 8
+    if offset % align == 0:
+        arr = cla.Array(ctx.queue, shape, dtype, data=buf.get_sub_region(offset, size))
+    else:
+        arr = cla.Array(ctx.queue, shape, dtype, data=buf, offset=offset)
+    arr.clgrad_owner = owner
+    return arr
+
+
+def _host_array(ctx, shapes, name, host, dtype):
+    """host as a C-contiguous numpy array of the tensor's shape and dtype,
+    or a refusal naming what is wrong (nothing reaches the device)."""
+    if name not in shapes:
+        refuse(ctx._ptr, "clgrad: no tensor named %r" % (name,))
+    host = np.asarray(host)
+    if host.dtype != dtype:
+        refuse(ctx._ptr, "clgrad: %s: dtype %s, expected %s" % (name, host.dtype, np.dtype(dtype)))
+    if host.shape != shapes[name]:
+        refuse(ctx._ptr, "clgrad: %s: shape %s, expected %s" % (name, host.shape, shapes[name]))
+    return np.ascontiguousarray(host)
+
+
+class _Views:
+    """opt.params / opt.grad_acc / grads[name]: a mapping of names to device
+    arrays. An array keeps its owner alive; the owner holds its arrays only
+    weakly (made again when none is alive), so that no reference cycle holds
+    clgrad's handles, whose destructors the cycle collector may not run."""
+
+    def __init__(self, names, make):
+        self._names, self._make = list(names), make
+        self._arrays = weakref.WeakValueDictionary()
+
+    def __getitem__(self, name):
+        arr = self._arrays.get(name)
+        if arr is None:
+            arr = self._arrays[name] = self._make(self._names.index(name), name)
+        return arr
+
+    def __iter__(self):
+        return iter(self._names)
+
+    def __len__(self):
+        return len(self._names)
+
+    def keys(self):
+        return list(self._names)
+
+    def items(self):
+        return [(n, self[n]) for n in self._names]
+
+
+class Grads:
+    """External gradient buffers (paths A and C, clg_grads), laid out like
+    the accumulator, in fp32, fp16 or bf16: opt.grads(dtype)."""
+
+    def __init__(self, opt, dtype="fp32"):
+        # Weak: the optimizer keeps the Grads its step(dict) uploads into.
+        self._optimizer = weakref.ref(opt)
+        self.ctx, self._index, self._shapes = opt.ctx, opt._index, opt.shapes
+        self.dtype = _choice({k: v for k, v in _DTYPES.items() if v in _NUMPY}, dtype, "dtype")
+        out = ffi.new("clg_grads **")
+        check(lib.clg_grads_create(opt._model, self.dtype, out), opt.ctx._ptr)
+        # The destructor keeps the model's handle (not the optimizer: no
+        # cycle through a cdata, which the garbage collector cannot see).
+        self._ptr = ffi.gc(out[0], lambda p, keep=opt._model: lib.clg_grads_destroy(p))
+
+        shapes, dtype = opt.shapes, _NUMPY[self.dtype]
+        me = weakref.ref(self)  # no cycle (see _Views)
+
+        def make(i, name):
+            view = ffi.new("clg_view *")
+            check(lib.clg_grads_view(me()._ptr, i, view), me().ctx._ptr)
+            return _device_view(me(), view, shapes[name], dtype)
+        self.views = _Views(opt.names, make)
+
+    def __getitem__(self, name):
+        return self.views[name]
+
+    def upload(self, name, host):
+        """Copies a numpy array of the tensor's shape and the buffer's dtype."""
+        host = _host_array(self.ctx, self._shapes, name, host, _NUMPY[self.dtype])
+        check(lib.clg_grads_upload(self._ptr, self._index[name], ffi.from_buffer(host),
+                                   host.size, ffi.NULL), self.ctx._ptr)
+
+
+class Optimizer:
+    """Base of AdamW, Adam, SGD and Lion: see their docstrings and
+    python/README.md. params: {name: shape or numpy array} (arrays give the
+    initial values), or a list of groups {"params": {...}, "lr": ...,
+    "weight_decay": ...} as torch.optim takes them (a group's lr becomes a
+    multiplier of the optimizer's)."""
+    _KIND = None
+
+    def __init__(self, ctx, params, *, lr=None, betas=None, eps=None, weight_decay=None,
+                 momentum=None, dampening=None, nesterov=False, amsgrad=False, maximize=False,
+                 accum_steps=1, normalize="mean", fuse_last_micro_step=True,
+                 clip_norm=0.0, clip_value=0.0, nonfinite="ignore", loss_scale=None,
+                 state_dtype="fp32", acc_dtype="fp32", master_dtype="fp32",
+                 schedule="constant", warmup=0, total_steps=0, min_lr=0.0,
+                 noise_scale=False, tensor_norms=False, seed=0):
+        self.ctx = ctx
+        cfg = ffi.new("clg_config *", lib.clg_config_init(self._KIND))
+        for field, value in (("lr", lr), ("eps", eps), ("weight_decay", weight_decay),
+                             ("momentum", momentum), ("dampening", dampening)):
+            if value is not None:
+                setattr(cfg, field, value)
+        if betas is not None:
+            cfg.beta1, cfg.beta2 = betas
+        cfg.nesterov, cfg.amsgrad, cfg.maximize = bool(nesterov), bool(amsgrad), bool(maximize)
+        cfg.accum_steps = accum_steps
+        cfg.normalize = _choice({"mean": lib.CLG_NORM_MEAN, "sum": lib.CLG_NORM_SUM},
+                                normalize, "normalize")
+        cfg.fuse_last_micro_step = bool(fuse_last_micro_step)
+        cfg.clip_norm, cfg.clip_value = clip_norm, clip_value
+        cfg.nonfinite = _choice(_NONFINITE, nonfinite, "nonfinite")
+        if loss_scale == "dynamic":
+            cfg.loss_scale = lib.CLG_LOSS_SCALE_DYNAMIC
+        elif loss_scale is not None:
+            cfg.loss_scale, cfg.loss_scale_init = lib.CLG_LOSS_SCALE_STATIC, float(loss_scale)
+        cfg.state_dtype = _choice(_DTYPES, state_dtype, "state_dtype")
+        cfg.acc_dtype = _choice(_DTYPES, acc_dtype, "acc_dtype")
+        cfg.master_dtype = _choice(_DTYPES, master_dtype, "master_dtype")
+        cfg.schedule.kind = _choice(_SCHEDULES, schedule, "schedule")
+        cfg.schedule.warmup, cfg.schedule.total, cfg.schedule.min_lr = warmup, total_steps, min_lr
+        cfg.noise_scale, cfg.tensor_norms, cfg.seed = bool(noise_scale), bool(tensor_norms), seed
+
+        out = ffi.new("clg_model **")
+        check(lib.clg_model_create(ctx._ptr, cfg, out), ctx._ptr)
+        # The model's destructor holds the Context: the context outlives it.
+        self._model = ffi.gc(out[0], lambda p, keep=ctx: lib.clg_model_destroy(p))
+        self.lr = cfg.lr
+        self.names, self.shapes, self._index, initial = [], {}, {}, {}
+        groups = [{"params": params}] if isinstance(params, dict) else list(params)
+        for g, group in enumerate(groups):
+            self._add_group(g, group, initial)
+        check(lib.clg_model_finalize(self._model), ctx._ptr)
+        self.param_dtype = np.uint16 if cfg.master_dtype == lib.CLG_BF16 else np.float32
+        acc_dtype = np.uint16 if cfg.acc_dtype == lib.CLG_BF16 else np.float32
+        me = weakref.ref(self)  # no cycle (see _Views)
+        self.params = _Views(self.names, lambda i, n: me()._view(
+            lib.clg_model_param_view, i, n, me().param_dtype))
+        self.grad_acc = _Views(self.names, lambda i, n: me()._view(
+            lib.clg_model_acc_view, i, n, acc_dtype))
+        self._own_grads = None
+        for name, values in initial.items():
+            self.upload(name, values)
+
+    def _add_group(self, g, group, initial):
+        group = dict(group)
+        tensors = group.pop("params")
+        index = 0
+        if g > 0 or group:
+            wd = group.pop("weight_decay", -1.0)
+            lr_mult = group.pop("lr", self.lr) / self.lr
+            if group:
+                raise TypeError("parameter group: unknown keys %s" % sorted(group))
+            out = ffi.new("int *")
+            check(lib.clg_model_add_group(self._model, b"group%d" % g, lr_mult, wd, out),
+                  self.ctx._ptr)
+            index = out[0]
+        for name, spec in tensors.items():
+            shape = _shape_of(spec)
+            count = int(np.prod(shape, dtype=np.int64))
+            out = ffi.new("int *")
+            check(lib.clg_model_add_tensor(self._model, name.encode(), count, index, out),
+                  self.ctx._ptr)
+            if len(shape) > 1:
+                check(lib.clg_model_set_tensor_shape(self._model, out[0], len(shape),
+                                                     ffi.new("size_t[]", shape)), self.ctx._ptr)
+            self._index[name] = out[0]
+            self.names.append(name)
+            self.shapes[name] = shape
+            if isinstance(spec, np.ndarray):
+                initial[name] = spec
+
+    def _view(self, fn, i, name, dtype):
+        view = ffi.new("clg_view *")
+        check(fn(self._model, i, view), self.ctx._ptr)
+        return _device_view(self, view, self.shapes[name], dtype)
+
+    # ---------------------------------------------------------- host copies
+    def upload(self, name, values):
+        """Copies a float32 numpy array of the tensor's shape into its params."""
+        host = _host_array(self.ctx, self.shapes, name, values, np.float32)
+        check(lib.clg_model_upload_params(self._model, self._index[name],
+                                          ffi.from_buffer("float[]", host), host.size, ffi.NULL),
+              self.ctx._ptr)
+
+    def download(self, name):
+        """The tensor's params as a new float32 numpy array."""
+        host = np.empty(self.shapes[name], np.float32)
+        check(lib.clg_model_download_params(self._model, self._index[name],
+                                            ffi.from_buffer("float[]", host), host.size, ffi.NULL),
+              self.ctx._ptr)
+        return host
+
+    def state_dict(self):
+        """{name: params as numpy arrays}."""
+        return {n: self.download(n) for n in self.names}
+
+    # ------------------------------------------------------------ the cycle
+    @property
+    def accum_beta(self):
+        """Path B: the beta a backward writing into grad_acc uses (0 on a
+        cycle's first micro-step: overwrite; 1 after: add)."""
+        return float(lib.clg_accum_beta(self._model))
+
+    @property
+    def micro_step_index(self):
+        return int(lib.clg_micro_step_index(self._model))
+
+    @property
+    def cycle_length(self):
+        return int(lib.clg_cycle_length(self._model))
+
+    def grads(self, dtype="fp32"):
+        """New external gradient buffers (paths A and C)."""
+        return Grads(self, dtype)
+
+    def step(self, weight=1.0, grads=None):
+        """One micro-step. grads None: path B (the backward wrote weight *
+        gradient into grad_acc); a Grads of this optimizer, or {name: numpy
+        array} (uploaded into buffers of its own first): paths A/C. Returns
+        whether the cycle ended in an update."""
+        if isinstance(grads, dict):
+            if self._own_grads is None:
+                self._own_grads = Grads(self)
+            for name, host in grads.items():
+                self._own_grads.upload(name, host)
+            grads = self._own_grads
+        if grads is None:
+            handle = ffi.NULL
+        elif isinstance(grads, Grads) and grads._optimizer() is self:
+            handle = grads._ptr
+        else:
+            refuse(self.ctx._ptr, "clgrad: step: grads must be None, a dict of numpy arrays "
+                   "or this optimizer's own Grads (opt.grads()), not %s" % type(grads).__name__)
+        updated = ffi.new("int *")
+        check(lib.clg_step(self._model, handle, weight, updated, ffi.NULL), self.ctx._ptr)
+        return bool(updated[0])
+
+    def flush(self):
+        """Updates now with the partial cycle (its own weights)."""
+        check(lib.clg_flush(self._model, ffi.NULL), self.ctx._ptr)
+
+    def reset_cycle(self):
+        check(lib.clg_reset_cycle(self._model), self.ctx._ptr)
+
+    def sync(self):
+        """Waits for the queue (NonFinite under nonfinite="error")."""
+        check(lib.clg_model_sync(self._model), self.ctx._ptr)
+
+    def stats(self, blocking=True):
+        """clg_model_stats as a dict: updates, micro_steps, skipped_updates,
+        skipped_micro_steps, lr, grad_norm, clip_coef, loss_scale,
+        weight_sum, last_nonfinite, noise_scale, noise_g2, noise_trace,
+        cycles, cycles_behind."""
+        s = ffi.new("clg_stats *", lib.clg_stats_init())
+        check(lib.clg_model_stats(self._model, int(blocking), s), self.ctx._ptr)
+        return {f: getattr(s, f) for f, _ in ffi.typeof("clg_stats").fields
+                if f != "struct_size"}
+
+    @property
+    def loss_scale(self):
+        out = ffi.new("float *")
+        check(lib.clg_model_loss_scale(self._model, 1, out), self.ctx._ptr)
+        return out[0]
+
+    def memory(self):
+        """clg_model_memory as a dict of device bytes."""
+        return _plan_dict(lib.clg_model_memory, self._model, self.ctx._ptr)
+
+    # ---------------------------------------------------------- checkpoints
+    def save(self, path, meta=None):
+        """The C library's checkpoint (safetensors-compatible), durably."""
+        meta = meta or {}
+        keys = [ffi.new("char[]", str(k).encode()) for k in meta]
+        values = [ffi.new("char[]", str(v).encode()) for v in meta.values()]
+        check(lib.clg_checkpoint_save(self._model, str(path).encode(),
+                                      ffi.new("const char *[]", keys) if keys else ffi.NULL,
+                                      ffi.new("const char *[]", values) if values else ffi.NULL,
+                                      len(keys)), self.ctx._ptr)
+
+    def load(self, path):
+        """Loads a checkpoint (all or nothing); returns the caller's metadata."""
+        meta = {}
+
+        @ffi.callback("clg_meta_fn")
+        def on_meta(key, value, user):
+            meta[ffi.string(key).decode()] = ffi.string(value).decode()
+        check(lib.clg_checkpoint_load(self._model, str(path).encode(), on_meta, ffi.NULL),
+              self.ctx._ptr)
+        return meta
+
+
+def _plan_dict(fn, arg, ctx_ptr=ffi.NULL):
+    plan = ffi.new("clg_model_plan *", lib.clg_model_plan_init())
+    check(fn(arg, plan), ctx_ptr)
+    return {f: int(getattr(plan, f)) for f, _ in ffi.typeof("clg_model_plan").fields
+            if f != "struct_size"}
+
+
+class AdamW(Optimizer):
+    """torch.optim.AdamW: lr 1e-3, betas (0.9, 0.999), eps 1e-8, weight_decay 1e-2."""
+    _KIND = lib.CLG_ADAMW
+
+
+class Adam(Optimizer):
+    """torch.optim.Adam: L2 weight decay added to the gradient."""
+    _KIND = lib.CLG_ADAM
+
+
+class SGD(Optimizer):
+    """torch.optim.SGD: lr 1e-2, momentum, dampening, nesterov, weight_decay."""
+    _KIND = lib.CLG_SGD
+
+
+class Lion(Optimizer):
+    """Lion: lr 1e-4, betas (0.9, 0.99), decoupled weight decay."""
+    _KIND = lib.CLG_LION
+
+
+_KINDS = {"sgd": lib.CLG_SGD, "adam": lib.CLG_ADAM, "adamw": lib.CLG_ADAMW, "lion": lib.CLG_LION}
+
+
+def estimate(n_params, optimizer="adamw", *, state_dtype="fp32", acc_dtype="fp32",
+             master_dtype="fp32", amsgrad=False, momentum=None):
+    """The device bytes clgrad would allocate for n_params parameters under
+    this configuration (clg_model_estimate), as a dict; nothing allocated."""
+    cfg = ffi.new("clg_config *", lib.clg_config_init(_choice(_KINDS, optimizer, "optimizer")))
+    cfg.state_dtype = _choice(_DTYPES, state_dtype, "state_dtype")
+    cfg.acc_dtype = _choice(_DTYPES, acc_dtype, "acc_dtype")
+    cfg.master_dtype = _choice(_DTYPES, master_dtype, "master_dtype")
+    cfg.amsgrad = bool(amsgrad)
+    if momentum is not None:
+        cfg.momentum = momentum
+    return _plan_dict(lambda c, p: lib.clg_model_estimate(c, int(n_params), p), cfg)
+
+
+def max_params(memory_bytes, optimizer="adamw", **config):
+    """The most parameters whose training state fits in memory_bytes (e.g.
+    8 << 30 for an 8 GB card), by bisection over estimate()."""
+    lo, hi = 0, 1 << 40
+    while hi - lo > 1024:
+        mid = (lo + hi) // 2
+        if estimate(mid, optimizer, **config)["total"] <= memory_bytes:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+

@@ -313,8 +313,12 @@ static const combination combinations[] = {
     {{"--task", "contrastive", "--auto-micro-batch"},
      "--auto-micro-batch: not with --task contrastive (its activations are allocated once, "
      "for --micro-batch)"},
-    {{"--task", "contrastive", "--tuning", "off"},
-     "--tuning: not with --task contrastive (its GEMMs run on CLBlast's default parameters)"},
+    {{"--task", "contrastive", "--tuning", "auto"},
+     "--tuning auto: not with --task contrastive (its GEMMs run on CLBlast's default "
+     "parameters)"},
+    {{"--task", "contrastive", "--tuning", "my.tune"},
+     "--tuning my.tune: not with --task contrastive (its GEMMs run on CLBlast's default "
+     "parameters)"},
     {{"--task", "contrastive", "--dist", "ddp"},
      "--dist: not with --task contrastive (it does not run under MPI)"},
     {{"--dist", "ddp", "--auto-micro-batch"},
@@ -337,6 +341,7 @@ static const combination combinations[] = {
       "none"},
      NULL},
     {{"--task", "contrastive", "--state-dtype", "q8", "--grad-path", "C", "--clip", "1"}, NULL},
+    {{"--task", "contrastive", "--tuning", "off"}, NULL}, /* what it does anyway */
     {{"--dist", "zero1", "--state-dtype", "bf16"}, NULL},
     {{"--dist", "ddp", "--state-dtype", "q4", "--master-dtype", "bf16"}, NULL},
     {{"--master-dtype", "bf16", "--grad-dtype", "bf16", "--loss-scale", "dynamic", "--metrics",
@@ -374,14 +379,15 @@ static void test_combinations(void **state)
     for (int t = 0; t < nt; t++) {
         for (int k = 0; k < tables[t]->n_limits; k++) {
             const flag_limit *l = &tables[t]->limits[k];
-            /* it names core flags, and values only of a choice row's */
+            /* it names core flags, and values only of a choice row's or a
+             * text row's */
             const flag_def *f = flags_find(&train_flag_table, l->flag);
             char when[64];
             snprintf(when, sizeof when, "%.*s", (int)strcspn(l->when ? l->when : "", "="),
                      l->when ? l->when : "");
-            if (!f || (l->takes && !f->choices) ||
+            if (!f || (l->takes && !f->choices && f->kind != FLAG_TEXT) ||
                 (l->when && !flags_find(&train_flag_table, when)))
-                fail_msg("limit %s (%s): not a core flag, or values of a row without choices",
+                fail_msg("limit %s (%s): not a core flag, or values of a row without them",
                          l->flag, l->why);
             int covered = 0;
             for (size_t i = 0; i < n; i++) {

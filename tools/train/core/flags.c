@@ -322,9 +322,16 @@ static int in_list(const char *name, const char *list)
     return 0;
 }
 
-/* The name of the value in a choice row's field (flags_choice_name). */
+/* The name of the value in a choice row's field (flags_choice_name), or a
+ * text row's text. */
 static const char *value_name(const flag_def *f, const void *opts, char *buf, size_t len)
 {
+    if (f->kind == FLAG_TEXT) {
+        const char *text;
+        memcpy(&text, (const char *)opts + f->offset, sizeof text);
+        snprintf(buf, len, "%s", text ? text : "");
+        return buf;
+    }
     int v;
     memcpy(&v, (const char *)opts + f->offset, sizeof v);
     return flags_choice_name(f, v, buf, len);
@@ -371,7 +378,9 @@ int flags_check_limits(const flag_table *t, const flag_table *core, const void *
         condition_text(t, l, cond, sizeof cond);
         if (!l->takes && given_other(f, o, dflt))
             return errmsg_set(err, errlen, "%s: not with %s (%s)", l->flag, cond, l->why);
-        if (l->takes && !in_list(value_name(f, o, value, sizeof value), l->takes))
+        /* a text row left at its default is not a choice the user made */
+        if (l->takes && (f->kind != FLAG_TEXT || given_other(f, o, dflt)) &&
+            !in_list(value_name(f, o, value, sizeof value), l->takes))
             return errmsg_set(err, errlen, "%s %s: not with %s (%s)", l->flag, value, cond,
                               l->why);
     }

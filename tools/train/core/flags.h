@@ -82,7 +82,8 @@ struct flag_def {
 
 /* A combination refused before the run: under a condition, the flag named
  * `flag` (a core flag) may take only the values in `takes` ("fp32", "A|B":
- * names of its row's choices; a row with choices only), or, with takes
+ * names of its row's choices, or texts of a text row, which may also keep
+ * its default), or, with takes
  * NULL, must keep its default (it is refused when given another value).
  * The condition is `when`, "--flag=value" (a choice row holds that value)
  * or "--flag" (the flag holds a value other than its default); NULL in a

@@ -97,7 +97,7 @@ static const flag_limit limits[] = {
     {.flag = "--loss-scale", .why = "its loss gradient is not scaled"},
     {.flag = "--metrics", .why = "it writes no per-update metrics"},
     {.flag = "--auto-micro-batch", .why = "its activations are allocated once, for --micro-batch"},
-    {.flag = "--tuning", .why = "its GEMMs run on CLBlast's default parameters"},
+    {.flag = "--tuning", .takes = "off", .why = "its GEMMs run on CLBlast's default parameters"},
     {.flag = "--dist", .why = "it does not run under MPI"},
 };
 

@@ -1,5 +1,5 @@
-/* flags.c - parsing, usage and stored values generated from flag tables
- * (see flags.h). */
+/* flags.c - parsing and stored values generated from flag tables (see
+ * flags.h; the limits: flag_limits.c, --help: flags_usage.c). */
 #include "flags.h"
 #include "errmsg.h"
 
@@ -12,8 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-#define USAGE_COLUMN 25 /* where the help of a flag starts */
 
 static void *field(const flag_def *f, void *opts)
 {
@@ -121,8 +119,7 @@ static int parse_num(const char *flag, const char *s, double lo, double hi, int 
     return 0;
 }
 
-/* The i-th name of "a|b|c" into buf. */
-static int choice_at(const char *choices, int i, char *buf, size_t len)
+int flags_choice_at(const char *choices, int i, char *buf, size_t len)
 {
     const char *p = choices;
     for (; i > 0 && p; i--) {
@@ -139,7 +136,7 @@ static int choice_at(const char *choices, int i, char *buf, size_t len)
 static int parse_choice(const flag_def *f, const char *val, void *opts, char *err, size_t errlen)
 {
     char name[64];
-    for (int i = 0; choice_at(f->choices, i, name, sizeof name) == 0; i++) {
+    for (int i = 0; flags_choice_at(f->choices, i, name, sizeof name) == 0; i++) {
         if (f->exact_case ? !strcmp(val, name) : !strcasecmp(val, name)) {
             memcpy(field(f, opts), &f->values[i], sizeof(int));
             return 0;
@@ -154,7 +151,7 @@ static int parse_choice(const flag_def *f, const char *val, void *opts, char *er
 
 const char *flags_choice_name(const flag_def *f, int value, char *buf, size_t len)
 {
-    for (int i = 0; choice_at(f->choices, i, buf, len) == 0; i++)
+    for (int i = 0; flags_choice_at(f->choices, i, buf, len) == 0; i++)
         if (f->values[i] == value)
             return buf;
     snprintf(buf, len, "?");
@@ -302,145 +299,6 @@ int flags_parse(int argc, char **argv, const flag_table *tables, int n_tables, v
             seen[t] = 1;
     }
     return 0;
-}
-
-/* Whether the field of row f in opts differs from the one in dflt: the
- * flag was given a value other than its default. */
-static int given_other(const flag_def *f, const void *opts, const void *dflt)
-{
-    return f->size &&
-           memcmp((const char *)opts + f->offset, (const char *)dflt + f->offset, f->size) != 0;
-}
-
-/* Whether name is one of "a|b|c". */
-static int in_list(const char *name, const char *list)
-{
-    char item[64];
-    for (int i = 0; choice_at(list, i, item, sizeof item) == 0; i++)
-        if (!strcmp(item, name))
-            return 1;
-    return 0;
-}
-
-/* The name of the value in a choice row's field (flags_choice_name), or a
- * text row's text. */
-static const char *value_name(const flag_def *f, const void *opts, char *buf, size_t len)
-{
-    if (f->kind == FLAG_TEXT) {
-        const char *text;
-        memcpy(&text, (const char *)opts + f->offset, sizeof text);
-        snprintf(buf, len, "%s", text ? text : "");
-        return buf;
-    }
-    int v;
-    memcpy(&v, (const char *)opts + f->offset, sizeof v);
-    return flags_choice_name(f, v, buf, len);
-}
-
-/* The condition of limit l as text: "--dist zero1" for "--dist=zero1",
- * the table's scope ("--task contrastive") for none. */
-static void condition_text(const flag_table *t, const flag_limit *l, char *cond, size_t len)
-{
-    if (!l->when) {
-        snprintf(cond, len, "%s", t->scope ? t->scope : "?");
-        return;
-    }
-    size_t n = strcspn(l->when, "=");
-    snprintf(cond, len, "%.*s%s%s", (int)n, l->when, l->when[n] ? " " : "",
-             l->when[n] ? l->when + n + 1 : "");
-}
-
-/* Whether the condition of limit l holds for opts. */
-static int condition_holds(const flag_limit *l, const flag_table *core, const void *opts,
-                           const void *dflt)
-{
-    if (!l->when)
-        return 1;
-    size_t n = strcspn(l->when, "=");
-    char name[64], value[64];
-    snprintf(name, sizeof name, "%.*s", (int)n, l->when);
-    const flag_def *f = flags_find(core, name);
-    if (!f)
-        return 0;
-    return l->when[n] ? in_list(value_name(f, opts, value, sizeof value), l->when + n + 1)
-                      : given_other(f, opts, dflt);
-}
-
-int flags_check_limits(const flag_table *t, const flag_table *core, const void *o,
-                       const void *dflt, char *err, size_t errlen)
-{
-    for (int i = 0; i < t->n_limits; i++) {
-        const flag_limit *l = &t->limits[i];
-        char cond[128], value[64];
-        const flag_def *f = flags_find(core, l->flag);
-        if (!f || !condition_holds(l, core, o, dflt))
-            continue;
-        condition_text(t, l, cond, sizeof cond);
-        if (!l->takes && given_other(f, o, dflt))
-            return errmsg_set(err, errlen, "%s: not with %s (%s)", l->flag, cond, l->why);
-        /* a text row left at its default is not a choice the user made */
-        if (l->takes && (f->kind != FLAG_TEXT || given_other(f, o, dflt)) &&
-            !in_list(value_name(f, o, value, sizeof value), l->takes))
-            return errmsg_set(err, errlen, "%s %s: not with %s (%s)", l->flag, value, cond,
-                              l->why);
-    }
-    return 0;
-}
-
-static void append(char *buf, size_t len, const char *text)
-{
-    size_t used = strlen(buf);
-    if (used + 1 < len)
-        snprintf(buf + used, len - used, "%s", text);
-}
-
-char *flags_usage(const flag_table *t, char *buf, size_t len)
-{
-    buf[0] = 0;
-    append(buf, len, t->preface ? t->preface : "");
-    for (int i = 0; i < t->n; i++) {
-        const flag_def *f = &t->rows[i];
-        if (!f->name)
-            continue;
-        char head[64];
-        snprintf(head, sizeof head, "  %s%s%s", f->name, f->metavar ? " " : "",
-                 f->metavar ? f->metavar : "");
-        char line[128];
-        /* a head that reaches the column: the help starts on the next line */
-        if (strlen(head) >= USAGE_COLUMN)
-            snprintf(line, sizeof line, "%s\n%*s", head, USAGE_COLUMN, "");
-        else
-            snprintf(line, sizeof line, "%-*s", USAGE_COLUMN, head);
-        append(buf, len, line);
-        /* the help, its continuation lines indented to the column */
-        for (const char *p = f->help; *p;) {
-            size_t n = strcspn(p, "\n");
-            snprintf(line, sizeof line, "%.*s\n", (int)n, p);
-            append(buf, len, line);
-            p += n;
-            if (*p == '\n') {
-                p++;
-                snprintf(line, sizeof line, "%*s", USAGE_COLUMN, "");
-                append(buf, len, line);
-            }
-        }
-    }
-    /* the combinations refused, from the limits */
-    if (t->n_limits)
-        append(buf, len, "Refused before the run:\n");
-    for (int i = 0; i < t->n_limits; i++) {
-        const flag_limit *l = &t->limits[i];
-        char cond[128], line[512];
-        condition_text(t, l, cond, sizeof cond);
-        if (l->takes)
-            snprintf(line, sizeof line, "  with %s: %s other than %s\n      (%s)\n", cond,
-                     l->flag, l->takes, l->why);
-        else
-            snprintf(line, sizeof line, "  with %s: %s\n      (%s)\n", cond, l->flag, l->why);
-        append(buf, len, line);
-    }
-    append(buf, len, t->footer ? t->footer : "");
-    return buf;
 }
 
 void flags_format_float(char *buf, size_t len, float x)

@@ -121,6 +121,13 @@ int flags_parse(int argc, char **argv, const flag_table *tables, int n_tables, v
 /* Parses one value for row f into opts (as flags_parse does). */
 int flags_parse_value(const flag_def *f, const char *val, void *opts, char *err, size_t errlen);
 
+/* The i-th name of "a|b|c" into buf: 0, or -1 past the last. */
+int flags_choice_at(const char *choices, int i, char *buf, size_t len);
+
+/* The condition of limit l of table t as text: "--dist zero1" for
+ * "--dist=zero1", the table's scope ("--task contrastive") for none. */
+void flags_limit_condition(const flag_table *t, const flag_limit *l, char *cond, size_t len);
+
 /* The usage text of a table into buf (preface, one line per flag with its
  * help, footer). Returns buf. */
 char *flags_usage(const flag_table *t, char *buf, size_t len);

@@ -1,8 +1,10 @@
-"""clgrad's AdamW, Adam and SGD (momentum, Nesterov) against torch.optim in
-float64, under accumulation (k = 4, uneven weights) and clipping by global
-norm: params after 20 updates, fed the same gradients through path A.
-clgrad computes in fp32: tolerance |clgrad - torch| <= 2e-6 + 2e-5 |torch|
-per element (20 updates of fp32 rounding on values of order 1)."""
+"""clgrad's AdamW, Adam (AMSGrad, maximize) and SGD (weight decay, momentum,
+Nesterov, maximize) against torch.optim in float64, and Lion (torch has
+none) against a float64 numpy Lion written from optax's formula, under
+accumulation (k = 4, uneven weights) and clipping by global norm: params
+after 20 updates, fed the same gradients through path A. clgrad computes in
+fp32: tolerance |clgrad - reference| <= 2e-6 + 2e-5 |reference| per element
+(20 updates of fp32 rounding on values of order 1)."""
 import numpy as np
 import pytest
 import torch
@@ -15,10 +17,41 @@ WEIGHTS = [1.0, 2.5, 0.5, 3.0]  # k = 4, uneven: mean mode divides by their sum
 N_UPDATES, CLIP = 20, 0.25
 ATOL, RTOL = 2e-6, 2e-5
 
+
+
+class NumpyLion:
+    """optax.lion (Chen et al. 2023) in float64 numpy, on the reference's
+    tensors: c = b1 m + (1 - b1) g; p -= lr (sign(c) + wd p);
+    m = b2 m + (1 - b2) g. (clgrad writes the decay as p *= 1 - lr wd before
+    the sign step: the same update.)"""
+
+    def __init__(self, params, lr, betas, weight_decay):
+        self.params, self.lr, self.betas, self.wd = params, lr, betas, weight_decay
+        self.m = [np.zeros(tuple(p.shape)) for p in params]
+
+    def step(self):
+        b1, b2 = self.betas
+        for p, m in zip(self.params, self.m):
+            g, value = p.grad.numpy(), p.detach().numpy()  # value shares p's memory
+            c = b1 * m + (1 - b1) * g
+            value -= self.lr * (np.sign(c) + self.wd * value)
+            m *= b2
+            m += (1 - b2) * g
+
+
 CASES = {
     "adamw": (clgrad.AdamW, torch.optim.AdamW,
               dict(lr=1e-2, betas=(0.9, 0.99), weight_decay=0.05)),
     "adam": (clgrad.Adam, torch.optim.Adam, dict(lr=1e-2, betas=(0.8, 0.999), weight_decay=0.01)),
+    "adam_amsgrad": (clgrad.Adam, torch.optim.Adam,
+                     dict(lr=1e-2, betas=(0.9, 0.6), weight_decay=0.02, amsgrad=True)),
+    "adamw_amsgrad_maximize": (clgrad.AdamW, torch.optim.AdamW,
+                               dict(lr=1e-2, betas=(0.8, 0.7), weight_decay=0.1, amsgrad=True,
+                                    maximize=True)),
+    "sgd_weight_decay": (clgrad.SGD, torch.optim.SGD, dict(lr=5e-2, weight_decay=0.05)),
+    "sgd_momentum_maximize": (clgrad.SGD, torch.optim.SGD,
+                              dict(lr=5e-2, momentum=0.8, weight_decay=0.02, maximize=True)),
+    "lion": (clgrad.Lion, NumpyLion, dict(lr=1e-2, betas=(0.9, 0.99), weight_decay=0.1)),
     "sgd_momentum": (clgrad.SGD, torch.optim.SGD,
                      dict(lr=5e-2, momentum=0.9, dampening=0.1, weight_decay=0.01)),
     "sgd_nesterov": (clgrad.SGD, torch.optim.SGD,

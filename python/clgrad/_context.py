@@ -3,7 +3,7 @@ queue (clg_context_wrap), with the device and clgrad's memory as properties."""
 import pyopencl as cl
 
 from ._clgrad_cffi import ffi, lib
-from ._errors import check, refuse
+from ._errors import check, refuse, whole
 
 
 def _int_ptr(handle):
@@ -68,7 +68,7 @@ class Context:
 
     @budget.setter
     def budget(self, nbytes):
-        check(lib.clg_context_set_budget(self._ptr, int(nbytes)), self._ptr)
+        check(lib.clg_context_set_budget(self._ptr, whole(self._ptr, nbytes, "budget")), self._ptr)
 
     @property
     def last_error(self):

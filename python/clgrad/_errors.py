@@ -1,5 +1,7 @@
 """clgrad's failures as Python exceptions: one class per clg_status, each
 carrying the status and clg_last_error's message."""
+import numbers
+
 from ._clgrad_cffi import ffi, lib
 
 
@@ -97,3 +99,13 @@ def refuse(ctx_ptr, message, status=lib.CLG_ERR_INVALID_ARGUMENT):
     """A misuse caught in Python, before anything reaches the device:
     recorded as clgrad records its own (clg_context_fail), then raised."""
     raise_status(lib.clg_context_fail(ctx_ptr, status, message.encode()), ctx_ptr)
+
+
+def whole(ctx_ptr, value, what, limit=(1 << 64) - 1):
+    """value as an int in [0, limit] (what a C count or size takes), or a
+    refusal naming it; cffi's own OverflowError or TypeError would not say
+    which argument was wrong."""
+    if (isinstance(value, bool) or not isinstance(value, numbers.Integral)
+            or not 0 <= value <= limit):
+        refuse(ctx_ptr, "clgrad: %s %r must be an integer in [0, %d]" % (what, value, limit))
+    return int(value)

@@ -9,7 +9,7 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 from ._clgrad_cffi import ffi, lib
-from ._errors import check, refuse
+from ._errors import check, refuse, whole
 
 _DTYPES = {"fp32": lib.CLG_FP32, "fp16": lib.CLG_FP16, "bf16": lib.CLG_BF16,
            "q8": lib.CLG_Q8, "q4": lib.CLG_Q4, None: lib.CLG_DTYPE_NONE}
@@ -29,12 +29,20 @@ def _choice(table, value, what):
                          % (what, sorted(k for k in table if k), value)) from None
 
 
-def _shape_of(spec):
+def _shape_of(ctx, name, spec):
+    """A tensor's shape from an array, a length or a sequence of dims (each
+    >= 0: a 0 reaches clgrad, which names the empty tensor)."""
     if isinstance(spec, np.ndarray):
         return tuple(spec.shape)
-    if isinstance(spec, (int, np.integer)):
-        return (int(spec),)
-    return tuple(int(d) for d in spec)
+    dims = [spec] if np.ndim(spec) == 0 else list(spec)
+    return tuple(whole(ctx._ptr, d, "tensor %r: dim" % (name,)) for d in dims)
+
+
+def _known(ctx, shapes, name):
+    """name, if the optimizer has a tensor of that name; else a refusal."""
+    if name not in shapes:
+        refuse(ctx._ptr, "clgrad: no tensor named %r" % (name,))
+    return name
 
 
 def _device_view(owner, view, shape, dtype):
@@ -58,8 +66,7 @@ def _device_view(owner, view, shape, dtype):
 def _host_array(ctx, shapes, name, host, dtype):
     """host as a C-contiguous numpy array of the tensor's shape and dtype,
     or a refusal naming what is wrong (nothing reaches the device)."""
-    if name not in shapes:
-        refuse(ctx._ptr, "clgrad: no tensor named %r" % (name,))
+    _known(ctx, shapes, name)
     host = np.asarray(host)
     if host.dtype != dtype:
         refuse(ctx._ptr, "clgrad: %s: dtype %s, expected %s" % (name, host.dtype, np.dtype(dtype)))
@@ -74,13 +81,14 @@ class _Views:
     weakly (made again when none is alive), so that no reference cycle holds
     clgrad's handles, whose destructors the cycle collector may not run."""
 
-    def __init__(self, names, make):
-        self._names, self._make = list(names), make
+    def __init__(self, ctx, shapes, names, make):
+        self._ctx, self._shapes, self._names, self._make = ctx, shapes, list(names), make
         self._arrays = weakref.WeakValueDictionary()
 
     def __getitem__(self, name):
         arr = self._arrays.get(name)
         if arr is None:
+            _known(self._ctx, self._shapes, name)
             arr = self._arrays[name] = self._make(self._names.index(name), name)
         return arr
 
@@ -119,7 +127,7 @@ class Grads:
             view = ffi.new("clg_view *")
             check(lib.clg_grads_view(me()._ptr, i, view), me().ctx._ptr)
             return _device_view(me(), view, shapes[name], dtype)
-        self.views = _Views(opt.names, make)
+        self.views = _Views(opt.ctx, shapes, opt.names, make)
 
     def __getitem__(self, name):
         return self.views[name]
@@ -155,7 +163,7 @@ class Optimizer:
         if betas is not None:
             cfg.beta1, cfg.beta2 = betas
         cfg.nesterov, cfg.amsgrad, cfg.maximize = bool(nesterov), bool(amsgrad), bool(maximize)
-        cfg.accum_steps = accum_steps
+        cfg.accum_steps = whole(ctx._ptr, accum_steps, "accum_steps", 0xFFFFFFFF)
         cfg.normalize = _choice({"mean": lib.CLG_NORM_MEAN, "sum": lib.CLG_NORM_SUM},
                                 normalize, "normalize")
         cfg.fuse_last_micro_step = bool(fuse_last_micro_step)
@@ -169,8 +177,11 @@ class Optimizer:
         cfg.acc_dtype = _choice(_DTYPES, acc_dtype, "acc_dtype")
         cfg.master_dtype = _choice(_DTYPES, master_dtype, "master_dtype")
         cfg.schedule.kind = _choice(_SCHEDULES, schedule, "schedule")
-        cfg.schedule.warmup, cfg.schedule.total, cfg.schedule.min_lr = warmup, total_steps, min_lr
-        cfg.noise_scale, cfg.tensor_norms, cfg.seed = bool(noise_scale), bool(tensor_norms), seed
+        cfg.schedule.warmup = whole(ctx._ptr, warmup, "warmup")
+        cfg.schedule.total = whole(ctx._ptr, total_steps, "total_steps")
+        cfg.schedule.min_lr = min_lr
+        cfg.noise_scale, cfg.tensor_norms = bool(noise_scale), bool(tensor_norms)
+        cfg.seed = whole(ctx._ptr, seed, "seed")
 
         out = ffi.new("clg_model **")
         check(lib.clg_model_create(ctx._ptr, cfg, out), ctx._ptr)
@@ -185,9 +196,9 @@ class Optimizer:
         self.param_dtype = np.uint16 if cfg.master_dtype == lib.CLG_BF16 else np.float32
         acc_dtype = np.uint16 if cfg.acc_dtype == lib.CLG_BF16 else np.float32
         me = weakref.ref(self)  # no cycle (see _Views)
-        self.params = _Views(self.names, lambda i, n: me()._view(
+        self.params = _Views(ctx, self.shapes, self.names, lambda i, n: me()._view(
             lib.clg_model_param_view, i, n, me().param_dtype))
-        self.grad_acc = _Views(self.names, lambda i, n: me()._view(
+        self.grad_acc = _Views(ctx, self.shapes, self.names, lambda i, n: me()._view(
             lib.clg_model_acc_view, i, n, acc_dtype))
         self._own_grads = None
         for name, values in initial.items():
@@ -207,7 +218,10 @@ class Optimizer:
                   self.ctx._ptr)
             index = out[0]
         for name, spec in tensors.items():
-            shape = _shape_of(spec)
+            if not isinstance(name, str):
+                refuse(self.ctx._ptr, "clgrad: tensor names must be str, not %s (%r)"
+                       % (type(name).__name__, name))
+            shape = _shape_of(self.ctx, name, spec)
             count = int(np.prod(shape, dtype=np.int64))
             out = ffi.new("int *")
             check(lib.clg_model_add_tensor(self._model, name.encode(), count, index, out),
@@ -236,7 +250,7 @@ class Optimizer:
 
     def download(self, name):
         """The tensor's params as a new float32 numpy array."""
-        host = np.empty(self.shapes[name], np.float32)
+        host = np.empty(self.shapes[_known(self.ctx, self.shapes, name)], np.float32)
         check(lib.clg_model_download_params(self._model, self._index[name],
                                             ffi.from_buffer("float[]", host), host.size, ffi.NULL),
               self.ctx._ptr)
@@ -271,9 +285,16 @@ class Optimizer:
         array} (uploaded into buffers of its own first): paths A/C. Returns
         whether the cycle ended in an update."""
         if isinstance(grads, dict):
+            # All checked before any upload: a refused dict changes nothing.
+            hosts = {n: _host_array(self.ctx, self.shapes, n, h, np.float32)
+                     for n, h in grads.items()}
+            missing = [n for n in self.names if n not in hosts]
+            if missing:  # its buffer would hold the last micro-step's gradient
+                refuse(self.ctx._ptr, "clgrad: step: grads has no %s (a dict of gradients "
+                       "holds every tensor)" % ", ".join(map(repr, missing)))
             if self._own_grads is None:
                 self._own_grads = Grads(self)
-            for name, host in grads.items():
+            for name, host in hosts.items():
                 self._own_grads.upload(name, host)
             grads = self._own_grads
         if grads is None:
@@ -382,12 +403,14 @@ def estimate(n_params, optimizer="adamw", *, state_dtype="fp32", acc_dtype="fp32
     cfg.amsgrad = bool(amsgrad)
     if momentum is not None:
         cfg.momentum = momentum
-    return _plan_dict(lambda c, p: lib.clg_model_estimate(c, int(n_params), p), cfg)
+    n_params = whole(ffi.NULL, n_params, "estimate: n_params")
+    return _plan_dict(lambda c, p: lib.clg_model_estimate(c, n_params, p), cfg)
 
 
 def max_params(memory_bytes, optimizer="adamw", **config):
     """The most parameters whose training state fits in memory_bytes (e.g.
     8 << 30 for an 8 GB card), by bisection over estimate()."""
+    memory_bytes = whole(ffi.NULL, memory_bytes, "max_params: memory_bytes")
     lo, hi = 0, 1 << 40
     while hi - lo > 1024:
         mid = (lo + hi) // 2

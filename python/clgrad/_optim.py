@@ -210,7 +210,12 @@ class Optimizer:
         index = 0
         if g > 0 or group:
             wd = group.pop("weight_decay", -1.0)
-            lr_mult = group.pop("lr", self.lr) / self.lr
+            # clgrad keeps a group's lr as a multiple of the optimizer's
+            group_lr = group.pop("lr", self.lr)
+            if self.lr == 0 and group_lr != 0:
+                refuse(self.ctx._ptr, "clgrad: parameter group %d: lr %g cannot be a multiple of "
+                       "the optimizer's lr 0 (give the optimizer a nonzero lr)" % (g, group_lr))
+            lr_mult = group_lr / self.lr if self.lr != 0 else 1.0
             if group:
                 raise TypeError("parameter group: unknown keys %s" % sorted(group))
             out = ffi.new("int *")

@@ -202,6 +202,10 @@ MISUSE = [
     case("group_lr_mult", create(lr=1e-3, params=[{"params": {"w": 4}},
                                                   {"params": {"v": 4}, "lr": -2.5e-3}]), INV,
          "clg_model_add_group: lr_mult -2.5 of group 'group1' must be finite and >= 0"),
+    case("group_lr_of_zero", create(lr=0.0, params=[{"params": {"w": 4}},
+                                                    {"params": {"v": 4}, "lr": 1e-3}]), INV,
+         "clgrad: parameter group 1: lr 0.001 cannot be a multiple of the optimizer's lr 0 "
+         "(give the optimizer a nonzero lr)"),
     case("group_wd", create(params=[{"params": {"w": 4}},
                                     {"params": {"v": 4}, "weight_decay": float("nan")}]), INV,
          "clg_model_add_group: weight_decay nan of group 'group1' must be finite"),

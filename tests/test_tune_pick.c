@@ -161,14 +161,18 @@ static void test_shape_limit(void **state)
     int direct[3] = {1, 0, 0};
     for (size_t k = 0; k < 8; k++) {
         ms[0 * 8 + k] = base[k];                       /* CLBlast's XgemmDirect */
-        ms[1 * 8 + k] = base[k] * (k == 1 ? 1.10 : 0.4); /* fast, but fc2 forward +10% */
+        /* fast, but fc1 forward (the largest m n k: on Xgemm whenever
+         * anything is) 10% slower */
+        ms[1 * 8 + k] = base[k] * (k == 0 ? 1.10 : 0.4);
         ms[2 * 8 + k] = base[k] * 0.8;                 /* 20% faster everywhere */
     }
     pick_problem p = {8, mlp_mnk, mlp_count, base, 896, 65536, 3, direct, ms, 1.05};
     pick_result r = tune_pick(&p);
     assert_int_equal(r.best_any.i, 1);
     assert_int_equal(r.best.i, 2);
-    /* with the limit, the 10% slower shape is not on candidate 1 */
+    assert_true(fabs(r.best_any.ms - (0.4 * (28.6 - 8) + 8.8)) < 1e-9);
+    /* with the limit: candidate 2 on every shape */
+    assert_true(fabs(r.best.ms - 0.8 * 28.6) < 1e-9);
     for (size_t k = 0; k < 8; k++)
         assert_true(r.best.shape_ms[k] <= 1.05 * base[k]);
     /* the same limit at 1.15 allows it */
@@ -229,7 +233,10 @@ static void test_seeds_are_valid(void **state)
             tuning_kernel k;
             char err[256] = "";
             to_kernel(&seeds[i], &k);
-            assert_int_equal(k.n, strcmp(k.name, "Xgemm") == 0 ? 16 : 10);
+            assert_int_equal(k.n, strcmp(k.name, "Xgemm") == 0         ? 16
+                                  : strcmp(k.name, "XgemmDirect") == 0 ? 10
+                                  : strcmp(k.name, "Pad") == 0         ? 4
+                                                                       : 3);
             if (tuning_check_kernel_values(&k, err, sizeof err) != 0)
                 fail_msg("seed %s (%s): %s", seeds[i].origin, seeds[i].kernel, err);
             total++;

@@ -110,7 +110,7 @@ void ts_run_aux_tuner(search *s, int a, size_t m, size_t n, double seconds)
     r.seconds = seconds;
     progress_ctx pc = {s, ts_aux_kernels[a], 0};
     ts_say(s, "%s tuner (%s -m %zu -n %zu) for %.0f s", ts_aux_kernels[a], r.program, m, n, seconds);
-    s->aux_found[a].n = 0;
+    /* what it finds replaces a seed's (ts_add_known) */
     if (tuner_run_program(&r, tuner_progress, &pc) != 0) {
         ts_note(s, "%s", r.error);
         tuner_run_free(&r);
@@ -239,10 +239,21 @@ void ts_add_known(search *s)
     size_t n = tune_seeds(cls, &seeds);
     for (size_t i = 0; i < n; i++) {
         param_set ps;
-        int direct = strcmp(seeds[i].kernel, "XgemmDirect") == 0;
-        candidate *cd = NULL;
-        if (parse_params(seeds[i].params, &ps) == 0)
-            cd = ts_add_candidate(s, direct, &ps, seeds[i].origin);
+        if (parse_params(seeds[i].params, &ps) != 0)
+            continue;
+        int aux = -1;
+        for (int a = 0; a < 2; a++)
+            if (strcmp(seeds[i].kernel, ts_aux_kernels[a]) == 0)
+                aux = a;
+        if (aux >= 0) {
+            /* the previous tuning's helpers come first */
+            if (s->aux_found[aux].n == 0 && ts_complete(&s->aux0[aux], &ps) == 0 &&
+                !same_params(&ps, &s->aux0[aux]))
+                s->aux_found[aux] = ps;
+            continue;
+        }
+        candidate *cd = ts_add_candidate(s, strcmp(seeds[i].kernel, "XgemmDirect") == 0, &ps,
+                                         seeds[i].origin);
         if (cd)
             cd->seed = 1;
     }

@@ -107,6 +107,9 @@ void ts_run_candidates(search *s, double until, int reserve_builds);
 /* The share of the budget the known configurations may take before the
  * tuners start (the tuners and the final builds need the rest). */
 #define KNOWN_SHARE 0.6
+/* With a previous tuning: seconds for the known configurations, so that
+ * the run, with the confirmation, stays under a minute. */
+#define REFINE_S 35.0
 
 choice ts_choose(search *s, const double *baseline);
 void ts_try_aux(search *s, choice *c, const double *base);

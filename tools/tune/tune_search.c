@@ -153,7 +153,12 @@ int tune_search(clg_context *ctx, const tune_request *req, tune_outcome *out, ch
     ts_say(s, "measuring %zu known configuration(s) first: %s and the seeds of the device's "
         "class (%s)", s->n_cand - 2, req->previous ? "the previous tuning" : "no previous tuning",
         s->out->device_class);
-    ts_run_candidates(s, s->t0 + KNOWN_SHARE * req->budget_s, 0);
+    /* with a previous tuning, what its run measured is in PoCL's cache:
+     * a short look (a seed it had no time for would be a build) */
+    double known_until = s->t0 + KNOWN_SHARE * req->budget_s;
+    if (req->previous && known_until > s->t0 + REFINE_S)
+        known_until = s->t0 + REFINE_S;
+    ts_run_candidates(s, known_until, 0);
 
     /* 3. CLBlast's tuners at the shape with the most FLOPs, in the
      * column-major terms mlp_gemm hands CLBlast (m and n swapped). */
@@ -196,7 +201,8 @@ int tune_search(clg_context *ctx, const tune_request *req, tune_outcome *out, ch
     }
 
     /* 4. The candidates on the real shapes, then the best combination. */
-    ts_run_candidates(s, s->deadline, 2);
+    if (!req->previous)
+        ts_run_candidates(s, s->deadline, 2);
     choice c = ts_choose(s, base);
     if (c.i >= 0)
         ts_try_aux(s, &c, base);

@@ -22,6 +22,9 @@ static const tune_seed cpu[] = {
     {"Xgemm", "seed: CLBlast, Core i5-6200U", XG(32, 8, 32, 32, 64, 32, 16, 64, 1, 1, 1, 0, 2, 2)},
     {"XgemmDirect", "seed: clgrad-tune, AMD EPYC (PoCL)", XD(2, 8, 8, 8, 8, 1, 1, 1, 1, 16)},
     {"XgemmDirect", "seed: CLBlast, Intel CPU default", XD(2, 8, 8, 8, 8, 1, 1, 4, 4, 32)},
+    /* Xgemm's helpers as the EPYC run tuned them */
+    {"Padtranspose", "seed: clgrad-tune, AMD EPYC (PoCL)", "PADTRA_PAD=0 PADTRA_TILE=8 PADTRA_WPT=4"},
+    {"Pad", "seed: clgrad-tune, AMD EPYC (PoCL)", "PAD_DIMX=32 PAD_DIMY=8 PAD_WPTX=2 PAD_WPTY=1"},
 };
 
 static const tune_seed nvidia[] = {

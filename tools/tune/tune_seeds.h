@@ -25,7 +25,9 @@ typedef enum tune_device_class {
 } tune_device_class;
 
 typedef struct tune_seed {
-    const char *kernel;   /* "Xgemm" or "XgemmDirect" */
+    const char *kernel;   /* "Xgemm", "XgemmDirect", or a helper of Xgemm
+                             ("Padtranspose", "Pad": tried with the chosen
+                             Xgemm when no tuner found better) */
     const char *origin;   /* where it comes from, for the log */
     const char *params;   /* every parameter of the kernel: "NAME=VALUE ..." */
 } tune_seed;

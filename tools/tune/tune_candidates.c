@@ -261,19 +261,19 @@ void ts_add_known(search *s)
 
 void ts_run_candidates(search *s, double until, int reserve_builds)
 {
-    /* Alternate the kernels, best first, so that a short budget gets the
-     * best of each. */
-    size_t order[MAX_CANDIDATES], n = 0;
-    for (unsigned rank = 0; n < s->n_cand; rank++) {
+    /* Alternate the kernels among the candidates not run yet (the known
+     * ones ran first), Xgemm first (it runs the large shapes), each
+     * tuner's best first, so that a short budget gets the best of each. */
+    size_t order[MAX_CANDIDATES], n = 0, todo = 0;
+    for (size_t c = 0; c < s->n_cand; c++)
+        todo += !s->cand[c].run;
+    for (unsigned rank = 0; n < todo && rank <= MAX_CANDIDATES; rank++)
         for (int direct = 0; direct <= 1; direct++) {
             unsigned seen = 0;
             for (size_t c = 0; c < s->n_cand; c++)
-                if (s->cand[c].direct == direct && seen++ == rank)
+                if (!s->cand[c].run && s->cand[c].direct == direct && seen++ == rank)
                     order[n++] = c;
         }
-        if (rank > MAX_CANDIDATES)
-            break;
-    }
     for (size_t o = 0; o < n; o++) {
         candidate *c = &s->cand[order[o]];
         if (c->run) /* CLBlast's defaults: measured by the baseline */

@@ -7,8 +7,8 @@
  * and xgemm_direct, single precision) for CPUs, NVIDIA, AMD and Intel GPUs,
  * and for CPUs also clgrad-tune's result on a 2-core AMD EPYC under PoCL
  * (bench/results/clblast-tuning-vm-quiet.tune: 2.47x CLBlast's defaults on
- * the trainer's GEMMs), first, and the same with the 8-wide vectors of
- * AVX-512. They are only starting points: each is checked and timed on
+ * the trainer's GEMMs) with the 8-wide vectors of AVX-512 first (the
+ * fastest of the table on a Xeon), then as it was. They are only starting points: each is checked and timed on
  * the device's own shapes like any candidate, and one CLBlast would refuse
  * or that computes wrongly is dropped. */
 #ifndef TUNE_TUNE_SEEDS_H

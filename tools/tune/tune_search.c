@@ -50,8 +50,9 @@ static void limit_note(search *s, const choice *c, const double *base)
             c->any_ms, c->ms, worst, 100 * (ratio - 1));
 }
 
-/* The fastest time any measured candidate had for shape k. */
-static void best_seen(const search *s, size_t k, tune_shape_result *r)
+/* The fastest time any measured candidate had for shape k, from the
+ * baseline's terms into those of base (the defaults as confirmed). */
+static void best_seen(const search *s, size_t k, const double *base, tune_shape_result *r)
 {
     r->ms_best = INFINITY;
     for (size_t c = 0; c < s->n_cand; c++)
@@ -59,6 +60,7 @@ static void best_seen(const search *s, size_t k, tune_shape_result *r)
             r->ms_best = s->cand[c].ms[k];
             r->direct_best = s->cand[c].direct;
         }
+    r->ms_best *= ts_step_ms(s, base) / ts_step_ms(s, s->base);
 }
 
 int tune_search(clg_context *ctx, const tune_request *req, tune_outcome *out, char *err,
@@ -206,7 +208,7 @@ int tune_search(clg_context *ctx, const tune_request *req, tune_outcome *out, ch
     choice c = ts_choose(s, base);
     if (c.i >= 0)
         ts_try_aux(s, &c, base);
-    if (c.any_ms < c.ms)
+    if (c.any_ms < 0.99 * c.ms)
         limit_note(s, &c, base);
     if (c.d >= 0 || c.i >= 0)
         ts_confirm(s, &c, base);
@@ -235,7 +237,7 @@ int tune_search(clg_context *ctx, const tune_request *req, tune_outcome *out, ch
         r->ms_tuned = c.shape_ms[k];
         r->direct_default = mlp_gemm_is_direct(sh, s->t0_size);
         r->direct_tuned = mlp_gemm_is_direct(sh, c.threshold);
-        best_seen(s, k, r);
+        best_seen(s, k, base, r);
         mlp_gemm_record(sh, s->t0_size, c.threshold, tg);
         tg->gflops_default = mlp_gemm_flops(sh) / (base[k] * 1e6);
         tg->gflops_tuned = mlp_gemm_flops(sh) / (c.shape_ms[k] * 1e6);

@@ -4,7 +4,6 @@
 #include "tune_seeds.h"
 #include "tuners.h"
 #include "tuning_apply.h"
-#include "tuning_constraints.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -258,81 +257,6 @@ void ts_add_known(search *s)
         if (cd)
             cd->seed = 1;
     }
-}
-
-/* One step from a configuration: parameters scaled by a factor (0: set to
- * value), each move one change of tile shape, vector width or local
- * memory use that keeps the rest. */
-typedef struct move {
-    const char *name[2];
-    double factor[2];
-    size_t value[2];
-} move;
-
-static const move moves[] = {
-    {{"NWG", NULL}, {2, 0}, {0, 0}},          /* wider tile in n */
-    {{"MWG", NULL}, {2, 0}, {0, 0}},          /* taller tile in m */
-    {{"VWN", "NWG"}, {2, 2}, {0, 0}},         /* wider vectors in n, tile to match */
-    {{"KWG", NULL}, {0.5, 0}, {0, 0}},        /* shorter k step */
-    {{"SA", "SB"}, {0, 0}, {1, 1}},           /* A and B through local memory */
-    {{"MWG", "NWG"}, {0.5, 2}, {0, 0}},       /* flatter tile */
-};
-
-static int value_of(const param_set *p, const char *name, size_t *i)
-{
-    for (*i = 0; *i < p->n; (*i)++)
-        if (strcmp(p->p[*i].name, name) == 0)
-            return 1;
-    return 0;
-}
-
-/* Candidates one move away from the fastest Xgemm configuration measured
- * so far (all shapes on Xgemm), those CLBlast's constraints allow: the
- * seeds are good across a class, the best of them is refined for this
- * device where a build is known to pay (the tuners' one-shape figures
- * predicted the trainer's shapes badly). Returns how many were added. */
-size_t ts_add_neighbours(search *s)
-{
-    const candidate *best = NULL;
-    for (size_t c = 0; c < s->n_cand; c++)
-        if (!s->cand[c].direct && s->cand[c].ok && isfinite(ts_step_ms(s, s->cand[c].ms)) &&
-            (!best || ts_step_ms(s, s->cand[c].ms) < ts_step_ms(s, best->ms)))
-            best = &s->cand[c];
-    if (!best)
-        return 0;
-    param_set from = best->params;
-    size_t added = 0;
-    for (size_t m = 0; m < sizeof moves / sizeof *moves; m++) {
-        param_set p = from;
-        int ok = 1;
-        for (int j = 0; j < 2 && moves[m].name[j] && ok; j++) {
-            size_t i;
-            if (!value_of(&p, moves[m].name[j], &i)) {
-                ok = 0;
-                break;
-            }
-            p.p[i].value = moves[m].factor[j] > 0
-                               ? (size_t)((double)p.p[i].value * moves[m].factor[j])
-                               : moves[m].value[j];
-        }
-        tuning_kernel k = {"Xgemm", 32, p.n, {{0}}, {0}};
-        for (size_t i = 0; i < p.n; i++) {
-            snprintf(k.param[i], sizeof k.param[i], "%s", p.p[i].name);
-            k.value[i] = p.p[i].value;
-        }
-        char why[256];
-        if (!ok || tuning_check_kernel_values(&k, why, sizeof why) != 0)
-            continue;
-        char origin[48];
-        snprintf(origin, sizeof origin, "a step from the best: %s%s%s", moves[m].name[0],
-                 moves[m].name[1] ? "+" : "", moves[m].name[1] ? moves[m].name[1] : "");
-        candidate *cd = ts_add_candidate(s, 0, &p, origin);
-        if (cd) {
-            cd->seed = 1;
-            added++;
-        }
-    }
-    return added;
 }
 
 void ts_run_candidates(search *s, double until, int reserve_builds)

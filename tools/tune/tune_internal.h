@@ -101,17 +101,15 @@ int ts_complete(const param_set *ref, param_set *c);
 candidate *ts_add_candidate(search *s, int direct, const param_set *p, const char *origin);
 /* The device's previous tuning and its class's seeds, as candidates. */
 void ts_add_known(search *s);
-/* Xgemm configurations one step from the fastest measured (tune_candidates.c). */
-size_t ts_add_neighbours(search *s);
 /* Runs the candidates not run yet, each only if it and reserve_builds more
  * builds fit before `until` (a time of ts_now_s). */
 void ts_run_candidates(search *s, double until, int reserve_builds);
 /* The share of the budget the known configurations may take before the
  * tuners start (the tuners and the final builds need the rest). */
-#define KNOWN_SHARE 0.65
+#define KNOWN_SHARE 0.6
 /* With a previous tuning: seconds for the known configurations, so that
  * the run, with the confirmation, stays under a minute. */
-#define REFINE_S 30.0
+#define REFINE_S 35.0
 
 choice ts_choose(search *s, const double *baseline);
 void ts_try_aux(search *s, choice *c, const double *base);

@@ -161,11 +161,6 @@ int tune_search(clg_context *ctx, const tune_request *req, tune_outcome *out, ch
     if (req->previous && known_until > s->t0 + REFINE_S)
         known_until = s->t0 + REFINE_S;
     ts_run_candidates(s, known_until, 0);
-    size_t steps = ts_add_neighbours(s);
-    if (steps) {
-        ts_say(s, "measuring %zu configuration(s) one step from the fastest so far", steps);
-        ts_run_candidates(s, known_until, 0);
-    }
 
     /* 3. CLBlast's tuners at the shape with the most FLOPs, in the
      * column-major terms mlp_gemm hands CLBlast (m and n swapped). */

@@ -3,6 +3,7 @@
  * stores the parameters where clgrad-train looks for them: clgrad's cache
  * directory, under the device's key (tuning_apply.h). Progress on stderr,
  * the result on stdout. */
+#include "clgrad_advanced.h"
 #include "mlp_gemms.h"
 #include "tune_save.h"
 #include "tune_search.h"
@@ -10,6 +11,7 @@
 #include "tuning_verify.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +20,10 @@
 /* Fashion-MNIST, as clgrad-train */
 #define MLP_INPUT 784
 #define MLP_CLASSES 10
+/* clgrad-train's default job, for the end-to-end estimate: Fashion-MNIST's
+ * training set, 3 epochs (tools/train/core/options_table.c) */
+#define TRAIN_SAMPLES 60000
+#define TRAIN_EPOCHS 3
 
 typedef struct options {
     const char *device, *output;
@@ -27,7 +33,7 @@ typedef struct options {
     unsigned micro_batch, top;
     mlp_gemm_shape shapes[MLP_GEMMS_MAX];
     size_t n_shapes;
-    int show, quiet;
+    int show, quiet, fresh;
 } options;
 
 static const char usage[] =
@@ -46,6 +52,9 @@ static const char usage[] =
     "  --top K             fastest configurations of each tuner tried on the shapes, 1..6\n"
     "                      (default 6; as many as the budget allows)\n"
     "  --output PATH       write the tuning here instead of the device's file\n"
+    "  --fresh             ignore the device's previous tuning: run CLBlast's tuners again\n"
+    "                      (by default a previous tuning is re-measured with the seeds and\n"
+    "                      the defaults, and the tuners are skipped)\n"
     "  --show              print where the device's tuning is and whether clgrad-train would\n"
     "                      use it: its values, and its GEMMs at the shapes above on the device\n"
     "  --quiet             no progress lines\n"
@@ -98,6 +107,9 @@ static int parse_args(int argc, char **argv, options *o)
             continue;
         } else if (strcmp(a, "--show") == 0) {
             o->show = 1;
+            continue;
+        } else if (strcmp(a, "--fresh") == 0) {
+            o->fresh = 1;
             continue;
         }
         if (!v) {
@@ -229,26 +241,49 @@ static int show(clg_context *ctx, const char *path, const tune_request *q)
     return 0;
 }
 
-static void print_result(const tune_request *q, const tune_outcome *r)
+static void print_result(const tune_request *q, const tune_outcome *r, unsigned micro_batch,
+                         int is_mlp)
 {
-    printf("%-12s %-16s %5s  %-22s  %-22s %s\n", "GEMM", "shape (row-major)", "calls",
-           "CLBlast's defaults", "tuned", "speed-up");
+    printf("%-12s %-16s %5s  %-22s  %-22s %-8s %s\n", "GEMM", "shape (row-major)", "calls",
+           "CLBlast's defaults", "tuned", "speed-up", "fastest seen");
+    int slower = 0;
     for (size_t k = 0; k < q->n_shapes; k++) {
         const mlp_gemm_shape *g = &q->shapes[k];
         const tune_shape_result *s = &r->shape[k];
-        char shape[32], d[48], t[48];
+        char shape[32], d[48], t[48], b[48] = "-";
         snprintf(shape, sizeof shape, "%zux%zux%zu %c%c", g->m, g->n, g->k, g->ta ? 'T' : 'N',
                  g->tb ? 'T' : 'N');
         snprintf(d, sizeof d, "%6.1f GFLOP/s %s", mlp_gemm_flops(g) / (s->ms_default * 1e6),
                  s->direct_default ? "direct" : "Xgemm");
         snprintf(t, sizeof t, "%6.1f GFLOP/s %s", mlp_gemm_flops(g) / (s->ms_tuned * 1e6),
                  s->direct_tuned ? "direct" : "Xgemm");
-        printf("%-12s %-16s %5u  %-22s  %-22s %.2fx\n", g->role, shape, g->count, d, t,
-               s->ms_default / s->ms_tuned);
+        if (isfinite(s->ms_best))
+            snprintf(b, sizeof b, "%6.1f GFLOP/s %s", mlp_gemm_flops(g) / (s->ms_best * 1e6),
+                     s->direct_best ? "direct" : "Xgemm");
+        int worse = s->ms_tuned > 1.05 * s->ms_default;
+        slower += worse;
+        printf("%-12s %-16s %5u  %-22s  %-22s %5.2fx%s  %s\n", g->role, shape, g->count, d, t,
+               s->ms_default / s->ms_tuned, worse ? " !" : "  ", b);
     }
     printf("one micro-step's GEMMs: %.2f ms -> %.2f ms (%.2fx), tuned in %.0f s (budget %.0f s)\n",
            r->step_ms_default, r->step_ms_tuned, r->step_ms_default / r->step_ms_tuned, r->seconds,
            q->budget_s);
+    if (slower)
+        printf("! %d shape(s) more than 5%% slower than with CLBlast's defaults (see the notes)\n",
+               slower);
+    printf("(CLBlast takes one switch-over size: shapes with m n k below its cube run XgemmDirect,\n"
+           " the others Xgemm with one configuration each; \"fastest seen\" is the best any\n"
+           " candidate ran a shape, which that single size may not let every shape have)\n");
+    if (is_mlp) {
+        /* the trainer's micro-steps: every sample once per epoch */
+        double steps = TRAIN_EPOCHS * ceil((double)TRAIN_SAMPLES / micro_batch);
+        printf("end to end, clgrad-train's default job (%d epochs x %.0f micro-steps): GEMMs "
+               "about %.1f s with CLBlast's defaults, %.1f s tuned (the rest of the step, "
+               "about the same either way, not included)\n", TRAIN_EPOCHS, steps / TRAIN_EPOCHS,
+               steps * r->step_ms_default * 1e-3, steps * r->step_ms_tuned * 1e-3);
+    }
+    printf("%zu configuration(s) run on the shapes, %zu of them known ones (device class %s)\n",
+           r->candidates_run, r->seeds_run, r->device_class ? r->device_class : "?");
     for (size_t i = 0; i < r->t.n_kernels; i++) {
         char line[1024];
         tuning_kernel_text(&r->t.kernel[i], line, sizeof line);
@@ -258,11 +293,25 @@ static void print_result(const tune_request *q, const tune_outcome *r)
         printf("notes: %s\n", r->notes);
 }
 
+/* PoCL keeps compiled programs in POCL_CACHE_DIR (else its own directory
+ * in the user's cache): pointed into clgrad's cache directory, the builds
+ * of CLBlast's GEMM program that one run of clgrad-tune paid for are not
+ * paid again by the next, and deleting clgrad's cache starts afresh. */
+static void share_pocl_cache(void)
+{
+    char dir[1024];
+    if (getenv("POCL_CACHE_DIR") || clg_cache_dir(dir, sizeof dir - 8) != CLG_SUCCESS)
+        return;
+    strcat(dir, "/pocl");
+    setenv("POCL_CACHE_DIR", dir, 0);
+}
+
 int main(int argc, char **argv)
 {
     options o;
     if (parse_args(argc, argv, &o) != 0)
         return 2;
+    share_pocl_cache();
     clg_context *ctx;
     clg_status st = clg_context_create(&ctx, o.device);
     if (st != CLG_SUCCESS) {
@@ -299,16 +348,27 @@ int main(int argc, char **argv)
         clg_context_destroy(ctx);
         return 1;
     }
+    /* the device's previous tuning, if it is still valid here: the
+     * starting point (tune_search.h) */
+    static tuning previous;
+    if (!o.fresh) {
+        char pwhy[1024];
+        int lrc = tuning_load(ctx, path, &previous, pwhy, sizeof pwhy);
+        if (lrc == 0)
+            q.previous = &previous;
+        else if (lrc != 1 && !o.quiet)
+            fprintf(stderr, "clgrad-tune: the previous tuning is not used: %s\n", pwhy);
+    }
     int rc = 0;
     if (tune_search(ctx, &q, r, why, sizeof why) != 0) {
         fprintf(stderr, "clgrad-tune: %s\n", why);
         rc = 1;
     } else if (tune_save(path, &r->t, why, sizeof why) != 0) {
-        print_result(&q, r);
+        print_result(&q, r, o.micro_batch, o.n_shapes == 0);
         fprintf(stderr, "clgrad-tune: %s\n", why);
         rc = 1;
     } else {
-        print_result(&q, r);
+        print_result(&q, r, o.micro_batch, o.n_shapes == 0);
         printf("wrote %s\n", path);
     }
     free(r);

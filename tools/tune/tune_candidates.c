@@ -1,6 +1,7 @@
 /* tune_candidates.c - clgrad-tune: CLBlast's tuners, and their fastest
  * configurations run on the real shapes (tune_internal.h). */
 #include "tune_internal.h"
+#include "tune_seeds.h"
 #include "tuners.h"
 #include "tuning_apply.h"
 
@@ -71,28 +72,21 @@ void ts_run_tuner(search *s, const char *program, int direct, size_t m, size_t n
     unsigned taken = 0;
     for (size_t c = 0; c < r.n_configs && taken < top && s->n_cand < MAX_CANDIDATES; c++) {
         const tuner_config *tc = &r.configs[c];
-        candidate *cd = &s->cand[s->n_cand];
-        memset(cd, 0, sizeof *cd);
-        cd->direct = direct;
         /* The tuner prints the kernel's parameters; CLBlast's database
          * names them all, in its own order (checked when applied). */
+        param_set ps = {0, {{"", 0}}};
         for (size_t p = 0; p < tc->n && p < TUNING_MAX_PARAMS; p++) {
-            snprintf(cd->params.p[p].name, sizeof cd->params.p[p].name, "%s", tc->name[p]);
-            cd->params.p[p].value = tc->value[p];
+            snprintf(ps.p[p].name, sizeof ps.p[p].name, "%s", tc->name[p]);
+            ps.p[p].value = tc->value[p];
         }
-        cd->params.n = tc->n;
-        cd->tuner_gflops = tc->gflops;
-        snprintf(cd->origin, sizeof cd->origin, "%s %zux%zux%zu #%zu",
-                 direct ? "XgemmDirect" : "Xgemm", m, n, k, c + 1);
-        /* the same configuration from another tuner run: once is enough */
-        int seen = 0;
-        for (size_t o = 0; o < s->n_cand && !seen; o++)
-            seen = s->cand[o].direct == direct && s->cand[o].params.n == cd->params.n &&
-                   memcmp(s->cand[o].params.p, cd->params.p,
-                          cd->params.n * sizeof *cd->params.p) == 0;
-        if (seen)
+        ps.n = tc->n;
+        char origin[48];
+        snprintf(origin, sizeof origin, "%s %zux%zux%zu #%zu", direct ? "XgemmDirect" : "Xgemm",
+                 m, n, k, c + 1);
+        candidate *cd = ts_add_candidate(s, direct, &ps, origin);
+        if (!cd)
             continue;
-        s->n_cand++;
+        cd->tuner_gflops = tc->gflops;
         taken++;
     }
     if (r.n_configs == 0)
@@ -116,7 +110,7 @@ void ts_run_aux_tuner(search *s, int a, size_t m, size_t n, double seconds)
     r.seconds = seconds;
     progress_ctx pc = {s, ts_aux_kernels[a], 0};
     ts_say(s, "%s tuner (%s -m %zu -n %zu) for %.0f s", ts_aux_kernels[a], r.program, m, n, seconds);
-    s->aux_found[a].n = 0;
+    /* what it finds replaces a seed's (ts_add_known) */
     if (tuner_run_program(&r, tuner_progress, &pc) != 0) {
         ts_note(s, "%s", r.error);
         tuner_run_free(&r);
@@ -154,29 +148,141 @@ int ts_complete(const param_set *ref, param_set *c)
     return 0;
 }
 
-void ts_run_candidates(search *s)
+/* a and b name the same parameters, in the same order, with the same values */
+static int same_params(const param_set *a, const param_set *b)
 {
-    /* Alternate the kernels, best first, so that a short budget gets the
-     * best of each. */
-    size_t order[MAX_CANDIDATES], n = 0;
-    for (unsigned rank = 0; n < s->n_cand; rank++) {
+    if (a->n != b->n)
+        return 0;
+    for (size_t i = 0; i < a->n; i++)
+        if (strcmp(a->p[i].name, b->p[i].name) != 0 || a->p[i].value != b->p[i].value)
+            return 0;
+    return 1;
+}
+
+candidate *ts_add_candidate(search *s, int direct, const param_set *p, const char *origin)
+{
+    param_set ps = *p;
+    if (s->n_cand == MAX_CANDIDATES || ts_complete(direct ? &s->d0 : &s->i0, &ps) != 0)
+        return NULL;
+    /* the same configuration from elsewhere (another tuner run, a seed,
+     * CLBlast's defaults): once is enough */
+    for (size_t o = 0; o < s->n_cand; o++)
+        if (s->cand[o].direct == direct && same_params(&s->cand[o].params, &ps))
+            return NULL;
+    candidate *cd = &s->cand[s->n_cand++];
+    memset(cd, 0, sizeof *cd);
+    cd->direct = direct;
+    cd->params = ps;
+    snprintf(cd->origin, sizeof cd->origin, "%s", origin);
+    return cd;
+}
+
+/* "NAME=VALUE ..." as a parameter set; -1 on anything else. */
+static int parse_params(const char *text, param_set *ps)
+{
+    ps->n = 0;
+    const char *c = text;
+    while (*c) {
+        while (*c == ' ')
+            c++;
+        if (!*c)
+            break;
+        char name[sizeof ps->p[0].name];
+        unsigned long v;
+        int used = 0;
+        if (ps->n == TUNING_MAX_PARAMS || sscanf(c, "%31[A-Z_]=%lu%n", name, &v, &used) != 2)
+            return -1;
+        snprintf(ps->p[ps->n].name, sizeof ps->p[ps->n].name, "%s", name);
+        ps->p[ps->n++].value = v;
+        c += used;
+    }
+    return ps->n ? 0 : -1;
+}
+
+static void from_record(const tuning_kernel *k, param_set *ps)
+{
+    ps->n = k->n < TUNING_MAX_PARAMS ? k->n : TUNING_MAX_PARAMS;
+    for (size_t i = 0; i < ps->n; i++) {
+        snprintf(ps->p[i].name, sizeof ps->p[i].name, "%s", k->param[i]);
+        ps->p[i].value = k->value[i];
+    }
+}
+
+void ts_add_known(search *s)
+{
+    const tuning *prev = s->req->previous;
+    if (prev) {
+        static const char *const kernels[2] = {"Xgemm", "XgemmDirect"}; /* by direct */
+        for (int direct = 0; direct <= 1; direct++) {
+            const tuning_kernel *k = tuning_find_kernel(prev, kernels[direct]);
+            param_set ps;
+            candidate *cd;
+            if (k && (from_record(k, &ps), cd = ts_add_candidate(s, direct, &ps,
+                                                                  "the previous tuning")))
+                cd->seed = 1;
+        }
+        /* Xgemm's helpers as they were tuned: tried with the chosen Xgemm */
+        for (int a = 0; a < 2; a++) {
+            const tuning_kernel *k = tuning_find_kernel(prev, ts_aux_kernels[a]);
+            param_set ps;
+            if (k && (from_record(k, &ps), ts_complete(&s->aux0[a], &ps) == 0) &&
+                !same_params(&ps, &s->aux0[a]))
+                s->aux_found[a] = ps;
+        }
+    }
+    const clg_device_info *info = clg_context_device_info(s->ctx);
+    tune_device_class cls = tune_device_class_of((info->type & CL_DEVICE_TYPE_CPU) != 0,
+                                                 (info->type & CL_DEVICE_TYPE_GPU) != 0,
+                                                 info->vendor);
+    s->out->device_class = tune_device_class_name(cls);
+    const tune_seed *seeds;
+    size_t n = tune_seeds(cls, &seeds);
+    for (size_t i = 0; i < n; i++) {
+        param_set ps;
+        if (parse_params(seeds[i].params, &ps) != 0)
+            continue;
+        int aux = -1;
+        for (int a = 0; a < 2; a++)
+            if (strcmp(seeds[i].kernel, ts_aux_kernels[a]) == 0)
+                aux = a;
+        if (aux >= 0) {
+            /* the previous tuning's helpers come first */
+            if (s->aux_found[aux].n == 0 && ts_complete(&s->aux0[aux], &ps) == 0 &&
+                !same_params(&ps, &s->aux0[aux]))
+                s->aux_found[aux] = ps;
+            continue;
+        }
+        candidate *cd = ts_add_candidate(s, strcmp(seeds[i].kernel, "XgemmDirect") == 0, &ps,
+                                         seeds[i].origin);
+        if (cd)
+            cd->seed = 1;
+    }
+}
+
+void ts_run_candidates(search *s, double until, int reserve_builds)
+{
+    /* Alternate the kernels among the candidates not run yet (the known
+     * ones ran first), Xgemm first (it runs the large shapes), each
+     * tuner's best first, so that a short budget gets the best of each. */
+    size_t order[MAX_CANDIDATES], n = 0, todo = 0;
+    for (size_t c = 0; c < s->n_cand; c++)
+        todo += !s->cand[c].run;
+    for (unsigned rank = 0; n < todo && rank <= MAX_CANDIDATES; rank++)
         for (int direct = 0; direct <= 1; direct++) {
             unsigned seen = 0;
             for (size_t c = 0; c < s->n_cand; c++)
-                if (s->cand[c].direct == direct && seen++ == rank)
+                if (!s->cand[c].run && s->cand[c].direct == direct && seen++ == rank)
                     order[n++] = c;
         }
-        if (rank > MAX_CANDIDATES)
-            break;
-    }
     for (size_t o = 0; o < n; o++) {
         candidate *c = &s->cand[order[o]];
         if (c->run) /* CLBlast's defaults: measured by the baseline */
             continue;
-        /* this candidate's build and timing, and then still the helpers'
-         * trial and the final confirmation (a build each) */
-        double est = 3 * (s->build_s + 2.0);
-        if (ts_now_s() + est > s->deadline) {
+        /* this candidate's build and timing, and then still what must
+         * follow before `until` (the helpers' trial and the final
+         * confirmation: a build each) */
+        double est = (1 + reserve_builds) * (s->build_s + 2.0);
+        if (ts_now_s() + est > until) {
             ts_note(s, "%s not run: about %.0f s left, a build takes %.0f s", c->origin,
                  s->deadline - ts_now_s(), s->build_s);
             continue;
@@ -187,11 +293,16 @@ void ts_run_candidates(search *s)
         }
         char why[256];
         c->run = 1;
-        ts_say(s, "running %s (tuner %.1f GFLOP/s) on every shape, all on %s", c->origin,
-            c->tuner_gflops, c->direct ? "XgemmDirect" : "Xgemm");
+        if (c->seed)
+            ts_say(s, "running %s on every shape, all on %s", c->origin,
+                c->direct ? "XgemmDirect" : "Xgemm");
+        else
+            ts_say(s, "running %s (tuner %.1f GFLOP/s) on every shape, all on %s", c->origin,
+                c->tuner_gflops, c->direct ? "XgemmDirect" : "Xgemm");
         int rc = c->direct ? ts_measure(s, &c->params, &s->i0, ALL_DIRECT, c->ms, why, sizeof why)
                            : ts_measure(s, &s->d0, &c->params, ALL_INDIRECT, c->ms, why, sizeof why);
         s->out->candidates_run++;
+        s->out->seeds_run += (size_t)c->seed;
         if (rc != 0) {
             ts_note(s, "%s rejected: %s", c->origin, why);
             ts_say(s, "%s rejected: %s", c->origin, why);

@@ -2,6 +2,7 @@
  * configurations and switch-over size, the helpers' trial, and the
  * confirmation against CLBlast's defaults (tune_internal.h). */
 #include "tune_internal.h"
+#include "tune_pick.h"
 #include "tuners.h"
 #include "tuning_apply.h"
 
@@ -12,97 +13,43 @@
 #include <string.h>
 #include <time.h>
 
-/* The smallest T with T^3 > x. */
-size_t ts_cube_above(double x)
-{
-    size_t t = (size_t)cbrt(x);
-    while ((double)t * t * t <= x)
-        t++;
-    while (t > 1 && (double)(t - 1) * (t - 1) * (t - 1) > x)
-        t--;
-    return t;
-}
-
-
-double ts_path_cost(const search *s, const candidate *c, size_t threshold, int direct,
-                        double *shape_ms)
-{
-    const tune_request *q = s->req;
-    double t = 0;
-    for (size_t k = 0; k < q->n_shapes; k++) {
-        if (mlp_gemm_is_direct(&q->shapes[k], threshold) != direct)
-            continue;
-        double ms = c->ok ? c->ms[k] : INFINITY;
-        t += q->shapes[k].count * ms;
-        if (shape_ms)
-            shape_ms[k] = ms;
-    }
-    return t;
-}
-
-/* The best (threshold, XgemmDirect, Xgemm) over the measured candidates. */
+/* The best (threshold, XgemmDirect, Xgemm) over the measured candidates
+ * (tune_pick.h), in the baseline's terms. */
 choice ts_choose(search *s, const double *baseline)
 {
     const tune_request *q = s->req;
-    choice best = {s->t0_size, -1, -1, ts_step_ms(s, baseline), {0}};
-    memcpy(best.shape_ms, baseline, q->n_shapes * sizeof *baseline);
-    double v[MLP_GEMMS_MAX];
-    size_t u = 0;
+    static double ms[MAX_CANDIDATES * MLP_GEMMS_MAX];
+    double mnk[MLP_GEMMS_MAX];
+    unsigned count[MLP_GEMMS_MAX];
+    int direct[MAX_CANDIDATES];
     for (size_t k = 0; k < q->n_shapes; k++) {
-        size_t j = 0;
-        while (j < u && v[j] != ts_mnk(&q->shapes[k]))
-            j++;
-        if (j == u)
-            v[u++] = ts_mnk(&q->shapes[k]);
+        mnk[k] = ts_mnk(&q->shapes[k]);
+        count[k] = q->shapes[k].count;
     }
-    for (size_t a = 0; a < u; a++)
-        for (size_t b = a + 1; b < u; b++)
-            if (v[b] < v[a]) {
-                double x = v[a];
-                v[a] = v[b];
-                v[b] = x;
-            }
-    for (size_t j = 0; j <= u; j++) {
-        /* the first j sizes go to XgemmDirect */
-        size_t th;
-        if (j == 0) {
-            /* CLBlast's own value if it already sends every shape to Xgemm,
-             * else the largest that does */
-            size_t cap = ts_cube_above(v[0]) - 1;
-            th = s->t0_size <= cap ? s->t0_size : cap > 0 ? cap : 1;
-        } else if (j == u) {
-            th = ts_cube_above(v[u - 1]);
-            th = th > s->t0_size ? th : s->t0_size;
-        } else {
-            /* between the two sizes, geometric middle */
-            size_t lo = ts_cube_above(v[j - 1]);
-            double mid = cbrt(sqrt(v[j - 1] * v[j]));
-            th = (size_t)mid > lo ? (size_t)mid : lo;
-            if ((double)th * th * th > v[j])
-                continue; /* no integer threshold between them */
-        }
-        if (th > TUNING_MAX_VALUE)
-            th = TUNING_MAX_VALUE;
-        for (size_t di = 0; di < s->n_cand; di++) {
-            if (!s->cand[di].direct)
-                continue;
-            for (size_t ii = 0; ii < s->n_cand; ii++) {
-                if (s->cand[ii].direct)
-                    continue;
-                double shape_ms[MLP_GEMMS_MAX];
-                double t = ts_path_cost(s, &s->cand[di], th, 1, shape_ms) +
-                           ts_path_cost(s, &s->cand[ii], th, 0, shape_ms);
-                if (t < best.ms) {
-                    best.ms = t;
-                    best.threshold = th;
-                    best.d = (int)di;
-                    best.i = (int)ii;
-                    memcpy(best.shape_ms, shape_ms, q->n_shapes * sizeof *shape_ms);
-                }
-            }
-        }
+    for (size_t c = 0; c < s->n_cand; c++) {
+        direct[c] = s->cand[c].direct;
+        for (size_t k = 0; k < q->n_shapes; k++)
+            ms[c * q->n_shapes + k] = s->cand[c].ok ? s->cand[c].ms[k] : INFINITY;
     }
-    return best;
+    pick_problem p = {q->n_shapes, mnk, count, baseline, s->t0_size, TUNING_MAX_VALUE,
+                      s->n_cand, direct, ms, MAX_SHAPE_RATIO};
+    pick_result r = tune_pick(&p);
+    choice c = {r.best.threshold, r.best.d, r.best.i, r.best.ms, {0}, r.best_any.ms, {0}};
+    memcpy(c.shape_ms, r.best.shape_ms, q->n_shapes * sizeof *c.shape_ms);
+    memcpy(c.any_shape_ms, r.best_any.shape_ms, q->n_shapes * sizeof *c.any_shape_ms);
+    return c;
+}
+
+/* The time per micro-step of the shapes candidate c runs under threshold
+ * (on XgemmDirect if direct, else on Xgemm). */
+static double path_cost(const search *s, const candidate *c, size_t threshold, int direct)
+{
+    const tune_request *q = s->req;
+    double t = 0;
+    for (size_t k = 0; k < q->n_shapes; k++)
+        if (mlp_gemm_is_direct(&q->shapes[k], threshold) == direct)
+            t += q->shapes[k].count * (c->ok ? c->ms[k] : INFINITY);
+    return t;
 }
 
 /* The chosen Xgemm configuration again, with the helpers' tuned
@@ -135,10 +82,10 @@ void ts_try_aux(search *s, choice *c, const double *base)
     int rc = ts_measure(s, &s->d0, &x->params, ALL_INDIRECT, ms, why, sizeof why);
     if (rc == 0)
         ts_in_baseline_terms(s, ms);
-    double before = ts_path_cost(s, x, c->threshold, 0, NULL);
+    double before = path_cost(s, x, c->threshold, 0);
     candidate trial = *x;
     memcpy(trial.ms, ms, sizeof ms);
-    double after = rc == 0 ? ts_path_cost(s, &trial, c->threshold, 0, NULL) : INFINITY;
+    double after = rc == 0 ? path_cost(s, &trial, c->threshold, 0) : INFINITY;
     if (!(after < before)) {
         ts_note(s, "the tuned %s/%s did not help (%s)", ts_aux_kernels[0], ts_aux_kernels[1],
              rc == 0 ? "slower" : why);
@@ -202,5 +149,20 @@ void ts_confirm(search *s, choice *c, double *base)
     c->ms = ts_step_ms(s, c->shape_ms);
     ts_say(s, "confirmed: %.2f ms per micro-step against %.2f ms with CLBlast's defaults",
         c->ms, ts_step_ms(s, base));
+    if (!(c->ms < ts_step_ms(s, base))) {
+        ts_note(s, "the choice (%.2f ms per micro-step) was not faster than CLBlast's defaults "
+                "(%.2f ms) when confirmed: the defaults are stored", c->ms, ts_step_ms(s, base));
+        c->d = c->i = -1;
+        c->threshold = s->t0_size;
+        memcpy(c->shape_ms, base, q->n_shapes * sizeof *base);
+        c->ms = ts_step_ms(s, base);
+        return;
+    }
+    for (size_t k = 0; k < q->n_shapes; k++)
+        if (c->shape_ms[k] > MAX_SHAPE_RATIO * base[k])
+            ts_note(s, "%s %zux%zux%zu ran %.0f%% slower than with CLBlast's defaults when "
+                    "confirmed (within %.0f%% on the figures it was chosen from)",
+                    q->shapes[k].role, q->shapes[k].m, q->shapes[k].n, q->shapes[k].k,
+                    100 * (c->shape_ms[k] / base[k] - 1), 100 * (MAX_SHAPE_RATIO - 1));
 }
 

@@ -13,7 +13,7 @@
 
 #include <stddef.h>
 
-#define MAX_CANDIDATES 16
+#define MAX_CANDIDATES 24
 /* XGEMM_MIN_INDIRECT_SIZE that sends every shape to XgemmDirect (m n k is
  * compared with its cube) or to Xgemm. */
 #define ALL_DIRECT 65536
@@ -33,6 +33,7 @@ typedef struct candidate {
     char origin[48];
     double tuner_gflops;
     int run, ok;
+    int seed;              /* a known configuration (previous tuning, tune_seeds.h) */
     double ms[MLP_GEMMS_MAX]; /* per shape on its path; INFINITY when not run */
 } candidate;
 
@@ -64,7 +65,12 @@ typedef struct choice {
     int d, i;            /* candidate index, -1: CLBlast's default */
     double ms;
     double shape_ms[MLP_GEMMS_MAX];
+    double any_ms;       /* the best without the per-shape limit */
+    double any_shape_ms[MLP_GEMMS_MAX];
 } choice;
+
+/* The per-shape limit of the choice against CLBlast's defaults. */
+#define MAX_SHAPE_RATIO 1.05
 
 double ts_now_s(void);
 void ts_say(search *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -89,7 +95,21 @@ void ts_run_tuner(search *s, const char *program, int direct, size_t m, size_t n
 void ts_run_aux_tuner(search *s, int a, size_t m, size_t n, double seconds);
 /* c in ref's names and order; -1 if c lacks one of them. */
 int ts_complete(const param_set *ref, param_set *c);
-void ts_run_candidates(search *s);
+/* Adds a configuration of XgemmDirect (direct) or Xgemm as a candidate,
+ * in CLBlast's order of names; NULL if it is not one of CLBlast's, is
+ * there already, or there is no room. */
+candidate *ts_add_candidate(search *s, int direct, const param_set *p, const char *origin);
+/* The device's previous tuning and its class's seeds, as candidates. */
+void ts_add_known(search *s);
+/* Runs the candidates not run yet, each only if it and reserve_builds more
+ * builds fit before `until` (a time of ts_now_s). */
+void ts_run_candidates(search *s, double until, int reserve_builds);
+/* The share of the budget the known configurations may take before the
+ * tuners start (the tuners and the final builds need the rest). */
+#define KNOWN_SHARE 0.6
+/* With a previous tuning: seconds for the known configurations, so that
+ * the run, with the confirmation, stays under a minute. */
+#define REFINE_S 35.0
 
 choice ts_choose(search *s, const double *baseline);
 void ts_try_aux(search *s, choice *c, const double *base);

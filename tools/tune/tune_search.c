@@ -32,6 +32,37 @@ static void utc_now(char *out, size_t size)
     strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
+/* What the 5% per-shape limit cost: the faster choice it excluded, and
+ * the shapes that made it excluded. */
+static void limit_note(search *s, const choice *c, const double *base)
+{
+    char worst[160] = "";
+    double ratio = 0;
+    for (size_t k = 0; k < s->req->n_shapes; k++)
+        if (c->any_shape_ms[k] / base[k] > ratio) {
+            ratio = c->any_shape_ms[k] / base[k];
+            const mlp_gemm_shape *g = &s->req->shapes[k];
+            snprintf(worst, sizeof worst, "%s %zux%zux%zu", g->role, g->m, g->n, g->k);
+        }
+    ts_note(s, "not taken: %.2f ms per micro-step (against %.2f ms) with %s %.0f%% slower than "
+            "with CLBlast's defaults (CLBlast's one switch-over size sends every shape above it "
+            "to the one Xgemm configuration, so shapes cannot pick their kernel alone)",
+            c->any_ms, c->ms, worst, 100 * (ratio - 1));
+}
+
+/* The fastest time any measured candidate had for shape k, from the
+ * baseline's terms into those of base (the defaults as confirmed). */
+static void best_seen(const search *s, size_t k, const double *base, tune_shape_result *r)
+{
+    r->ms_best = INFINITY;
+    for (size_t c = 0; c < s->n_cand; c++)
+        if (s->cand[c].ok && s->cand[c].ms[k] < r->ms_best) {
+            r->ms_best = s->cand[c].ms[k];
+            r->direct_best = s->cand[c].direct;
+        }
+    r->ms_best *= ts_step_ms(s, base) / ts_step_ms(s, s->base);
+}
+
 int tune_search(clg_context *ctx, const tune_request *req, tune_outcome *out, char *err,
                 size_t errlen)
 {
@@ -52,6 +83,7 @@ int tune_search(clg_context *ctx, const tune_request *req, tune_outcome *out, ch
     s->build_s = 4.0;
     int rc = -1;
     char why[512];
+    const clg_device_info *info = clg_context_device_info(ctx);
     tuning *t = &out->t;
 
     /* 1. CLBlast's own parameters (before anything overrides them). */
@@ -118,6 +150,18 @@ int tune_search(clg_context *ctx, const tune_request *req, tune_outcome *out, ch
         }
     }
 
+    /* 2b. What is known: the previous tuning, the class's seeds. */
+    ts_add_known(s);
+    ts_say(s, "measuring %zu known configuration(s) first: %s and the seeds of the device's "
+        "class (%s)", s->n_cand - 2, req->previous ? "the previous tuning" : "no previous tuning",
+        s->out->device_class);
+    /* with a previous tuning, what its run measured is in PoCL's cache:
+     * a short look (a seed it had no time for would be a build) */
+    double known_until = s->t0 + KNOWN_SHARE * req->budget_s;
+    if (req->previous && known_until > s->t0 + REFINE_S)
+        known_until = s->t0 + REFINE_S;
+    ts_run_candidates(s, known_until, 0);
+
     /* 3. CLBlast's tuners at the shape with the most FLOPs, in the
      * column-major terms mlp_gemm hands CLBlast (m and n swapped). */
     size_t big = 0;
@@ -140,7 +184,9 @@ int tune_search(clg_context *ctx, const tune_request *req, tune_outcome *out, ch
     const mlp_gemm_shape *g2 = &req->shapes[other];
     double left = s->deadline - ts_now_s();
     double search_s = 0.55 * left;
-    if (search_s > 1) {
+    if (req->previous) {
+        ts_note(s, "started from the previous tuning: no tuner run (--fresh searches anew)");
+    } else if (search_s > 1) {
         unsigned top2 = other != big ? (req->top + 1) / 2 : req->top;
         ts_run_tuner(s, "clblast_tuner_xgemm_direct", 1, g->n, g->m, g->k, 0.3 * search_s,
                   req->top);
@@ -157,14 +203,16 @@ int tune_search(clg_context *ctx, const tune_request *req, tune_outcome *out, ch
     }
 
     /* 4. The candidates on the real shapes, then the best combination. */
-    ts_run_candidates(s);
+    if (!req->previous)
+        ts_run_candidates(s, s->deadline, 2);
     choice c = ts_choose(s, base);
     if (c.i >= 0)
         ts_try_aux(s, &c, base);
+    if (c.any_ms < 0.99 * c.ms)
+        limit_note(s, &c, base);
     if (c.d >= 0 || c.i >= 0)
         ts_confirm(s, &c, base);
 
-    const clg_device_info *info = clg_context_device_info(ctx);
     if (clg_context_device_key(ctx, t->key) != CLG_SUCCESS) {
         snprintf(err, errlen, "%s", clg_last_error(ctx));
         goto out;
@@ -189,6 +237,7 @@ int tune_search(clg_context *ctx, const tune_request *req, tune_outcome *out, ch
         r->ms_tuned = c.shape_ms[k];
         r->direct_default = mlp_gemm_is_direct(sh, s->t0_size);
         r->direct_tuned = mlp_gemm_is_direct(sh, c.threshold);
+        best_seen(s, k, base, r);
         mlp_gemm_record(sh, s->t0_size, c.threshold, tg);
         tg->gflops_default = mlp_gemm_flops(sh) / (base[k] * 1e6);
         tg->gflops_tuned = mlp_gemm_flops(sh) / (c.shape_ms[k] * 1e6);

@@ -7,7 +7,14 @@
  *     The defaults for the device are read from CLBlast and each shape's
  *     kernel is reported.
  *  2. Baseline: the shapes timed with CLBlast's own parameters.
- *  3. Search (about 55% of the budget): CLBlast's tuners, one run each of
+ *  2b. Known configurations, measured first (tune_seeds.h): the device's
+ *     previous tuning, if clgrad-tune made one for this device key, then
+ *     the starting configurations of the device's class (CPU, NVIDIA,
+ *     AMD, Intel GPU). With a previous tuning the tuners are skipped (the
+ *     run re-measures it, the seeds and the defaults, and keeps the best:
+ *     a second run takes well under a minute once PoCL's cache has the
+ *     builds); --fresh ignores the previous tuning.
+ *  3. Search (about 55% of what is left): CLBlast's tuners, one run each of
  *     clblast_tuner_xgemm_direct and clblast_tuner_xgemm at the shape with
  *     the most FLOPs (the tuners take one shape; Xgemm's needs m and n in
  *     multiples of 64 and k of 32, so that one is rounded up), then of the
@@ -30,12 +37,16 @@
  *     split the shapes by m n k differently, with the best XgemmDirect
  *     configuration for the shapes below it and the best Xgemm one for
  *     those above: the triple with the least time per micro-step wins
- *     (CLBlast's defaults included, so a tuning is never slower than them
- *     on the measurements it was chosen from). If Xgemm won shapes, the
+ *     among those that make no shape more than 5% slower than CLBlast's
+ *     defaults (tune_pick.h; CLBlast's defaults included, so a tuning is
+ *     never slower than them on the measurements it was chosen from; what
+ *     the 5% limit cost is noted). If Xgemm won shapes, the
  *     winner is run again with the helpers' tuned parameters, kept if
  *     faster. The choice is then built as one program, checked, and timed
  *     in rounds alternating with CLBlast's defaults: those are the figures
- *     stored.
+ *     stored. If the choice is then not faster than the defaults per
+ *     micro-step, the defaults are stored instead; a shape more than 5%
+ *     slower than its default in those rounds is named in the notes.
  * Each candidate costs one build of CLBlast's GEMM program (several seconds
  * on PoCL); a candidate is skipped when it would end past the budget, so
  * the budget is kept to within about one build. */
@@ -52,12 +63,16 @@ typedef struct tune_request {
     size_t n_shapes;
     char model[128];       /* what the shapes are, for the file and the log */
     unsigned top;          /* candidates per tuner to run on the shapes */
+    const tuning *previous; /* the device's previous tuning (NULL: none); with
+                               it the tuners are skipped */
     int quiet;             /* no progress on stderr */
 } tune_request;
 
 typedef struct tune_shape_result {
     double ms_default, ms_tuned;
     int direct_default, direct_tuned;   /* XgemmDirect (1) or Xgemm (0) */
+    double ms_best;                     /* the fastest any candidate ran it */
+    int direct_best;                    /* and on which kernel */
 } tune_shape_result;
 
 typedef struct tune_outcome {
@@ -66,7 +81,9 @@ typedef struct tune_outcome {
     double step_ms_default, step_ms_tuned;
     size_t direct_tried, indirect_tried, candidates_run;
     double seconds;
-    char notes[1024];                   /* what was skipped and why */
+    size_t seeds_run;                   /* of those, known configurations */
+    const char *device_class;           /* tune_device_class_name */
+    char notes[2048];                   /* what was skipped and why */
 } tune_outcome;
 
 /* Runs the procedure on ctx's device. 0, or -1 with why in err (nothing

@@ -195,10 +195,15 @@ clg_status clg__ckpt_check_values(const clg_ckpt_layout *layout, const uint8_t *
 {
     clg_status st = step_block ? check_loss_scale(&layout->loss_scale, step_block, err, errlen)
                                : CLG_SUCCESS;
-    bool states_finite = strcmp(policy, "ignore") != 0;
+    /* a dynamic loss scale runs "ignore" as skip_update (semantics.md) */
+    bool dynamic = layout->loss_scale.mode == CLG_LOSS_SCALE_DYNAMIC;
+    bool states_finite = strcmp(policy, "ignore") != 0 || dynamic;
+    const char *as_run = strcmp(policy, "ignore") == 0 && dynamic
+                             ? "ignore' with a dynamic loss scale (skip_update)"
+                             : policy;
     for (size_t i = 0; i < layout->n && st == CLG_SUCCESS; i++) {
         const clg_ckpt_entry *e = &layout->entries[i];
-        st = check_entry(e, data + e->file_begin, policy, states_finite, err, errlen);
+        st = check_entry(e, data + e->file_begin, as_run, states_finite, err, errlen);
     }
     return st;
 }

@@ -278,6 +278,12 @@ static void test_states(void **state)
     rebuild(f, CLG_NONFINITE_IGNORE, CLG_LOSS_SCALE_NONE, 1.0f);
     expect_element(f, "w.state0", 1, NAN, NULL);
     expect_element(f, "w.state1", 1, INFINITY, NULL);
+    /* ... unless a dynamic loss scale upgrades it to skip_update */
+    rebuild(f, CLG_NONFINITE_IGNORE, CLG_LOSS_SCALE_DYNAMIC, 65536.0f);
+    expect_element(f, "w.state0", 1, NAN,
+                 "tensor 'w.state0': element 1 is nan, but under the non-finite policy 'ignore' "
+                 "with a dynamic loss scale (skip_update)' an update whose gradient is not "
+                 "finite is skipped, so the optimizer states stay finite");
 }
 
 static void test_dynamic_loss_scale(void **state)

@@ -275,16 +275,14 @@ void ts_run_candidates(search *s, double until, int reserve_builds)
                     order[n++] = c;
         }
     for (size_t o = 0; o < n; o++) {
-        candidate *c = &s->cand[order[o]];
-        if (c->run) /* CLBlast's defaults: measured by the baseline */
-            continue;
+        candidate *c = &s->cand[order[o]]; /* not run yet: order holds no other */
         /* this candidate's build and timing, and then still what must
          * follow before `until` (the helpers' trial and the final
          * confirmation: a build each) */
         double est = (1 + reserve_builds) * (s->build_s + 2.0);
         if (ts_now_s() + est > until) {
             ts_note(s, "%s not run: about %.0f s left, a build takes %.0f s", c->origin,
-                 s->deadline - ts_now_s(), s->build_s);
+                 until - ts_now_s(), s->build_s);
             continue;
         }
         if (ts_complete(c->direct ? &s->d0 : &s->i0, &c->params) != 0) {

@@ -13,6 +13,9 @@
 #include <string.h>
 #include <time.h>
 
+/* the choice copies tune_pick's per-shape figures into the search's arrays */
+_Static_assert(MLP_GEMMS_MAX <= PICK_MAX_SHAPES, "tune_pick must hold every GEMM shape");
+
 /* The best (threshold, XgemmDirect, Xgemm) over the measured candidates
  * (tune_pick.h), in the baseline's terms. */
 choice ts_choose(search *s, const double *baseline)

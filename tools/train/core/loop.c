@@ -191,6 +191,10 @@ static int end_pass(loop *L, double epoch_t0, int *rc)
 
 int run_loop(run_state *r, const run_loop_hooks *h, void *task)
 {
+    /* the sums live in fixed arrays on the stack (RUN_LOOP_MAX_SUMS) */
+    if (!h->read_sums || h->n_sums > RUN_LOOP_MAX_SUMS)
+        return run_fail(r, "internal: a task's loop hooks need read_sums and at most %d sums",
+                        RUN_LOOP_MAX_SUMS);
     if (r->dist && !h->micro)
         return run_fail(r, "--dist: this task steps whole batches (it has no micro hook)");
     loop L = {r, h, task, 0, 0};

@@ -58,7 +58,8 @@ def main():
     groups = [{"params": {n: v for n, v in init.items() if k in n}, "weight_decay": wd}
               for k, wd in (("weight", 0.01), ("bias", 0.0))]  # biases do not decay
     opt = clgrad.AdamW(ctx, groups, lr=2e-3, accum_steps=B // M)
-    p, g = (lambda n: arg(opt.params[n])), (lambda n: arg(opt.grad_acc[n]))
+    P, G = ({n: arg(v[n]) for n in init} for v in (opt.params, opt.grad_acc))  # fixed views
+    p, g = P.__getitem__, G.__getitem__
 
     def mm(shape, c, a, b, n, strides, bias=NONE, beta=0.0, mode=0):  # c = a b (see SRC)
         prg.gemm(q, shape, None, *c, *a, *b, *bias, *map(np.uint32, (n, *strides)),
@@ -69,6 +70,7 @@ def main():
         mm((rows, 10), arg(z), arg(h), p("fc2.weight"), H, (H, 1, 1, H), p("fc2.bias"))
 
     h, z = (cla.empty(q, (max(M, len(yt)), n), np.float32) for n in (H, 10))  # hidden, logits
+    x_test = cla.to_device(q, xt)
     for epoch in range(o.epochs):
         order = rng.permutation(len(ys))  # a new order each epoch; a last partial batch dropped
         x, y = cla.to_device(q, xs[order]), cla.to_device(q, ys[order])
@@ -82,7 +84,7 @@ def main():
             mm((H, D), g("fc1.weight"), arg(h), arg(x, row, D), M, (1, H, D, 1), beta=beta)
             mm((H, 1), g("fc1.bias"), arg(h), NONE, M, (1, H, 0, 0), beta=beta)
             opt.step(float(M))  # an update every B rows: the mean over them
-        forward(arg(cla.to_device(q, xt)), len(yt))
+        forward(arg(x_test), len(yt))
         print(f"epoch {epoch + 1}: test accuracy {np.mean(z.get()[:len(yt)].argmax(1) == yt):.4f}")
 
 

@@ -1,0 +1,122 @@
+/* gpt_kernels.h - launchers of the kernels in cl/gpt.cl: everything of the
+ * GPT task's forward and backward except the GEMMs (CLBlast, through
+ * mlp_gemm). Each launcher enqueues on k->queue and returns an OpenCL
+ * status. Tensors are clg_views (buffer, offset and count in elements), so
+ * that a launcher reads params from clgrad's parameter arena and writes
+ * gradients into its accumulator views directly (path B) as easily as into
+ * the task's own activation buffer. Every reduction has a fixed order (no
+ * atomics): runs repeat bit for bit.
+ *
+ * Shapes: B sequences of T positions, width C, NH heads of HS = C / NH,
+ * vocabulary V (256 bytes). N = B * T rows. Row-major throughout:
+ * activations [N x C], attention [B x NH x T x T], q/k/v [B x NH x T x HS]. */
+#ifndef TRAIN_GPT_KERNELS_H
+#define TRAIN_GPT_KERNELS_H
+
+#include "clgrad.h"
+
+/* The tokens of B sequences: sequence b, position t is
+ * windows[idx[off + b] * stride + t] (uchar); its target, the next byte, is
+ * at t + 1 (stride >= T + 1). Training windows come through the data
+ * order (idx = the order on the device); evaluation and sampling use an
+ * identity idx. */
+typedef struct gpt_tokens {
+    cl_mem windows; /* uchar */
+    cl_mem idx;     /* int */
+    cl_uint off, stride;
+} gpt_tokens;
+
+typedef struct gpt_kernels {
+    cl_command_queue queue;
+    cl_kernel k[24]; /* the program's kernels (gpt_kernels.c names them) */
+} gpt_kernels;
+
+/* Builds program "gpt" (cl/gpt.cl, embedded, kernel cache) and creates its
+ * kernels. On failure the message is in clg_last_error(ctx). */
+clg_status gpt_kernels_init(clg_context *ctx, gpt_kernels *k);
+void gpt_kernels_release(gpt_kernels *k);
+
+/* Scratch (floats) the reductions below need for N rows of C columns: one
+ * buffer of this size serves every call of a micro-step. */
+size_t gpt_scratch_floats(unsigned N, unsigned C);
+/* Scratch (ints) of gpt_embed_backward for N tokens. */
+size_t gpt_sort_ints(unsigned N);
+
+/* out[b,t,:] = wte[token(b,t),:] + wpe[t,:] */
+cl_int gpt_embed(const gpt_kernels *k, const gpt_tokens *tok, cl_uint B, cl_uint T, cl_uint C,
+                 clg_view wte, clg_view wpe, clg_view out);
+/* dwte = beta_wte * dwte + sum over the positions holding each byte of
+ * dout's rows; dwpe = beta_wpe * dwpe + sum over b of dout[b,t,:]. The
+ * per-byte sums run over the positions in order (a counting sort of the
+ * tokens into sort, gpt_sort_ints(N) ints), never atomics. */
+cl_int gpt_embed_backward(const gpt_kernels *k, const gpt_tokens *tok, cl_uint B, cl_uint T,
+                          cl_uint C, clg_view dout, cl_mem sort, clg_view dwte, float beta_wte,
+                          clg_view dwpe, float beta_wpe, cl_mem scratch);
+
+/* LayerNorm of N rows (eps 1e-5, biased variance, as PyTorch):
+ * out = (inp - mean) * rstd * w + b; mean and rstd [N] kept for the
+ * backward. */
+cl_int gpt_layernorm(const gpt_kernels *k, cl_uint N, cl_uint C, clg_view inp, clg_view w,
+                     clg_view b, clg_view out, clg_view mean, clg_view rstd);
+/* dinp += the gradient through the LayerNorm (added: the residual stream's
+ * gradient is already there); dw = beta * dw + sum_n dout * xhat,
+ * db = beta * db + sum_n dout. */
+cl_int gpt_layernorm_backward(const gpt_kernels *k, cl_uint N, cl_uint C, clg_view dout,
+                              clg_view inp, clg_view w, clg_view mean, clg_view rstd,
+                              clg_view dinp, clg_view dw, clg_view db, float beta,
+                              cl_mem scratch);
+
+/* out[n,:] += bias (after a GEMM that wrote out without it). */
+cl_int gpt_bias_add(const gpt_kernels *k, cl_uint N, cl_uint OC, clg_view out, clg_view bias);
+/* db = beta * db + sum_n dout[n,:] */
+cl_int gpt_bias_grad(const gpt_kernels *k, cl_uint N, cl_uint OC, clg_view dout, clg_view db,
+                     float beta, cl_mem scratch);
+
+/* GELU, tanh approximation (GPT-2's): out = gelu(inp), n elements. */
+cl_int gpt_gelu(const gpt_kernels *k, cl_uint n, clg_view inp, clg_view out);
+/* dinp = gelu'(inp) * dout (dinp may be dout). */
+cl_int gpt_gelu_backward(const gpt_kernels *k, cl_uint n, clg_view inp, clg_view dout,
+                         clg_view dinp);
+/* out = a + b, n elements (out may be a or b). */
+cl_int gpt_residual(const gpt_kernels *k, cl_uint n, clg_view a, clg_view b, clg_view out);
+
+/* qkv [N x 3C] (q, k, v side by side in each row, heads in order) into
+ * q, k, v [B x NH x T x HS]. */
+cl_int gpt_attn_split(const gpt_kernels *k, cl_uint B, cl_uint T, cl_uint NH, cl_uint HS,
+                      clg_view qkv, clg_view q, clg_view kk, clg_view v);
+/* Its backward: dq, dk, dv [B x NH x T x HS] into dqkv [N x 3C]. */
+cl_int gpt_attn_split_backward(const gpt_kernels *k, cl_uint B, cl_uint T, cl_uint NH,
+                               cl_uint HS, clg_view dq, clg_view dk, clg_view dv,
+                               clg_view dqkv);
+/* y [B x NH x T x HS] into out [N x C] (heads side by side). */
+cl_int gpt_attn_merge(const gpt_kernels *k, cl_uint B, cl_uint T, cl_uint NH, cl_uint HS,
+                      clg_view y, clg_view out);
+/* Its backward: dout [N x C] into dy [B x NH x T x HS]. */
+cl_int gpt_attn_merge_backward(const gpt_kernels *k, cl_uint B, cl_uint T, cl_uint NH,
+                               cl_uint HS, clg_view dout, clg_view dy);
+
+/* Causal softmax of R = B * NH matrices [T x T]: att[r,i,j] =
+ * softmax over j' <= i of scale * preatt[r,i,j'] for j <= i, 0 for j > i
+ * (preatt's upper triangle is never read). att may be preatt. */
+cl_int gpt_softmax_causal(const gpt_kernels *k, cl_uint R, cl_uint T, float scale,
+                          clg_view preatt, clg_view att);
+/* Its backward with the scale folded in: dpreatt[r,i,j] = scale *
+ * att[r,i,j] * (datt[r,i,j] - sum_j' att[r,i,j'] datt[r,i,j']) for j <= i,
+ * 0 above the diagonal. dpreatt may be datt. */
+cl_int gpt_softmax_causal_backward(const gpt_kernels *k, cl_uint R, cl_uint T, float scale,
+                                   clg_view att, clg_view datt, clg_view dpreatt);
+
+/* Fused softmax + cross-entropy over V classes of N = B * T rows, the
+ * target of row b * T + t being the token at t + 1 of sequence b:
+ * row_loss[n] = logsumexp(logits[n,:]) - logits[n,target]. With backward,
+ * dlogits = (softmax(logits) - onehot(target)) * dscale * S, where S is
+ * loss_scale's float (clgrad's dynamic loss scale) or 1 when loss_scale.mem
+ * is NULL; dlogits may be logits. */
+cl_int gpt_xent(const gpt_kernels *k, const gpt_tokens *tok, cl_uint B, cl_uint T, cl_uint V,
+                clg_view logits, clg_view row_loss, int backward, float dscale,
+                clg_view loss_scale, clg_view dlogits);
+/* sums[0] += sum of row_loss[0 .. N) (in a fixed order), sums[1] += N. */
+cl_int gpt_loss_sum(const gpt_kernels *k, cl_uint N, clg_view row_loss, cl_mem sums,
+                    cl_mem scratch);
+
+#endif /* TRAIN_GPT_KERNELS_H */

@@ -1,0 +1,113 @@
+/* gpt_model.h - the GPT task's model: a GPT-2-style decoder (as llm.c's
+ * train_gpt2.c) over a byte vocabulary. Token and position embeddings, L
+ * pre-LayerNorm blocks (causal multi-head self-attention, then a GELU
+ * (tanh) MLP of 4C, each with a residual), a final LayerNorm and the LM
+ * head tied to the token embedding. Its parameters live in clgrad's model
+ * (one tensor each, in the order of gpt_tensor); forward and backward are
+ * cl/gpt.cl's kernels (gpt_kernels.h) and CLBlast GEMMs (mlp_gemm), the
+ * backward writing every weight gradient straight into clgrad's
+ * accumulator with beta = clg_accum_beta (path B). */
+#ifndef TRAIN_GPT_MODEL_H
+#define TRAIN_GPT_MODEL_H
+
+#include "clgrad.h"
+#include "gpt_kernels.h"
+#include "mlp_gemms.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GPT_VOCAB 256
+#define GPT_MAX_LAYERS 48
+/* wte, wpe, 12 per block, lnf.weight, lnf.bias */
+#define GPT_MAX_TENSORS (4 + 12 * GPT_MAX_LAYERS)
+
+typedef struct gpt_shape {
+    unsigned layers, heads, width, context; /* L, NH, C (a multiple of NH), T */
+} gpt_shape;
+
+/* 0, or -1 with a message naming the flag (--layers, --heads, --width,
+ * --context) that is out of range or does not divide. */
+int gpt_shape_check(const gpt_shape *s, char *err, size_t errlen);
+
+/* Parameter tensor i (0 .. gpt_tensor_count - 1) in model order:
+ * "wte" [V x C], "wpe" [T x C], then per block l "h.<l>.ln_1.weight" [C],
+ * "h.<l>.ln_1.bias", "h.<l>.attn.c_attn.weight" [3C x C],
+ * "h.<l>.attn.c_attn.bias" [3C], "h.<l>.attn.c_proj.weight" [C x C],
+ * "h.<l>.attn.c_proj.bias", "h.<l>.ln_2.weight", "h.<l>.ln_2.bias",
+ * "h.<l>.mlp.c_fc.weight" [4C x C], "h.<l>.mlp.c_fc.bias" [4C],
+ * "h.<l>.mlp.c_proj.weight" [C x 4C], "h.<l>.mlp.c_proj.bias" [C], then
+ * "ln_f.weight", "ln_f.bias". Linear weights are [out x in] (PyTorch's
+ * nn.Linear). decay: 1 for the matrices (weight decay applies), 0 for
+ * biases and LayerNorm params. */
+typedef struct gpt_tensor_info {
+    char name[48];
+    size_t dims[2];
+    int ndim;
+    int decay;
+} gpt_tensor_info;
+int gpt_tensor_count(const gpt_shape *s);
+void gpt_tensor(const gpt_shape *s, int i, gpt_tensor_info *out);
+uint64_t gpt_param_count(const gpt_shape *s);
+
+/* GPT-2's initialization (run_param_init's form; arg is a gpt_shape): the
+ * matrices and embeddings N(0, 0.02), the residual projections (c_proj)
+ * N(0, 0.02 / sqrt(2 L)), biases 0, LayerNorm weights 1 and biases 0, from
+ * the trainer's seeded generator. host holds gpt_param_count floats. */
+void gpt_init_params(const void *shape, uint64_t seed, float *host);
+
+/* Device bytes of the activations, gradients of activations and scratch
+ * that gpt_create allocates for micro-batches of up to rows sequences:
+ * exactly what it reserves against the context's budget (the memory plan
+ * is this function). Per-sequence part and fixed part separately, so that
+ * a plan can find the largest micro-batch that fits:
+ * bytes(rows) = rows * per_seq + fixed. */
+typedef struct gpt_act_bytes {
+    uint64_t per_seq, fixed;
+} gpt_act_bytes;
+gpt_act_bytes gpt_activation_bytes(const gpt_shape *s);
+
+typedef struct gpt_model gpt_model;
+
+/* Kernels (gpt_kernels_init) and activations for up to rows sequences,
+ * reserved against ctx's budget. 0, or -1 with a message. */
+int gpt_create(clg_context *ctx, const gpt_shape *s, unsigned rows, gpt_model **out, char *err,
+               size_t errlen);
+void gpt_destroy(gpt_model *m);
+
+/* The parameter and accumulator views of clgrad's model (built with the
+ * tensors of gpt_tensor, in order, and finalized). */
+clg_status gpt_bind(gpt_model *m, const clg_model *model);
+
+/* Forward of B <= rows sequences of tok (T = the shape's context): the
+ * logits and the per-position losses; sums (NULL: none) gets the loss sum
+ * and the position count added (gpt_loss_sum). */
+cl_int gpt_forward(gpt_model *m, const gpt_tokens *tok, unsigned B, cl_mem sums);
+
+/* Backward of the last forward: every weight gradient of the mean loss
+ * over each sequence's T positions, times dscale, times loss_scale's float
+ * (clg_model_loss_scale_view; mem NULL: 1), into clgrad's accumulator as
+ * acc = beta * acc + gradient. For path B with micro-batch weight rows the
+ * caller passes dscale 1 (sum over the rows of each sequence's mean) and
+ * beta = clg_accum_beta. */
+cl_int gpt_backward(gpt_model *m, const gpt_tokens *tok, unsigned B, float dscale,
+                    clg_view loss_scale, float beta);
+
+/* Forward of B sequences of T' <= T positions (sampling: T' the prompt's
+ * length so far) without the loss; then the logits of position t of
+ * sequence b read back (blocking) into host (V floats). */
+cl_int gpt_forward_logits(gpt_model *m, const gpt_tokens *tok, unsigned B, unsigned T);
+cl_int gpt_read_logits(gpt_model *m, unsigned b, unsigned t, unsigned T, float *host);
+
+/* Seconds of the forwards and backwards since gpt_profile turned
+ * profiling on (each launch then waits for the queue, so only the
+ * benchmark turns it on): every CLBlast GEMM (the attention's included),
+ * the attention's own kernels (split, merge, causal softmax and their
+ * backwards), and every other kernel of cl/gpt.cl. */
+typedef struct gpt_profile_times {
+    double gemm, attention, other;
+} gpt_profile_times;
+void gpt_profile(gpt_model *m, int on);
+gpt_profile_times gpt_profile_read(const gpt_model *m);
+
+#endif /* TRAIN_GPT_MODEL_H */

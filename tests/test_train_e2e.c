@@ -500,6 +500,21 @@ static void test_resume(void **state)
     /* Same micro-batch all along: bit for bit. */
     assert_memory_equal(resumed, full, n_params * sizeof *full);
     free(resumed);
+    /* --save-initial: the model before the first update, from which the
+     * whole run repeats. */
+    char init[1024];
+    snprintf(init, sizeof init, "%s/init.ckpt", dir);
+    o.resume = NULL;
+    o.checkpoint = NULL;
+    o.save_initial = init;
+    free(run(&o, NULL));
+    o.save_initial = NULL;
+    o.resume = init;
+    resumed = run(&o, &r);
+    assert_int_equal(r.updates, 9);
+    assert_memory_equal(resumed, full, n_params * sizeof *full);
+    free(resumed);
+    o.checkpoint = ck;
     o.resume = NULL;
     o.stop_after = 4;
     float *a = run(&o, NULL);

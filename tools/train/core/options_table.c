@@ -177,6 +177,11 @@ static const flag_def rows[] = {
      .help = "save the training state to PATH (with --save-every N,\nevery N updates; always "
              "at the end)",
      .kind = FLAG_TEXT, AT(checkpoint), .output = 1, .expect = "a file name", .example = "c.st"},
+    {.name = "--save-initial", .metavar = "PATH",
+     .help = "also save the model before its first update to PATH (a\ncheckpoint that "
+             "resumes at update 0: a run's starting point\nfor another framework)",
+     .kind = FLAG_TEXT, AT(save_initial), .output = 1, .expect = "a file name",
+     .example = "init.st"},
     {.name = "--save-every", .metavar = "N", .help = "1..1e9 updates", .kind = FLAG_UINT,
      AT(save_every), .lo = 1, .hi = 1e9, .given = TRAIN_GIVEN_SAVE_EVERY, .example = "10",
      .needs = "--checkpoint=c.st"},

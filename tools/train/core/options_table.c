@@ -130,6 +130,13 @@ static const flag_def rows[] = {
      .kind = FLAG_CHOICE, AT(master_dtype), .choices = "fp32|bf16", .values = master_dtypes,
      .example = "bf16", .stored = 23, .key = "master-dtype",
      .locked = "the checkpoint holds the parameters in this format", .before = "fp32"},
+    {.name = "--accum-dtype", .metavar = "T",
+     .help = "the accumulator: fp32 (default), bf16 (stochastic rounding;\nneeds grad path A or "
+             "C, which it picks: B's GEMMs write fp32)",
+     .kind = FLAG_CHOICE, AT(acc_dtype), .choices = "fp32|bf16", .values = master_dtypes,
+     .example = "bf16", .stored = 29, .key = "accum-dtype",
+     .locked = "a checkpoint taken mid-accumulation holds the accumulator in this format",
+     .before = "fp32"},
     {.name = "--loss-scale", .metavar = "S",
      .help = "none (default), dynamic, or a static scale in [1, 16777216]",
      .kind = FLAG_CUSTOM, AT(loss_scale), .parse = opt_parse_loss_scale, .example = "1024",

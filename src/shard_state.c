@@ -45,11 +45,9 @@ static uint64_t image_bytes(const clg_model *m, size_t s, uint64_t *codes)
     return *codes + 4 * scales;
 }
 
-clg_status clg_model_state_extent(const clg_model *m, int s, uint64_t first, uint64_t count,
-                                  uint64_t *code_offset, uint64_t *code_bytes,
-                                  uint64_t *scale_offset, uint64_t *n_scales)
+/* A finalized model and one of its states. */
+static clg_status check_state(const clg_model *m, int s, const char *who)
 {
-    const char *who = "clg_model_state_extent";
     if (m == NULL)
         return clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT, "%s: NULL model", who);
     if (!m->finalized)
@@ -57,6 +55,17 @@ clg_status clg_model_state_extent(const clg_model *m, int s, uint64_t first, uin
     if (s < 0 || (size_t)s >= m->n_states)
         return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT,
                          "%s: no state %d (the optimizer has %zu)", who, s, m->n_states);
+    return CLG_SUCCESS;
+}
+
+clg_status clg_model_state_extent(const clg_model *m, int s, uint64_t first, uint64_t count,
+                                  uint64_t *code_offset, uint64_t *code_bytes,
+                                  uint64_t *scale_offset, uint64_t *n_scales)
+{
+    const char *who = "clg_model_state_extent";
+    clg_status st = check_state(m, s, who);
+    if (st != CLG_SUCCESS)
+        return st;
     uint64_t total = clg__layout_total(m);
     if (first % CLG_SEGMENT_ALIGN || count % CLG_SEGMENT_ALIGN || first > total ||
         count > total - first)
@@ -104,13 +113,9 @@ static clg_status read_buffer(clg_model *m, cl_mem mem, size_t bytes, void *dst,
 clg_status clg__shard_download_state(clg_model *m, int s, void *codes, size_t code_bytes,
                                      float *scales, size_t n_scales, const char *who)
 {
-    if (m == NULL)
-        return clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT, "%s: NULL model", who);
-    if (!m->finalized)
-        return clg__fail(m->ctx, CLG_ERR_STATE, "%s: model not finalized", who);
-    if (s < 0 || (size_t)s >= m->n_states)
-        return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT,
-                         "%s: no state %d (the optimizer has %zu)", who, s, m->n_states);
+    clg_status st = check_state(m, s, who);
+    if (st != CLG_SUCCESS)
+        return st;
     uint64_t want_codes, want_scales;
     own_extent(m, (size_t)s, &want_codes, &want_scales);
     if (code_bytes != want_codes || n_scales != want_scales)
@@ -124,15 +129,16 @@ clg_status clg__shard_download_state(clg_model *m, int s, void *codes, size_t co
                          codes == NULL && code_bytes ? "codes" : "scales");
     char *dst = codes;
     float *sdst = scales;
-    clg_status st = CLG_SUCCESS;
     for (size_t c = 0; c < m->n_chunks && st == CLG_SUCCESS; c++) {
         size_t len = (size_t)clg__qstate_state_bytes(m, (size_t)s, c);
         size_t slen = (size_t)clg__qstate_scale_bytes(m, (size_t)s, c);
         st = read_buffer(m, len ? m->states[s].chunks[c] : NULL, len, dst, who);
         if (st == CLG_SUCCESS)
             st = read_buffer(m, slen ? m->scales[s].chunks[c] : NULL, slen, sdst, who);
-        dst += len;
-        sdst += slen / 4;
+        if (len) /* no arithmetic on a NULL buffer of 0 bytes */
+            dst += len;
+        if (slen)
+            sdst += slen / 4;
     }
     return st;
 }

@@ -216,22 +216,11 @@ static snapshot take(clg_context *ctx, const char *path)
     return s;
 }
 
-static double rel_l2(const float *a, const float *ref, size_t n)
-{
-    double d = 0.0, r = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        double e = (double)a[i] - (double)ref[i];
-        d += e * e;
-        r += (double)ref[i] * (double)ref[i];
-    }
-    return sqrt(d / r);
-}
-
 /* A run's final checkpoint against the uninterrupted process's; 1 if bad. */
 static int compare(clg_context *ctx, const snapshot *ref, const char *what, const char *path)
 {
     snapshot s = take(ctx, path);
-    double e = rel_l2(s.params, ref->params, s.n);
+    double e = du_rel_l2(s.params, ref->params, s.n);
     int same = s.bytes == ref->bytes && memcmp(s.states, ref->states, s.bytes) == 0;
     printf("%-34s params rel L2 %.3g (max %g), codes and absmax %s\n", what, e, REL_L2_MAX,
            same ? "bitwise equal" : "DIFFER");

@@ -764,6 +764,8 @@ static const void *const one_image[2] = {F.host, NULL};
       clg_model_download_state_raw(M, 2, CLG_SHARD_RANGE, H, 4, NULL, 0, NULL))                    \
     X(sstate_bytes, "clg_model_download_state_raw", INV, CTX, "4 bytes", NULL,                     \
       clg_model_download_state_raw(M, 0, CLG_SHARD_RANGE, H, 4, NULL, 0, NULL))                    \
+    X(sstate_scales, "clg_model_download_state_raw", INV, CTX, "0 absmax values", "3 values",      \
+      clg_model_download_state_raw(M, 0, CLG_SHARD_RANGE, H, 4, &float_out, 3, NULL))             \
     X(gsave_model, "clg_checkpoint_save_gathered", INV, NOCTX, NULL, NULL,                         \
       clg_checkpoint_save_gathered(NULL, missing_path(), NULL, NULL, 0, two_images, 2))            \
     X(gsave_count, "clg_checkpoint_save_gathered", INV, CTX, "1 state images", "2 states",         \

@@ -251,8 +251,6 @@ static const flag_def rows[] = {
 static const flag_limit limits[] = {
     {.when = "--dist", .flag = "--auto-micro-batch",
      .why = "every rank must use the same --micro-batch; give one that fits"},
-    {.when = "--dist=zero1", .flag = "--state-dtype", .takes = "fp32|bf16",
-     .why = "a sharded model does not support Q8/Q4 optimizer states"},
     {.when = "--dist=zero1", .flag = "--master-dtype", .takes = "fp32",
      .why = "a sharded model does not support bf16 params"},
 };

@@ -38,6 +38,16 @@ inline uint gpt_token(global const uchar *windows, global const int *idx, uint t
     return windows[(ulong)idx[tok_off + b] * stride + t];
 }
 
+/* q = a / d and *r = a % d, the remainder as a - q d: with both a / and a %
+ * LLVM emits a `freeze` that Oclgrind's uninitialized-value check cannot
+ * run (tests/oclgrind_filter.py). */
+inline size_t gpt_divmod(size_t a, size_t d, uint *r)
+{
+    size_t q = a / d;
+    *r = (uint)(a - q * d);
+    return q;
+}
+
 /* Sum (max) over the work-group of v, in a fixed tree order; every item
  * gets the result. s holds GPT_WG elements and is free again on return. */
 inline float gpt_wg_sum(float v, local float *s)
@@ -95,7 +105,8 @@ __kernel void gpt_embed(GPT_TOKENS, uint B, uint T, uint C, global const float *
     size_t i = get_global_id(0);
     if (i >= (size_t)B * T * C)
         return;
-    uint n = (uint)(i / C), c = (uint)(i % C), b = n / T, t = n % T;
+    uint c, t;
+    uint n = (uint)gpt_divmod(i, C, &c), b = (uint)gpt_divmod(n, T, &t);
     uint tok = gpt_token(windows, idx, tok_off, stride, b, t);
     out[out_off + i] = wte[wte_off + (size_t)tok * C + c] + wpe[wpe_off + (size_t)t * C + c];
 }
@@ -113,8 +124,10 @@ gpt_sort_tokens(GPT_TOKENS, uint B, uint T, global int *sort)
     int count = 0;
     for (uint base = 0; base < N; base += 256) {
         uint n = base + v;
-        if (n < N)
-            tok[v] = (uchar)gpt_token(windows, idx, tok_off, stride, n / T, n % T);
+        if (n < N) {
+            uint t, b = (uint)gpt_divmod(n, T, &t);
+            tok[v] = (uchar)gpt_token(windows, idx, tok_off, stride, b, t);
+        }
         barrier(CLK_LOCAL_MEM_FENCE);
         uint m = min(256u, N - base);
         for (uint j = 0; j < m; j++)
@@ -139,8 +152,10 @@ gpt_sort_tokens(GPT_TOKENS, uint B, uint T, global int *sort)
         sort[256] = start[256];
     for (uint base = 0; base < N; base += 256) {
         uint n = base + v;
-        if (n < N)
-            tok[v] = (uchar)gpt_token(windows, idx, tok_off, stride, n / T, n % T);
+        if (n < N) {
+            uint t, b = (uint)gpt_divmod(n, T, &t);
+            tok[v] = (uchar)gpt_token(windows, idx, tok_off, stride, b, t);
+        }
         barrier(CLK_LOCAL_MEM_FENCE);
         uint m = min(256u, N - base);
         for (uint j = 0; j < m; j++)
@@ -158,7 +173,7 @@ __kernel void gpt_wte_grad(global const int *sort, uint C, global const float *d
     size_t i = get_global_id(0);
     if (i >= (size_t)256 * C)
         return;
-    uint v = (uint)(i / C), c = (uint)(i % C);
+    uint c, v = (uint)gpt_divmod(i, C, &c);
     float s = 0.0f;
     for (int k = sort[v], end = sort[v + 1]; k < end; k++)
         s += dout[dout_off + (size_t)sort[257 + k] * C + c];
@@ -267,7 +282,7 @@ __kernel void gpt_colsum_partial(uint N, uint OC, global const float *src, ulong
     uint nb = (N + GPT_RB - 1) / GPT_RB;
     if (i >= (size_t)nb * OC)
         return;
-    uint blk = (uint)(i / OC), c = (uint)(i % OC);
+    uint c, blk = (uint)gpt_divmod(i, OC, &c);
     uint end = min(N, (blk + 1) * GPT_RB);
     float s = 0.0f;
     for (uint n = blk * GPT_RB; n < end; n++)
@@ -465,22 +480,24 @@ gpt_softmax_causal_backward(uint R, uint T, float scale, global const float *att
 /* One work-group per row n = b * T + t of V logits; the target is the
  * token at t + 1. row_loss[n] = logsumexp - logits[target]; with backward,
  * dlogits = (softmax - onehot) * dscale * S (S = scale[scale_off] when
- * has_scale). dlogits may be logits: the target's logit is read by every
- * item before the first barrier, and each other element is read and
- * written by its own item. */
+ * has_scale). dlogits may be logits: every element is read and written by
+ * its own item, the target's logit passed on through local memory (a
+ * local barrier does not order global memory between items). */
 __kernel __attribute__((reqd_work_group_size(GPT_WG, 1, 1))) void
 gpt_xent(GPT_TOKENS, uint B, uint T, uint V, global const float *logits, ulong logits_off,
          global float *row_loss, ulong loss_off, int backward, float dscale,
          global const float *scale, ulong scale_off, int has_scale, global float *dlogits,
          ulong dlogits_off)
 {
-    local float red[GPT_WG];
+    local float red[GPT_WG], ly;
     uint n = get_group_id(0), l = get_local_id(0);
     if (n >= B * T)
         return;
-    uint y = gpt_token(windows, idx, tok_off, stride, n / T, n % T + 1);
+    uint t, b = (uint)gpt_divmod(n, T, &t);
+    uint y = gpt_token(windows, idx, tok_off, stride, b, t + 1);
     global const float *x = logits + logits_off + (size_t)n * V;
-    float ly = x[y];
+    if (l == y % GPT_WG)
+        ly = x[y];
     float m = -INFINITY;
     for (uint j = l; j < V; j += GPT_WG)
         m = fmax(m, x[j]);

@@ -332,7 +332,8 @@ cl_int gpt_xent(const gpt_kernels *k, const gpt_tokens *tok, cl_uint B, cl_uint 
                 clg_view loss_scale, clg_view dlogits)
 {
     size_t N = (size_t)B * T;
-    if (short_view(logits, N * V) || short_view(row_loss, N) ||
+    /* V < 256: a byte target could lie outside its row */
+    if (V < 256 || short_view(logits, N * V) || short_view(row_loss, N) ||
         (backward && short_view(dlogits, N * V)) || (loss_scale.mem && loss_scale.count < 1))
         return CL_INVALID_VALUE;
     /* Without a loss scale (or a backward) the kernel never reads those

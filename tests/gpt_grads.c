@@ -1,7 +1,7 @@
 /* gpt_grads.c - the GPT task's model (tools/train/tasks/gpt) on the device
  * for tests/gpt/torch_gpt.py, which runs this program and checks what it
  * writes against the same model in PyTorch (float64): a tiny GPT
- * (L = 2, NH = 2, C = 32, T = 13, B = 3) from gpt_init_params plus noise,
+ * (L = 2, NH = 4, C = 80, T = 13, B = 3) from gpt_init_params plus noise,
  * one forward and backward on path B (beta 0, dscale 1) of random byte
  * windows, and the mean loss, the tokens, every parameter and every
  * accumulator tensor written to the file named by argv[1].
@@ -26,7 +26,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { L = 2, NH = 2, C = 32, T = 13, B = 3, STRIDE = T + 3, WINDOWS = 5 };
+/* C above the kernels' work-group of 64 and HS = 20: rows take several
+ * passes, nothing is a power of two */
+enum { L = 2, NH = 4, C = 80, T = 13, B = 3, STRIDE = T + 3, WINDOWS = 5 };
 
 static const char *out_path;
 
@@ -53,9 +55,8 @@ static clg_model *build_model(const gpt_shape *s)
     for (int i = 0; i < gpt_tensor_count(s); i++) {
         gpt_tensor_info t;
         gpt_tensor(s, i, &t);
-        size_t count = t.ndim == 2 ? t.dims[0] * t.dims[1] : t.dims[0];
         int id;
-        OK(clg_model_add_tensor(m, t.name, count, 0, &id));
+        OK(clg_model_add_tensor(m, t.name, gpt_tensor_size(&t), 0, &id));
         assert_int_equal(id, i);
         OK(clg_model_set_tensor_shape(m, id, (size_t)t.ndim, t.dims));
     }
@@ -79,7 +80,7 @@ static void check_init(const gpt_shape *s, const float *p)
     for (int i = 0; i < gpt_tensor_count(s); i++) {
         gpt_tensor_info t;
         gpt_tensor(s, i, &t);
-        size_t n = t.ndim == 2 ? t.dims[0] * t.dims[1] : t.dims[0];
+        size_t n = gpt_tensor_size(&t);
         if (t.ndim == 2) {
             double want = strstr(t.name, "c_proj") ? 0.02 / sqrt(2.0 * s->layers) : 0.02;
             double got = spread(p, n);
@@ -201,10 +202,9 @@ static void write_result(double loss, const float *acc)
     for (int i = 0; i < F.n_tensors; i++) {
         gpt_tensor_info t;
         gpt_tensor(&F.s, i, &t);
-        size_t n = t.ndim == 2 ? t.dims[0] * t.dims[1] : t.dims[0];
-        uint32_t len = (uint32_t)strlen(t.name), dims[3] = {(uint32_t)t.ndim,
-                                                             (uint32_t)t.dims[0],
-                                                             (uint32_t)t.dims[1]};
+        size_t n = gpt_tensor_size(&t);
+        uint32_t len = (uint32_t)strlen(t.name),
+                 dims[3] = {(uint32_t)t.ndim, (uint32_t)t.dims[0], (uint32_t)t.dims[1]};
         fwrite(&len, sizeof len, 1, f);
         fwrite(t.name, 1, len, f);
         fwrite(dims, sizeof dims, 1, f);
@@ -227,8 +227,13 @@ static void test_grads(void **state)
     assert_true(sums[1] == (float)(B * T));
     write_result((double)sums[0] / sums[1], g1);
 
-    /* the same again, bit for bit */
+    /* the same again, bit for bit, with profiling on (each launch waited
+     * for and timed) */
+    gpt_profile(F.gm, 1);
     step(0.0f, 1.0f, 0, g2, NULL);
+    gpt_profile(F.gm, 0);
+    gpt_profile_times pt = gpt_profile_read(F.gm);
+    assert_true(pt.gemm > 0 && pt.attention > 0 && pt.other > 0);
     for (size_t i = 0; i < n; i++)
         if (memcmp(&g1[i], &g2[i], 4) != 0)
             fail_msg("second run differs at %zu: %.9g vs %.9g", i, g1[i], g2[i]);
@@ -256,13 +261,33 @@ static void test_grads(void **state)
             const float *full = logits + (b * T + t) * GPT_VOCAB;
             for (int v = 0; v < GPT_VOCAB; v++)
                 if (fabsf(row[v] - full[v]) > 1e-5f * (1 + fabsf(full[v])))
-                    fail_msg("logits of (%d, %d)[%d]: %.9g after %d positions, %.9g after %d", b,
-                             t, v, row[v], TS, full[v], T);
+                    fail_msg("logits of (%d, %d)[%d]: %.9g after %d positions, %.9g after %d", b, t,
+                             v, row[v], TS, full[v], T);
         }
     assert_int_equal(gpt_backward(F.gm, &F.tok, B, 1.0f, (clg_view){0}, 0.0f), CL_INVALID_VALUE);
     free(g1);
     free(g2);
     free(logits);
+}
+
+/* gpt_gemm_shapes: the FLOPs of a micro-step's non-batched GEMMs, 3 x 2 N
+ * (12 C^2 L + V C) for N positions (forward, dW, dX of each linear layer:
+ * 3C^2 + C^2 + 4C^2 + 4C^2 per block; the head V C), and every call
+ * counted. */
+static void test_gemm_shapes(void **state)
+{
+    (void)state;
+    mlp_gemm_shape sh[MLP_GEMMS_MAX];
+    size_t n = gpt_gemm_shapes(&F.s, B, sh, MLP_GEMMS_MAX);
+    assert_true(n <= MLP_GEMMS_MAX);
+    double flops = 0, N = (double)B * T;
+    unsigned calls = 0;
+    for (size_t i = 0; i < n; i++) {
+        flops += sh[i].count * mlp_gemm_flops(&sh[i]);
+        calls += sh[i].count;
+    }
+    assert_true(flops == 3 * 2 * N * (12.0 * C * C * L + (double)GPT_VOCAB * C));
+    assert_int_equal(calls, 3 * (4 * L + 1));
 }
 
 int main(int argc, char **argv)
@@ -275,6 +300,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plan),
         cmocka_unit_test(test_grads),
+        cmocka_unit_test(test_gemm_shapes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

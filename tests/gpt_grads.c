@@ -142,6 +142,30 @@ static int teardown(void **state)
     return tu_group_teardown(state);
 }
 
+/* The plan's formula (written out again here, as the report states it):
+ * per sequence 4 bytes times L (16 T C + 4 T + NH T^2) per block, plus
+ * 11 T C + 260 T + NH T^2 + 4 C ceil(T / 16) + 257 for the whole model
+ * (the kernels' scratch: 4C per 16 positions; the sort: 257 + T), at
+ * the test's shape, GPT-2 124M's at T = 1024 (1.2 GiB a sequence) and a
+ * single position. */
+static uint64_t plan_formula(uint64_t Lb, uint64_t nh, uint64_t c, uint64_t t)
+{
+    uint64_t block = 16 * t * c + 4 * t + nh * t * t;
+    return 4 * (Lb * block + 11 * t * c + 260 * t + nh * t * t + 4 * c * ((t + 15) / 16) + 257);
+}
+
+static void test_plan_formula(void **state)
+{
+    (void)state;
+    const gpt_shape shapes[] = {{L, NH, C, T}, {12, 12, 768, 1024}, {3, 5, 40, 1}};
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        const gpt_shape *s = &shapes[i];
+        gpt_act_bytes ab = gpt_activation_bytes(s);
+        assert_int_equal(ab.fixed, 0);
+        assert_int_equal(ab.per_seq, plan_formula(s->layers, s->heads, s->width, s->context));
+    }
+}
+
 /* A budget one byte short is refused; then the activation buffers are
  * exactly the plan, and exactly what the budget was charged. */
 static void test_plan(void **state)
@@ -298,6 +322,7 @@ int main(int argc, char **argv)
     }
     out_path = argv[1];
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_plan_formula),
         cmocka_unit_test(test_plan),
         cmocka_unit_test(test_grads),
         cmocka_unit_test(test_gemm_shapes),

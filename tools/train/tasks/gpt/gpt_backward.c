@@ -3,13 +3,15 @@
  * views as acc = beta * acc + gradient (see gpt_model.h). The gradients of
  * the activations live in buffers all layers share (gpt_internal.h):
  * GPT_DRES the residual stream's, GPT_DBUF one [N x C] gradient at a time,
- * GPT_WIDE dfch then dqkv, GPT_HEADS dy then dq, dk, dv, GPT_PREATT datt. */
+ * GPT_WIDE GELU's output again, then dfch, then dqkv, GPT_HEADS dy then
+ * dq, dk, dv, GPT_PREATT datt. */
 #include "gpt_internal.h"
 
 #include <math.h>
 
 /* The backward of out [N x OC] = in [N x IC] W^T + b with dout given:
- * dW = beta dW + dout^T in, db = beta db + sum_n dout, din = dout W. */
+ * dW = beta dW + dout^T in, db = beta db + sum_n dout, din = dout W
+ * (din may be in: the queue runs the dW GEMM first). */
 static cl_int linear_backward(gpt_model *m, size_t N, size_t IC, size_t OC, clg_view dout,
                               clg_view in, clg_view w, clg_view dw, clg_view db, clg_view din,
                               float beta)
@@ -66,9 +68,14 @@ static cl_int block_backward(gpt_model *m, int l, unsigned B, unsigned T, clg_vi
     clg_view dres = gpt_act(m, GPT_DRES, 0, NC), dbuf = gpt_act(m, GPT_DBUF, 0, NC);
     clg_view dwide = gpt_act(m, GPT_WIDE, 0, 4 * NC), dqkv = gpt_act(m, GPT_WIDE, 0, 3 * NC);
 
-    /* the MLP: res3 = res2 + c_proj(gelu(c_fc(ln_2(res2)))) */
-    cl_int err = linear_backward(m, N, 4 * C, C, dres, v.fchg, p[GPT_FCPROJ_W], a[GPT_FCPROJ_W],
-                                 a[GPT_FCPROJ_B], dwide, beta);
+    /* the MLP: res3 = res2 + c_proj(gelu(c_fc(ln_2(res2)))); GELU's
+     * output again (in dwide), for c_proj's dW, before dfch takes its
+     * place (the GEMMs run in queue order) */
+    cl_int err = CL_SUCCESS;
+    GPT_RUN(m, err, GPT_PROF_OTHER, gpt_gelu(k, (cl_uint)(4 * NC), v.fch, dwide));
+    if (err == CL_SUCCESS)
+        err = linear_backward(m, N, 4 * C, C, dres, dwide, p[GPT_FCPROJ_W], a[GPT_FCPROJ_W],
+                              a[GPT_FCPROJ_B], dwide, beta);
     GPT_RUN(m, err, GPT_PROF_OTHER, gpt_gelu_backward(k, (cl_uint)(4 * NC), v.fch, dwide, dwide));
     if (err == CL_SUCCESS)
         err = linear_backward(m, N, C, 4 * C, dwide, v.ln2, p[GPT_FC_W], a[GPT_FC_W], a[GPT_FC_B],

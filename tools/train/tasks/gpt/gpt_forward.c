@@ -48,7 +48,7 @@ static cl_int block_forward(gpt_model *m, int l, unsigned B, unsigned T, clg_vie
     gpt_block_views v;
     gpt_block_views_of(m, l, B, T, &v);
     size_t C = m->s.width, N = v.N, NC = v.NC;
-    clg_view qkv = gpt_act(m, GPT_WIDE, 0, 3 * NC);
+    clg_view qkv = gpt_act(m, GPT_WIDE, 0, 3 * NC), gelu = gpt_act(m, GPT_WIDE, 0, 4 * NC);
     cl_int err = CL_SUCCESS;
     GPT_RUN(m, err, GPT_PROF_OTHER,
             gpt_layernorm(k, (cl_uint)N, (cl_uint)C, in, p[GPT_LN1_W], p[GPT_LN1_B], v.ln1, v.mean1,
@@ -65,9 +65,9 @@ static cl_int block_forward(gpt_model *m, int l, unsigned B, unsigned T, clg_vie
                           v.mean2, v.rstd2));
     if (err == CL_SUCCESS)
         err = linear_forward(m, N, C, 4 * C, v.ln2, p[GPT_FC_W], p[GPT_FC_B], v.fch);
-    GPT_RUN(m, err, GPT_PROF_OTHER, gpt_gelu(k, (cl_uint)(4 * NC), v.fch, v.fchg));
+    GPT_RUN(m, err, GPT_PROF_OTHER, gpt_gelu(k, (cl_uint)(4 * NC), v.fch, gelu));
     if (err == CL_SUCCESS)
-        err = linear_forward(m, N, 4 * C, C, v.fchg, p[GPT_FCPROJ_W], p[GPT_FCPROJ_B], v.res3);
+        err = linear_forward(m, N, 4 * C, C, gelu, p[GPT_FCPROJ_W], p[GPT_FCPROJ_B], v.res3);
     GPT_RUN(m, err, GPT_PROF_OTHER, gpt_residual(k, (cl_uint)NC, v.res3, v.res2, v.res3));
     return err;
 }

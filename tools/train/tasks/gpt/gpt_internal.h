@@ -25,8 +25,9 @@ enum gpt_layer_buf {
     GPT_RES2,      /* [N x C] residual after attention (ln_2's input) */
     GPT_LN2,       /* [N x C] */
     GPT_LN2_STATS, /* [2 x N] */
-    GPT_FCH,       /* [N x 4C] c_fc's output (GELU's input) */
-    GPT_FCH_GELU,  /* [N x 4C] GELU's output (mlp.c_proj's input) */
+    GPT_FCH,       /* [N x 4C] c_fc's output (GELU's input; its output is
+                      computed again in the backward, as llm.c's
+                      recompute: 4C fewer floats a position per layer) */
     GPT_RES3,      /* [N x C] residual after the MLP (the block's output) */
     GPT_PER_LAYER
 };
@@ -39,7 +40,9 @@ enum gpt_global_buf {
     GPT_ROW_LOSS,  /* [N] */
     GPT_PREATT,    /* [B x NH x T x T] q k^T of the current layer; datt and
                       dpreatt in the backward */
-    GPT_WIDE,      /* [N x 4C] qkv [N x 3C] (forward); dfch, then dqkv */
+    GPT_WIDE,      /* [N x 4C] qkv [N x 3C], then GELU's output
+                      (forward); GELU's output again, then dfch, then
+                      dqkv (backward) */
     GPT_HEADS,     /* [3 x N x C] y in heads (forward); dy, then dq, dk, dv */
     GPT_DRES,      /* [N x C] the residual stream's gradient */
     GPT_DBUF,      /* [N x C] dlnf, dln2, datty, dln1 in turn */
@@ -120,7 +123,7 @@ static inline clg_view gpt_act(const gpt_model *m, int b, size_t off, size_t n)
 typedef struct gpt_block_views {
     cl_uint NH, HS;
     size_t N, NC, R, THS, TT;
-    clg_view ln1, mean1, rstd1, q, k, v, att, atty, res2, ln2, mean2, rstd2, fch, fchg, res3;
+    clg_view ln1, mean1, rstd1, q, k, v, att, atty, res2, ln2, mean2, rstd2, fch, res3;
 } gpt_block_views;
 void gpt_block_views_of(const gpt_model *m, int l, unsigned B, unsigned T, gpt_block_views *v);
 

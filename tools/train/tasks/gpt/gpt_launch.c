@@ -31,7 +31,6 @@ void gpt_block_views_of(const gpt_model *m, int l, unsigned B, unsigned T, gpt_b
     v->mean2 = gpt_act(m, gpt_layer_buf(l, GPT_LN2_STATS), 0, N);
     v->rstd2 = gpt_act(m, gpt_layer_buf(l, GPT_LN2_STATS), N, N);
     v->fch = gpt_act(m, gpt_layer_buf(l, GPT_FCH), 0, 4 * NC);
-    v->fchg = gpt_act(m, gpt_layer_buf(l, GPT_FCH_GELU), 0, 4 * NC);
     v->res3 = gpt_act(m, gpt_layer_buf(l, GPT_RES3), 0, NC);
 }
 

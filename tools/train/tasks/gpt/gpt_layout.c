@@ -127,8 +127,7 @@ gpt_buf_size gpt_buf_elems(const gpt_shape *s, int buf)
         case GPT_LN2_STATS: z.per_seq = 2 * T; break;
         case GPT_QKV_HEADS: z.per_seq = 3 * TC; break;
         case GPT_ATT: z.per_seq = att; break;
-        case GPT_FCH:
-        case GPT_FCH_GELU: z.per_seq = 4 * TC; break;
+        case GPT_FCH: z.per_seq = 4 * TC; break;
         default: z.per_seq = TC; break; /* LN1, ATTY, RES2, LN2, RES3 */
         }
         return z;

@@ -67,6 +67,7 @@ static cl_int block_backward(gpt_model *m, int l, unsigned B, unsigned T, clg_vi
     cl_mem scratch = m->buf[GPT_SCRATCH];
     clg_view dres = gpt_act(m, GPT_DRES, 0, NC), dbuf = gpt_act(m, GPT_DBUF, 0, NC);
     clg_view dwide = gpt_act(m, GPT_WIDE, 0, 4 * NC), dqkv = gpt_act(m, GPT_WIDE, 0, 3 * NC);
+    clg_view ln = gpt_act(m, GPT_HEADS, 0, NC); /* ln_2's, then ln_1's output again */
 
     /* the MLP: res3 = res2 + c_proj(gelu(c_fc(ln_2(res2)))); GELU's
      * output again (in dwide), for c_proj's dW, before dfch takes its
@@ -77,8 +78,11 @@ static cl_int block_backward(gpt_model *m, int l, unsigned B, unsigned T, clg_vi
         err = linear_backward(m, N, 4 * C, C, dres, dwide, p[GPT_FCPROJ_W], a[GPT_FCPROJ_W],
                               a[GPT_FCPROJ_B], dwide, beta);
     GPT_RUN(m, err, GPT_PROF_OTHER, gpt_gelu_backward(k, (cl_uint)(4 * NC), v.fch, dwide, dwide));
+    GPT_RUN(m, err, GPT_PROF_OTHER,
+            gpt_layernorm(k, (cl_uint)N, (cl_uint)C, v.res2, p[GPT_LN2_W], p[GPT_LN2_B], ln,
+                          v.mean2, v.rstd2));
     if (err == CL_SUCCESS)
-        err = linear_backward(m, N, C, 4 * C, dwide, v.ln2, p[GPT_FC_W], a[GPT_FC_W], a[GPT_FC_B],
+        err = linear_backward(m, N, C, 4 * C, dwide, ln, p[GPT_FC_W], a[GPT_FC_W], a[GPT_FC_B],
                               dbuf, beta);
     GPT_RUN(m, err, GPT_PROF_OTHER,
             gpt_layernorm_backward(k, (cl_uint)N, (cl_uint)C, dbuf, v.res2, p[GPT_LN2_W], v.mean2,
@@ -89,8 +93,11 @@ static cl_int block_backward(gpt_model *m, int l, unsigned B, unsigned T, clg_vi
                               a[GPT_ATTPROJ_B], dbuf, beta);
     if (err == CL_SUCCESS)
         err = attention_backward(m, &v, B, T, dbuf, dqkv);
+    GPT_RUN(m, err, GPT_PROF_OTHER,
+            gpt_layernorm(k, (cl_uint)N, (cl_uint)C, in, p[GPT_LN1_W], p[GPT_LN1_B], ln, v.mean1,
+                          v.rstd1));
     if (err == CL_SUCCESS)
-        err = linear_backward(m, N, C, 3 * C, dqkv, v.ln1, p[GPT_QKV_W], a[GPT_QKV_W], a[GPT_QKV_B],
+        err = linear_backward(m, N, C, 3 * C, dqkv, ln, p[GPT_QKV_W], a[GPT_QKV_W], a[GPT_QKV_B],
                               dbuf, beta);
     GPT_RUN(m, err, GPT_PROF_OTHER,
             gpt_layernorm_backward(k, (cl_uint)N, (cl_uint)C, dbuf, in, p[GPT_LN1_W], v.mean1,

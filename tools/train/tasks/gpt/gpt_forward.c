@@ -48,23 +48,26 @@ static cl_int block_forward(gpt_model *m, int l, unsigned B, unsigned T, clg_vie
     gpt_block_views v;
     gpt_block_views_of(m, l, B, T, &v);
     size_t C = m->s.width, N = v.N, NC = v.NC;
+    /* LayerNorm and GELU outputs in shared buffers: the backward computes
+     * them again (gpt_internal.h) */
+    clg_view ln = gpt_act(m, GPT_HEADS, 0, NC);
     clg_view qkv = gpt_act(m, GPT_WIDE, 0, 3 * NC), gelu = gpt_act(m, GPT_WIDE, 0, 4 * NC);
     cl_int err = CL_SUCCESS;
     GPT_RUN(m, err, GPT_PROF_OTHER,
-            gpt_layernorm(k, (cl_uint)N, (cl_uint)C, in, p[GPT_LN1_W], p[GPT_LN1_B], v.ln1, v.mean1,
+            gpt_layernorm(k, (cl_uint)N, (cl_uint)C, in, p[GPT_LN1_W], p[GPT_LN1_B], ln, v.mean1,
                           v.rstd1));
     if (err == CL_SUCCESS)
-        err = linear_forward(m, N, C, 3 * C, v.ln1, p[GPT_QKV_W], p[GPT_QKV_B], qkv);
+        err = linear_forward(m, N, C, 3 * C, ln, p[GPT_QKV_W], p[GPT_QKV_B], qkv);
     if (err == CL_SUCCESS)
         err = attention_forward(m, &v, B, T, qkv);
     if (err == CL_SUCCESS)
         err = linear_forward(m, N, C, C, v.atty, p[GPT_ATTPROJ_W], p[GPT_ATTPROJ_B], v.res2);
     GPT_RUN(m, err, GPT_PROF_OTHER, gpt_residual(k, (cl_uint)NC, v.res2, in, v.res2));
     GPT_RUN(m, err, GPT_PROF_OTHER,
-            gpt_layernorm(k, (cl_uint)N, (cl_uint)C, v.res2, p[GPT_LN2_W], p[GPT_LN2_B], v.ln2,
+            gpt_layernorm(k, (cl_uint)N, (cl_uint)C, v.res2, p[GPT_LN2_W], p[GPT_LN2_B], ln,
                           v.mean2, v.rstd2));
     if (err == CL_SUCCESS)
-        err = linear_forward(m, N, C, 4 * C, v.ln2, p[GPT_FC_W], p[GPT_FC_B], v.fch);
+        err = linear_forward(m, N, C, 4 * C, ln, p[GPT_FC_W], p[GPT_FC_B], v.fch);
     GPT_RUN(m, err, GPT_PROF_OTHER, gpt_gelu(k, (cl_uint)(4 * NC), v.fch, gelu));
     if (err == CL_SUCCESS)
         err = linear_forward(m, N, 4 * C, C, gelu, p[GPT_FCPROJ_W], p[GPT_FCPROJ_B], v.res3);

@@ -15,19 +15,19 @@ static inline size_t gpt_tensor_size(const gpt_tensor_info *t)
 /* The activation buffers (one cl_mem each, 4-byte elements), as llm.c's
  * ActivationTensors keep them: per layer only what the backward reads;
  * what one layer uses and the next overwrites is shared by all layers.
+ * As llm.c's recompute, the outputs of ln_1, ln_2 and GELU are not kept:
+ * the backward computes them again from the block's input, res2 and fch
+ * (the LayerNorms from their own statistics' inputs, so bit for bit), 6C
+ * floats a position per layer fewer.
  * Per layer l, buffer GPT_GLOBAL + l * GPT_PER_LAYER + kind: */
 enum gpt_layer_buf {
-    GPT_LN1,       /* [N x C] ln_1's output (c_attn's input) */
     GPT_LN1_STATS, /* [2 x N] ln_1's mean, then its rstd */
     GPT_QKV_HEADS, /* [3 x B x NH x T x HS] q, k, v split into heads */
     GPT_ATT,       /* [B x NH x T x T] the causal softmax */
     GPT_ATTY,      /* [N x C] the heads merged (attn.c_proj's input) */
     GPT_RES2,      /* [N x C] residual after attention (ln_2's input) */
-    GPT_LN2,       /* [N x C] */
     GPT_LN2_STATS, /* [2 x N] */
-    GPT_FCH,       /* [N x 4C] c_fc's output (GELU's input; its output is
-                      computed again in the backward, as llm.c's
-                      recompute: 4C fewer floats a position per layer) */
+    GPT_FCH,       /* [N x 4C] c_fc's output (GELU's input) */
     GPT_RES3,      /* [N x C] residual after the MLP (the block's output) */
     GPT_PER_LAYER
 };
@@ -43,7 +43,9 @@ enum gpt_global_buf {
     GPT_WIDE,      /* [N x 4C] qkv [N x 3C], then GELU's output
                       (forward); GELU's output again, then dfch, then
                       dqkv (backward) */
-    GPT_HEADS,     /* [3 x N x C] y in heads (forward); dy, then dq, dk, dv */
+    GPT_HEADS,     /* [3 x N x C] ln_1's output, y in heads, ln_2's output
+                      (forward); ln_2's output again, dy, then dq, dk,
+                      dv, then ln_1's output again (backward) */
     GPT_DRES,      /* [N x C] the residual stream's gradient */
     GPT_DBUF,      /* [N x C] dlnf, dln2, datty, dln1 in turn */
     GPT_SCRATCH,   /* gpt_scratch_floats: the kernels' reductions */
@@ -123,7 +125,7 @@ static inline clg_view gpt_act(const gpt_model *m, int b, size_t off, size_t n)
 typedef struct gpt_block_views {
     cl_uint NH, HS;
     size_t N, NC, R, THS, TT;
-    clg_view ln1, mean1, rstd1, q, k, v, att, atty, res2, ln2, mean2, rstd2, fch, res3;
+    clg_view mean1, rstd1, q, k, v, att, atty, res2, mean2, rstd2, fch, res3;
 } gpt_block_views;
 void gpt_block_views_of(const gpt_model *m, int l, unsigned B, unsigned T, gpt_block_views *v);
 

@@ -17,7 +17,6 @@ void gpt_block_views_of(const gpt_model *m, int l, unsigned B, unsigned T, gpt_b
     v->THS = (size_t)T * v->HS;
     v->TT = (size_t)T * T;
     size_t N = v->N, NC = v->NC;
-    v->ln1 = gpt_act(m, gpt_layer_buf(l, GPT_LN1), 0, NC);
     v->mean1 = gpt_act(m, gpt_layer_buf(l, GPT_LN1_STATS), 0, N);
     v->rstd1 = gpt_act(m, gpt_layer_buf(l, GPT_LN1_STATS), N, N);
     int heads = gpt_layer_buf(l, GPT_QKV_HEADS);
@@ -27,7 +26,6 @@ void gpt_block_views_of(const gpt_model *m, int l, unsigned B, unsigned T, gpt_b
     v->att = gpt_act(m, gpt_layer_buf(l, GPT_ATT), 0, v->R * v->TT);
     v->atty = gpt_act(m, gpt_layer_buf(l, GPT_ATTY), 0, NC);
     v->res2 = gpt_act(m, gpt_layer_buf(l, GPT_RES2), 0, NC);
-    v->ln2 = gpt_act(m, gpt_layer_buf(l, GPT_LN2), 0, NC);
     v->mean2 = gpt_act(m, gpt_layer_buf(l, GPT_LN2_STATS), 0, N);
     v->rstd2 = gpt_act(m, gpt_layer_buf(l, GPT_LN2_STATS), N, N);
     v->fch = gpt_act(m, gpt_layer_buf(l, GPT_FCH), 0, 4 * NC);

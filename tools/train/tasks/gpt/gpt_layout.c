@@ -128,7 +128,7 @@ gpt_buf_size gpt_buf_elems(const gpt_shape *s, int buf)
         case GPT_QKV_HEADS: z.per_seq = 3 * TC; break;
         case GPT_ATT: z.per_seq = att; break;
         case GPT_FCH: z.per_seq = 4 * TC; break;
-        default: z.per_seq = TC; break; /* LN1, ATTY, RES2, LN2, RES3 */
+        default: z.per_seq = TC; break; /* ATTY, RES2, RES3 */
         }
         return z;
     }

@@ -53,6 +53,18 @@ static cl_int alloc_bufs(gpt_model *m)
     return err == CL_SUCCESS ? clFinish(m->queue) : err;
 }
 
+/* Bytes of the largest activation buffer for rows sequences. */
+static uint64_t largest_buf(const gpt_shape *s, unsigned rows)
+{
+    uint64_t largest = 0;
+    for (int i = 0; i < gpt_buf_count(s); i++) {
+        gpt_buf_size e = gpt_buf_elems(s, i);
+        uint64_t bytes = 4 * (rows * e.per_seq + e.fixed);
+        largest = bytes > largest ? bytes : largest;
+    }
+    return largest;
+}
+
 int gpt_create(clg_context *ctx, const gpt_shape *s, unsigned rows, gpt_model **out, char *err,
                size_t errlen)
 {
@@ -71,6 +83,12 @@ int gpt_create(clg_context *ctx, const gpt_shape *s, unsigned rows, gpt_model **
             rows * gpt_scratch_floats(s->context, s->width) ||
         gpt_sort_ints((unsigned)N) > rows * gpt_sort_ints(s->context))
         return errmsg_set(err, errlen, "gpt: the kernels' scratch grows faster than the positions");
+    if (largest_buf(s, rows) > clg_context_max_alloc(ctx))
+        return errmsg_set(err, errlen,
+                          "gpt: an activation buffer for %u sequences needs %llu B, more than "
+                          "the device's largest allocation (%llu B)",
+                          rows, (unsigned long long)largest_buf(s, rows),
+                          (unsigned long long)clg_context_max_alloc(ctx));
     gpt_model *m = calloc(1, sizeof *m);
     if (!m)
         return errmsg_set(err, errlen, "gpt: out of host memory");

@@ -1,5 +1,6 @@
 /* gpt_internal.h - what the GPT model's files share (gpt_layout.c: the
- * tensors and the activation layout; gpt_model.c: create, bind, profiling;
+ * tensors and the activation layout; gpt_model.c: create, bind, the
+ * profiling switch; gpt_launch.c: block views, GEMMs, timed launches;
  * gpt_forward.c, gpt_backward.c: the passes). */
 #ifndef TRAIN_GPT_INTERNAL_H
 #define TRAIN_GPT_INTERNAL_H
@@ -17,8 +18,8 @@ static inline size_t gpt_tensor_size(const gpt_tensor_info *t)
  * what one layer uses and the next overwrites is shared by all layers.
  * As llm.c's recompute, the outputs of ln_1, ln_2 and GELU are not kept:
  * the backward computes them again from the block's input, res2 and fch
- * (the LayerNorms from their own statistics' inputs, so bit for bit), 6C
- * floats a position per layer fewer.
+ * (the LayerNorms with the same kernel on the same input, so bit for
+ * bit), 6C floats a position per layer fewer.
  * Per layer l, buffer GPT_GLOBAL + l * GPT_PER_LAYER + kind: */
 enum gpt_layer_buf {
     GPT_LN1_STATS, /* [2 x N] ln_1's mean, then its rstd */

@@ -76,7 +76,10 @@ int gpt_create(clg_context *ctx, const gpt_shape *s, unsigned rows, gpt_model **
 void gpt_destroy(gpt_model *m);
 
 /* The parameter and accumulator views of clgrad's model (built with the
- * tensors of gpt_tensor, in order, and finalized). */
+ * tensors of gpt_tensor, in order, and finalized). CLG_ERR_INVALID_ARGUMENT
+ * when its tensors are not gpt_tensor's (names, sizes, count),
+ * CLG_ERR_UNSUPPORTED for bf16 accumulators or master weights (the passes
+ * read and write fp32). */
 clg_status gpt_bind(gpt_model *m, const clg_model *model);
 
 /* Forward of B <= rows sequences of tok (T = the shape's context): the
@@ -109,5 +112,12 @@ typedef struct gpt_profile_times {
 } gpt_profile_times;
 void gpt_profile(gpt_model *m, int on);
 gpt_profile_times gpt_profile_read(const gpt_model *m);
+
+/* The distinct non-batched GEMM shapes of one micro-step (forward and
+ * backward) of B sequences, each with its count per micro-step, in
+ * mlp_gemm_shapes' form (for clgrad-tune): the four linear layers of each
+ * block and the tied head. The attention's batched GEMMs are not among
+ * them. Returns how many (at most cap written). */
+size_t gpt_gemm_shapes(const gpt_shape *s, unsigned B, mlp_gemm_shape *out, size_t cap);
 
 #endif /* TRAIN_GPT_MODEL_H */

@@ -35,10 +35,25 @@ __kernel void gpt_embed(GPT_TOKENS, uint B, uint T, uint C, global const float *
         wte[wte_off + (size_t)tok * C + c] + wpe[wpe_off + (size_t)t * C + c];
 }
 
+/* Tokens base .. base + 256 (those below N) into tok, by the 256 items of
+ * gpt_sort_tokens; the number loaded. */
+inline uint gpt_token_chunk(GPT_TOKENS, uint T, uint N, uint base, local uchar *tok)
+{
+    uint v = get_local_id(0), n = base + v;
+    barrier(CLK_LOCAL_MEM_FENCE); /* the previous chunk is read */
+    if (n < N) {
+        uint t, b = (uint)gpt_divmod(n, T, &t);
+        tok[v] = (uchar)gpt_token(windows, idx, tok_off, stride, b, t);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return min(256u, N - base);
+}
+
 /* A stable counting sort of the N = B * T tokens by byte, by one
  * work-group of 256 items (item v counts byte v): sort[v] .. sort[v + 1]
  * is where byte v's positions lie in sort[257 ..], in increasing order.
- * Tokens go through local memory 256 at a time. */
+ * Tokens go through local memory 256 at a time, twice: to count, then to
+ * place. */
 __kernel __attribute__((reqd_work_group_size(256, 1, 1))) void
 gpt_sort_tokens(GPT_TOKENS, uint B, uint T, global int *sort)
 {
@@ -47,16 +62,9 @@ gpt_sort_tokens(GPT_TOKENS, uint B, uint T, global int *sort)
     uint v = get_local_id(0), N = B * T;
     int count = 0;
     for (uint base = 0; base < N; base += 256) {
-        uint n = base + v;
-        if (n < N) {
-            uint t, b = (uint)gpt_divmod(n, T, &t);
-            tok[v] = (uchar)gpt_token(windows, idx, tok_off, stride, b, t);
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        uint m = min(256u, N - base);
+        uint m = gpt_token_chunk(windows, idx, tok_off, stride, T, N, base, tok);
         for (uint j = 0; j < m; j++)
             count += tok[j] == v;
-        barrier(CLK_LOCAL_MEM_FENCE);
     }
     start[v] = count;
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -75,17 +83,10 @@ gpt_sort_tokens(GPT_TOKENS, uint B, uint T, global int *sort)
     if (v == 0)
         sort[256] = start[256];
     for (uint base = 0; base < N; base += 256) {
-        uint n = base + v;
-        if (n < N) {
-            uint t, b = (uint)gpt_divmod(n, T, &t);
-            tok[v] = (uchar)gpt_token(windows, idx, tok_off, stride, b, t);
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        uint m = min(256u, N - base);
+        uint m = gpt_token_chunk(windows, idx, tok_off, stride, T, N, base, tok);
         for (uint j = 0; j < m; j++)
             if (tok[j] == v)
                 sort[257 + pos++] = (int)(base + j);
-        barrier(CLK_LOCAL_MEM_FENCE);
     }
 }
 

@@ -1,6 +1,7 @@
 /* gpt_kernels.c - program loading and launchers for cl/gpt_rows.cl and
- * cl/gpt.cl (program "gpt"; semantics in gpt_kernels.h). Every launcher checks that its views hold the
- * elements the shapes say (CL_INVALID_VALUE otherwise) before it enqueues. */
+ * cl/gpt.cl (program "gpt"; semantics in gpt_kernels.h). Every launcher
+ * checks that its views hold the elements the shapes say
+ * (CL_INVALID_VALUE otherwise) before it enqueues. */
 #include "gpt_kernels.h"
 #include "clgrad_advanced.h"
 
@@ -48,17 +49,13 @@ enum {
 
 /* Names in the order above. */
 static const char *const kernel_names[K_COUNT] = {
-    "gpt_embed",          "gpt_sort_tokens",
-    "gpt_wte_grad",       "gpt_wpe_grad",
-    "gpt_layernorm",      "gpt_layernorm_backward",
-    "gpt_layernorm_dwdb", "gpt_colsum_partial",
-    "gpt_colsum_final",
-    "gpt_bias_add",       "gpt_gelu",
-    "gpt_gelu_backward",  "gpt_residual",
-    "gpt_attn_split",     "gpt_attn_split_backward",
-    "gpt_attn_merge",     "gpt_attn_merge_backward",
-    "gpt_softmax_causal", "gpt_softmax_causal_backward",
-    "gpt_xent",           "gpt_loss_sum",
+    "gpt_embed",          "gpt_sort_tokens",         "gpt_wte_grad",
+    "gpt_wpe_grad",       "gpt_layernorm",           "gpt_layernorm_backward",
+    "gpt_layernorm_dwdb", "gpt_colsum_partial",      "gpt_colsum_final",
+    "gpt_bias_add",       "gpt_gelu",                "gpt_gelu_backward",
+    "gpt_residual",       "gpt_attn_split",          "gpt_attn_split_backward",
+    "gpt_attn_merge",     "gpt_attn_merge_backward", "gpt_softmax_causal",
+    "gpt_softmax_causal_backward", "gpt_xent",       "gpt_loss_sum",
 };
 
 _Static_assert(K_COUNT <= sizeof(((gpt_kernels *)0)->k) / sizeof(cl_kernel),

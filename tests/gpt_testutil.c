@@ -17,10 +17,12 @@ gpt_kernels gk;
 
 enum { GUARD_AFTER = 5 };
 
-int gt_setup(void **state)
+static unsigned row_items;
+
+static int gt_setup(void **state)
 {
     tu_group_setup(state);
-    clg_status st = gpt_kernels_init(tu_ctx, &gk);
+    clg_status st = gpt_kernels_init_rows(tu_ctx, &gk, row_items);
     if (st != CLG_SUCCESS) {
         fprintf(stderr, "gpt_kernels_init: %s\n", clg_last_error(tu_ctx));
         return -1;
@@ -28,10 +30,23 @@ int gt_setup(void **state)
     return 0;
 }
 
-int gt_teardown(void **state)
+static int gt_teardown(void **state)
 {
     gpt_kernels_release(&gk);
     return tu_group_teardown(state);
+}
+
+int gt_run_both(const struct CMUnitTest *tests, size_t n)
+{
+    /* 4: 16 rows per work-group, the last one's rows partly past the end */
+    static const unsigned variants[] = {64, 4, 1};
+    static const char *const names[] = {"group per row", "4 items per row", "item per row"};
+    int failed = 0;
+    for (int v = 0; v < 3; v++) {
+        row_items = variants[v];
+        failed += _cmocka_run_group_tests(names[v], tests, n, gt_setup, gt_teardown);
+    }
+    return failed;
 }
 
 clg_view gt_view(const float *host, size_t n, size_t off)

@@ -12,9 +12,11 @@
 
 extern gpt_kernels gk;
 
-/* CMocka group fixtures: tu_ctx and gk. */
-int gt_setup(void **state);
-int gt_teardown(void **state);
+/* Runs the CMocka group three times, with gk built for 64 items per row
+ * (a work-group per row), 4 and 1 (gpt_kernels_init_rows); the number of
+ * failed tests. */
+struct CMUnitTest;
+int gt_run_both(const struct CMUnitTest *tests, size_t n);
 
 /* A view of n floats at element offset off in a buffer of off + n + 5
  * floats; the guards hold GT_GUARD, the view host's values (NULL: NaN, so

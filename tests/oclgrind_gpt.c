@@ -1,7 +1,9 @@
 /* oclgrind_gpt.c - the GPT task's kernels (cl/gpt.cl) for
  * tests/oclgrind_kernels.c: every launcher of gpt_kernels.h once at tiny
  * sizes (B 2, T 5, C 8, 2 heads, V 256), with the in-place variants, beta
- * 0 and 1, and the cross-entropy with and without a loss scale. Checks no
+ * 0 and 1, and the cross-entropy with and without a loss scale; for both
+ * builds of the row kernels (a work-group of 64 per row, and 16 rows of 4
+ * items: rows that end inside a work-group). Checks no
  * numbers (test_gpt_kernels.c and test_gpt_attention.c do); fails on a
  * kernel of the program that no launch here covers.
  *
@@ -23,6 +25,7 @@ static clg_context *ctx;
 static const char *const covered[] = {
     "gpt_embed",          "gpt_sort_tokens",    "gpt_wte_grad",
     "gpt_wpe_grad",       "gpt_layernorm",      "gpt_layernorm_backward",
+    "gpt_layernorm_dwdb",
     "gpt_colsum_partial", "gpt_colsum_final",   "gpt_bias_add",
     "gpt_gelu",           "gpt_gelu_backward",  "gpt_residual",
     "gpt_attn_split",     "gpt_attn_split_backward", "gpt_attn_merge",
@@ -83,15 +86,14 @@ static void check_coverage(const gpt_kernels *k)
     }
 }
 
-int oclgrind_gpt(clg_context *context)
+static void run(unsigned row_items)
 {
-    ctx = context;
-    failures = 0;
-    fprintf(stderr, "program: gpt\n");
+    fprintf(stderr, "program: gpt (%u items per row)\n", row_items);
     gpt_kernels k;
-    if (gpt_kernels_init(ctx, &k) != CLG_SUCCESS) {
+    if (gpt_kernels_init_rows(ctx, &k, row_items) != CLG_SUCCESS) {
         fprintf(stderr, "FAILED: gpt: gpt_kernels_init: %s\n", clg_last_error(ctx));
-        return failures + 1;
+        failures++;
+        return;
     }
     check_coverage(&k);
     enum { B = 2, T = 5, C = 8, NH = 2, HS = 4, V = 256, N = B * T, R = B * NH };
@@ -157,5 +159,13 @@ int oclgrind_gpt(clg_context *context)
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
         clReleaseMemObject(bufs[i]);
     gpt_kernels_release(&k);
+}
+
+int oclgrind_gpt(clg_context *context)
+{
+    ctx = context;
+    failures = 0;
+    run(64);
+    run(4);
     return failures;
 }

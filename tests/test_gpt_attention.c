@@ -4,7 +4,9 @@
  * double reference (ref_gpt.c), on the default device; and a determinism
  * check of every kernel that reduces (two runs, bit-identical outputs).
  * Shapes: a tiny one and two real ones (T 131 and 37, NH 4 and 3, HS 24
- * and 64, several work-groups, N in the thousands for the rows).
+ * and 64, several work-groups, N in the thousands for the rows). Every
+ * test runs three times: with the row kernels' work-group per row (GPU),
+ * 4 items per row and item per row (CPU).
  *
  * Tolerances: split and merge are copies (exact); a softmax of float
  * inputs within abs 1e-6 / rel 1e-5 (exp and a sum of at most T terms of
@@ -280,5 +282,5 @@ int main(void)
         cmocka_unit_test(test_xent_and_loss_sum),
         cmocka_unit_test(test_determinism),
     };
-    return cmocka_run_group_tests(tests, gt_setup, gt_teardown);
+    return gt_run_both(tests, sizeof tests / sizeof *tests);
 }

@@ -29,11 +29,17 @@ typedef struct gpt_tokens {
 typedef struct gpt_kernels {
     cl_command_queue queue;
     cl_kernel k[24]; /* the program's kernels (gpt_kernels.c names them) */
+    unsigned row_items; /* items per row of the row kernels (cl/gpt_rows.cl) */
 } gpt_kernels;
 
-/* Builds program "gpt" (cl/gpt.cl, embedded, kernel cache) and creates its
- * kernels. On failure the message is in clg_last_error(ctx). */
+/* Builds program "gpt" (cl/gpt_rows.cl + cl/gpt.cl, embedded, kernel
+ * cache) and creates its kernels. On failure the message is in
+ * clg_last_error(ctx). The row kernels reduce a row with a work-group of
+ * 64 items on a GPU, with one item on a CPU device (PoCL: measured faster);
+ * gpt_kernels_init_rows sets that number (a power of two <= 64; the tests
+ * run both). */
 clg_status gpt_kernels_init(clg_context *ctx, gpt_kernels *k);
+clg_status gpt_kernels_init_rows(clg_context *ctx, gpt_kernels *k, unsigned row_items);
 void gpt_kernels_release(gpt_kernels *k);
 
 /* Scratch (floats) the reductions below need for N rows of C columns: one

@@ -62,7 +62,8 @@ static void test_directory(void **state)
     gpt_windows_free(&w);
     /* the 2 validation bytes hold no window of 4 + 1 */
     assert_int_equal(gpt_windows_make(c.bytes + c.n_train, c.n - c.n_train, 4, "validation", &w,
-                                      err, sizeof err), -1);
+                                      err, sizeof err),
+                     -1);
     assert_non_null(strstr(err, "validation"));
     gpt_corpus_free(&c);
 
@@ -121,14 +122,18 @@ static void test_baselines_direct(void **state)
     for (size_t i = 0; i < n; i++) {
         x = x * 6364136223846793005ull + 1442695040888963407ull;
         unsigned r = (unsigned)(x >> 33) % 100;
-        s[i] = i && s[i - 1] == 't' && r < 70 ? 'e' : r < 40 ? 't' : r < 70 ? 'a' : r < 99 ? ' ' : 200;
+        s[i] = i && s[i - 1] == 't' && r < 70 ? 'e'
+               : r < 40                       ? 't'
+               : r < 70                       ? 'a'
+               : r < 99                       ? ' '
+                                              : 200;
     }
     size_t split = gpt_split(n), T = 7, used = 30;
     assert_int_equal(split, 2701);
     gpt_windows w;
     char err[256];
-    assert_int_equal(gpt_windows_make(s + split, n - split, (unsigned)T, "validation", &w, err,
-                                      sizeof err), 0);
+    assert_int_equal(
+        gpt_windows_make(s + split, n - split, (unsigned)T, "validation", &w, err, sizeof err), 0);
     assert_int_equal(w.set.count, (n - split - 1) / T);
     gpt_baselines b;
     gpt_baselines_compute(s, split, &w.set, used, &b);

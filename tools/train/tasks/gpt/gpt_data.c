@@ -109,9 +109,11 @@ int gpt_corpus_load(const char *path, gpt_corpus *c, char *err, size_t errlen)
     struct stat sb;
     if (stat(path, &sb) != 0)
         return errmsg_set(err, errlen, "--data: %s: %s", path, strerror(errno));
-    int rc = S_ISDIR(sb.st_mode) ? load_dir(c, path, err, errlen) : append_file(c, path, err, errlen);
+    int rc =
+        S_ISDIR(sb.st_mode) ? load_dir(c, path, err, errlen) : append_file(c, path, err, errlen);
     if (rc == 0 && c->n < 2)
-        rc = errmsg_set(err, errlen, "--data: %s: %zu bytes; a corpus needs at least 2", path, c->n);
+        rc =
+            errmsg_set(err, errlen, "--data: %s: %zu bytes; a corpus needs at least 2", path, c->n);
     if (rc != 0) {
         gpt_corpus_free(c);
         return -1;
@@ -137,8 +139,10 @@ int gpt_windows_make(const uint8_t *bytes, size_t n, unsigned T, const char *wha
     memset(w, 0, sizeof *w);
     size_t count = gpt_window_count(n, T), dim = (size_t)T + 1;
     if (count == 0)
-        return errmsg_set(err, errlen, "--data: the %s split has %zu bytes, fewer than a window "
-                          "of --context %u + 1", what, n, T);
+        return errmsg_set(err, errlen,
+                          "--data: the %s split has %zu bytes, fewer than a window "
+                          "of --context %u + 1",
+                          what, n, T);
     w->images = malloc(count * dim);
     w->labels = calloc(count, 1);
     if (!w->images || !w->labels) {
@@ -164,7 +168,7 @@ void gpt_windows_free(gpt_windows *w)
 void gpt_baselines_compute(const uint8_t *train, size_t n_train, const dataset *w, size_t n,
                            gpt_baselines *out)
 {
-    double uni[256] = {0}, after[256] = {0}; /* c(b), c(b .) */
+    double uni[256] = {0}, after[256] = {0};        /* c(b), c(b .) */
     double *pair = calloc(256 * 256, sizeof *pair); /* c(a b) at a * 256 + b */
     out->unigram = out->bigram = NAN;
     if (!pair)

@@ -67,7 +67,7 @@ static const flag_def rows[] = {
     {.name = "--preset", .metavar = "NAME",
      .help = "small (default: 3 layers, 4 heads, 96 wide, context 64;\nabout two minutes on 2 "
              "CPU cores), tiny (2, 2, 32, 24: tests),\ngpt2-124m (12, 12, 768, 1024: GPT-2 small's "
-             "shape, but its\nvocabulary is 256 bytes, not 50257 tokens: 85.9M params)",
+             "shape, but its\nvocabulary is 256 bytes, not 50257 tokens: 86.0M params)",
      .kind = FLAG_CHOICE, AT(preset), .choices = "small|tiny|gpt2-124m", .values = preset_values,
      .expect = "small, tiny or gpt2-124m", .example = "tiny"},
     {.name = "--layers", .metavar = "L", .help = "blocks, 1..48 (default: the preset's)",
@@ -100,19 +100,20 @@ static const flag_def rows[] = {
     {.name = "--memory", .metavar = "SIZE",
      .help = "device memory the plan fits, e.g. 8G (default: --vram, or\nthe device's); with "
              "--auto-micro-batch the run takes the\nlargest micro-batch that fits",
-     .kind = FLAG_CUSTOM, .parse = parse_memory, AT(memory), .example = "8G"},
+     .kind = FLAG_CUSTOM, AT(memory), .parse = parse_memory, .example = "8G"},
     {.stored = 5, .key = "task", .label = "task", .store = store_task},
 };
 
 /* The core's flags the task cannot take (flags.h). */
 static const flag_limit limits[] = {
-    {.flag = "--grad-path", .takes = "B",
-     .why = "the GPT's backward writes every gradient into the accumulator (path B)"},
     {.flag = "--grad-dtype", .takes = "fp32",
      .why = "its kernels write fp32 gradients into the fp32 accumulator"},
+    {.flag = "--grad-path", .takes = "B",
+     .why = "the GPT's backward writes every gradient into the accumulator (path B)"},
     {.flag = "--master-dtype", .takes = "fp32",
      .why = "its kernels and GEMMs read fp32 parameters"},
     {.flag = "--metrics", .why = "it writes no per-update metrics"},
+    {.flag = "--tuning", .takes = "off", .why = "its GEMMs run on CLBlast's default parameters"},
     {.flag = "--dist", .why = "its --dist run is not built yet"},
 };
 
@@ -121,9 +122,10 @@ const flag_table gpt_flag_table = {
     .n = sizeof rows / sizeof *rows,
     .preface = "GPT task (--task gpt): a byte-level GPT-2-style decoder (llm.c's train_gpt2.c)\n"
                "trained on text: --data FILE, or a directory whose regular files (not links,\n"
-               "not strfile's .dat indexes) are joined in name order (default " GPT_DEFAULT_CORPUS
-               ",\nDebian's fortunes). The last 10% of the bytes validate. Its defaults: --batch "
-               "32\n--micro-batch 8 --steps 300 --warmup 20 --lr 3e-3:\n",
+               "not strfile's .dat indexes) are joined in name order (default\n"
+               GPT_DEFAULT_CORPUS ", Debian's fortunes). The last 10% of the bytes\n"
+               "validate. Its own defaults: --batch 32 --micro-batch 8 --steps 300 --warmup 20\n"
+               "--lr 3e-3 (for every --optimizer):\n",
     .footer = "It prints the validation loss in nats and bits per byte beside the unigram and\n"
               "bigram baselines of the same targets; --json adds them.\n",
     .given_offset = SIZE_MAX,

@@ -22,15 +22,15 @@ typedef enum gpt_preset {
 } gpt_preset;
 
 typedef struct gpt_options {
-    int enabled;           /* --task gpt */
-    gpt_preset preset;     /* --preset (small) */
+    int enabled;                            /* --task gpt */
+    gpt_preset preset;                      /* --preset (small) */
     unsigned layers, heads, width, context; /* 0: the preset's; gpt_options_check
                                                resolves them */
-    uint64_t sample;       /* --sample: bytes generated after training (0: none) */
-    const char *prompt;    /* --prompt (default "\n") */
-    float temperature;     /* --temperature (0.8; 0: the most likely byte) */
-    int plan;              /* --plan: print the memory plan and exit, no device */
-    uint64_t memory;       /* --memory: bytes the plan fits (0: --vram, or none) */
+    uint64_t sample;                        /* --sample: bytes generated after training (0: none) */
+    const char *prompt;                     /* --prompt (default "\n") */
+    float temperature;                      /* --temperature (0.8; 0: the most likely byte) */
+    int plan;                               /* --plan: print the memory plan and exit, no device */
+    uint64_t memory;                        /* --memory: bytes the plan fits (0: --vram, or none) */
 } gpt_options;
 
 void gpt_options_default(gpt_options *g);

@@ -114,7 +114,6 @@ static const flag_limit limits[] = {
      .why = "its kernels and GEMMs read fp32 parameters"},
     {.flag = "--metrics", .why = "it writes no per-update metrics"},
     {.flag = "--tuning", .takes = "off", .why = "its GEMMs run on CLBlast's default parameters"},
-    {.flag = "--dist", .why = "its --dist run is not built yet"},
 };
 
 const flag_table gpt_flag_table = {

@@ -34,6 +34,12 @@ typedef struct gpt_result {
 int gpt_run(const train_options *o, const gpt_options *g, const train_io *io, gpt_result *res,
             char *err, size_t errlen);
 
+/* The same as one rank of a --dist run (dist: its MPI side, dist_hooks.h;
+ * NULL: a plain run): the core's loop takes this rank's share of every
+ * batch; rank 0 evaluates, writes the outputs and samples. */
+int gpt_run_dist(const train_options *o, const gpt_options *g, const train_io *io,
+                 train_dist_hooks *dist, gpt_result *res, char *err, size_t errlen);
+
 /* --plan: the memory plan without a device, printed to stdout. 0, or -1
  * with a message. */
 int gpt_print_plan(const train_options *o, const gpt_options *g, char *err, size_t errlen);
@@ -41,6 +47,11 @@ int gpt_print_plan(const train_options *o, const gpt_options *g, char *err, size
 /* The command line's run: summary on stdout, --json as its last line.
  * Returns the exit status. */
 int gpt_main(const train_options *o, const gpt_options *g);
+
+/* A rank's run under --dist (task.h's dist_run): rank 0 prints the
+ * summary. 0, 1 when it could not be written, -1 with the failure in err. */
+int gpt_dist_main(const train_options *o, const gpt_options *g, train_dist_hooks *d, char *err,
+                  size_t errlen);
 
 /* The task as clgrad-train runs it (task.h; gpt_task.c). */
 extern const struct train_task gpt_task;

@@ -21,6 +21,12 @@ static int run_main(const train_options *o, const void *g)
     return gpt_main(o, g);
 }
 
+static int run_dist(const train_options *o, const void *g, train_dist_hooks *d, char *err,
+                    size_t errlen)
+{
+    return gpt_dist_main(o, g, d, err, errlen);
+}
+
 const train_task gpt_task = {
     .name = GPT_TASK_NAME,
     .flags = &gpt_flag_table,
@@ -30,4 +36,5 @@ const train_task gpt_task = {
     .core_defaults = gpt_core_defaults,
     .check = check,
     .main = run_main,
+    .dist_run = run_dist,
 };

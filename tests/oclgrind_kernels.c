@@ -8,7 +8,8 @@
  * and Q4 optimizer states (nearest and stochastic rounding, quantized and
  * fp32-state chunks side by side), bf16 master weights, and the
  * auxiliary programs (stream, handrolled, mlp) launched kernel by kernel,
- * and the contrastive kernels (oclgrind_contrastive.c).
+ * the contrastive kernels (oclgrind_contrastive.c) and the GPT task's
+ * (oclgrind_gpt.c, through its launchers).
  * Exits 0 when every call succeeded (it checks no numbers: the other tests
  * do), 1 otherwise (also when a kernel exists that it does not know how
  * to run: add a launcher for it here).
@@ -27,6 +28,7 @@
 #include "model.h"
 #include "clgrad_advanced.h"
 #include "oclgrind_contrastive.h"
+#include "oclgrind_gpt.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -588,6 +590,8 @@ int main(int argc, char **argv)
     }
     if (!only || !strcmp(only, "contrastive"))
         failures += oclgrind_contrastive(ctx);
+    if (!only || !strcmp(only, "gpt"))
+        failures += oclgrind_gpt(ctx);
     clg_context_destroy(ctx);
     fprintf(stderr, "%s: %d failure(s)\n", failures ? "FAILED" : "ok", failures);
     return failures ? 1 : 0;

@@ -5,13 +5,13 @@
 #include <clblast_c.h>
 #include <stdio.h>
 
-static size_t add(mlp_gemm_shape *out, size_t n, size_t cap, mlp_gemm_shape s)
+size_t mlp_gemm_shape_add(mlp_gemm_shape *out, size_t n, size_t cap, mlp_gemm_shape s)
 {
     /* Layers of equal widths give equal shapes: count them once. */
     for (size_t i = 0; i < n && i < cap; i++)
         if (out[i].m == s.m && out[i].n == s.n && out[i].k == s.k && out[i].ta == s.ta &&
             out[i].tb == s.tb) {
-            out[i].count++;
+            out[i].count += s.count;
             return n;
         }
     if (n < cap)
@@ -31,15 +31,15 @@ size_t mlp_gemm_shapes(const unsigned *dims, int n_dims, size_t b, mlp_gemm_shap
     size_t n = 0;
     for (int l = 0; l + 1 < n_dims && l < 9; l++) {
         size_t in = dims[l], o = dims[l + 1];
-        n = add(out, n, cap, (mlp_gemm_shape){b, o, in, 0, 1, 1, fwd[l]});
+        n = mlp_gemm_shape_add(out, n, cap, (mlp_gemm_shape){b, o, in, 0, 1, 1, fwd[l]});
     }
     for (int l = n_dims - 2; l >= 0; l--) {
         if (l >= 9)
             continue;
         size_t in = dims[l], o = dims[l + 1];
-        n = add(out, n, cap, (mlp_gemm_shape){o, in, b, 1, 0, 1, dw[l]});
+        n = mlp_gemm_shape_add(out, n, cap, (mlp_gemm_shape){o, in, b, 1, 0, 1, dw[l]});
         if (l > 0)
-            n = add(out, n, cap, (mlp_gemm_shape){b, in, o, 0, 0, 1, dx[l]});
+            n = mlp_gemm_shape_add(out, n, cap, (mlp_gemm_shape){b, in, o, 0, 0, 1, dx[l]});
     }
     return n;
 }

@@ -55,6 +55,11 @@ typedef struct mlp_gemm_shape {
 size_t mlp_gemm_shapes(const unsigned *dims, int n_dims, size_t b, mlp_gemm_shape *out,
                        size_t cap);
 
+/* Adds s to the n shapes of out (at most cap written): a shape already
+ * there (same m, n, k, ta, tb) only gains s.count calls. Returns the new
+ * number of shapes, which may exceed cap. */
+size_t mlp_gemm_shape_add(mlp_gemm_shape *out, size_t n, size_t cap, mlp_gemm_shape s);
+
 /* FLOPs of one call: 2 m n k. */
 double mlp_gemm_flops(const mlp_gemm_shape *s);
 

@@ -1,6 +1,8 @@
 /* rng.c - xoshiro256** (Blackman & Vigna) with splitmix64 seeding. */
 #include "rng.h"
 
+#include <math.h>
+
 static uint64_t splitmix64(uint64_t *x)
 {
     uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
@@ -53,4 +55,12 @@ float train_rng_uniform(train_rng *r, float lo, float hi)
 {
     float u = (float)(train_rng_u64(r) >> 40) * (1.0f / 16777216.0f);
     return lo + (hi - lo) * u;
+}
+
+double train_rng_normal(train_rng *r)
+{
+    /* u1 in (0, 1] keeps the logarithm finite; u2 in [0, 1). */
+    double u1 = (double)((train_rng_u64(r) >> 11) + 1) * 0x1.0p-53;
+    double u2 = (double)(train_rng_u64(r) >> 11) * 0x1.0p-53;
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }

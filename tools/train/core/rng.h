@@ -17,5 +17,8 @@ uint64_t train_rng_u64(train_rng *r);
 uint64_t train_rng_below(train_rng *r, uint64_t bound);
 /* Uniform in [lo, hi) with 24 random bits. */
 float train_rng_uniform(train_rng *r, float lo, float hi);
+/* Standard normal (Box-Muller on two 53-bit uniforms, the cosine branch
+ * only, so that each draw takes exactly two u64s and no state is kept). */
+double train_rng_normal(train_rng *r);
 
 #endif /* TRAIN_RNG_H */

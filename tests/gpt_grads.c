@@ -1,0 +1,280 @@
+/* gpt_grads.c - the GPT task's model (tools/train/tasks/gpt) on the device
+ * for tests/gpt/torch_gpt.py, which runs this program and checks what it
+ * writes against the same model in PyTorch (float64): a tiny GPT
+ * (L = 2, NH = 2, C = 32, T = 13, B = 3) from gpt_init_params plus noise,
+ * one forward and backward on path B (beta 0, dscale 1) of random byte
+ * windows, and the mean loss, the tokens, every parameter and every
+ * accumulator tensor written to the file named by argv[1].
+ * Checked here, against the model itself: the activation buffers are what
+ * gpt_activation_bytes plans (and a budget one byte short refuses them);
+ * a second forward + backward gives bit-identical gradients; beta 1 with
+ * dscale 0.5 and a loss scale of 2 adds exactly the same gradient again;
+ * the logits of a shorter forward (sampling) equal the full forward's
+ * where causality says they must; the init has GPT-2's spread. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "clgrad_advanced.h"
+#include "gpt_internal.h"
+#include "testutil.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { L = 2, NH = 2, C = 32, T = 13, B = 3, STRIDE = T + 3, WINDOWS = 5 };
+
+static const char *out_path;
+
+typedef struct fixture {
+    gpt_shape s;
+    clg_model *model;
+    gpt_model *gm;
+    gpt_tokens tok;
+    cl_mem sums, scale;
+    int n_tensors;
+    size_t n_params;
+    float *params;
+    uint8_t windows[WINDOWS * STRIDE];
+    int32_t idx[B + 1];
+} fixture;
+
+static fixture F;
+
+static clg_model *build_model(const gpt_shape *s)
+{
+    clg_config cfg = tu_config(CLG_ADAMW, 1e-3f, 1);
+    clg_model *m = NULL;
+    OK(clg_model_create(tu_ctx, &cfg, &m));
+    for (int i = 0; i < gpt_tensor_count(s); i++) {
+        gpt_tensor_info t;
+        gpt_tensor(s, i, &t);
+        size_t count = t.ndim == 2 ? t.dims[0] * t.dims[1] : t.dims[0];
+        int id;
+        OK(clg_model_add_tensor(m, t.name, count, 0, &id));
+        assert_int_equal(id, i);
+        OK(clg_model_set_tensor_shape(m, id, (size_t)t.ndim, t.dims));
+    }
+    OK(clg_model_finalize(m));
+    return m;
+}
+
+/* Standard deviation of n values. */
+static double spread(const float *x, size_t n)
+{
+    double s = 0, s2 = 0;
+    for (size_t i = 0; i < n; i++) {
+        s += x[i];
+        s2 += (double)x[i] * x[i];
+    }
+    return sqrt(s2 / n - (s / n) * (s / n));
+}
+
+static void check_init(const gpt_shape *s, const float *p)
+{
+    for (int i = 0; i < gpt_tensor_count(s); i++) {
+        gpt_tensor_info t;
+        gpt_tensor(s, i, &t);
+        size_t n = t.ndim == 2 ? t.dims[0] * t.dims[1] : t.dims[0];
+        if (t.ndim == 2) {
+            double want = strstr(t.name, "c_proj") ? 0.02 / sqrt(2.0 * s->layers) : 0.02;
+            double got = spread(p, n);
+            if (fabs(got / want - 1) > 0.15)
+                fail_msg("init %s: std %.4g, expected %.4g", t.name, got, want);
+        } else {
+            float want = strstr(t.name, "ln_") && strstr(t.name, "weight") ? 1.0f : 0.0f;
+            for (size_t e = 0; e < n; e++)
+                assert_true(p[e] == want);
+        }
+        p += n;
+    }
+}
+
+static int setup(void **state)
+{
+    tu_group_setup(state);
+    F.s = (gpt_shape){L, NH, C, T};
+    char err[256];
+    assert_int_equal(gpt_shape_check(&F.s, err, sizeof err), 0);
+    F.model = build_model(&F.s);
+    F.n_tensors = gpt_tensor_count(&F.s);
+    F.n_params = (size_t)gpt_param_count(&F.s);
+    assert_int_equal(clg_model_param_count(F.model), F.n_params);
+
+    /* the init, then noise so that no bias or LayerNorm gain is trivial */
+    F.params = tu_xmalloc(F.n_params * sizeof *F.params);
+    gpt_init_params(&F.s, 7, F.params);
+    check_init(&F.s, F.params);
+    tu_rng r = tu_rng_seed(11);
+    for (size_t i = 0; i < F.n_params; i++)
+        F.params[i] += tu_rng_uniform(&r, -0.1f, 0.1f);
+    OK(clg_model_upload_params(F.model, CLG_ALL_TENSORS, F.params, F.n_params, NULL));
+
+    /* B windows picked out of WINDOWS through idx from offset 1 */
+    for (size_t i = 0; i < sizeof F.windows; i++)
+        F.windows[i] = (uint8_t)tu_rng_u64(&r);
+    int32_t idx[B + 1] = {1, 3, 0, 4};
+    memcpy(F.idx, idx, sizeof idx);
+    F.tok.windows = tu_buffer_from(F.windows, sizeof F.windows);
+    F.tok.idx = tu_buffer_from(F.idx, sizeof F.idx);
+    F.tok.off = 1;
+    F.tok.stride = STRIDE;
+    float sums[2] = {0, 0}, two = 2.0f;
+    F.sums = tu_buffer_from(sums, sizeof sums);
+    F.scale = tu_buffer_from(&two, sizeof two);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    gpt_destroy(F.gm);
+    clg_model_destroy(F.model);
+    clReleaseMemObject(F.tok.windows);
+    clReleaseMemObject(F.tok.idx);
+    clReleaseMemObject(F.sums);
+    clReleaseMemObject(F.scale);
+    free(F.params);
+    return tu_group_teardown(state);
+}
+
+/* A budget one byte short is refused; then the activation buffers are
+ * exactly the plan, and exactly what the budget was charged. */
+static void test_plan(void **state)
+{
+    (void)state;
+    char err[256];
+    gpt_act_bytes ab = gpt_activation_bytes(&F.s);
+    uint64_t need = B * ab.per_seq + ab.fixed, before = clg_context_device_bytes(tu_ctx);
+    OK(clg_context_set_budget(tu_ctx, before + need - 1));
+    assert_int_equal(gpt_create(tu_ctx, &F.s, B, &F.gm, err, sizeof err), -1);
+    assert_null(F.gm);
+    assert_non_null(strstr(err, "activations"));
+    assert_int_equal(clg_context_device_bytes(tu_ctx), before);
+    OK(clg_context_set_budget(tu_ctx, before + need));
+    if (gpt_create(tu_ctx, &F.s, B, &F.gm, err, sizeof err) != 0)
+        fail_msg("gpt_create: %s", err);
+    OK(clg_context_set_budget(tu_ctx, 0));
+    assert_int_equal(clg_context_device_bytes(tu_ctx) - before, need);
+    uint64_t held = 0;
+    for (int i = 0; i < F.gm->n_bufs; i++) {
+        size_t bytes;
+        assert_int_equal(clGetMemObjectInfo(F.gm->buf[i], CL_MEM_SIZE, sizeof bytes, &bytes, NULL),
+                         CL_SUCCESS);
+        held += bytes;
+    }
+    assert_int_equal(F.gm->n_bufs, gpt_buf_count(&F.s));
+    assert_int_equal(held, need);
+    OK(gpt_bind(F.gm, F.model));
+}
+
+/* forward + backward with beta, dscale and loss scale; the accumulator
+ * into acc, the logits of the forward into logits (if not NULL) */
+static void step(float beta, float dscale, int scaled, float *acc, float *logits)
+{
+    clg_view ls = {scaled ? F.scale : NULL, 0, scaled ? 1 : 0};
+    assert_int_equal(gpt_forward(F.gm, &F.tok, B, F.sums), CL_SUCCESS);
+    for (int b = 0; logits && b < B; b++)
+        for (int t = 0; t < T; t++)
+            assert_int_equal(gpt_read_logits(F.gm, b, t, T, logits + (b * T + t) * GPT_VOCAB),
+                             CL_SUCCESS);
+    assert_int_equal(gpt_backward(F.gm, &F.tok, B, dscale, ls, beta), CL_SUCCESS);
+    assert_int_equal(gpt_backward(F.gm, &F.tok, B, dscale, ls, beta), CL_INVALID_VALUE);
+    OK(clg_model_download_acc(F.model, CLG_ALL_TENSORS, acc, F.n_params, NULL));
+}
+
+static void write_result(double loss, const float *acc)
+{
+    FILE *f = fopen(out_path, "wb");
+    if (!f)
+        fail_msg("cannot create %s", out_path);
+    uint32_t head[6] = {L, NH, C, T, B, (uint32_t)F.n_tensors};
+    fwrite("GPTGRAD1", 1, 8, f);
+    fwrite(head, sizeof head, 1, f);
+    fwrite(&loss, sizeof loss, 1, f);
+    for (int b = 0; b < B; b++) /* each sequence's T + 1 bytes, targets included */
+        fwrite(F.windows + (size_t)F.idx[1 + b] * STRIDE, 1, T + 1, f);
+    size_t off = 0;
+    for (int i = 0; i < F.n_tensors; i++) {
+        gpt_tensor_info t;
+        gpt_tensor(&F.s, i, &t);
+        size_t n = t.ndim == 2 ? t.dims[0] * t.dims[1] : t.dims[0];
+        uint32_t len = (uint32_t)strlen(t.name), dims[3] = {(uint32_t)t.ndim,
+                                                             (uint32_t)t.dims[0],
+                                                             (uint32_t)t.dims[1]};
+        fwrite(&len, sizeof len, 1, f);
+        fwrite(t.name, 1, len, f);
+        fwrite(dims, sizeof dims, 1, f);
+        fwrite(F.params + off, sizeof(float), n, f);
+        fwrite(acc + off, sizeof(float), n, f);
+        off += n;
+    }
+    assert_int_equal(ferror(f), 0);
+    assert_int_equal(fclose(f), 0);
+}
+
+static void test_grads(void **state)
+{
+    (void)state;
+    size_t n = F.n_params, nl = (size_t)B * T * GPT_VOCAB;
+    float *g1 = tu_xmalloc(n * 4), *g2 = tu_xmalloc(n * 4), *logits = tu_xmalloc(nl * 4);
+    step(0.0f, 1.0f, 0, g1, logits);
+    float sums[2];
+    tu_buffer_read(F.sums, 0, sums, sizeof sums);
+    assert_true(sums[1] == (float)(B * T));
+    write_result((double)sums[0] / sums[1], g1);
+
+    /* the same again, bit for bit */
+    step(0.0f, 1.0f, 0, g2, NULL);
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(&g1[i], &g2[i], 4) != 0)
+            fail_msg("second run differs at %zu: %.9g vs %.9g", i, g1[i], g2[i]);
+    /* beta 1 adds; dscale 0.5 times a loss scale of 2 is the same
+     * gradient (powers of two: exact), so the sum is exactly twice it,
+     * except in wte (tensor 0), whose two parts (head, embedding) round
+     * in another order */
+    step(1.0f, 0.5f, 1, g2, NULL);
+    size_t n_wte = (size_t)GPT_VOCAB * C;
+    float wte_max = 0;
+    for (size_t i = 0; i < n_wte; i++)
+        wte_max = fmaxf(wte_max, fabsf(g1[i]));
+    for (size_t i = 0; i < n; i++)
+        if (i < n_wte ? fabsf(g2[i] - 2.0f * g1[i]) > 1e-6f * wte_max : g2[i] != 2.0f * g1[i])
+            fail_msg("beta 1 at %zu: %.9g, expected 2 x %.9g", i, g2[i], g1[i]);
+
+    /* sampling: a forward of the first 7 positions gives the full
+     * forward's logits there (causal attention) */
+    enum { TS = 7 };
+    assert_int_equal(gpt_forward_logits(F.gm, &F.tok, B, TS), CL_SUCCESS);
+    float row[GPT_VOCAB];
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < TS; t++) {
+            assert_int_equal(gpt_read_logits(F.gm, b, t, TS, row), CL_SUCCESS);
+            const float *full = logits + (b * T + t) * GPT_VOCAB;
+            for (int v = 0; v < GPT_VOCAB; v++)
+                if (fabsf(row[v] - full[v]) > 1e-5f * (1 + fabsf(full[v])))
+                    fail_msg("logits of (%d, %d)[%d]: %.9g after %d positions, %.9g after %d", b,
+                             t, v, row[v], TS, full[v], T);
+        }
+    assert_int_equal(gpt_backward(F.gm, &F.tok, B, 1.0f, (clg_view){0}, 0.0f), CL_INVALID_VALUE);
+    free(g1);
+    free(g2);
+    free(logits);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s OUTPUT (tests/gpt/torch_gpt.py runs it)\n", argv[0]);
+        return 2;
+    }
+    out_path = argv[1];
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_plan),
+        cmocka_unit_test(test_grads),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,161 @@
+/* oclgrind_gpt.c - the GPT task's kernels (cl/gpt.cl) for
+ * tests/oclgrind_kernels.c: every launcher of gpt_kernels.h once at tiny
+ * sizes (B 2, T 5, C 8, 2 heads, V 256), with the in-place variants, beta
+ * 0 and 1, and the cross-entropy with and without a loss scale. Checks no
+ * numbers (test_gpt_kernels.c and test_gpt_attention.c do); fails on a
+ * kernel of the program that no launch here covers.
+ *
+ * Every buffer is created from host memory (Oclgrind 21.10 keeps memory
+ * that clEnqueueFillBuffer wrote "uninitialized", see oclgrind_kernels.c). */
+#include "oclgrind_gpt.h"
+#include "clgrad_advanced.h"
+#include "gpt_kernels.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures;
+static clg_context *ctx;
+
+/* The kernels the launches below run; a kernel of cl/gpt.cl missing here
+ * is a failure. */
+static const char *const covered[] = {
+    "gpt_embed",          "gpt_sort_tokens",    "gpt_wte_grad",
+    "gpt_wpe_grad",       "gpt_layernorm",      "gpt_layernorm_backward",
+    "gpt_colsum_partial", "gpt_colsum_final",   "gpt_bias_add",
+    "gpt_gelu",           "gpt_gelu_backward",  "gpt_residual",
+    "gpt_attn_split",     "gpt_attn_split_backward", "gpt_attn_merge",
+    "gpt_attn_merge_backward", "gpt_softmax_causal", "gpt_softmax_causal_backward",
+    "gpt_xent",           "gpt_loss_sum",
+};
+
+static void check(cl_int err, const char *what)
+{
+    if (err != CL_SUCCESS) {
+        fprintf(stderr, "FAILED: gpt: %s: OpenCL error %d\n", what, (int)err);
+        failures++;
+    }
+}
+
+/* A buffer of n floats in [-1, 1) (a fixed pattern) from host memory. */
+static cl_mem floats(size_t n)
+{
+    float *h = malloc(n * sizeof *h);
+    for (size_t i = 0; i < n; i++)
+        h[i] = (float)((i * 37 + 11) % 64) / 32.0f - 1.0f;
+    cl_int err;
+    cl_mem m = clCreateBuffer(clg_context_cl(ctx), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
+                              n * sizeof *h, h, &err);
+    free(h);
+    check(err, "clCreateBuffer");
+    return m;
+}
+
+static cl_mem host_bytes(const void *h, size_t bytes)
+{
+    cl_int err;
+    cl_mem m = clCreateBuffer(clg_context_cl(ctx), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
+                              bytes, (void *)h, &err);
+    check(err, "clCreateBuffer");
+    return m;
+}
+
+/* Every kernel of program "gpt" (the one gpt_kernels_init built) is in
+ * covered[]. */
+static void check_coverage(const gpt_kernels *k)
+{
+    cl_program prog;
+    check(clGetKernelInfo(k->k[0], CL_KERNEL_PROGRAM, sizeof prog, &prog, NULL),
+          "CL_KERNEL_PROGRAM");
+    char names[4096] = "";
+    check(clGetProgramInfo(prog, CL_PROGRAM_KERNEL_NAMES, sizeof names, names, NULL),
+          "CL_PROGRAM_KERNEL_NAMES");
+    for (char *save = NULL, *name = strtok_r(names, ";", &save); name;
+         name = strtok_r(NULL, ";", &save)) {
+        size_t i = 0;
+        while (i < sizeof covered / sizeof *covered && strcmp(covered[i], name))
+            i++;
+        if (i == sizeof covered / sizeof *covered) {
+            fprintf(stderr, "UNKNOWN KERNEL: %s in gpt.cl: add it to oclgrind_gpt.c\n", name);
+            failures++;
+        }
+    }
+}
+
+int oclgrind_gpt(clg_context *context)
+{
+    ctx = context;
+    failures = 0;
+    fprintf(stderr, "program: gpt\n");
+    gpt_kernels k;
+    if (gpt_kernels_init(ctx, &k) != CLG_SUCCESS) {
+        fprintf(stderr, "FAILED: gpt: gpt_kernels_init: %s\n", clg_last_error(ctx));
+        return failures + 1;
+    }
+    check_coverage(&k);
+    enum { B = 2, T = 5, C = 8, NH = 2, HS = 4, V = 256, N = B * T, R = B * NH };
+    uint8_t windows[4 * 8];
+    for (int i = 0; i < 4 * 8; i++)
+        windows[i] = (uint8_t)(i * 97 % 7 * 30); /* a few repeated bytes */
+    int32_t idx[4] = {3, 0, 2, 1};
+    gpt_tokens tok = {host_bytes(windows, sizeof windows), host_bytes(idx, sizeof idx), 1, 8};
+    int32_t sort_init[300] = {0};
+    cl_mem sort = host_bytes(sort_init, sizeof sort_init);
+    cl_mem scratch = floats(gpt_scratch_floats(N, C)), sums = floats(2);
+    /* one buffer per tensor, each view at offset 1 */
+#define T_(name, n) clg_view name = {floats((n) + 1), 1, (n)}
+    T_(wte, V * C);
+    T_(wpe, T * C);
+    T_(x, N * C);
+    T_(y, N * C);
+    T_(w, 4 * C);
+    T_(b, 4 * C);
+    T_(mean, N);
+    T_(rstd, N);
+    T_(h, N * 4 * C);
+    T_(qkv, N * 3 * C);
+    T_(q, N * C);
+    T_(kk, N * C);
+    T_(v, N * C);
+    T_(att, R * T * T);
+    T_(datt, R * T * T);
+    T_(logits, N * V);
+    T_(loss, N);
+    T_(scale, 1);
+#undef T_
+    check(gpt_embed(&k, &tok, B, T, C, wte, wpe, x), "gpt_embed");
+    check(gpt_embed_backward(&k, &tok, B, T, C, x, sort, wte, 0.0f, wpe, 1.0f, scratch),
+          "gpt_embed_backward");
+    check(gpt_layernorm(&k, N, C, x, w, b, y, mean, rstd), "gpt_layernorm");
+    check(gpt_layernorm_backward(&k, N, C, y, x, w, mean, rstd, x, w, b, 1.0f, scratch),
+          "gpt_layernorm_backward");
+    check(gpt_bias_add(&k, N, 4 * C, h, b), "gpt_bias_add");
+    check(gpt_bias_grad(&k, N, 4 * C, h, b, 0.0f, scratch), "gpt_bias_grad");
+    check(gpt_gelu(&k, N * 4 * C, h, h), "gpt_gelu");
+    check(gpt_gelu_backward(&k, N * C, x, y, y), "gpt_gelu_backward");
+    check(gpt_residual(&k, N * C, x, y, x), "gpt_residual");
+    check(gpt_attn_split(&k, B, T, NH, HS, qkv, q, kk, v), "gpt_attn_split");
+    check(gpt_attn_split_backward(&k, B, T, NH, HS, q, kk, v, qkv), "gpt_attn_split_backward");
+    check(gpt_attn_merge(&k, B, T, NH, HS, v, y), "gpt_attn_merge");
+    check(gpt_attn_merge_backward(&k, B, T, NH, HS, y, v), "gpt_attn_merge_backward");
+    check(gpt_softmax_causal(&k, R, T, 0.5f, att, att), "gpt_softmax_causal");
+    check(gpt_softmax_causal_backward(&k, R, T, 0.5f, att, datt, datt),
+          "gpt_softmax_causal_backward");
+    check(gpt_xent(&k, &tok, B, T, V, logits, loss, 0, 1.0f, (clg_view){NULL, 0, 0},
+                   (clg_view){NULL, 0, 0}),
+          "gpt_xent forward");
+    check(gpt_xent(&k, &tok, B, T, V, logits, loss, 1, 0.5f, scale, logits),
+          "gpt_xent backward");
+    check(gpt_loss_sum(&k, N, loss, sums, scratch), "gpt_loss_sum");
+    check(clFinish(k.queue), "clFinish");
+    clg_view all[] = {wte, wpe, x, y, w, b, mean, rstd, h, qkv, q, kk, v, att, datt, logits,
+                      loss, scale};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        clReleaseMemObject(all[i].mem);
+    cl_mem bufs[] = {tok.windows, tok.idx, sort, scratch, sums};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
+        clReleaseMemObject(bufs[i]);
+    gpt_kernels_release(&k);
+    return failures;
+}

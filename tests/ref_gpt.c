@@ -1,0 +1,223 @@
+/* ref_gpt.c - the double-precision reference of cl/gpt.cl (ref_gpt.h). */
+#include "ref_gpt.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void ref_gpt_tokens(const uint8_t *windows, const int32_t *idx, unsigned off, unsigned stride,
+                    unsigned B, unsigned T, int *tok, int *target)
+{
+    for (unsigned b = 0; b < B; b++) {
+        const uint8_t *w = windows + (size_t)idx[off + b] * stride;
+        for (unsigned t = 0; t < T; t++) {
+            tok[b * T + t] = w[t];
+            target[b * T + t] = w[t + 1];
+        }
+    }
+}
+
+void ref_gpt_embed(const int *tok, unsigned B, unsigned T, unsigned C, const float *wte,
+                   const float *wpe, double *out)
+{
+    for (unsigned b = 0; b < B; b++)
+        for (unsigned t = 0; t < T; t++)
+            for (unsigned c = 0; c < C; c++) {
+                size_t n = (size_t)b * T + t;
+                out[n * C + c] = (double)wte[(size_t)tok[n] * C + c] + wpe[(size_t)t * C + c];
+            }
+}
+
+void ref_gpt_embed_backward(const int *tok, unsigned B, unsigned T, unsigned C,
+                            const float *dout, double *dwte, double *dwpe)
+{
+    memset(dwte, 0, 256 * (size_t)C * sizeof *dwte);
+    memset(dwpe, 0, (size_t)T * C * sizeof *dwpe);
+    for (unsigned b = 0; b < B; b++)
+        for (unsigned t = 0; t < T; t++) {
+            size_t n = (size_t)b * T + t;
+            for (unsigned c = 0; c < C; c++) {
+                dwte[(size_t)tok[n] * C + c] += dout[n * C + c];
+                dwpe[(size_t)t * C + c] += dout[n * C + c];
+            }
+        }
+}
+
+/* Mean and 1 / sqrt(biased variance + 1e-5) of one row. */
+static void row_stats(const float *x, unsigned C, double *mean, double *rstd)
+{
+    double m = 0, v = 0;
+    for (unsigned c = 0; c < C; c++)
+        m += x[c];
+    m /= C;
+    for (unsigned c = 0; c < C; c++)
+        v += (x[c] - m) * (x[c] - m);
+    *mean = m;
+    *rstd = 1.0 / sqrt(v / C + 1e-5);
+}
+
+void ref_gpt_layernorm(unsigned N, unsigned C, const float *inp, const float *w, const float *b,
+                       double *out, double *mean, double *rstd)
+{
+    for (unsigned n = 0; n < N; n++) {
+        const float *x = inp + (size_t)n * C;
+        row_stats(x, C, &mean[n], &rstd[n]);
+        for (unsigned c = 0; c < C; c++)
+            out[(size_t)n * C + c] = (x[c] - mean[n]) * rstd[n] * w[c] + b[c];
+    }
+}
+
+/* Through the Jacobian of xhat = (x - mean) rstd:
+ * d xhat_j / d x_i = rstd (delta_ij - 1/C - xhat_i xhat_j / C). */
+void ref_gpt_layernorm_backward(unsigned N, unsigned C, const float *dout, const float *inp,
+                                const float *w, double *dinp, double *dw, double *db)
+{
+    double *xhat = malloc(C * sizeof *xhat);
+    memset(dw, 0, C * sizeof *dw);
+    memset(db, 0, C * sizeof *db);
+    for (unsigned n = 0; n < N; n++) {
+        const float *x = inp + (size_t)n * C, *d = dout + (size_t)n * C;
+        double m, rs;
+        row_stats(x, C, &m, &rs);
+        for (unsigned c = 0; c < C; c++)
+            xhat[c] = (x[c] - m) * rs;
+        for (unsigned i = 0; i < C; i++) {
+            double s = 0;
+            for (unsigned j = 0; j < C; j++)
+                s += (double)d[j] * w[j] * rs *
+                     ((i == j ? 1.0 : 0.0) - 1.0 / C - xhat[i] * xhat[j] / C);
+            dinp[(size_t)n * C + i] = s;
+            dw[i] += d[i] * xhat[i];
+            db[i] += d[i];
+        }
+    }
+    free(xhat);
+}
+
+void ref_gpt_bias_add(unsigned N, unsigned OC, const float *out, const float *bias, double *res)
+{
+    for (size_t i = 0; i < (size_t)N * OC; i++)
+        res[i] = (double)out[i] + bias[i % OC];
+}
+
+void ref_gpt_colsum(unsigned N, unsigned OC, const float *src, double *sum)
+{
+    for (unsigned c = 0; c < OC; c++) {
+        sum[c] = 0;
+        for (unsigned n = 0; n < N; n++)
+            sum[c] += src[(size_t)n * OC + c];
+    }
+}
+
+double ref_gpt_gelu(double x)
+{
+    return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+
+/* A central difference: error about 1e-10, independent of the kernel's
+ * closed form. */
+double ref_gpt_gelu_grad(double x)
+{
+    const double h = 1e-5;
+    return (ref_gpt_gelu(x + h) - ref_gpt_gelu(x - h)) / (2 * h);
+}
+
+void ref_gpt_attn_split(unsigned B, unsigned T, unsigned NH, unsigned HS, const float *qkv,
+                        double *q, double *k, double *v)
+{
+    size_t C = (size_t)NH * HS, i = 0;
+    for (unsigned b = 0; b < B; b++)
+        for (unsigned h = 0; h < NH; h++)
+            for (unsigned t = 0; t < T; t++)
+                for (unsigned d = 0; d < HS; d++, i++) {
+                    const float *row = qkv + ((size_t)b * T + t) * 3 * C + (size_t)h * HS + d;
+                    q[i] = row[0];
+                    k[i] = row[C];
+                    v[i] = row[2 * C];
+                }
+}
+
+void ref_gpt_attn_split_backward(unsigned B, unsigned T, unsigned NH, unsigned HS,
+                                 const float *dq, const float *dk, const float *dv, double *dqkv)
+{
+    size_t C = (size_t)NH * HS, i = 0;
+    for (unsigned b = 0; b < B; b++)
+        for (unsigned h = 0; h < NH; h++)
+            for (unsigned t = 0; t < T; t++)
+                for (unsigned d = 0; d < HS; d++, i++) {
+                    double *row = dqkv + ((size_t)b * T + t) * 3 * C + (size_t)h * HS + d;
+                    row[0] = dq[i];
+                    row[C] = dk[i];
+                    row[2 * C] = dv[i];
+                }
+}
+
+void ref_gpt_attn_merge(unsigned B, unsigned T, unsigned NH, unsigned HS, const float *y,
+                        double *out)
+{
+    size_t C = (size_t)NH * HS, i = 0;
+    for (unsigned b = 0; b < B; b++)
+        for (unsigned h = 0; h < NH; h++)
+            for (unsigned t = 0; t < T; t++)
+                for (unsigned d = 0; d < HS; d++, i++)
+                    out[((size_t)b * T + t) * C + (size_t)h * HS + d] = y[i];
+}
+
+void ref_gpt_attn_merge_backward(unsigned B, unsigned T, unsigned NH, unsigned HS,
+                                 const float *dout, double *dy)
+{
+    size_t C = (size_t)NH * HS, i = 0;
+    for (unsigned b = 0; b < B; b++)
+        for (unsigned h = 0; h < NH; h++)
+            for (unsigned t = 0; t < T; t++)
+                for (unsigned d = 0; d < HS; d++, i++)
+                    dy[i] = dout[((size_t)b * T + t) * C + (size_t)h * HS + d];
+}
+
+void ref_gpt_softmax_causal(unsigned R, unsigned T, double scale, const float *preatt,
+                            double *att)
+{
+    for (size_t row = 0; row < (size_t)R * T; row++) {
+        unsigned i = (unsigned)(row % T);
+        const float *p = preatt + row * T;
+        double *a = att + row * T, m = -INFINITY, s = 0;
+        for (unsigned j = 0; j <= i; j++)
+            m = fmax(m, scale * p[j]);
+        for (unsigned j = 0; j <= i; j++)
+            s += exp(scale * p[j] - m);
+        for (unsigned j = 0; j < T; j++)
+            a[j] = j <= i ? exp(scale * p[j] - m) / s : 0.0;
+    }
+}
+
+void ref_gpt_softmax_causal_backward(unsigned R, unsigned T, double scale, const float *att,
+                                     const float *datt, double *dpreatt)
+{
+    for (size_t row = 0; row < (size_t)R * T; row++) {
+        unsigned i = (unsigned)(row % T);
+        const float *a = att + row * T, *da = datt + row * T;
+        double s = 0;
+        for (unsigned j = 0; j <= i; j++)
+            s += (double)a[j] * da[j];
+        for (unsigned j = 0; j < T; j++)
+            dpreatt[row * T + j] = j <= i ? scale * a[j] * (da[j] - s) : 0.0;
+    }
+}
+
+void ref_gpt_xent(unsigned N, unsigned V, const float *logits, const int *target, double mult,
+                  double *row_loss, double *dlogits)
+{
+    for (unsigned n = 0; n < N; n++) {
+        const float *l = logits + (size_t)n * V;
+        double m = l[0], s = 0;
+        for (unsigned j = 1; j < V; j++)
+            m = fmax(m, l[j]);
+        for (unsigned j = 0; j < V; j++)
+            s += exp(l[j] - m);
+        row_loss[n] = log(s) + m - l[target[n]];
+        if (dlogits)
+            for (unsigned j = 0; j < V; j++)
+                dlogits[(size_t)n * V + j] =
+                    (exp(l[j] - m) / s - (j == (unsigned)target[n] ? 1.0 : 0.0)) * mult;
+    }
+}

@@ -1,0 +1,66 @@
+/* ref_gpt.h - a plain double-precision reference of cl/gpt.cl's kernels
+ * (the GPT task's forward and backward besides the GEMMs), written from
+ * the definitions in tools/train/tasks/gpt/gpt_kernels.h rather than from
+ * the kernels: LayerNorm's backward through its Jacobian, GELU's by a
+ * central difference, the attention's split and merge by loops over
+ * (b, t, h, d). Shapes as there: N = B * T rows, row-major throughout. The
+ * gradients are the sums alone: a test applies beta itself. */
+#ifndef CLGRAD_REF_GPT_H
+#define CLGRAD_REF_GPT_H
+
+#include <stdint.h>
+
+/* tok[b * T + t] = windows[idx[off + b] * stride + t], target the byte
+ * after it. */
+void ref_gpt_tokens(const uint8_t *windows, const int32_t *idx, unsigned off, unsigned stride,
+                    unsigned B, unsigned T, int *tok, int *target);
+
+/* out [N x C] = wte[tok] + wpe[t] */
+void ref_gpt_embed(const int *tok, unsigned B, unsigned T, unsigned C, const float *wte,
+                   const float *wpe, double *out);
+/* dwte [256 x C], dwpe [T x C]: the sums of dout's rows per byte and per
+ * position. */
+void ref_gpt_embed_backward(const int *tok, unsigned B, unsigned T, unsigned C,
+                            const float *dout, double *dwte, double *dwpe);
+
+/* LayerNorm (eps 1e-5, biased variance); mean, rstd [N]. */
+void ref_gpt_layernorm(unsigned N, unsigned C, const float *inp, const float *w, const float *b,
+                       double *out, double *mean, double *rstd);
+/* dinp [N x C]: the gradient through the LayerNorm alone (the kernel adds
+ * it); dw, db [C]. */
+void ref_gpt_layernorm_backward(unsigned N, unsigned C, const float *dout, const float *inp,
+                                const float *w, double *dinp, double *dw, double *db);
+
+/* out [N x OC] + bias; the column sums of src [N x OC]. */
+void ref_gpt_bias_add(unsigned N, unsigned OC, const float *out, const float *bias, double *res);
+void ref_gpt_colsum(unsigned N, unsigned OC, const float *src, double *sum);
+
+/* GELU (tanh approximation) and its derivative. */
+double ref_gpt_gelu(double x);
+double ref_gpt_gelu_grad(double x);
+
+/* qkv [N x 3C] <-> q, k, v [B x NH x T x HS]; y [B x NH x T x HS] <->
+ * out [N x C]. */
+void ref_gpt_attn_split(unsigned B, unsigned T, unsigned NH, unsigned HS, const float *qkv,
+                        double *q, double *k, double *v);
+void ref_gpt_attn_split_backward(unsigned B, unsigned T, unsigned NH, unsigned HS,
+                                 const float *dq, const float *dk, const float *dv,
+                                 double *dqkv);
+void ref_gpt_attn_merge(unsigned B, unsigned T, unsigned NH, unsigned HS, const float *y,
+                        double *out);
+void ref_gpt_attn_merge_backward(unsigned B, unsigned T, unsigned NH, unsigned HS,
+                                 const float *dout, double *dy);
+
+/* Causal softmax of R matrices [T x T] (reads j <= i only) and its
+ * backward with the scale folded in. */
+void ref_gpt_softmax_causal(unsigned R, unsigned T, double scale, const float *preatt,
+                            double *att);
+void ref_gpt_softmax_causal_backward(unsigned R, unsigned T, double scale, const float *att,
+                                     const float *datt, double *dpreatt);
+
+/* Cross-entropy of N rows of V logits against target: row_loss [N], and
+ * dlogits = (softmax - onehot) * mult when dlogits is not NULL. */
+void ref_gpt_xent(unsigned N, unsigned V, const float *logits, const int *target, double mult,
+                  double *row_loss, double *dlogits);
+
+#endif /* CLGRAD_REF_GPT_H */

@@ -1,0 +1,191 @@
+/* gpt_layout.c - the GPT model's shape, tensors, initialization, the one
+ * table of its activation buffers (which gpt_create allocates and
+ * gpt_activation_bytes plans) and its GEMM shapes (see gpt_model.h). */
+#include "gpt_internal.h"
+#include "errmsg.h"
+#include "rng.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Limits that keep every size well inside 64 bits and every GEMM
+ * dimension inside CLBlast's size_t arguments. */
+#define GPT_MAX_WIDTH 16384u
+#define GPT_MAX_CONTEXT 16384u
+
+int gpt_shape_check(const gpt_shape *s, char *err, size_t errlen)
+{
+    if (s->layers < 1 || s->layers > GPT_MAX_LAYERS)
+        return errmsg_set(err, errlen, "--layers %u: expected 1..%d", s->layers, GPT_MAX_LAYERS);
+    if (s->width < 1 || s->width > GPT_MAX_WIDTH)
+        return errmsg_set(err, errlen, "--width %u: expected 1..%u", s->width, GPT_MAX_WIDTH);
+    if (s->heads < 1 || s->heads > s->width)
+        return errmsg_set(err, errlen, "--heads %u: expected 1..--width (%u)", s->heads,
+                          s->width);
+    if (s->width % s->heads != 0)
+        return errmsg_set(err, errlen, "--heads %u does not divide --width %u", s->heads,
+                          s->width);
+    if (s->context < 1 || s->context > GPT_MAX_CONTEXT)
+        return errmsg_set(err, errlen, "--context %u: expected 1..%u", s->context,
+                          GPT_MAX_CONTEXT);
+    return 0;
+}
+
+int gpt_tensor_count(const gpt_shape *s) { return 4 + GPT_BLOCK_PARAMS * (int)s->layers; }
+
+/* A block's tensors in order: name, dims as multiples of C (rows x cols;
+ * cols 0 for a vector), whether weight decay applies. */
+static const struct {
+    const char *name;
+    unsigned rows, cols;
+    int decay;
+} block_params[GPT_BLOCK_PARAMS] = {
+    {"ln_1.weight", 1, 0, 0},      {"ln_1.bias", 1, 0, 0},
+    {"attn.c_attn.weight", 3, 1, 1}, {"attn.c_attn.bias", 3, 0, 0},
+    {"attn.c_proj.weight", 1, 1, 1}, {"attn.c_proj.bias", 1, 0, 0},
+    {"ln_2.weight", 1, 0, 0},      {"ln_2.bias", 1, 0, 0},
+    {"mlp.c_fc.weight", 4, 1, 1},  {"mlp.c_fc.bias", 4, 0, 0},
+    {"mlp.c_proj.weight", 1, 4, 1}, {"mlp.c_proj.bias", 1, 0, 0},
+};
+
+void gpt_tensor(const gpt_shape *s, int i, gpt_tensor_info *out)
+{
+    size_t C = s->width;
+    memset(out, 0, sizeof *out);
+    int last = gpt_lnf_tensor(s, 0);
+    if (i == GPT_WTE || i == GPT_WPE) {
+        snprintf(out->name, sizeof out->name, "%s", i == GPT_WTE ? "wte" : "wpe");
+        out->dims[0] = i == GPT_WTE ? GPT_VOCAB : s->context;
+        out->dims[1] = C;
+        out->ndim = 2;
+        out->decay = 1;
+    } else if (i >= last) {
+        snprintf(out->name, sizeof out->name, "ln_f.%s", i == last ? "weight" : "bias");
+        out->dims[0] = C;
+        out->ndim = 1;
+    } else {
+        int l = (i - 2) / GPT_BLOCK_PARAMS, j = (i - 2) % GPT_BLOCK_PARAMS;
+        snprintf(out->name, sizeof out->name, "h.%d.%s", l, block_params[j].name);
+        out->dims[0] = block_params[j].rows * C;
+        out->dims[1] = block_params[j].cols * C;
+        out->ndim = block_params[j].cols ? 2 : 1;
+        out->decay = block_params[j].decay;
+    }
+}
+
+static uint64_t tensor_elems(const gpt_tensor_info *t)
+{
+    return t->ndim == 2 ? (uint64_t)t->dims[0] * t->dims[1] : t->dims[0];
+}
+
+uint64_t gpt_param_count(const gpt_shape *s)
+{
+    uint64_t n = 0;
+    for (int i = 0; i < gpt_tensor_count(s); i++) {
+        gpt_tensor_info t;
+        gpt_tensor(s, i, &t);
+        n += tensor_elems(&t);
+    }
+    return n;
+}
+
+void gpt_init_params(const void *shape, uint64_t seed, float *host)
+{
+    const gpt_shape *s = shape;
+    train_rng r = train_rng_seed(seed, 0);
+    /* GPT-2: the projections into the residual stream scaled down by the
+     * number of residual additions, 2 per block */
+    double proj_std = 0.02 / sqrt(2.0 * s->layers);
+    for (int i = 0; i < gpt_tensor_count(s); i++) {
+        gpt_tensor_info t;
+        gpt_tensor(s, i, &t);
+        uint64_t n = tensor_elems(&t);
+        int j = (i - 2) % GPT_BLOCK_PARAMS;
+        int is_block = i >= 2 && i < gpt_lnf_tensor(s, 0);
+        if (t.ndim == 2) {
+            double std = is_block && (j == GPT_ATTPROJ_W || j == GPT_FCPROJ_W) ? proj_std : 0.02;
+            for (uint64_t e = 0; e < n; e++)
+                host[e] = (float)(std * train_rng_normal(&r));
+        } else {
+            /* LayerNorm weights 1; its biases and the linear biases 0 */
+            int ln_weight = i == gpt_lnf_tensor(s, 0) ||
+                            (is_block && (j == GPT_LN1_W || j == GPT_LN2_W));
+            for (uint64_t e = 0; e < n; e++)
+                host[e] = ln_weight ? 1.0f : 0.0f;
+        }
+        host += n;
+    }
+}
+
+int gpt_buf_count(const gpt_shape *s) { return GPT_GLOBAL + (int)s->layers * GPT_PER_LAYER; }
+
+gpt_buf_size gpt_buf_elems(const gpt_shape *s, int buf)
+{
+    uint64_t T = s->context, C = s->width, TC = T * C, att = (uint64_t)s->heads * T * T;
+    gpt_buf_size z = {0, 0};
+    if (buf >= GPT_GLOBAL) {
+        switch ((buf - GPT_GLOBAL) % GPT_PER_LAYER) {
+        case GPT_LN1_STATS:
+        case GPT_LN2_STATS: z.per_seq = 2 * T; break;
+        case GPT_QKV_HEADS: z.per_seq = 3 * TC; break;
+        case GPT_ATT: z.per_seq = att; break;
+        case GPT_FCH:
+        case GPT_FCH_GELU: z.per_seq = 4 * TC; break;
+        default: z.per_seq = TC; break; /* LN1, ATTY, RES2, LN2, RES3 */
+        }
+        return z;
+    }
+    switch (buf) {
+    case GPT_LNF_STATS: z.per_seq = 2 * T; break;
+    case GPT_LOGITS: z.per_seq = T * GPT_VOCAB; break;
+    case GPT_ROW_LOSS: z.per_seq = T; break;
+    case GPT_PREATT: z.per_seq = att; break;
+    case GPT_WIDE: z.per_seq = 4 * TC; break;
+    case GPT_HEADS: z.per_seq = 3 * TC; break;
+    /* The kernels' scratch as a function of the positions: per sequence
+     * what T positions need (gpt_create checks that rows * that covers
+     * rows * T positions). */
+    case GPT_SCRATCH: z.per_seq = gpt_scratch_floats(s->context, s->width); break;
+    case GPT_SORT: z.per_seq = gpt_sort_ints(s->context); break;
+    default: z.per_seq = TC; break; /* ENCODED, LNF, DRES, DBUF */
+    }
+    return z;
+}
+
+gpt_act_bytes gpt_activation_bytes(const gpt_shape *s)
+{
+    gpt_act_bytes b = {0, 0};
+    for (int i = 0; i < gpt_buf_count(s); i++) {
+        gpt_buf_size e = gpt_buf_elems(s, i);
+        b.per_seq += 4 * e.per_seq; /* floats and ints alike */
+        b.fixed += 4 * e.fixed;
+    }
+    return b;
+}
+
+size_t gpt_gemm_shapes(const gpt_shape *s, unsigned B, mlp_gemm_shape *out, size_t cap)
+{
+    size_t N = (size_t)B * s->context, C = s->width, V = GPT_VOCAB;
+    unsigned L = s->layers;
+    /* per block: c_attn C -> 3C, attn.c_proj C -> C, c_fc C -> 4C,
+     * mlp.c_proj 4C -> C; the head C -> V once */
+    static const struct {
+        const char *fwd, *dw, *dx;
+        unsigned in, out;
+    } lin[] = {{"c_attn forward", "c_attn dW", "c_attn dX", 1, 3},
+               {"attn.c_proj forward", "attn.c_proj dW", "attn.c_proj dX", 1, 1},
+               {"c_fc forward", "c_fc dW", "c_fc dX", 1, 4},
+               {"mlp.c_proj forward", "mlp.c_proj dW", "mlp.c_proj dX", 4, 1}};
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof lin / sizeof *lin; i++) {
+        size_t in = lin[i].in * C, o = lin[i].out * C;
+        n = mlp_gemm_shape_add(out, n, cap, (mlp_gemm_shape){N, o, in, 0, 1, L, lin[i].fwd});
+        n = mlp_gemm_shape_add(out, n, cap, (mlp_gemm_shape){o, in, N, 1, 0, L, lin[i].dw});
+        n = mlp_gemm_shape_add(out, n, cap, (mlp_gemm_shape){N, in, o, 0, 0, L, lin[i].dx});
+    }
+    n = mlp_gemm_shape_add(out, n, cap, (mlp_gemm_shape){N, V, C, 0, 1, 1, "head forward"});
+    n = mlp_gemm_shape_add(out, n, cap, (mlp_gemm_shape){V, C, N, 1, 0, 1, "head dW (wte)"});
+    n = mlp_gemm_shape_add(out, n, cap, (mlp_gemm_shape){N, C, V, 0, 0, 1, "head dX"});
+    return n;
+}

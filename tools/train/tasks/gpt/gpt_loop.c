@@ -67,6 +67,11 @@ static int micro(void *task, size_t off, unsigned rows)
     return e == CL_SUCCESS ? 0 : gpt_fail_cl(t, "micro-step", e);
 }
 
+static int updated(void *task)
+{
+    return run_bound_queue(&((gpt_trainer *)task)->run);
+}
+
 static int read_sums(void *task, float *s)
 {
     return read_sums_of(task, GPT_TRAIN_SUMS, s);
@@ -108,6 +113,7 @@ int gpt_loop(gpt_trainer *t)
     static const run_loop_hooks hooks = {
         .epoch_start = epoch_start,
         .micro = micro,
+        .updated = updated,
         .n_sums = 2,
         .read_sums = read_sums,
         .running_loss = running_loss,

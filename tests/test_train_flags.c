@@ -373,8 +373,8 @@ static const combination combinations[] = {
      "--temperature: expected a number in [0.0001, 100], got '0'"},
     /* the task's defaults, then what the command line gives */
     {{"--task", "gpt", "--micro-batch", "64"},
-     "--micro-batch: expected an integer in [1, 32] (the --batch), got 64"},
-    {{"--task", "gpt", "--batch", "4"}, NULL}, /* its micro-batch 8 becomes 4 */
+     "--micro-batch: expected an integer in [1, 8] (the --batch), got 64"},
+    {{"--task", "gpt", "--batch", "2"}, NULL}, /* its micro-batch 4 becomes 2 */
     {{"--task", "gpt", "--width", "30", "--heads", "4"},
      "--heads 4 does not divide --width 30"},
     {{"--task", "gpt", "--state-dtype", "q8", "--loss-scale", "dynamic", "--clip", "1",

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""test_gpt_cli.py CLGRAD_TRAIN - clgrad-train --task gpt end to end, on a
+"""test_gpt_cli.py CLGRAD_TRAIN [--mpirun PATH] [TEST...] - clgrad-train --task gpt end to end, on a
 small generated corpus and tiny models (seconds each on 2 PoCL cores):
 
   plan        --plan without a device: the parameter count of gpt2-124m
@@ -18,7 +18,9 @@ small generated corpus and tiny models (seconds each on 2 PoCL cores):
   resume      a run cut after 3 of 6 updates (4 micro-steps each) and
               resumed from its checkpoint: bit-identical to the whole run;
   sample      --sample from the checkpoint of a finished run without
-              training: the same bytes as the run that trained it.
+              training: the same bytes as the run that trained it;
+  dist        (with --mpirun PATH, from tests/mpi) --dist ddp and zero1 on
+              2 and 3 ranks against one process: params rel L2 <= 1e-6.
 
 Exits 77 (SKIP) when clgrad-train finds no OpenCL device; require_device.sh
 turns that into a failure under CLGRAD_REQUIRE_DEVICE."""
@@ -34,6 +36,10 @@ import tempfile
 from array import array
 
 EXE = sys.argv[1]
+ARGS = sys.argv[2:]
+MPIRUN = None  # --mpirun PATH: the dist test (tests/mpi/meson.build runs it)
+if ARGS[:1] == ["--mpirun"]:
+    MPIRUN, ARGS = ARGS[1], ARGS[2:]
 TMP = tempfile.mkdtemp(prefix="gpt-cli-")
 CORPUS = os.path.join(TMP, "corpus.txt")
 TINY = ["--task", "gpt", "--preset", "tiny", "--data", CORPUS, "--quiet", "--test-limit", "40"]
@@ -185,10 +191,28 @@ def test_sample():
     check("after 4 updates" in again, "sample: the resumed run trained nothing more")
 
 
+def test_dist():
+    """--dist ddp and zero1 on 2 and 3 ranks against one process: the same
+    batches, each rank its share; the sums over ranks in another order."""
+    one = os.path.join(TMP, "one.bin")
+    common = TINY + ["--steps", "5", "--batch", "12", "--micro-batch", "2", "--train-limit", "600"]
+    run(*common, "--dump-weights", one)
+    for ranks in (2, 3):
+        for mode in ("ddp", "zero1"):
+            path = os.path.join(TMP, "%s%d.bin" % (mode, ranks))
+            p = subprocess.run([MPIRUN, "--allow-run-as-root", "--oversubscribe", "-np", str(ranks),
+                                EXE] + common + ["--dist", mode, "--dump-weights", path],
+                               capture_output=True, text=True, errors="replace")
+            ok = p.returncode == 0 and os.path.exists(path)
+            e = rel_l2(weights(path), weights(one)) if ok else float("inf")
+            check(e <= 1e-6, "dist %s, %d ranks: rel L2 %.2e against one process%s" % (
+                mode, ranks, e, "" if ok else ": " + p.stderr[-500:]))
+
+
 def main():
     write_corpus()
     try:
-        names = sys.argv[2:] or ["plan", "learns", "determinism", "accumulate", "plan_truth",
+        names = ARGS or ["plan", "learns", "determinism", "accumulate", "plan_truth",
                                  "resume", "sample"]
         for name in names:
             globals()["test_" + name]()

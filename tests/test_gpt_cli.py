@@ -15,6 +15,8 @@ small generated corpus and tiny models (seconds each on 2 PoCL cores):
   plan_truth  for several shapes and micro-batches, the --plan figures (no
               device) added up for the run's configuration against the run's
               measured peak device bytes: within 2%;
+  auto        --auto-micro-batch --memory M: the largest micro-batch the
+              plan fits in M;
   resume      a run cut after 3 of 6 updates (4 micro-steps each) and
               resumed from its checkpoint: bit-identical to the whole run;
   sample      --sample from the checkpoint of a finished run without
@@ -167,6 +169,21 @@ def test_plan_truth():
                       " ".join(shape) or "tiny", b, planned, r["peak_device_bytes"], 100 * err))
 
 
+def test_auto():
+    """--auto-micro-batch --memory M: the largest micro-batch the plan fits
+    in M (here room for 3 sequences and a half), and the run within M."""
+    args = TINY + ["--layers", "3", "--heads", "3", "--width", "48", "--context", "40",
+                   "--batch", "8"]
+    out = run(*args, "--plan")
+    per = int(re.search(r"activations per sequence (\d+) B", out).group(1))
+    base = plan_of(args, 0)
+    mem = base + 3 * per + per // 2
+    r = run_json(*args, "--steps", "1", "--auto-micro-batch", "--memory", str(mem))
+    check(r["micro_batch"] == 3 and r["accum_steps"] == 3 and r["peak_device_bytes"] <= mem * 1.02,
+          "auto: micro-batch %d x %d in %d B (peak %d)" % (r["micro_batch"], r["accum_steps"], mem,
+                                                        r["peak_device_bytes"]))
+
+
 def test_resume():
     whole, cut, ck = (os.path.join(TMP, n) for n in ("whole.bin", "cut.bin", "run.ckpt"))
     common = TINY + ["--steps", "6", "--batch", "8", "--micro-batch", "2", "--warmup", "1"]
@@ -212,8 +229,8 @@ def test_dist():
 def main():
     write_corpus()
     try:
-        names = ARGS or ["plan", "learns", "determinism", "accumulate", "plan_truth",
-                                 "resume", "sample"]
+        names = ARGS or ["plan", "learns", "determinism", "accumulate", "plan_truth", "auto",
+                         "resume", "sample"]
         for name in names:
             globals()["test_" + name]()
     finally:

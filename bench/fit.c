@@ -180,8 +180,8 @@ void bench_fit_print(const bench_fit *f, FILE *out, uint64_t want)
     if (f->shards > 1)
         fprintf(out,
                 "ZeRO-1 over %u cards: the memory of each card, whose optimizer states are one "
-                "shard; left out, what ZeRO-1 does not hold yet (Q8/Q4 states, bf16 master "
-                "weights, a param copy, a bf16 accumulator)\n\n",
+                "shard; left out, what ZeRO-1 does not hold yet (bf16 master weights, a param "
+                "copy, a bf16 accumulator)\n\n",
                 f->shards);
     fprintf(out, "| configuration | bytes/param | largest model |\n|---|---|---|\n");
     for (size_t i = 0; i < f->n; i++)

@@ -467,9 +467,10 @@ CLG_API clg_status clg_model_state_format(const clg_model *model, int state, int
  * which start at the tensor's first element (scales may be NULL when
  * n_scales is 0). Both sizes must equal clg_model_state_format's.
  * tensor CLG_SHARD_RANGE: state s over this model's shard of the layout
- * space (clg_model_shard_range), in order, fp32 or bf16 as stored, with
- * no absmax (scales NULL, n_scales 0); code_bytes must be the shard's
- * element count times the state's element size. A sharded model refuses
+ * space (clg_model_shard_range), as stored, chunk after chunk: the codes,
+ * and the absmax values of its Q8/Q4 blocks (none for fp32 or bf16
+ * states: scales may then be NULL); the sizes must be
+ * clg_model_state_extent's for the shard's range. A sharded model refuses
  * the per-tensor downloads and takes this one. */
 CLG_API clg_status clg_model_download_state_raw(clg_model *model, int state, int tensor,
                                                 void *codes, size_t code_bytes, float *scales,
@@ -569,6 +570,17 @@ CLG_API clg_status clg_model_shard(const clg_model *model, unsigned *index, unsi
  * shards has one: index 0 of 1, the whole space. */
 CLG_API clg_status clg_model_shard_range(const clg_model *model, unsigned index,
                                          uint64_t *first, uint64_t *count, uint64_t *total);
+/* Where elements [first, first + count) of the layout space (whole
+ * 1024-element segments, as shard ranges are) lie in the gathered image of
+ * state s that clg_checkpoint_save_gathered takes: *code_bytes bytes of
+ * codes from byte *code_offset of the image's codes, and *n_scales absmax
+ * values from value *scale_offset of its absmax part (0 and 0 for fp32 or
+ * bf16 states). The range (0, total) gives the image's sizes. Any pointer
+ * may be NULL. */
+CLG_API clg_status clg_model_state_extent(const clg_model *model, int state, uint64_t first,
+                                          uint64_t count, uint64_t *code_offset,
+                                          uint64_t *code_bytes, uint64_t *scale_offset,
+                                          uint64_t *n_scales);
 /* A sharded model ends its cycles in three calls, so that the ranks can
  * combine what each holds: after clg_step_collect (and the caller's sum of
  * the shard's accumulators across ranks), clg_shard_sumsq returns the sum
@@ -662,9 +674,10 @@ CLG_API clg_status clg_checkpoint_load(clg_model *model, const char *path, clg_m
 CLG_API clg_status clg_checkpoint_read_meta(const char *path, clg_meta_fn meta, void *user);
 /* clg_checkpoint_save for a sharded model, with the states of every shard
  * gathered by the caller: states[s] is state s over the whole layout space
- * (clg_model_shard_range's total elements, fp32 or bf16 as stored, the
- * shards' clg_model_download_state_raw(..., CLG_SHARD_RANGE, ...) end to end); n_states must equal
- * clg_model_state_count. The file is the one an unsharded model saves: it
+ * as stored: its codes (fp32, bf16, Q8 or Q4), then, for Q8/Q4 states, its
+ * absmax values (fp32), each part the shards' clg_model_download_state_raw
+ * (..., CLG_SHARD_RANGE, ...) end to end at the offsets
+ * clg_model_state_extent gives; n_states must equal clg_model_state_count. The file is the one an unsharded model saves: it
  * loads into a model with any shards or none. A sharded model loads any
  * checkpoint of its layout with clg_checkpoint_load, keeping its shard. */
 CLG_API clg_status clg_checkpoint_save_gathered(clg_model *model, const char *path,

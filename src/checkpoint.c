@@ -551,11 +551,6 @@ clg_status clg_checkpoint_save_gathered(clg_model *model, const char *path,
         if (states == NULL || states[s] == NULL)
             return clg__fail(model->ctx, CLG_ERR_INVALID_ARGUMENT, "%s: state image %zu is NULL",
                              who, s);
-    for (size_t s = 0; model->finalized && s < n_states; s++)
-        if (model->states[s].elem_size == 0)
-            return clg__fail(model->ctx, CLG_ERR_UNSUPPORTED,
-                             "%s: state %zu is Q8/Q4; gathered saves hold fp32 or bf16 states", who,
-                             s);
     static const void *const none[1] = {NULL};
     return save(model, path, meta_keys, meta_values, n_meta, n_states ? states : none, who);
 }

@@ -39,15 +39,6 @@ static clg_status copy_io(clg_model *model, int tensor, void *host, int write)
 
 /* ------------------------------------------------------------ collect */
 
-/* A tensor's state from a gathered host image of the layout space. */
-static void from_image(const clg_model *m, const void *image, int source, int t, uint8_t *dst)
-{
-    const clg_tensor_slot *ts = &m->tensors[t];
-    size_t esz = m->states[source - CLG_ARENA_STATE0].elem_size;
-    uint64_t at = clg__layout_first(m, ts->chunk) + ts->offset;
-    memcpy(dst, (const uint8_t *)image + at * esz, ts->count * esz);
-}
-
 clg_status clg__ckpt_collect(clg_model *model, const clg_ckpt_layout *layout,
                              const void *const *images, uint8_t **data, clg_cycle_state *state)
 {
@@ -76,11 +67,15 @@ clg_status clg__ckpt_collect(clg_model *model, const clg_ckpt_layout *layout,
         } else if (e->source == CLG_CKPT_SRC_EXT) {
             clg_ckpt_ext *x = clg__ckpt_ext_at(model, e->tensor);
             st = x->read(x->owner, x->part, dst);
+        } else if (images != NULL && e->source <= CLG_CKPT_SRC_SCALE0) {
+            size_t s = (size_t)(CLG_CKPT_SRC_SCALE0 - e->source);
+            clg__shard_image_read(model, images[s], s, (size_t)e->tensor, true, dst);
         } else if (e->source <= CLG_CKPT_SRC_SCALE0) {
             st = clg__state_scales_io(model, (size_t)(CLG_CKPT_SRC_SCALE0 - e->source),
                                       (size_t)e->tensor, dst, 0);
         } else if (images != NULL && e->source >= CLG_ARENA_STATE0) {
-            from_image(model, images[e->source - CLG_ARENA_STATE0], e->source, e->tensor, dst);
+            size_t s = (size_t)(e->source - CLG_ARENA_STATE0);
+            clg__shard_image_read(model, images[s], s, (size_t)e->tensor, false, dst);
         } else {
             st = clg__arena_read(model, e->source, e->tensor, dst);
         }

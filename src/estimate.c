@@ -70,9 +70,9 @@ clg_status clg_model_estimate_shard(const clg_config *user_config, uint64_t n, u
         st = clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT,
                        "%s: shard %u of %u: the count must be >= 1 and the index below it", who,
                        index, count);
-    /* as clg_model_finalize refuses it: Q8/Q4 in the config, whatever n */
+    /* as clg_model_finalize refuses it */
     if (st == CLG_SUCCESS)
-        st = clg__shard_config_check(NULL, &config, clg__qstate_split(&config), who);
+        st = clg__shard_config_check(NULL, &config, who);
     if (st != CLG_SUCCESS)
         return st;
     /* the shard's part of the tensor's whole segments, the padding after

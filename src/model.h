@@ -188,28 +188,33 @@ clg_status clg__cycle_state_set(clg_model *model, const clg_cycle_state *state);
 /* Shards (src/shard.c; their bounds and sizes are in sizing.h). At finalize: the shard's range per chunk (after the layout), its
  * sub-buffers (after the params and accumulators); and their release. */
 clg_status clg__shard_layout(clg_model *model);
-/* CLG_ERR_UNSUPPORTED naming what a sharded model cannot hold yet
- * (qstates: the model would have Q8/Q4 chunks). */
-clg_status clg__shard_config_check(clg_context *ctx, const clg_config *config, bool qstates,
-                                   const char *who);
+/* CLG_ERR_UNSUPPORTED naming what a sharded model cannot hold yet. */
+clg_status clg__shard_config_check(clg_context *ctx, const clg_config *config, const char *who);
 clg_status clg__shard_buffers(clg_model *model);
 void clg__shard_free(clg_model *model);
 /* Refuses calls that would need the states of other shards. */
 clg_status clg__shard_refuse(const clg_model *model, const char *who);
-/* clg_model_download_state_raw's CLG_SHARD_RANGE: state s of this model's
- * shard, as stored, the shard's range of the layout space in order;
- * blocking. */
-clg_status clg__shard_download_state(clg_model *model, int s, void *host, size_t bytes,
-                                     const char *who);
 /* The params (CLG_ARENA_PARAMS) or accumulator (CLG_ARENA_ACC) buffer over
  * the shard's part of chunk c: a sub-buffer, or the chunk's own. */
 cl_mem clg__shard_mem(const clg_model *model, int arena_id, size_t chunk);
+/* The states of a shard on the host (src/shard_state.c), in the gathered
+ * images clg_checkpoint_save_gathered takes (every chunk's codes, then
+ * every chunk's absmax values, as stored).
+ * clg_model_download_state_raw's CLG_SHARD_RANGE: state s of this model's
+ * shard as stored, its codes and its absmax values (clg_model_state_extent's
+ * sizes); blocking. */
+clg_status clg__shard_download_state(clg_model *model, int s, void *codes, size_t code_bytes,
+                                     float *scales, size_t n_scales, const char *who);
 /* Checkpoint load: the part of tensor t's state s (host: the whole
- * tensor, as stored) that lies in the shard. */
+ * tensor, as stored), or of its absmax values, that lies in the shard. */
 clg_status clg__shard_state_write(clg_model *model, size_t s, size_t t, const void *host);
-/* Host images of every state over the layout space holding this shard's
- * states (zeros elsewhere), for a checkpoint load's backup; and their
- * release (images may be NULL). */
+clg_status clg__shard_scales_write(clg_model *model, size_t s, size_t t, const void *host);
+/* Tensor t's state s (or its absmax values, scales) out of a gathered
+ * image, as the per-tensor download would give it. */
+void clg__shard_image_read(const clg_model *model, const void *image, size_t s, size_t t,
+                           bool scales, uint8_t *dst);
+/* Images of every state holding this shard's part (zeros elsewhere), for
+ * a checkpoint load's backup; and their release (images may be NULL). */
 clg_status clg__shard_images(clg_model *model, void ***images);
 void clg__shard_images_free(const clg_model *model, void **images);
 /* The shard's sum of squares from the main region's partials (after

@@ -74,7 +74,7 @@ uint64_t clg__qstate_state_bytes(const clg_model *m, size_t s, size_t c)
 
 uint64_t clg__qstate_scale_bytes(const clg_model *m, size_t s, size_t c)
 {
-    return 4 * clg__format_scales(clg__state_format(m, s, c), m->chunk_elems[c]);
+    return 4 * clg__format_scales(clg__state_format(m, s, c), clg__state_elems(m, c));
 }
 
 clg_status clg__qstate_alloc(clg_model *m)

@@ -12,7 +12,6 @@
  * bitwise the whole model's update of those elements given the same
  * prologue. */
 #include "model.h"
-#include "qstate.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -67,13 +66,10 @@ clg_status clg__shard_refuse(const clg_model *m, const char *who)
 
 /* What a shard cannot hold yet: each would need its own split of a
  * per-chunk or per-tensor structure. */
-clg_status clg__shard_config_check(clg_context *ctx, const clg_config *c, bool qstates,
-                                   const char *who)
+clg_status clg__shard_config_check(clg_context *ctx, const clg_config *c, const char *who)
 {
     const char *what = NULL;
-    if (qstates)
-        what = "Q8/Q4 optimizer states";
-    else if (c->param_copy_dtype != CLG_DTYPE_NONE)
+    if (c->param_copy_dtype != CLG_DTYPE_NONE)
         what = "a param copy (param_copy_dtype)";
     else if (c->master_dtype != CLG_FP32)
         what = "bf16 params (master_dtype)";
@@ -100,7 +96,7 @@ clg_status clg__shard_layout(clg_model *m)
         memcpy(m->own_n, m->chunk_elems, nc * sizeof *m->own_n);
         return CLG_SUCCESS;
     }
-    clg_status st = clg__shard_config_check(m->ctx, &m->cfg, m->qstates, "clg_model_finalize");
+    clg_status st = clg__shard_config_check(m->ctx, &m->cfg, "clg_model_finalize");
     if (st != CLG_SUCCESS)
         return st;
     uint64_t first, n;
@@ -239,59 +235,6 @@ clg_status clg_model_shard_range(const clg_model *m, unsigned index, uint64_t *f
     return CLG_SUCCESS;
 }
 
-clg_status clg__shard_download_state(clg_model *m, int s, void *host, size_t bytes, const char *who)
-{
-    clg_status st = check_finalized(m, who);
-    if (st != CLG_SUCCESS)
-        return st;
-    if (s < 0 || (size_t)s >= m->n_states)
-        return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT,
-                         "%s: no state %d (the optimizer has %zu)", who, s, m->n_states);
-    size_t esz = m->states[s].elem_size;
-    uint64_t n = 0;
-    for (size_t c = 0; c < m->n_chunks; c++)
-        n += m->own_n[c];
-    if (esz == 0 || bytes != n * esz)
-        return clg__fail(m->ctx, esz == 0 ? CLG_ERR_UNSUPPORTED : CLG_ERR_INVALID_ARGUMENT,
-                         "%s: state %d of shard %u holds %llu elements of %zu bytes, the host "
-                         "buffer %zu bytes",
-                         who, s, m->shard_index, (unsigned long long)n, esz, bytes);
-    if (host == NULL && bytes != 0)
-        return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT, "%s: NULL host", who);
-    char *dst = host;
-    for (size_t c = 0; c < m->n_chunks; c++) {
-        size_t len = m->own_n[c] * esz;
-        if (len == 0)
-            continue;
-        if (clg__fault_hit(CLG_FAULT_ENQUEUE))
-            return clg__cl_fail(m->ctx, CL_OUT_OF_RESOURCES, who, "clEnqueueReadBuffer");
-        cl_int err = clEnqueueReadBuffer(m->ctx->queue, m->states[s].chunks[c], CL_TRUE, 0, len,
-                                         dst, 0, NULL, NULL);
-        if (err != CL_SUCCESS)
-            return clg__cl_fail(m->ctx, err, who, "clEnqueueReadBuffer");
-        dst += len;
-    }
-    return CLG_SUCCESS;
-}
-
-clg_status clg__shard_state_write(clg_model *m, size_t s, size_t t, const void *host)
-{
-    const clg_tensor_slot *ts = &m->tensors[t];
-    size_t c = ts->chunk, esz = m->states[s].elem_size;
-    size_t lo = m->own_lo[c], hi = lo + m->own_n[c];
-    size_t a = ts->offset > lo ? ts->offset : lo;
-    size_t b = ts->offset + ts->count < hi ? ts->offset + ts->count : hi;
-    if (a >= b)
-        return CLG_SUCCESS; /* none of the tensor is in this shard */
-    const char *who = "checkpoint: optimizer state of the shard";
-    if (clg__fault_hit(CLG_FAULT_ENQUEUE))
-        return clg__cl_fail(m->ctx, CL_OUT_OF_RESOURCES, who, "clEnqueueWriteBuffer");
-    cl_int err = clEnqueueWriteBuffer(m->ctx->queue, m->states[s].chunks[c], CL_TRUE,
-                                      (a - lo) * esz, (b - a) * esz,
-                                      (const char *)host + (a - ts->offset) * esz, 0, NULL, NULL);
-    return err == CL_SUCCESS ? CLG_SUCCESS : clg__cl_fail(m->ctx, err, who, "clEnqueueWriteBuffer");
-}
-
 /* ------------------------------------------------ the shard's statistics */
 
 clg_status clg__partials_shard_sum(clg_model *m, double *sumsq, const char *who)
@@ -336,41 +279,4 @@ clg_status clg__partials_set_main(clg_model *m, float sumsq, const char *who)
                                             NULL);
     free(p);
     return err == CL_SUCCESS ? CLG_SUCCESS : clg__cl_fail(m->ctx, err, who, "clEnqueueWriteBuffer");
-}
-
-/* ------------------------------------------------ a checkpoint's backup */
-
-void clg__shard_images_free(const clg_model *m, void **images)
-{
-    for (size_t s = 0; images != NULL && s < m->n_states; s++)
-        free(images[s]);
-    free(images);
-}
-
-clg_status clg__shard_images(clg_model *m, void ***out)
-{
-    const char *who = "clg_checkpoint_load: the shard's states";
-    *out = NULL;
-    uint64_t first, n, total;
-    clg_status st = clg_model_shard_range(m, m->shard_index, &first, &n, &total);
-    if (st != CLG_SUCCESS)
-        return st;
-    void **images = calloc(m->n_states ? m->n_states : 1, sizeof *images);
-    if (images == NULL)
-        return clg__fail(m->ctx, CLG_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", who);
-    for (size_t s = 0; s < m->n_states && st == CLG_SUCCESS; s++) {
-        size_t esz = m->states[s].elem_size;
-        images[s] = calloc(total ? total : 1, esz);
-        st = images[s] != NULL
-                 ? clg_model_download_state_raw(m, (int)s, CLG_SHARD_RANGE,
-                                                (char *)images[s] + first * esz, n * esz, NULL, 0,
-                                                NULL)
-                 : clg__fail(m->ctx, CLG_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", who);
-    }
-    if (st != CLG_SUCCESS) {
-        clg__shard_images_free(m, images);
-        return st;
-    }
-    *out = images;
-    return CLG_SUCCESS;
 }

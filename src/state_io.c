@@ -93,6 +93,11 @@ clg_status clg__state_codes_io(clg_model *m, size_t s, size_t t, void *host, int
 
 clg_status clg__state_scales_io(clg_model *m, size_t s, size_t t, void *host, int to_device)
 {
+    if (m->sharded && to_device)
+        return clg__shard_scales_write(m, s, t, host);
+    if (m->sharded)
+        return clg__fail(m->ctx, CLG_ERR_STATE,
+                         "internal error: a per-tensor read of a sharded model's absmax");
     state_region r = region_of(m, s, t);
     const char *who = "checkpoint: optimizer state absmax";
     return copy(m, r.scales, r.scale_offset, 4 * r.n_scales, host, to_device, who);
@@ -173,21 +178,16 @@ clg_status clg_model_state_format(const clg_model *m, int s, int t, clg_dtype *d
     return CLG_SUCCESS;
 }
 
-/* The shard's states have no absmax (Q8/Q4 states are not sharded). */
+/* The shard's states: codes and, for Q8/Q4, absmax values. */
 static clg_status download_shard_range(clg_model *m, int s, void *codes, size_t code_bytes,
                                        float *scales, size_t n_scales, const clg_events *ev,
                                        const char *who)
 {
-    if (m != NULL && (n_scales != 0 || scales != NULL))
-        return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT,
-                         "%s: CLG_SHARD_RANGE holds no absmax values: scales must be NULL and "
-                         "n_scales 0 (got %zu)",
-                         who, n_scales);
     clg_status st = m ? clg__events_check(m->ctx, ev, who) : CLG_SUCCESS;
     if (st == CLG_SUCCESS && m)
         st = clg__events_wait(m->ctx, ev, who);
     if (st == CLG_SUCCESS)
-        st = clg__shard_download_state(m, s, codes, code_bytes, who);
+        st = clg__shard_download_state(m, s, codes, code_bytes, scales, n_scales, who);
     return m ? clg__events_finish(m->ctx, ev, st, who) : st;
 }
 

@@ -1,7 +1,7 @@
 /* gpt_grads.c - the GPT task's model (tools/train/tasks/gpt) on the device
  * for tests/gpt/torch_gpt.py, which runs this program and checks what it
  * writes against the same model in PyTorch (float64): a tiny GPT
- * (L = 2, NH = 2, C = 32, T = 13, B = 3) from gpt_init_params plus noise,
+ * (L = 2, NH = 4, C = 80, T = 13, B = 3) from gpt_init_params plus noise,
  * one forward and backward on path B (beta 0, dscale 1) of random byte
  * windows, and the mean loss, the tokens, every parameter and every
  * accumulator tensor written to the file named by argv[1].
@@ -9,7 +9,7 @@
  * gpt_activation_bytes plans (and a budget one byte short refuses them);
  * a second forward + backward gives bit-identical gradients; beta 1 with
  * dscale 0.5 and a loss scale of 2 adds exactly the same gradient again;
- * the logits of a shorter forward (sampling) equal the full forward's
+ * the logits of shorter forwards (sampling) equal the full forward's
  * where causality says they must; the init has GPT-2's spread. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -26,7 +26,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { L = 2, NH = 2, C = 32, T = 13, B = 3, STRIDE = T + 3, WINDOWS = 5 };
+/* C above the kernels' work-group of 64 and HS = 20: rows take several
+ * passes, nothing is a power of two */
+enum { L = 2, NH = 4, C = 80, T = 13, B = 3, STRIDE = T + 3, WINDOWS = 5 };
 
 static const char *out_path;
 
@@ -53,9 +55,8 @@ static clg_model *build_model(const gpt_shape *s)
     for (int i = 0; i < gpt_tensor_count(s); i++) {
         gpt_tensor_info t;
         gpt_tensor(s, i, &t);
-        size_t count = t.ndim == 2 ? t.dims[0] * t.dims[1] : t.dims[0];
         int id;
-        OK(clg_model_add_tensor(m, t.name, count, 0, &id));
+        OK(clg_model_add_tensor(m, t.name, gpt_tensor_size(&t), 0, &id));
         assert_int_equal(id, i);
         OK(clg_model_set_tensor_shape(m, id, (size_t)t.ndim, t.dims));
     }
@@ -79,7 +80,7 @@ static void check_init(const gpt_shape *s, const float *p)
     for (int i = 0; i < gpt_tensor_count(s); i++) {
         gpt_tensor_info t;
         gpt_tensor(s, i, &t);
-        size_t n = t.ndim == 2 ? t.dims[0] * t.dims[1] : t.dims[0];
+        size_t n = gpt_tensor_size(&t);
         if (t.ndim == 2) {
             double want = strstr(t.name, "c_proj") ? 0.02 / sqrt(2.0 * s->layers) : 0.02;
             double got = spread(p, n);
@@ -139,6 +140,30 @@ static int teardown(void **state)
     clReleaseMemObject(F.scale);
     free(F.params);
     return tu_group_teardown(state);
+}
+
+/* The plan's formula (written out again here, as the report states it):
+ * per sequence 4 bytes times L (10 T C + 4 T + NH T^2) per block, plus
+ * 11 T C + 260 T + NH T^2 + 4 C ceil(T / 16) + 257 for the whole model
+ * (the kernels' scratch: 4C per 16 positions; the sort: 257 + T), at
+ * the test's shape, GPT-2 124M's at T = 1024 (1.2 GiB a sequence) and a
+ * single position. */
+static uint64_t plan_formula(uint64_t Lb, uint64_t nh, uint64_t c, uint64_t t)
+{
+    uint64_t block = 10 * t * c + 4 * t + nh * t * t;
+    return 4 * (Lb * block + 11 * t * c + 260 * t + nh * t * t + 4 * c * ((t + 15) / 16) + 257);
+}
+
+static void test_plan_formula(void **state)
+{
+    (void)state;
+    const gpt_shape shapes[] = {{L, NH, C, T}, {12, 12, 768, 1024}, {3, 5, 40, 1}};
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        const gpt_shape *s = &shapes[i];
+        gpt_act_bytes ab = gpt_activation_bytes(s);
+        assert_int_equal(ab.fixed, 0);
+        assert_int_equal(ab.per_seq, plan_formula(s->layers, s->heads, s->width, s->context));
+    }
 }
 
 /* A budget one byte short is refused; then the activation buffers are
@@ -201,10 +226,9 @@ static void write_result(double loss, const float *acc)
     for (int i = 0; i < F.n_tensors; i++) {
         gpt_tensor_info t;
         gpt_tensor(&F.s, i, &t);
-        size_t n = t.ndim == 2 ? t.dims[0] * t.dims[1] : t.dims[0];
-        uint32_t len = (uint32_t)strlen(t.name), dims[3] = {(uint32_t)t.ndim,
-                                                             (uint32_t)t.dims[0],
-                                                             (uint32_t)t.dims[1]};
+        size_t n = gpt_tensor_size(&t);
+        uint32_t len = (uint32_t)strlen(t.name),
+                 dims[3] = {(uint32_t)t.ndim, (uint32_t)t.dims[0], (uint32_t)t.dims[1]};
         fwrite(&len, sizeof len, 1, f);
         fwrite(t.name, 1, len, f);
         fwrite(dims, sizeof dims, 1, f);
@@ -227,8 +251,13 @@ static void test_grads(void **state)
     assert_true(sums[1] == (float)(B * T));
     write_result((double)sums[0] / sums[1], g1);
 
-    /* the same again, bit for bit */
+    /* the same again, bit for bit, with profiling on (each launch waited
+     * for and timed) */
+    gpt_profile(F.gm, 1);
     step(0.0f, 1.0f, 0, g2, NULL);
+    gpt_profile(F.gm, 0);
+    gpt_profile_times pt = gpt_profile_read(F.gm);
+    assert_true(pt.gemm > 0 && pt.attention > 0 && pt.other > 0);
     for (size_t i = 0; i < n; i++)
         if (memcmp(&g1[i], &g2[i], 4) != 0)
             fail_msg("second run differs at %zu: %.9g vs %.9g", i, g1[i], g2[i]);
@@ -245,24 +274,48 @@ static void test_grads(void **state)
         if (i < n_wte ? fabsf(g2[i] - 2.0f * g1[i]) > 1e-6f * wte_max : g2[i] != 2.0f * g1[i])
             fail_msg("beta 1 at %zu: %.9g, expected 2 x %.9g", i, g2[i], g1[i]);
 
-    /* sampling: a forward of the first 7 positions gives the full
+    /* sampling: a forward of the first 1 or 7 positions (of all B
+     * sequences, or of fewer than the activations hold) gives the full
      * forward's logits there (causal attention) */
-    enum { TS = 7 };
-    assert_int_equal(gpt_forward_logits(F.gm, &F.tok, B, TS), CL_SUCCESS);
+    const int shorter[] = {1, 7}, seqs[] = {B, B - 1};
     float row[GPT_VOCAB];
-    for (int b = 0; b < B; b++)
-        for (int t = 0; t < TS; t++) {
-            assert_int_equal(gpt_read_logits(F.gm, b, t, TS, row), CL_SUCCESS);
-            const float *full = logits + (b * T + t) * GPT_VOCAB;
-            for (int v = 0; v < GPT_VOCAB; v++)
-                if (fabsf(row[v] - full[v]) > 1e-5f * (1 + fabsf(full[v])))
-                    fail_msg("logits of (%d, %d)[%d]: %.9g after %d positions, %.9g after %d", b,
-                             t, v, row[v], TS, full[v], T);
-        }
+    for (int i = 0; i < 2; i++) {
+        int TS = shorter[i];
+        assert_int_equal(gpt_forward_logits(F.gm, &F.tok, seqs[i], TS), CL_SUCCESS);
+        for (int b = 0; b < seqs[i]; b++)
+            for (int t = 0; t < TS; t++) {
+                assert_int_equal(gpt_read_logits(F.gm, b, t, TS, row), CL_SUCCESS);
+                const float *full = logits + (b * T + t) * GPT_VOCAB;
+                for (int v = 0; v < GPT_VOCAB; v++)
+                    if (fabsf(row[v] - full[v]) > 1e-5f * (1 + fabsf(full[v])))
+                        fail_msg("logits of (%d, %d)[%d]: %.9g after %d positions, %.9g after %d",
+                                 b, t, v, row[v], TS, full[v], T);
+            }
+    }
     assert_int_equal(gpt_backward(F.gm, &F.tok, B, 1.0f, (clg_view){0}, 0.0f), CL_INVALID_VALUE);
     free(g1);
     free(g2);
     free(logits);
+}
+
+/* gpt_gemm_shapes: the FLOPs of a micro-step's non-batched GEMMs, 3 x 2 N
+ * (12 C^2 L + V C) for N positions (forward, dW, dX of each linear layer:
+ * 3C^2 + C^2 + 4C^2 + 4C^2 per block; the head V C), and every call
+ * counted. */
+static void test_gemm_shapes(void **state)
+{
+    (void)state;
+    mlp_gemm_shape sh[MLP_GEMMS_MAX];
+    size_t n = gpt_gemm_shapes(&F.s, B, sh, MLP_GEMMS_MAX);
+    assert_true(n <= MLP_GEMMS_MAX);
+    double flops = 0, N = (double)B * T;
+    unsigned calls = 0;
+    for (size_t i = 0; i < n; i++) {
+        flops += sh[i].count * mlp_gemm_flops(&sh[i]);
+        calls += sh[i].count;
+    }
+    assert_true(flops == 3 * 2 * N * (12.0 * C * C * L + (double)GPT_VOCAB * C));
+    assert_int_equal(calls, 3 * (4 * L + 1));
 }
 
 int main(int argc, char **argv)
@@ -273,8 +326,10 @@ int main(int argc, char **argv)
     }
     out_path = argv[1];
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_plan_formula),
         cmocka_unit_test(test_plan),
         cmocka_unit_test(test_grads),
+        cmocka_unit_test(test_gemm_shapes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

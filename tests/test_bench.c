@@ -670,19 +670,25 @@ static void test_fit(void **state)
     assert_non_null(z);
     assert_int_equal(bench_fit_compute(z, 8 * gib, 0, 4 * gib, 0), -1);
     assert_int_equal(bench_fit_compute(z, 8 * gib, 0, 4 * gib, 4), 0);
-    assert_int_equal(z->n, 4); /* fp32 and bf16 states, paths B and A/C */
-    const bench_fit_row *zb = NULL;
+    assert_int_equal(z->n, 8); /* fp32, bf16, Q8 and Q4 states, paths B and A/C */
+    const bench_fit_row *zb = NULL, *zq = NULL;
     for (size_t i = 0; i < z->n; i++) {
         const bench_fit_row *r = &z->rows[i];
         assert_int_equal(r->shards, 4);
         assert_int_equal(r->acc_dtype, CLG_FP32);
         assert_int_equal(r->master_dtype, CLG_FP32);
         assert_int_equal(r->copy_dtype, CLG_DTYPE_NONE);
-        assert_true(r->state_dtype == CLG_FP32 || r->state_dtype == CLG_BF16);
         if (!strcmp(r->config, "fp32 states, fp32 acc, fp32 master, path B"))
             zb = r;
+        if (!strcmp(r->config, "q8 states, fp32 acc, fp32 master, path B"))
+            zq = r;
     }
     assert_non_null(zb);
+    assert_non_null(zq);
+    /* params 4 + acc 4 + (m, v) a Q8 code and 4/256 of an absmax each / 4
+     * cards, and the partials */
+    assert_float_equal(zq->bytes_per_param, 8.0 + 2.0 * (1.0 + 4.0 / 256) / 4 + 12.0 / 8192,
+                       1e-9);
     /* params 4 + acc 4 + (m, v) 8 / 4 cards, and the partials */
     assert_float_equal(zb->bytes_per_param, 10.0 + 12.0 / 8192, 1e-9);
     assert_true(zb->max_params > 800000000ull); /* against 0.54 B on one card */

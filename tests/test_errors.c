@@ -113,7 +113,7 @@ typedef struct bigger_config {
     uint64_t unknown;
 } bigger_config;
 static clg_config cfg_size0, cfg_bad_opt, cfg_lr, cfg_nesterov, cfg_sched, cfg_noise_skip;
-static clg_config cfg_adamw, cfg_q8; /* valid: AdamW, and with Q8 states */
+static clg_config cfg_adamw, cfg_norms; /* valid: AdamW, and with per-tensor norms */
 static bigger_config cfg_newer;
 static clg_stats stats_size0, stats_small;
 static clg_model_plan plan_size0, plan_small;
@@ -201,8 +201,8 @@ static int setup(void **state)
     cfg_sched = clg_config_init(CLG_ADAM);
     cfg_sched.schedule = (clg_schedule){CLG_SCHED_COSINE, 500, 400, 0.0f};
     cfg_adamw = clg_config_init(CLG_ADAMW);
-    cfg_q8 = clg_config_init(CLG_ADAMW);
-    cfg_q8.state_dtype = CLG_Q8;
+    cfg_norms = clg_config_init(CLG_ADAMW);
+    cfg_norms.tensor_norms = 1;
     cfg_noise_skip = clg_config_init(CLG_ADAM);
     cfg_noise_skip.noise_scale = 1;
     cfg_noise_skip.nonfinite = CLG_NONFINITE_SKIP_MICRO;
@@ -435,8 +435,8 @@ static const void *const one_image[2] = {F.host, NULL};
       clg_model_estimate_shard(&cfg_adamw, 10, 0, 0, &plan_out))                                   \
     X(eshard_index, "clg_model_estimate_shard", INV, NOCTX, "3", "2",                              \
       clg_model_estimate_shard(&cfg_adamw, 10, 3, 2, &plan_out))                                   \
-    X(eshard_q8, "clg_model_estimate_shard", CLG_ERR_UNSUPPORTED, NOCTX, "Q8/Q4", NULL,            \
-      clg_model_estimate_shard(&cfg_q8, 5000, 0, 2, &plan_out))                                    \
+    X(eshard_norms, "clg_model_estimate_shard", CLG_ERR_UNSUPPORTED, NOCTX, "per-tensor norms",    \
+      NULL, clg_model_estimate_shard(&cfg_norms, 5000, 0, 2, &plan_out))                           \
     /* building a model */                                                                         \
     X(mcreate_ctx, "clg_model_create", INV, NOCTX, NULL, NULL,                                     \
       clg_model_create(NULL, &cfg_lr, &model_out))                                                 \
@@ -718,6 +718,16 @@ static const void *const one_image[2] = {F.host, NULL};
       clg_model_shard_range(F.unfin, 0, &u64_out, NULL, NULL))                                     \
     X(range_index, "clg_model_shard_range", INV, CTX, "no shard 1", NULL,                          \
       clg_model_shard_range(M, 1, &u64_out, NULL, NULL))                                           \
+    X(extent_model, "clg_model_state_extent", INV, NOCTX, NULL, NULL,                              \
+      clg_model_state_extent(NULL, 0, 0, 1024, &u64_out, NULL, NULL, NULL))                        \
+    X(extent_unfin, "clg_model_state_extent", STATE, CTX, NULL, NULL,                              \
+      clg_model_state_extent(F.unfin, 0, 0, 1024, &u64_out, NULL, NULL, NULL))                     \
+    X(extent_state, "clg_model_state_extent", INV, CTX, "no state 2", NULL,                        \
+      clg_model_state_extent(M, 2, 0, 1024, &u64_out, NULL, NULL, NULL))                           \
+    X(extent_align, "clg_model_state_extent", INV, CTX, "[1000, +1024)", "segments",               \
+      clg_model_state_extent(M, 0, 1000, 1024, &u64_out, NULL, NULL, NULL))                        \
+    X(extent_past, "clg_model_state_extent", INV, CTX, "[0, +1048576)", NULL,                      \
+      clg_model_state_extent(M, 0, 0, 1048576, &u64_out, NULL, NULL, NULL))                        \
     X(chunk_model, "clg_model_chunk_view", INV, NOCTX, NULL, NULL,                                 \
       clg_model_chunk_view(NULL, CLG_PART_ACC, 0, &view_out))                                      \
     X(chunk_unfin, "clg_model_chunk_view", STATE, CTX, NULL, NULL,                                 \
@@ -754,6 +764,8 @@ static const void *const one_image[2] = {F.host, NULL};
       clg_model_download_state_raw(M, 2, CLG_SHARD_RANGE, H, 4, NULL, 0, NULL))                    \
     X(sstate_bytes, "clg_model_download_state_raw", INV, CTX, "4 bytes", NULL,                     \
       clg_model_download_state_raw(M, 0, CLG_SHARD_RANGE, H, 4, NULL, 0, NULL))                    \
+    X(sstate_scales, "clg_model_download_state_raw", INV, CTX, "0 absmax values", "3 values",      \
+      clg_model_download_state_raw(M, 0, CLG_SHARD_RANGE, H, 4, &float_out, 3, NULL))             \
     X(gsave_model, "clg_checkpoint_save_gathered", INV, NOCTX, NULL, NULL,                         \
       clg_checkpoint_save_gathered(NULL, missing_path(), NULL, NULL, 0, two_images, 2))            \
     X(gsave_count, "clg_checkpoint_save_gathered", INV, CTX, "1 state images", "2 states",         \
@@ -888,6 +900,7 @@ static const char *const walked[] = {
     "clg_finish_cycle",
     "clg_model_set_shard",
     "clg_model_shard_range",
+    "clg_model_state_extent",
     "clg_model_chunk_view",
     "clg_shard_sumsq",
     "clg_model_shard",

@@ -419,8 +419,9 @@ static void assert_plans_equal(const clg_model_plan *want, const clg_model_plan 
 }
 
 /* clg_model_estimate_shard against what finalized shards of a one-tensor
- * model allocate, field by field: AdamW with fp32 and bf16 states, SGD
- * with momentum, plain SGD (no state); a tensor of whole segments that
+ * model allocate, field by field: AdamW with fp32, bf16, Q8 and Q4 states
+ * (the shard's codes and absmax values), SGD with momentum, plain SGD (no
+ * state); a tensor of whole segments that
  * shards cut unevenly (500 segments in 3), and one of less than a segment,
  * whose one shard with states holds them for the 700 params (the model
  * also for the padding), the others none. */
@@ -428,9 +429,11 @@ static void test_estimate_matches_shards(void **state)
 {
     (void)state;
     static const size_t sizes[] = {500 * CLG_SEGMENT_ALIGN, 700};
-    for (int k = 0; k < 4; k++) {
-        clg_config c = clg_config_init(k < 2 ? CLG_ADAMW : CLG_SGD);
-        c.state_dtype = k == 1 ? CLG_BF16 : CLG_FP32;
+    static const clg_dtype state_dtypes[] = {CLG_FP32, CLG_BF16, CLG_FP32, CLG_FP32, CLG_Q8,
+                                             CLG_Q4};
+    for (int k = 0; k < 6; k++) {
+        clg_config c = clg_config_init(k == 2 || k == 3 ? CLG_SGD : CLG_ADAMW);
+        c.state_dtype = state_dtypes[k];
         c.momentum = k == 2 ? 0.9f : 0.0f;
         for (size_t z = 0; z < sizeof sizes / sizeof *sizes; z++) {
             for (unsigned shards = 1; shards <= MAX_R; shards++) {
@@ -604,17 +607,13 @@ static void test_refusals(void **state)
     clg_model_destroy(m);
 
     /* what a shard cannot hold yet, named at finalize */
-    static const char *const unsupported[] = {"Q8/Q4", "param copy", "per-tensor norms"};
+    static const char *const unsupported[] = {"param copy", "per-tensor norms"};
     for (size_t i = 0; i < sizeof unsupported / sizeof *unsupported; i++) {
         clg_config u = config();
-        if (i == 0) {
-            u.state_dtype = CLG_Q8;
-            u.state_min_size = 1;
-        } else if (i == 1) {
+        if (i == 0)
             u.param_copy_dtype = CLG_BF16;
-        } else {
+        else
             u.tensor_norms = 1;
-        }
         OK(clg_model_create(tu_ctx, &u, &m));
         OK(clg_model_add_tensor(m, "w", 5000, 0, &t));
         OK(clg_model_set_shard(m, 0, 2));

@@ -447,13 +447,14 @@ static void test_learns(void **state)
 /* The smaller training states learn as well: Q8 and Q4 states (with
  * --state-min-size 250 the 24 x 16 and 12 x 24 weights are quantized, the
  * rest keeps fp32 states), bf16 states, bf16 master weights (the GEMMs
- * read their fp32 copy). */
+ * read their fp32 copy), a bf16 accumulator (--accum-dtype, path C). */
 static void test_learns_with_small_states(void **state)
 {
     (void)state;
-    static const clg_dtype states[] = {CLG_Q8, CLG_Q4, CLG_BF16, CLG_FP32};
-    static const clg_dtype masters[] = {CLG_FP32, CLG_FP32, CLG_BF16, CLG_BF16};
-    for (int i = 0; i < 4; i++) {
+    static const clg_dtype states[] = {CLG_Q8, CLG_Q4, CLG_BF16, CLG_FP32, CLG_FP32};
+    static const clg_dtype masters[] = {CLG_FP32, CLG_FP32, CLG_BF16, CLG_BF16, CLG_FP32};
+    static const clg_dtype accs[] = {CLG_FP32, CLG_FP32, CLG_FP32, CLG_FP32, CLG_BF16};
+    for (int i = 0; i < 5; i++) {
         train_options o;
         base_options(&o);
         o.steps = 0;
@@ -464,6 +465,9 @@ static void test_learns_with_small_states(void **state)
         o.state_dtype = states[i];
         o.state_min_size = 250;
         o.master_dtype = masters[i];
+        o.acc_dtype = accs[i];
+        if (accs[i] != CLG_FP32)
+            o.path = GRAD_PATH_C; /* as train_options_check picks */
         o.quiet = getenv("TRAIN_VERBOSE") == NULL;
         train_result r;
         float *w = run(&o, &r);
@@ -500,6 +504,21 @@ static void test_resume(void **state)
     /* Same micro-batch all along: bit for bit. */
     assert_memory_equal(resumed, full, n_params * sizeof *full);
     free(resumed);
+    /* --save-initial: the model before the first update, from which the
+     * whole run repeats. */
+    char init[1024];
+    snprintf(init, sizeof init, "%s/init.ckpt", dir);
+    o.resume = NULL;
+    o.checkpoint = NULL;
+    o.save_initial = init;
+    free(run(&o, NULL));
+    o.save_initial = NULL;
+    o.resume = init;
+    resumed = run(&o, &r);
+    assert_int_equal(r.updates, 9);
+    assert_memory_equal(resumed, full, n_params * sizeof *full);
+    free(resumed);
+    o.checkpoint = ck;
     o.resume = NULL;
     o.stop_after = 4;
     float *a = run(&o, NULL);

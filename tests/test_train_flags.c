@@ -334,12 +334,6 @@ static const combination combinations[] = {
     {{"--dist", "zero1", "--auto-micro-batch"},
      "--auto-micro-batch: not with --dist (every rank must use the same --micro-batch; give "
      "one that fits)"},
-    {{"--dist", "zero1", "--state-dtype", "q8"},
-     "--state-dtype q8: not with --dist zero1 (a sharded model does not support Q8/Q4 "
-     "optimizer states)"},
-    {{"--dist", "zero1", "--state-dtype", "q4"},
-     "--state-dtype q4: not with --dist zero1 (a sharded model does not support Q8/Q4 "
-     "optimizer states)"},
     {{"--dist", "zero1", "--master-dtype", "bf16"},
      "--master-dtype bf16: not with --dist zero1 (a sharded model does not support bf16 "
      "params)"},
@@ -387,6 +381,8 @@ static const combination combinations[] = {
     {{"--task", "contrastive", "--state-dtype", "q8", "--grad-path", "C", "--clip", "1"}, NULL},
     {{"--task", "contrastive", "--tuning", "off"}, NULL}, /* what it does anyway */
     {{"--dist", "zero1", "--state-dtype", "bf16"}, NULL},
+    {{"--dist", "zero1", "--state-dtype", "q8"}, NULL},
+    {{"--dist", "zero1", "--state-dtype", "q4"}, NULL},
     {{"--dist", "ddp", "--state-dtype", "q4", "--master-dtype", "bf16"}, NULL},
     {{"--master-dtype", "bf16", "--grad-dtype", "bf16", "--loss-scale", "dynamic", "--metrics",
       "m.csv", "--auto-micro-batch", "--tuning", "off"},

@@ -478,6 +478,12 @@ static void test_options_bad(void **state)
     assert_int_equal(parse(&o, err, sizeof err, "--grad-path", "B", "--grad-dtype", "fp16", NULL),
                      -1);
     assert_contains(err, "--grad-path");
+    assert_int_equal(parse(&o, err, sizeof err, "--grad-path", "B", "--accum-dtype", "bf16", NULL),
+                     -1);
+    assert_contains(err, "--accum-dtype bf16 needs A or C");
+    assert_int_equal(parse(&o, err, sizeof err, "--accum-dtype", "bf16", NULL), 0);
+    assert_int_equal(o.acc_dtype, CLG_BF16);
+    assert_int_equal(o.path, GRAD_PATH_C);
     assert_int_equal(parse(&o, err, sizeof err, "--bogus", NULL), -1);
     assert_contains(err, "--bogus");
     assert_int_equal(parse(&o, err, sizeof err, "--batch", NULL), -1);

@@ -18,7 +18,6 @@
  * (stage.c's two slots of pinned memory). */
 #include "dist.h"
 
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -256,94 +255,3 @@ clg_status clg__dist_gather_params(clg_dist *d)
     }
     return rounds_end(d, st, cl_err, "params");
 }
-
-/* ------------------------------------------------------------ checkpoints */
-
-static void free_images(void **images, size_t n)
-{
-    for (size_t s = 0; images != NULL && s < n; s++)
-        free(images[s]);
-    free(images);
-}
-
-/* State s's element size (fp32 or bf16: a sharded model has no Q8/Q4). */
-static size_t state_elem_size(clg_model *m, size_t s)
-{
-    clg_dtype dt = CLG_FP32;
-    clg_model_state_format(m, (int)s, 0, &dt, NULL, NULL);
-    return dt == CLG_BF16 ? 2 : 4;
-}
-
-clg_status clg__dist_gather_states(clg_dist *d, void ***out, size_t *n_out)
-{
-    const char *who = "clg_dist_checkpoint_save";
-    *out = NULL;
-    size_t ns = clg_model_state_count(d->model);
-    *n_out = ns;
-    const int R = d->size, me = d->rank;
-    size_t mine = (size_t)d->count[me];
-    /* 1. every buffer, agreed: the gathers below then cannot fail half-way
-     * for want of memory on one rank while the others wait in them */
-    clg_status st = CLG_SUCCESS;
-    if (d->n > INT_MAX)
-        st = clg__dist_fail(clg__dist_model(d), CLG_ERR_UNSUPPORTED,
-                            "%s: the layout space's %llu elements exceed one MPI count (%d)", who,
-                            (unsigned long long)d->n, INT_MAX);
-    void **images = calloc(ns ? ns : 1, sizeof *images);
-    int *cnt = d->xcount;
-    void *part_buf = malloc(mine ? mine * 4 : 4);
-    if (st == CLG_SUCCESS && (!images || !part_buf))
-        st = clg__dist_fail(clg__dist_model(d), CLG_ERR_OUT_OF_HOST_MEMORY,
-                            "%s: out of host memory", who);
-    for (size_t s = 0; me == 0 && st == CLG_SUCCESS && s < ns; s++) {
-        images[s] = calloc(d->n ? d->n : 1, state_elem_size(d->model, s));
-        if (images[s] == NULL)
-            st = clg__dist_fail(clg__dist_model(d), CLG_ERR_OUT_OF_HOST_MEMORY,
-                                "%s: no host memory on rank 0 for state %zu of the whole model "
-                                "(%llu elements)",
-                                who, s, (unsigned long long)d->n);
-    }
-    st = clg__dist_agree(d, d->comm, me, R, st, clg_last_error(clg_model_context(d->model)), 0.0,
-                         NULL, false, who);
-    if (st != CLG_SUCCESS)
-        goto done;
-    int *displ = cnt + R;
-    for (int r = 0; r < R; r++) {
-        cnt[r] = (int)d->count[r];
-        displ[r] = (int)d->first[r];
-    }
-    /* 2. the gathers: every rank takes part in each, whatever happened */
-    for (size_t s = 0; s < ns; s++) {
-        size_t esz = state_elem_size(d->model, s);
-        if (st == CLG_SUCCESS &&
-            clg_model_download_state_raw(d->model, (int)s, CLG_SHARD_RANGE, part_buf, mine * esz,
-                                         NULL, 0, NULL) != CLG_SUCCESS)
-            st = clg__dist_fail(clg__dist_model(d), CLG_ERR_STATE, "%s: rank %d: %s", who, me,
-                                clg_last_error(clg_model_context(d->model)));
-        MPI_Datatype el;
-        int err = MPI_Type_contiguous((int)esz, MPI_BYTE, &el);
-        if (err == MPI_SUCCESS)
-            err = MPI_Type_commit(&el);
-        if (err == MPI_SUCCESS) {
-            err = MPI_Gatherv(part_buf, (int)mine, el, me == 0 ? images[s] : NULL, cnt, displ,
-                              el, 0, d->comm);
-            MPI_Type_free(&el);
-        }
-        if (err != MPI_SUCCESS && st == CLG_SUCCESS) {
-            char e[256];
-            st = clg__dist_fail(clg__dist_model(d), CLG_ERR_IO,
-                                "%s: gathering state %zu failed on rank %d: %s", who, s, me,
-                                clg__dist_mpi_string(err, e, sizeof e));
-        }
-    }
-done:
-    free(part_buf);
-    if (st != CLG_SUCCESS) {
-        free_images(images, ns);
-        return st;
-    }
-    *out = images;
-    return CLG_SUCCESS;
-}
-
-void clg__dist_free_images(void **images, size_t n) { free_images(images, n); }

@@ -1,6 +1,7 @@
 /* dist_util.c - see dist_util.h. */
 #include "dist_util.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,4 +112,15 @@ void du_gradient(float *g, size_t n, unsigned u, unsigned j)
 {
     fill_uniform(g, n,
                  0x5851f42d4c957f2dull * (1 + (uint64_t)u) ^ (0x14057b7ef767814full * (1 + j)));
+}
+
+double du_rel_l2(const float *a, const float *ref, size_t n)
+{
+    double d = 0.0, r = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double e = (double)a[i] - (double)ref[i];
+        d += e * e;
+        r += (double)ref[i] * (double)ref[i];
+    }
+    return sqrt(d / r);
 }

@@ -35,4 +35,7 @@ clg_model *du_model_sharded(clg_context *ctx, const clg_config *cfg, const size_
  * same on every rank that asks (splitmix64 of (u, j), then per element). */
 void du_gradient(float *g, size_t n, unsigned u, unsigned j);
 
+/* ||a - ref|| / ||ref|| in double. */
+double du_rel_l2(const float *a, const float *ref, size_t n);
+
 #endif

@@ -140,17 +140,6 @@ static void check_state_memory(clg_model *m, int rank, int R)
                 bound, (unsigned long long)whole.states);
 }
 
-static double rel_l2(const float *a, const float *ref, size_t n)
-{
-    double d = 0.0, r = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        double e = (double)a[i] - (double)ref[i];
-        d += e * e;
-        r += (double)ref[i] * (double)ref[i];
-    }
-    return sqrt(d / r);
-}
-
 int main(int argc, char **argv)
 {
     int rank, R;
@@ -243,8 +232,8 @@ int main(int argc, char **argv)
         if (!ref)
             du_fail("out of memory");
         download_all(single, ref, n);
-        double ep = rel_l2(all, ref, n), em = rel_l2(all + n, ref + n, n),
-               ev = rel_l2(all + 2 * n, ref + 2 * n, n);
+        double ep = du_rel_l2(all, ref, n), em = du_rel_l2(all + n, ref + n, n),
+               ev = du_rel_l2(all + 2 * n, ref + 2 * n, n);
         printf("%s: R = %d, %zu params, %d updates (%llu applied, %llu skipped), loss scale %g, "
                "last clip coef %.4g (norm %.4g)\n",
                zero1 ? "ZeRO-1" : "DDP", R, n, UPDATES, (unsigned long long)sd.updates,

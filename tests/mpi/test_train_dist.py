@@ -4,7 +4,8 @@ take the same samples per update (the same effective batch): the final
 weights (--dump-weights) must agree within rel L2 1e-6, the test
 accuracy exactly and the last epoch's train loss (summed over the ranks)
 within 1e-5; checkpoints cross R (2 -> 1 and 1 -> 2) and modes
-(zero1 -> ddp, ddp -> zero1) and continue to the same weights; a batch
+(zero1 -> ddp, ddp -> zero1) and continue to the same weights; Q8 and Q4
+states under zero1 against one process and across a checkpoint; a batch
 the ranks cannot share and a bad data file on one rank fail on every
 rank with a message saying what was wrong."""
 import os
@@ -92,6 +93,37 @@ run(ddp + ["--resume", path("ckz"), "--dump-weights", path("wzd")])
 compare("zero1 checkpoint of R=2 resumed under ddp R=2", path("wzd"), path("w1"))
 run(zero1 + ["--resume", path("ck2"), "--dump-weights", path("wdz")])
 compare("ddp checkpoint of R=2 resumed under zero1 R=2", path("wdz"), path("w1"))
+
+# Q8 and Q4 states under zero1 (each rank keeps its shard's codes and
+# absmax values). Against one process the limit is QTOL, not TOL: the
+# ranks' sum of real gradients rounds otherwise than one accumulator, and a
+# state next to a code boundary then takes the neighbouring code (a 1/127
+# step of its block's absmax under Q8), as under ddp (measured: q8 1.9e-5
+# under both ddp and zero1, q4 4.8e-8). tests/mpi/test_dist_qstate.c has
+# the exact sums that make ZeRO-1 one process's bits. A zero1 checkpoint
+# resumed under zero1 continues bit for bit; resumed on one process, within
+# QTOL of that process's uninterrupted run.
+QTOL = 1e-4
+for sd in ("q8", "q4"):
+    q = ["--state-dtype", sd]
+    run(args + q + ["--dump-weights", path("q1")])
+    run(zero1 + q + ["--dump-weights", path("qz")])
+    d = rel_l2(read_weights(path("qz")), read_weights(path("q1")))
+    print("zero1 R=2 %s states vs 1 process: rel L2 %.3g (limit %g)" % (sd, d, QTOL), flush=True)
+    if not d <= QTOL:
+        fail("zero1 %s: rel L2 %.3g > %g" % (sd, d, QTOL))
+    run(zero1 + q + ["--stop-after", "3", "--checkpoint", path("ckq")])
+    run(zero1 + q + ["--resume", path("ckq"), "--dump-weights", path("qzr")])
+    if read_weights(path("qzr")) != read_weights(path("qz")):
+        fail("zero1 %s: resumed at update 3 under zero1, the weights are not the "
+             "uninterrupted run's bits" % sd)
+    print("zero1 R=2 %s checkpoint at update 3 resumed under zero1: bitwise" % sd, flush=True)
+    run(args + q + ["--resume", path("ckq"), "--dump-weights", path("qr1")])
+    d = rel_l2(read_weights(path("qr1")), read_weights(path("q1")))
+    print("zero1 R=2 %s checkpoint resumed on 1 process: rel L2 %.3g (limit %g)" %
+          (sd, d, QTOL), flush=True)
+    if not d <= QTOL:
+        fail("zero1 %s checkpoint on 1 process: rel L2 %.3g > %g" % (sd, d, QTOL))
 
 # A batch the ranks cannot share: refused on every rank, naming the numbers.
 p = run(mpirun_args(mpirun, 2) + [exe, "--data", data, "--dist", "ddp"] +

@@ -202,6 +202,13 @@ int run_loop(run_state *r, const run_loop_hooks *h, void *task)
     r->updates_at_start = r->updates;
     int done = r->updates >= r->total_updates;
     int rc = done ? evaluate(&L) : 0; /* resumed at the end: the evaluation */
+    if (r->opt->save_initial && r->updates == 0) { /* not when resuming past it */
+        r->save_path = r->opt->save_initial;
+        int failed = save(&L, rc) != 0;
+        r->save_path = NULL;
+        if (failed)
+            return -1;
+    }
     while (!done) {
         order_shuffle(&r->order, r->epoch);
         cl_int e;

@@ -35,6 +35,7 @@ void train_options_default(train_options *o)
     o->grad_dtype = CLG_FP32;
     o->state_dtype = CLG_FP32;
     o->master_dtype = CLG_FP32;
+    o->acc_dtype = CLG_FP32;
     o->state_rounding = CLG_ROUND_NEAREST;
     o->state_min_size = 4096;
     o->loss_scale = CLG_LOSS_SCALE_NONE;
@@ -121,6 +122,7 @@ int train_options_clg_config(const train_options *o, clg_config *cfg, char *err,
     cfg->state_rounding = o->state_rounding;
     cfg->state_min_size = o->state_min_size;
     cfg->master_dtype = o->master_dtype;
+    cfg->acc_dtype = o->acc_dtype;
     return 0;
 }
 
@@ -179,6 +181,15 @@ int train_options_check(train_options *o, char *err, size_t errlen)
             errmsg_set(err, errlen,
                     "--grad-path: B writes gradients in place into the fp32 accumulator; "
                     "--grad-dtype %s needs A or C", clg_dtype_name(o->grad_dtype));
+            return -1;
+        }
+        o->path = GRAD_PATH_C;
+    }
+    if (o->acc_dtype != CLG_FP32 && o->path == GRAD_PATH_B) {
+        if (o->path_given) {
+            errmsg_set(err, errlen,
+                    "--grad-path: B's GEMMs write fp32 gradients in place; --accum-dtype %s "
+                    "needs A or C", clg_dtype_name(o->acc_dtype));
             return -1;
         }
         o->path = GRAD_PATH_C;

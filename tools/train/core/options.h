@@ -80,6 +80,8 @@ typedef struct train_options {
     int path_given;       /* --grad-path was on the command line */
     const char *checkpoint;
     uint64_t save_every;
+    const char *save_initial;
+    clg_dtype acc_dtype;  /* --accum-dtype: the accumulator's, fp32 or bf16 */ /* a checkpoint of the model before its first update */
     const char *resume;
     uint64_t stop_after;  /* stop after N updates of this run, schedule unchanged */
     uint64_t limit_train; /* use only the first N training samples (0: all) */

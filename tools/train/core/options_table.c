@@ -132,6 +132,13 @@ static const flag_def rows[] = {
      .kind = FLAG_CHOICE, AT(master_dtype), .choices = "fp32|bf16", .values = master_dtypes,
      .example = "bf16", .stored = 23, .key = "master-dtype",
      .locked = "the checkpoint holds the parameters in this format", .before = "fp32"},
+    {.name = "--accum-dtype", .metavar = "T",
+     .help = "the accumulator: fp32 (default), bf16 (stochastic rounding;\nneeds grad path A or "
+             "C, which it picks: B's GEMMs write fp32)",
+     .kind = FLAG_CHOICE, AT(acc_dtype), .choices = "fp32|bf16", .values = master_dtypes,
+     .example = "bf16", .stored = 29, .key = "accum-dtype",
+     .locked = "a checkpoint taken mid-accumulation holds the accumulator in this format",
+     .before = "fp32"},
     {.name = "--loss-scale", .metavar = "S",
      .help = "none (default), dynamic, or a static scale in [1, 16777216]",
      .kind = FLAG_CUSTOM, AT(loss_scale), .parse = opt_parse_loss_scale, .example = "1024",
@@ -179,6 +186,11 @@ static const flag_def rows[] = {
      .help = "save the training state to PATH (with --save-every N,\nevery N updates; always "
              "at the end)",
      .kind = FLAG_TEXT, AT(checkpoint), .output = 1, .expect = "a file name", .example = "c.st"},
+    {.name = "--save-initial", .metavar = "PATH",
+     .help = "also save the model before its first update to PATH (a\ncheckpoint that "
+             "resumes at update 0: a run's starting point\nfor another framework)",
+     .kind = FLAG_TEXT, AT(save_initial), .output = 1, .expect = "a file name",
+     .example = "init.st"},
     {.name = "--save-every", .metavar = "N", .help = "1..1e9 updates", .kind = FLAG_UINT,
      AT(save_every), .lo = 1, .hi = 1e9, .given = TRAIN_GIVEN_SAVE_EVERY, .example = "10",
      .needs = "--checkpoint=c.st"},
@@ -241,8 +253,6 @@ static const flag_def rows[] = {
 static const flag_limit limits[] = {
     {.when = "--dist", .flag = "--auto-micro-batch",
      .why = "every rank must use the same --micro-batch; give one that fits"},
-    {.when = "--dist=zero1", .flag = "--state-dtype", .takes = "fp32|bf16",
-     .why = "a sharded model does not support Q8/Q4 optimizer states"},
     {.when = "--dist=zero1", .flag = "--master-dtype", .takes = "fp32",
      .why = "a sharded model does not support bf16 params"},
 };

@@ -40,6 +40,7 @@ typedef struct run_state {
     size_t errlen;
     train_dist_hooks *dist; /* --dist: this rank's MPI side (dist.h), else NULL */
     writer_lock lock; /* --checkpoint's, held for the run (run_lock_files) */
+    const char *save_path; /* run_save's file: --checkpoint's unless set (--save-initial) */
 
     clg_context *ctx;
     int own_ctx;

@@ -57,16 +57,18 @@ int run_save(run_state *r, const char *const *keys, const char *const *values, s
     }
     train_position p = run_position(r);
     dist_saver ds = {r->dist, ""};
-    clg_status st = position_save_with(r->model, r->opt->checkpoint, &p, k, v, total,
+    const char *path = r->save_path ? r->save_path : r->opt->checkpoint;
+    const char *flag = r->save_path ? "--save-initial" : "--checkpoint";
+    clg_status st = position_save_with(r->model, path, &p, k, v, total,
                                        r->dist ? save_dist : NULL, &ds);
     free(k);
     free(v);
     if (st == CLG_SUCCESS)
         return 0;
     if (r->dist)
-        return run_fail(r, "--checkpoint: %s (%s)", ds.msg[0] ? ds.msg : "out of memory",
+        return run_fail(r, "%s: %s (%s)", flag, ds.msg[0] ? ds.msg : "out of memory",
                         clg_status_string(st));
-    return run_fail_clg(r, "--checkpoint", st);
+    return run_fail_clg(r, flag, st);
 }
 
 /* --resume's reading of the stored settings: the core's and the task's,

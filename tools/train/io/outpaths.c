@@ -114,7 +114,7 @@ int outpaths_same_file(const char *a, const char *b)
     return same_id(&ia, &ib);
 }
 
-enum { MAX_FILES = 8 };
+enum { MAX_FILES = 10 }; /* 4 outputs, --resume, 4 data files */
 
 typedef struct named_file {
     const char *flag;
@@ -127,9 +127,9 @@ int outpaths_check(const train_options *o, int with_data, char *err, size_t errl
 {
     named_file f[MAX_FILES];
     int n = 0;
-    const char *out_flags[3] = {"--checkpoint", "--metrics", "--dump-weights"};
-    const char *out_paths[3] = {o->checkpoint, o->metrics, o->dump_weights};
-    for (int i = 0; i < 3; i++) {
+    const char *out_flags[] = {"--checkpoint", "--metrics", "--dump-weights", "--save-initial"};
+    const char *out_paths[] = {o->checkpoint, o->metrics, o->dump_weights, o->save_initial};
+    for (size_t i = 0; i < sizeof out_paths / sizeof *out_paths; i++) {
         if (!out_paths[i])
             continue;
         if (outpaths_check_output(out_flags[i], out_paths[i], err, errlen) != 0)

@@ -3,13 +3,15 @@
  * views as acc = beta * acc + gradient (see gpt_model.h). The gradients of
  * the activations live in buffers all layers share (gpt_internal.h):
  * GPT_DRES the residual stream's, GPT_DBUF one [N x C] gradient at a time,
- * GPT_WIDE dfch then dqkv, GPT_HEADS dy then dq, dk, dv, GPT_PREATT datt. */
+ * GPT_WIDE GELU's output again, then dfch, then dqkv, GPT_HEADS dy then
+ * dq, dk, dv, GPT_PREATT datt. */
 #include "gpt_internal.h"
 
 #include <math.h>
 
 /* The backward of out [N x OC] = in [N x IC] W^T + b with dout given:
- * dW = beta dW + dout^T in, db = beta db + sum_n dout, din = dout W. */
+ * dW = beta dW + dout^T in, db = beta db + sum_n dout, din = dout W
+ * (din may be in: the queue runs the dW GEMM first). */
 static cl_int linear_backward(gpt_model *m, size_t N, size_t IC, size_t OC, clg_view dout,
                               clg_view in, clg_view w, clg_view dw, clg_view db, clg_view din,
                               float beta)
@@ -22,20 +24,15 @@ static cl_int linear_backward(gpt_model *m, size_t N, size_t IC, size_t OC, clg_
     return err;
 }
 
-/* Layer l's attention backward: datty [N x C] into dqkv [N x 3C]. With
+/* Block v's attention backward: datty [N x C] into dqkv [N x 3C]. With
  * S = the softmax's scale: datt = dy v^T, dv = att^T dy, dpreatt = the
  * softmax's backward (S folded in), dq = dpreatt k, dk = dpreatt^T q. */
-static cl_int attention_backward(gpt_model *m, int l, unsigned B, unsigned T, clg_view datty,
-                                 clg_view dqkv)
+static cl_int attention_backward(gpt_model *m, const gpt_block_views *v, unsigned B, unsigned T,
+                                 clg_view datty, clg_view dqkv)
 {
     const gpt_kernels *k = &m->k;
-    cl_uint NH = m->s.heads, HS = m->s.width / NH;
-    size_t NC = (size_t)B * T * m->s.width, R = (size_t)B * NH, THS = (size_t)T * HS;
-    size_t TT = (size_t)T * T;
-    int heads = gpt_layer_buf(l, GPT_QKV_HEADS);
-    clg_view q = gpt_act(m, heads, 0, NC), kk = gpt_act(m, heads, NC, NC);
-    clg_view v = gpt_act(m, heads, 2 * NC, NC);
-    clg_view att = gpt_act(m, gpt_layer_buf(l, GPT_ATT), 0, R * TT);
+    cl_uint NH = v->NH, HS = v->HS;
+    size_t NC = v->NC, R = v->R, THS = v->THS, TT = v->TT;
     clg_view datt = gpt_act(m, GPT_PREATT, 0, R * TT);
     /* dq takes dy's place once dv is done with dy */
     clg_view dy = gpt_act(m, GPT_HEADS, 0, NC), dq = dy;
@@ -43,66 +40,68 @@ static cl_int attention_backward(gpt_model *m, int l, unsigned B, unsigned T, cl
     cl_int err = CL_SUCCESS;
     GPT_RUN(m, err, GPT_PROF_ATTN, gpt_attn_merge_backward(k, B, T, NH, HS, datty, dy));
     if (err == CL_SUCCESS)
-        err = gpt_gemm_batched(m, 0, 1, T, T, HS, dy, HS, THS, v, HS, THS, datt, T, TT, R);
+        err = gpt_gemm_batched(m, 0, 1, T, T, HS, dy, HS, THS, v->v, HS, THS, datt, T, TT, R);
     if (err == CL_SUCCESS)
-        err = gpt_gemm_batched(m, 1, 0, T, HS, T, att, T, TT, dy, HS, THS, dv, HS, THS, R);
-    GPT_RUN(m, err, GPT_PROF_ATTN,
-            gpt_softmax_causal_backward(k, (cl_uint)R, T, 1.0f / sqrtf((float)HS), att, datt,
-                                        datt));
+        err = gpt_gemm_batched(m, 1, 0, T, HS, T, v->att, T, TT, dy, HS, THS, dv, HS, THS, R);
+    GPT_RUN(
+        m, err, GPT_PROF_ATTN,
+        gpt_softmax_causal_backward(k, (cl_uint)R, T, 1.0f / sqrtf((float)HS), v->att, datt, datt));
     if (err == CL_SUCCESS)
-        err = gpt_gemm_batched(m, 0, 0, T, HS, T, datt, T, TT, kk, HS, THS, dq, HS, THS, R);
+        err = gpt_gemm_batched(m, 0, 0, T, HS, T, datt, T, TT, v->k, HS, THS, dq, HS, THS, R);
     if (err == CL_SUCCESS)
-        err = gpt_gemm_batched(m, 1, 0, T, HS, T, datt, T, TT, q, HS, THS, dk, HS, THS, R);
+        err = gpt_gemm_batched(m, 1, 0, T, HS, T, datt, T, TT, v->q, HS, THS, dk, HS, THS, R);
     GPT_RUN(m, err, GPT_PROF_ATTN, gpt_attn_split_backward(k, B, T, NH, HS, dq, dk, dv, dqkv));
     return err;
 }
 
 /* Block l with GPT_DRES holding the gradient of its output: the block's
  * weight gradients, and GPT_DRES the gradient of its input in. */
-static cl_int block_backward(gpt_model *m, int l, unsigned B, unsigned T, clg_view in,
-                             float beta)
+static cl_int block_backward(gpt_model *m, int l, unsigned B, unsigned T, clg_view in, float beta)
 {
     const gpt_kernels *k = &m->k;
     const clg_view *p = &m->param[gpt_block_tensor(l, 0)];
     const clg_view *a = &m->acc[gpt_block_tensor(l, 0)];
-    size_t C = m->s.width, N = (size_t)B * T, NC = N * C;
+    gpt_block_views v;
+    gpt_block_views_of(m, l, B, T, &v);
+    size_t C = m->s.width, N = v.N, NC = v.NC;
     cl_mem scratch = m->buf[GPT_SCRATCH];
     clg_view dres = gpt_act(m, GPT_DRES, 0, NC), dbuf = gpt_act(m, GPT_DBUF, 0, NC);
-    clg_view dwide = gpt_act(m, GPT_WIDE, 0, 4 * NC);
-    clg_view dqkv = gpt_act(m, GPT_WIDE, 0, 3 * NC);
-    clg_view ln1 = gpt_act(m, gpt_layer_buf(l, GPT_LN1), 0, NC);
-    clg_view mean1 = gpt_act(m, gpt_layer_buf(l, GPT_LN1_STATS), 0, N);
-    clg_view rstd1 = gpt_act(m, gpt_layer_buf(l, GPT_LN1_STATS), N, N);
-    clg_view atty = gpt_act(m, gpt_layer_buf(l, GPT_ATTY), 0, NC);
-    clg_view res2 = gpt_act(m, gpt_layer_buf(l, GPT_RES2), 0, NC);
-    clg_view ln2 = gpt_act(m, gpt_layer_buf(l, GPT_LN2), 0, NC);
-    clg_view mean2 = gpt_act(m, gpt_layer_buf(l, GPT_LN2_STATS), 0, N);
-    clg_view rstd2 = gpt_act(m, gpt_layer_buf(l, GPT_LN2_STATS), N, N);
-    clg_view fch = gpt_act(m, gpt_layer_buf(l, GPT_FCH), 0, 4 * NC);
-    clg_view fchg = gpt_act(m, gpt_layer_buf(l, GPT_FCH_GELU), 0, 4 * NC);
+    clg_view dwide = gpt_act(m, GPT_WIDE, 0, 4 * NC), dqkv = gpt_act(m, GPT_WIDE, 0, 3 * NC);
+    clg_view ln = gpt_act(m, GPT_HEADS, 0, NC); /* ln_2's, then ln_1's output again */
 
-    /* the MLP: res3 = res2 + c_proj(gelu(c_fc(ln_2(res2)))) */
-    cl_int err = linear_backward(m, N, 4 * C, C, dres, fchg, p[GPT_FCPROJ_W], a[GPT_FCPROJ_W],
-                                 a[GPT_FCPROJ_B], dwide, beta);
-    GPT_RUN(m, err, GPT_PROF_OTHER, gpt_gelu_backward(k, (cl_uint)(4 * NC), fch, dwide, dwide));
+    /* the MLP: res3 = res2 + c_proj(gelu(c_fc(ln_2(res2)))); GELU's
+     * output again (in dwide), for c_proj's dW, before dfch takes its
+     * place (the GEMMs run in queue order) */
+    cl_int err = CL_SUCCESS;
+    GPT_RUN(m, err, GPT_PROF_OTHER, gpt_gelu(k, (cl_uint)(4 * NC), v.fch, dwide));
     if (err == CL_SUCCESS)
-        err = linear_backward(m, N, C, 4 * C, dwide, ln2, p[GPT_FC_W], a[GPT_FC_W], a[GPT_FC_B],
+        err = linear_backward(m, N, 4 * C, C, dres, dwide, p[GPT_FCPROJ_W], a[GPT_FCPROJ_W],
+                              a[GPT_FCPROJ_B], dwide, beta);
+    GPT_RUN(m, err, GPT_PROF_OTHER, gpt_gelu_backward(k, (cl_uint)(4 * NC), v.fch, dwide, dwide));
+    GPT_RUN(m, err, GPT_PROF_OTHER,
+            gpt_layernorm(k, (cl_uint)N, (cl_uint)C, v.res2, p[GPT_LN2_W], p[GPT_LN2_B], ln,
+                          v.mean2, v.rstd2));
+    if (err == CL_SUCCESS)
+        err = linear_backward(m, N, C, 4 * C, dwide, ln, p[GPT_FC_W], a[GPT_FC_W], a[GPT_FC_B],
                               dbuf, beta);
     GPT_RUN(m, err, GPT_PROF_OTHER,
-            gpt_layernorm_backward(k, (cl_uint)N, (cl_uint)C, dbuf, res2, p[GPT_LN2_W], mean2,
-                                   rstd2, dres, a[GPT_LN2_W], a[GPT_LN2_B], beta, scratch));
+            gpt_layernorm_backward(k, (cl_uint)N, (cl_uint)C, dbuf, v.res2, p[GPT_LN2_W], v.mean2,
+                                   v.rstd2, dres, a[GPT_LN2_W], a[GPT_LN2_B], beta, scratch));
     /* attention: res2 = in + c_proj(attn(c_attn(ln_1(in)))) */
     if (err == CL_SUCCESS)
-        err = linear_backward(m, N, C, C, dres, atty, p[GPT_ATTPROJ_W], a[GPT_ATTPROJ_W],
+        err = linear_backward(m, N, C, C, dres, v.atty, p[GPT_ATTPROJ_W], a[GPT_ATTPROJ_W],
                               a[GPT_ATTPROJ_B], dbuf, beta);
     if (err == CL_SUCCESS)
-        err = attention_backward(m, l, B, T, dbuf, dqkv);
-    if (err == CL_SUCCESS)
-        err = linear_backward(m, N, C, 3 * C, dqkv, ln1, p[GPT_QKV_W], a[GPT_QKV_W],
-                              a[GPT_QKV_B], dbuf, beta);
+        err = attention_backward(m, &v, B, T, dbuf, dqkv);
     GPT_RUN(m, err, GPT_PROF_OTHER,
-            gpt_layernorm_backward(k, (cl_uint)N, (cl_uint)C, dbuf, in, p[GPT_LN1_W], mean1,
-                                   rstd1, dres, a[GPT_LN1_W], a[GPT_LN1_B], beta, scratch));
+            gpt_layernorm(k, (cl_uint)N, (cl_uint)C, in, p[GPT_LN1_W], p[GPT_LN1_B], ln, v.mean1,
+                          v.rstd1));
+    if (err == CL_SUCCESS)
+        err = linear_backward(m, N, C, 3 * C, dqkv, ln, p[GPT_QKV_W], a[GPT_QKV_W], a[GPT_QKV_B],
+                              dbuf, beta);
+    GPT_RUN(m, err, GPT_PROF_OTHER,
+            gpt_layernorm_backward(k, (cl_uint)N, (cl_uint)C, dbuf, in, p[GPT_LN1_W], v.mean1,
+                                   v.rstd1, dres, a[GPT_LN1_W], a[GPT_LN1_B], beta, scratch));
     return err;
 }
 
@@ -138,9 +137,8 @@ cl_int gpt_backward(gpt_model *m, const gpt_tokens *tok, unsigned B, float dscal
         err = gpt_gemm(m, 1, 0, V, C, N, dlogits, V, lnf, C, beta, m->acc[GPT_WTE], C);
     GPT_RUN(m, err, GPT_PROF_OTHER,
             gpt_layernorm_backward(k, (cl_uint)N, (cl_uint)C, dbuf, last, m->param[lw],
-                                   gpt_act(m, GPT_LNF_STATS, 0, N),
-                                   gpt_act(m, GPT_LNF_STATS, N, N), dres, m->acc[lw],
-                                   m->acc[lw + 1], beta, scratch));
+                                   gpt_act(m, GPT_LNF_STATS, 0, N), gpt_act(m, GPT_LNF_STATS, N, N),
+                                   dres, m->acc[lw], m->acc[lw + 1], beta, scratch));
     for (int l = L - 1; l >= 0 && err == CL_SUCCESS; l--) {
         clg_view in = l > 0 ? gpt_act(m, gpt_layer_buf(l - 1, GPT_RES3), 0, NC)
                             : gpt_act(m, GPT_ENCODED, 0, NC);
@@ -148,7 +146,7 @@ cl_int gpt_backward(gpt_model *m, const gpt_tokens *tok, unsigned B, float dscal
     }
     /* the embeddings: wte adds to the head's part (beta 1) */
     GPT_RUN(m, err, GPT_PROF_OTHER,
-            gpt_embed_backward(k, tok, B, T, (cl_uint)C, dres, m->buf[GPT_SORT],
-                               m->acc[GPT_WTE], 1.0f, m->acc[GPT_WPE], beta, scratch));
+            gpt_embed_backward(k, tok, B, T, (cl_uint)C, dres, m->buf[GPT_SORT], m->acc[GPT_WTE],
+                               1.0f, m->acc[GPT_WPE], beta, scratch));
     return err;
 }

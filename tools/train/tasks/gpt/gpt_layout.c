@@ -9,9 +9,10 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Limits that keep every size well inside 64 bits and every GEMM
- * dimension inside CLBlast's size_t arguments. */
-#define GPT_MAX_WIDTH 16384u
+/* Limits that keep every size well inside 64 bits; the width also keeps
+ * the LayerNorm backward's 2C floats of local memory within the 32 KiB
+ * every OpenCL device has (GPT-2 XL is 1600 wide). */
+#define GPT_MAX_WIDTH   16384u
 #define GPT_MAX_CONTEXT 16384u
 
 int gpt_shape_check(const gpt_shape *s, char *err, size_t errlen)
@@ -21,18 +22,18 @@ int gpt_shape_check(const gpt_shape *s, char *err, size_t errlen)
     if (s->width < 1 || s->width > GPT_MAX_WIDTH)
         return errmsg_set(err, errlen, "--width %u: expected 1..%u", s->width, GPT_MAX_WIDTH);
     if (s->heads < 1 || s->heads > s->width)
-        return errmsg_set(err, errlen, "--heads %u: expected 1..--width (%u)", s->heads,
-                          s->width);
+        return errmsg_set(err, errlen, "--heads %u: expected 1..--width (%u)", s->heads, s->width);
     if (s->width % s->heads != 0)
-        return errmsg_set(err, errlen, "--heads %u does not divide --width %u", s->heads,
-                          s->width);
+        return errmsg_set(err, errlen, "--heads %u does not divide --width %u", s->heads, s->width);
     if (s->context < 1 || s->context > GPT_MAX_CONTEXT)
-        return errmsg_set(err, errlen, "--context %u: expected 1..%u", s->context,
-                          GPT_MAX_CONTEXT);
+        return errmsg_set(err, errlen, "--context %u: expected 1..%u", s->context, GPT_MAX_CONTEXT);
     return 0;
 }
 
-int gpt_tensor_count(const gpt_shape *s) { return 4 + GPT_BLOCK_PARAMS * (int)s->layers; }
+int gpt_tensor_count(const gpt_shape *s)
+{
+    return 4 + GPT_BLOCK_PARAMS * (int)s->layers;
+}
 
 /* A block's tensors in order: name, dims as multiples of C (rows x cols;
  * cols 0 for a vector), whether weight decay applies. */
@@ -41,12 +42,10 @@ static const struct {
     unsigned rows, cols;
     int decay;
 } block_params[GPT_BLOCK_PARAMS] = {
-    {"ln_1.weight", 1, 0, 0},      {"ln_1.bias", 1, 0, 0},
-    {"attn.c_attn.weight", 3, 1, 1}, {"attn.c_attn.bias", 3, 0, 0},
-    {"attn.c_proj.weight", 1, 1, 1}, {"attn.c_proj.bias", 1, 0, 0},
-    {"ln_2.weight", 1, 0, 0},      {"ln_2.bias", 1, 0, 0},
-    {"mlp.c_fc.weight", 4, 1, 1},  {"mlp.c_fc.bias", 4, 0, 0},
-    {"mlp.c_proj.weight", 1, 4, 1}, {"mlp.c_proj.bias", 1, 0, 0},
+    {"ln_1.weight", 1, 0, 0},      {"ln_1.bias", 1, 0, 0},          {"attn.c_attn.weight", 3, 1, 1},
+    {"attn.c_attn.bias", 3, 0, 0}, {"attn.c_proj.weight", 1, 1, 1}, {"attn.c_proj.bias", 1, 0, 0},
+    {"ln_2.weight", 1, 0, 0},      {"ln_2.bias", 1, 0, 0},          {"mlp.c_fc.weight", 4, 1, 1},
+    {"mlp.c_fc.bias", 4, 0, 0},    {"mlp.c_proj.weight", 1, 4, 1},  {"mlp.c_proj.bias", 1, 0, 0},
 };
 
 void gpt_tensor(const gpt_shape *s, int i, gpt_tensor_info *out)
@@ -74,18 +73,13 @@ void gpt_tensor(const gpt_shape *s, int i, gpt_tensor_info *out)
     }
 }
 
-static uint64_t tensor_elems(const gpt_tensor_info *t)
-{
-    return t->ndim == 2 ? (uint64_t)t->dims[0] * t->dims[1] : t->dims[0];
-}
-
 uint64_t gpt_param_count(const gpt_shape *s)
 {
     uint64_t n = 0;
     for (int i = 0; i < gpt_tensor_count(s); i++) {
         gpt_tensor_info t;
         gpt_tensor(s, i, &t);
-        n += tensor_elems(&t);
+        n += gpt_tensor_size(&t);
     }
     return n;
 }
@@ -100,7 +94,7 @@ void gpt_init_params(const void *shape, uint64_t seed, float *host)
     for (int i = 0; i < gpt_tensor_count(s); i++) {
         gpt_tensor_info t;
         gpt_tensor(s, i, &t);
-        uint64_t n = tensor_elems(&t);
+        uint64_t n = gpt_tensor_size(&t);
         int j = (i - 2) % GPT_BLOCK_PARAMS;
         int is_block = i >= 2 && i < gpt_lnf_tensor(s, 0);
         if (t.ndim == 2) {
@@ -109,8 +103,8 @@ void gpt_init_params(const void *shape, uint64_t seed, float *host)
                 host[e] = (float)(std * train_rng_normal(&r));
         } else {
             /* LayerNorm weights 1; its biases and the linear biases 0 */
-            int ln_weight = i == gpt_lnf_tensor(s, 0) ||
-                            (is_block && (j == GPT_LN1_W || j == GPT_LN2_W));
+            int ln_weight =
+                i == gpt_lnf_tensor(s, 0) || (is_block && (j == GPT_LN1_W || j == GPT_LN2_W));
             for (uint64_t e = 0; e < n; e++)
                 host[e] = ln_weight ? 1.0f : 0.0f;
         }
@@ -118,7 +112,10 @@ void gpt_init_params(const void *shape, uint64_t seed, float *host)
     }
 }
 
-int gpt_buf_count(const gpt_shape *s) { return GPT_GLOBAL + (int)s->layers * GPT_PER_LAYER; }
+int gpt_buf_count(const gpt_shape *s)
+{
+    return GPT_GLOBAL + (int)s->layers * GPT_PER_LAYER;
+}
 
 gpt_buf_size gpt_buf_elems(const gpt_shape *s, int buf)
 {
@@ -130,9 +127,8 @@ gpt_buf_size gpt_buf_elems(const gpt_shape *s, int buf)
         case GPT_LN2_STATS: z.per_seq = 2 * T; break;
         case GPT_QKV_HEADS: z.per_seq = 3 * TC; break;
         case GPT_ATT: z.per_seq = att; break;
-        case GPT_FCH:
-        case GPT_FCH_GELU: z.per_seq = 4 * TC; break;
-        default: z.per_seq = TC; break; /* LN1, ATTY, RES2, LN2, RES3 */
+        case GPT_FCH: z.per_seq = 4 * TC; break;
+        default: z.per_seq = TC; break; /* ATTY, RES2, RES3 */
         }
         return z;
     }

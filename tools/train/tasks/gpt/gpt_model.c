@@ -1,14 +1,12 @@
 /* gpt_model.c - the GPT model's life: its activations (allocated from
  * gpt_layout.c's table, reserved against the budget), its binding to
- * clgrad's model, the GEMM calls, logits for sampling and profiling (see
- * gpt_model.h). The passes are gpt_forward.c and gpt_backward.c. */
+ * clgrad's model, and the profiling switch (see gpt_model.h). The passes
+ * are gpt_forward.c and gpt_backward.c, on gpt_launch.c's calls. */
 #include "gpt_internal.h"
 #include "clbuf.h"
 #include "clgrad_advanced.h"
 #include "errmsg.h"
-#include "progress.h"
 
-#include <clblast_c.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,10 +48,21 @@ static cl_int alloc_bufs(gpt_model *m)
         }
         m->n_bufs = i + 1;
         float zero = 0.0f;
-        err = clEnqueueFillBuffer(m->queue, m->buf[i], &zero, sizeof zero, 0, bytes, 0, NULL,
-                                  NULL);
+        err = clEnqueueFillBuffer(m->queue, m->buf[i], &zero, sizeof zero, 0, bytes, 0, NULL, NULL);
     }
     return err == CL_SUCCESS ? clFinish(m->queue) : err;
+}
+
+/* Bytes of the largest activation buffer for rows sequences. */
+static uint64_t largest_buf(const gpt_shape *s, unsigned rows)
+{
+    uint64_t largest = 0;
+    for (int i = 0; i < gpt_buf_count(s); i++) {
+        gpt_buf_size e = gpt_buf_elems(s, i);
+        uint64_t bytes = 4 * (rows * e.per_seq + e.fixed);
+        largest = bytes > largest ? bytes : largest;
+    }
+    return largest;
 }
 
 int gpt_create(clg_context *ctx, const gpt_shape *s, unsigned rows, gpt_model **out, char *err,
@@ -70,9 +79,16 @@ int gpt_create(clg_context *ctx, const gpt_shape *s, unsigned rows, gpt_model **
     if (N > UINT32_MAX / GPT_VOCAB)
         return errmsg_set(err, errlen, "gpt: %u sequences of %u positions: too many", rows,
                           s->context);
-    if (gpt_scratch_floats((unsigned)N, s->width) > rows * gpt_scratch_floats(s->context, s->width) ||
+    if (gpt_scratch_floats((unsigned)N, s->width) >
+            rows * gpt_scratch_floats(s->context, s->width) ||
         gpt_sort_ints((unsigned)N) > rows * gpt_sort_ints(s->context))
         return errmsg_set(err, errlen, "gpt: the kernels' scratch grows faster than the positions");
+    if (largest_buf(s, rows) > clg_context_max_alloc(ctx))
+        return errmsg_set(err, errlen,
+                          "gpt: an activation buffer for %u sequences needs %llu B, more than "
+                          "the device's largest allocation (%llu B)",
+                          rows, (unsigned long long)largest_buf(s, rows),
+                          (unsigned long long)clg_context_max_alloc(ctx));
     gpt_model *m = calloc(1, sizeof *m);
     if (!m)
         return errmsg_set(err, errlen, "gpt: out of host memory");
@@ -97,8 +113,10 @@ int gpt_create(clg_context *ctx, const gpt_shape *s, unsigned rows, gpt_model **
     m->reserved = bytes;
     cl_int cerr = alloc_bufs(m);
     if (cerr != CL_SUCCESS) {
-        errmsg_set(err, errlen, "gpt: allocating activations of %llu B for %u sequences: "
-                   "OpenCL error %d", (unsigned long long)bytes, rows, cerr);
+        errmsg_set(err, errlen,
+                   "gpt: allocating activations of %llu B for %u sequences: "
+                   "OpenCL error %d",
+                   (unsigned long long)bytes, rows, cerr);
         gpt_destroy(m);
         return -1;
     }
@@ -118,9 +136,9 @@ clg_status gpt_bind(gpt_model *m, const clg_model *model)
     for (int i = 0; i < n; i++) {
         gpt_tensor_info t;
         gpt_tensor(&m->s, i, &t);
-        size_t count = t.ndim == 2 ? t.dims[0] * t.dims[1] : t.dims[0];
         const char *name = clg_model_tensor_name(model, i);
-        if (!name || strcmp(name, t.name) != 0 || clg_model_tensor_size(model, i) != count)
+        if (!name || strcmp(name, t.name) != 0 ||
+            clg_model_tensor_size(model, i) != gpt_tensor_size(&t))
             return CLG_ERR_INVALID_ARGUMENT;
         clg_status st = clg_model_param_view(model, i, &m->param[i]);
         if (st == CLG_SUCCESS)
@@ -132,54 +150,6 @@ clg_status gpt_bind(gpt_model *m, const clg_model *model)
     return CLG_SUCCESS;
 }
 
-int gpt_check_batch(const gpt_model *m, unsigned B, unsigned T)
-{
-    return m->bound && B >= 1 && B <= m->rows && T >= 1 && T <= m->s.context ? 0 : -1;
-}
-
-cl_int gpt_gemm(gpt_model *m, int ta, int tb, size_t M, size_t N, size_t K, clg_view a,
-                size_t lda, clg_view b, size_t ldb, float beta, clg_view c, size_t ldc)
-{
-    cl_int err = CL_SUCCESS;
-    GPT_RUN(m, err, GPT_PROF_GEMM,
-            mlp_gemm(m->queue, &m->gemm_scratch, ta, tb, M, N, K, 1.0f, a.mem, a.offset, lda,
-                     b.mem, b.offset, ldb, beta, c.mem, c.offset, ldc, NULL));
-    return err;
-}
-
-cl_int gpt_gemm_batched(gpt_model *m, int ta, int tb, size_t M, size_t N, size_t K, clg_view a,
-                        size_t lda, size_t sa, clg_view b, size_t ldb, size_t sb, clg_view c,
-                        size_t ldc, size_t sc, size_t batch)
-{
-    /* mlp_gemm's form: row-major C = op(A) op(B) as column-major
-     * C^T = op(B)^T op(A)^T, B's memory first, M and N swapped */
-    CLBlastTranspose t1 = tb ? CLBlastTransposeYes : CLBlastTransposeNo;
-    CLBlastTranspose t2 = ta ? CLBlastTransposeYes : CLBlastTransposeNo;
-    cl_int err = CL_SUCCESS;
-    GPT_RUN(m, err, GPT_PROF_GEMM,
-            (cl_int)CLBlastSgemmStridedBatched(CLBlastLayoutColMajor, t1, t2, N, M, K, 1.0f, b.mem,
-                                               b.offset, ldb, sb, a.mem, a.offset, lda, sa, 0.0f,
-                                               c.mem, c.offset, ldc, sc, batch, &m->queue, NULL));
-    return err;
-}
-
-cl_int gpt_forward_logits(gpt_model *m, const gpt_tokens *tok, unsigned B, unsigned T)
-{
-    if (gpt_check_batch(m, B, T) != 0)
-        return CL_INVALID_VALUE;
-    m->fwd_B = 0; /* no loss: nothing for a backward */
-    return gpt_forward_body(m, tok, B, T);
-}
-
-cl_int gpt_read_logits(gpt_model *m, unsigned b, unsigned t, unsigned T, float *host)
-{
-    if (T < 1 || T > m->s.context || t >= T || b >= m->rows)
-        return CL_INVALID_VALUE;
-    size_t off = ((size_t)b * T + t) * GPT_VOCAB * sizeof(float);
-    return clEnqueueReadBuffer(m->queue, m->buf[GPT_LOGITS], CL_TRUE, off,
-                               GPT_VOCAB * sizeof(float), host, 0, NULL, NULL);
-}
-
 void gpt_profile(gpt_model *m, int on)
 {
     if (on && !m->profiling)
@@ -187,27 +157,7 @@ void gpt_profile(gpt_model *m, int on)
     m->profiling = on;
 }
 
-gpt_profile_times gpt_profile_read(const gpt_model *m) { return m->times; }
-
-double gpt_prof_begin(gpt_model *m)
+gpt_profile_times gpt_profile_read(const gpt_model *m)
 {
-    if (!m->profiling)
-        return 0.0;
-    clFinish(m->queue); /* what others enqueued is not this launch's time */
-    return progress_now();
-}
-
-cl_int gpt_prof_end(gpt_model *m, int kind, double t0, cl_int err)
-{
-    if (!m->profiling || err != CL_SUCCESS)
-        return err;
-    err = clFinish(m->queue);
-    double dt = progress_now() - t0;
-    if (kind == GPT_PROF_GEMM)
-        m->times.gemm += dt;
-    else if (kind == GPT_PROF_ATTN)
-        m->times.attention += dt;
-    else
-        m->times.other += dt;
-    return err;
+    return m->times;
 }

@@ -76,7 +76,10 @@ int gpt_create(clg_context *ctx, const gpt_shape *s, unsigned rows, gpt_model **
 void gpt_destroy(gpt_model *m);
 
 /* The parameter and accumulator views of clgrad's model (built with the
- * tensors of gpt_tensor, in order, and finalized). */
+ * tensors of gpt_tensor, in order, and finalized). CLG_ERR_INVALID_ARGUMENT
+ * when its tensors are not gpt_tensor's (names, sizes, count),
+ * CLG_ERR_UNSUPPORTED for bf16 accumulators or master weights (the passes
+ * read and write fp32). */
 clg_status gpt_bind(gpt_model *m, const clg_model *model);
 
 /* Forward of B <= rows sequences of tok (T = the shape's context): the

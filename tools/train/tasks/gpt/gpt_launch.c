@@ -1,0 +1,87 @@
+/* gpt_launch.c - what the GPT model's passes share: the views of a
+ * block's activations, the GEMMs (mlp_gemm, and CLBlast's strided batched
+ * GEMM in the same form) and the profiling of each launch (see
+ * gpt_internal.h). */
+#include "gpt_internal.h"
+#include "progress.h"
+
+#include <clblast_c.h>
+
+void gpt_block_views_of(const gpt_model *m, int l, unsigned B, unsigned T, gpt_block_views *v)
+{
+    v->NH = m->s.heads;
+    v->HS = m->s.width / v->NH;
+    v->N = (size_t)B * T;
+    v->NC = v->N * m->s.width;
+    v->R = (size_t)B * v->NH;
+    v->THS = (size_t)T * v->HS;
+    v->TT = (size_t)T * T;
+    size_t N = v->N, NC = v->NC;
+    v->mean1 = gpt_act(m, gpt_layer_buf(l, GPT_LN1_STATS), 0, N);
+    v->rstd1 = gpt_act(m, gpt_layer_buf(l, GPT_LN1_STATS), N, N);
+    int heads = gpt_layer_buf(l, GPT_QKV_HEADS);
+    v->q = gpt_act(m, heads, 0, NC);
+    v->k = gpt_act(m, heads, NC, NC);
+    v->v = gpt_act(m, heads, 2 * NC, NC);
+    v->att = gpt_act(m, gpt_layer_buf(l, GPT_ATT), 0, v->R * v->TT);
+    v->atty = gpt_act(m, gpt_layer_buf(l, GPT_ATTY), 0, NC);
+    v->res2 = gpt_act(m, gpt_layer_buf(l, GPT_RES2), 0, NC);
+    v->mean2 = gpt_act(m, gpt_layer_buf(l, GPT_LN2_STATS), 0, N);
+    v->rstd2 = gpt_act(m, gpt_layer_buf(l, GPT_LN2_STATS), N, N);
+    v->fch = gpt_act(m, gpt_layer_buf(l, GPT_FCH), 0, 4 * NC);
+    v->res3 = gpt_act(m, gpt_layer_buf(l, GPT_RES3), 0, NC);
+}
+
+int gpt_check_batch(const gpt_model *m, unsigned B, unsigned T)
+{
+    return m->bound && B >= 1 && B <= m->rows && T >= 1 && T <= m->s.context ? 0 : -1;
+}
+
+cl_int gpt_gemm(gpt_model *m, int ta, int tb, size_t M, size_t N, size_t K, clg_view a, size_t lda,
+                clg_view b, size_t ldb, float beta, clg_view c, size_t ldc)
+{
+    cl_int err = CL_SUCCESS;
+    GPT_RUN(m, err, GPT_PROF_GEMM,
+            mlp_gemm(m->queue, &m->gemm_scratch, ta, tb, M, N, K, 1.0f, a.mem, a.offset, lda, b.mem,
+                     b.offset, ldb, beta, c.mem, c.offset, ldc, NULL));
+    return err;
+}
+
+cl_int gpt_gemm_batched(gpt_model *m, int ta, int tb, size_t M, size_t N, size_t K, clg_view a,
+                        size_t lda, size_t sa, clg_view b, size_t ldb, size_t sb, clg_view c,
+                        size_t ldc, size_t sc, size_t batch)
+{
+    /* mlp_gemm's form: row-major C = op(A) op(B) as column-major
+     * C^T = op(B)^T op(A)^T, B's memory first, M and N swapped */
+    CLBlastTranspose t1 = tb ? CLBlastTransposeYes : CLBlastTransposeNo;
+    CLBlastTranspose t2 = ta ? CLBlastTransposeYes : CLBlastTransposeNo;
+    cl_int err = CL_SUCCESS;
+    GPT_RUN(m, err, GPT_PROF_GEMM,
+            (cl_int)CLBlastSgemmStridedBatched(CLBlastLayoutColMajor, t1, t2, N, M, K, 1.0f, b.mem,
+                                               b.offset, ldb, sb, a.mem, a.offset, lda, sa, 0.0f,
+                                               c.mem, c.offset, ldc, sc, batch, &m->queue, NULL));
+    return err;
+}
+
+double gpt_prof_begin(gpt_model *m)
+{
+    if (!m->profiling)
+        return 0.0;
+    clFinish(m->queue); /* what others enqueued is not this launch's time */
+    return progress_now();
+}
+
+cl_int gpt_prof_end(gpt_model *m, int kind, double t0, cl_int err)
+{
+    if (!m->profiling || err != CL_SUCCESS)
+        return err;
+    err = clFinish(m->queue);
+    double dt = progress_now() - t0;
+    if (kind == GPT_PROF_GEMM)
+        m->times.gemm += dt;
+    else if (kind == GPT_PROF_ATTN)
+        m->times.attention += dt;
+    else
+        m->times.other += dt;
+    return err;
+}

@@ -343,6 +343,9 @@ static const combination combinations[] = {
     {{"--task", "gpt", "--grad-dtype", "fp16", "--grad-path", "C"},
      "--grad-dtype fp16: not with --task gpt (its kernels write fp32 gradients into the fp32 "
      "accumulator)"},
+    {{"--task", "gpt", "--accum-dtype", "bf16"},
+     "--accum-dtype bf16: not with --task gpt (its kernels add fp32 gradients into the "
+     "accumulator in place (path B))"},
     {{"--task", "gpt", "--grad-path", "A"},
      "--grad-path A: not with --task gpt (the GPT's backward writes every gradient into the "
      "accumulator (path B))"},

@@ -15,6 +15,8 @@ set -eu
 # training over MPI) and mpirun, which runs its tests. python3-pyopencl,
 # python3-cffi, python3-mesonpy, python3-pytest: the Python package
 # (python/, scripts/check-python.sh) builds and tests with Debian's own.
+# fortunes: 2.5 MB of English text in /usr/share/games/fortunes, the default
+# corpus of clgrad-train --task gpt (its plain files; not the .dat indexes).
 PACKAGES="
 build-essential
 pkg-config
@@ -46,6 +48,7 @@ clblast-utils
 libopenblas0-pthread
 libopenmpi-dev
 openmpi-bin
+fortunes
 "
 
 missing=""

@@ -657,7 +657,7 @@ static void test_cli(void **state)
         {(char *)exe, "--task", "contrastive", "--temperature", "0", NULL},
     };
     const char *why[] = {"need --task contrastive", "--grad-dtype fp16", "only --contrastive "
-                         "contaccum has banks", "--task: expected classify or contrastive",
+                         "contaccum has banks", "--task: expected classify, contrastive or gpt",
                          "--temperature: expected a number in [0.0001, 100]"};
     char *text;
     for (int i = 0; i < 5; i++) {

@@ -211,13 +211,20 @@ static void check_table(const flag_table *t, int task, const char *help)
         cli_free(&given);
         cli_free(&dflt);
         check_given_twice(f, task_name);
-        /* a task's flag under another task is refused */
+        /* a task's flag under another task is refused, unless that task
+         * has a flag of the same name (--temperature): then it is that one */
         for (int other = 0; task >= 0 && other < train_n_tasks; other++) {
-            if (other == task)
+            if (other == task ||
+                (train_tasks[other]->flags && flags_find(train_tasks[other]->flags, f->name)))
                 continue;
+            /* a name several tasks have: the first of them refuses it */
+            int first = task;
+            for (int i = task - 1; i >= 0; i--)
+                if (train_tasks[i]->flags && flags_find(train_tasks[i]->flags, f->name))
+                    first = i;
             rc = parse_example(&given, f, 1, train_tasks[other]->name, err, sizeof err);
             cli_free(&given);
-            if (rc != -1 || strcmp(err, train_tasks[task]->wrong_task) != 0)
+            if (rc != -1 || strcmp(err, train_tasks[first]->wrong_task) != 0)
                 fail_msg("%s with --task %s: got %d '%s'", f->name, train_tasks[other]->name, rc,
                          err);
         }
@@ -330,6 +337,46 @@ static const combination combinations[] = {
     {{"--dist", "zero1", "--master-dtype", "bf16"},
      "--master-dtype bf16: not with --dist zero1 (a sharded model does not support bf16 "
      "params)"},
+    {{"--task", "gpt", "--grad-dtype", "bf16"},
+     "--grad-dtype bf16: not with --task gpt (its kernels write fp32 gradients into the fp32 "
+     "accumulator)"},
+    {{"--task", "gpt", "--grad-dtype", "fp16", "--grad-path", "C"},
+     "--grad-dtype fp16: not with --task gpt (its kernels write fp32 gradients into the fp32 "
+     "accumulator)"},
+    {{"--task", "gpt", "--accum-dtype", "bf16"},
+     "--accum-dtype bf16: not with --task gpt (its kernels add fp32 gradients into the "
+     "accumulator in place (path B))"},
+    {{"--task", "gpt", "--grad-path", "A"},
+     "--grad-path A: not with --task gpt (the GPT's backward writes every gradient into the "
+     "accumulator (path B))"},
+    {{"--task", "gpt", "--grad-path", "C"},
+     "--grad-path C: not with --task gpt (the GPT's backward writes every gradient into the "
+     "accumulator (path B))"},
+    {{"--task", "gpt", "--master-dtype", "bf16"},
+     "--master-dtype bf16: not with --task gpt (its kernels and GEMMs read fp32 parameters)"},
+    {{"--task", "gpt", "--metrics", "m.csv"},
+     "--metrics: not with --task gpt (it writes no per-update metrics)"},
+    {{"--task", "gpt", "--tuning", "auto"},
+     "--tuning auto: not with --task gpt (its GEMMs run on CLBlast's default parameters)"},
+    {{"--task", "gpt", "--dist", "ddp", "--batch", "16"}, NULL},
+    /* a flag two tasks share is the chosen task's; without either, the first's */
+    {{"--temperature", "0.5"},
+     "the contrastive flags (--contrastive, --temperature, ...) need --task contrastive"},
+    {{"--task", "gpt", "--temperature", "0", "--sample", "10"}, NULL},
+    {{"--temperature", "0.5", "--task", "contrastive"}, NULL},
+    {{"--task", "gpt", "--contrastive", "naive"},
+     "the contrastive flags (--contrastive, --temperature, ...) need --task contrastive"},
+    {{"--task", "contrastive", "--temperature", "0"},
+     "--temperature: expected a number in [0.0001, 100], got '0'"},
+    /* the task's defaults, then what the command line gives */
+    {{"--task", "gpt", "--micro-batch", "64"},
+     "--micro-batch: expected an integer in [1, 8] (the --batch), got 64"},
+    {{"--task", "gpt", "--batch", "2"}, NULL}, /* its micro-batch 4 becomes 2 */
+    {{"--task", "gpt", "--width", "30", "--heads", "4"},
+     "--heads 4 does not divide --width 30"},
+    {{"--task", "gpt", "--state-dtype", "q8", "--loss-scale", "dynamic", "--clip", "1",
+      "--auto-micro-batch", "--memory", "8G"},
+     NULL},
     /* what the limits leave */
     {{"--task", "contrastive", "--grad-dtype", "fp32", "--master-dtype", "fp32", "--loss-scale",
       "none"},

@@ -163,6 +163,10 @@ int train_options_check(train_options *o, char *err, size_t errlen)
     }
     if (o->micro_batch == 0 && !(o->given & TRAIN_GIVEN_MICRO_BATCH))
         o->micro_batch = o->batch < 32 ? o->batch : 32;
+    /* a task's default micro-batch (task.h, core_defaults) never exceeds a
+     * smaller --batch */
+    if (!(o->given & TRAIN_GIVEN_MICRO_BATCH) && o->micro_batch > o->batch)
+        o->micro_batch = o->batch;
     if (o->micro_batch == 0) {
         errmsg_set(err, errlen, "--micro-batch: expected an integer in [1, %u], got 0", o->batch);
         return -1;

@@ -56,7 +56,9 @@ static const int dist_modes[] = {TRAIN_DIST_DDP, TRAIN_DIST_ZERO1};
 static const flag_def rows[] = {
     {.name = "--task", .metavar = "T", .help = train_tasks_help, .kind = FLAG_CUSTOM,
      .parse = parse_task, .example = "contrastive"},
-    {.name = "--data", .metavar = "DIR", .help = "IDX files (default " DATASET_DEFAULT_DIR ")",
+    {.name = "--data", .metavar = "DIR",
+     .help = "IDX files (default " DATASET_DEFAULT_DIR ");\n--task gpt: a text file or a "
+             "directory of them",
      .kind = FLAG_TEXT, AT(data_dir), .expect = "a directory", .example = "elsewhere"},
     {.name = "--hidden", .metavar = "LIST",
      .help = "hidden widths, e.g. 512,256 (default), each 1..65536", .kind = FLAG_CUSTOM,

@@ -18,7 +18,12 @@
  * "iB" or "B"). */
 int opt_parse_bytes(const char *flag, const char *s, void *opts, char *err, size_t errlen)
 {
-    uint64_t *out = &((train_options *)opts)->vram;
+    return opt_parse_byte_count(flag, s, &((train_options *)opts)->vram, err, errlen);
+}
+
+int opt_parse_byte_count(const char *flag, const char *s, uint64_t *out, char *err,
+                         size_t errlen)
+{
     char *end = NULL;
     errno = 0;
     if (!s || !*s || !isdigit((unsigned char)*s) || strpbrk(s, "xX"))

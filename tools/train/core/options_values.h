@@ -9,6 +9,9 @@
 #define TRAIN_MAX_WIDTH 65536u
 
 int opt_parse_bytes(const char *flag, const char *s, void *opts, char *err, size_t errlen);
+/* --vram's number (512M, 8G: at least 1M) into *out, for any flag. */
+int opt_parse_byte_count(const char *flag, const char *s, uint64_t *out, char *err,
+                         size_t errlen);
 int opt_parse_hidden(const char *flag, const char *s, void *opts, char *err, size_t errlen);
 int opt_parse_loss_scale(const char *flag, const char *val, void *opts, char *err, size_t errlen);
 void opt_store_hidden(const flag_def *f, const flag_run *r, char *buf, size_t len);

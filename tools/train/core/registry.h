@@ -11,7 +11,7 @@ struct train_task;
 void train_set_tasks(const struct train_task *const *tasks, int n);
 int train_task_count(void);
 const struct train_task *train_task_at(int i);
-/* --task's help, naming the tasks: "classify (default) or contrastive". */
+/* --task's help, naming the tasks: "classify (default), contrastive or gpt". */
 extern char train_tasks_help[128];
 
 #endif /* CLGRAD_TRAIN_REGISTRY_H */

@@ -343,9 +343,29 @@ static void warn_cache_repairs(run_state *r)
                       n, note);
 }
 
+int run_bound_queue(run_state *r)
+{
+    const size_t n = sizeof r->ahead / sizeof *r->ahead;
+    cl_event *slot = &r->ahead[r->updates % n];
+    cl_int e = CL_SUCCESS;
+    if (*slot) {
+        e = clWaitForEvents(1, slot);
+        clReleaseEvent(*slot);
+        *slot = NULL;
+    }
+    if (e == CL_SUCCESS)
+        e = clEnqueueMarkerWithWaitList(clg_context_queue(r->ctx), 0, NULL, slot);
+    if (e == CL_SUCCESS)
+        e = clFlush(clg_context_queue(r->ctx));
+    return e == CL_SUCCESS ? 0 : run_fail_cl(r, "bounding the queue", e);
+}
+
 void run_release(run_state *r)
 {
     warn_cache_repairs(r);
+    for (size_t i = 0; i < sizeof r->ahead / sizeof *r->ahead; i++)
+        if (r->ahead[i])
+            clReleaseEvent(r->ahead[i]);
     writer_lock_release(&r->lock);
     clg_grads_destroy(r->grads);
     clg_model_destroy(r->model);

@@ -7,6 +7,26 @@
 #include <string.h>
 #include <strings.h>
 
+/* The task the last --task of argv names (the default's when none, or
+ * when its value is no task: the parse below says why). */
+static int chosen_task(int argc, char **argv)
+{
+    const flag_def *row = flags_find(&train_flag_table, "--task");
+    train_options probe;
+    train_options_default(&probe);
+    int task = probe.task;
+    for (int i = 1; i < argc; i++) {
+        const char *val = NULL;
+        if (!strcmp(argv[i], "--task") && i + 1 < argc)
+            val = argv[++i];
+        else if (!strncmp(argv[i], "--task=", 7))
+            val = argv[i] + 7;
+        if (val && flags_parse_value(row, val, &probe, NULL, 0) == 0)
+            task = probe.task;
+    }
+    return task;
+}
+
 int train_cli_parse(int argc, char **argv, train_options *o, void *const *task_opts, char *err,
                     size_t errlen)
 {
@@ -16,8 +36,13 @@ int train_cli_parse(int argc, char **argv, train_options *o, void *const *task_o
     int n = 1;
     tables[0] = train_flag_table;
     opts[0] = o;
-    for (int i = 0; i < train_task_count() && i < TRAIN_MAX_TASKS; i++) {
-        if (!train_task_at(i)->flags)
+    int chosen = chosen_task(argc, argv);
+    if (chosen < train_task_count() && train_task_at(chosen)->core_defaults)
+        train_task_at(chosen)->core_defaults(o);
+    /* the chosen task's table first: a name it shares with another task is its */
+    for (int j = -1; j < train_task_count() && j < TRAIN_MAX_TASKS; j++) {
+        int i = j < 0 ? chosen : j;
+        if ((j >= 0 && i == chosen) || i >= train_task_count() || !train_task_at(i)->flags)
             continue;
         tables[n] = *train_task_at(i)->flags;
         opts[n] = task_opts[i];

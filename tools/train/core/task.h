@@ -34,6 +34,11 @@ typedef struct train_task {
     size_t options_size;
     void (*defaults)(void *task_opts);
     const char *wrong_task;
+    /* The core's defaults this task changes (NULL: none), e.g. its own
+     * --batch, --lr or --data: applied to the core's options before the
+     * command line is parsed when --task names it, so that a flag given
+     * always wins and the core's checks see the task's values. */
+    void (*core_defaults)(train_options *o);
     /* After parsing, with the core's options checked and the limits of
      * the task's table (flags.h: the core flags it cannot take, or only
      * some values of) passed: the combinations of its own flags it cannot
@@ -115,11 +120,13 @@ typedef struct run_loop_hooks {
 /* The tasks: main hands them to the core (registry.h). */
 #include "registry.h"
 
-/* Parses the whole command line: the core's flags (then
- * train_options_check and the core's limits), every task's into
- * task_opts[i] (the i-th task's options, set to its defaults), a task's
- * flag given with another --task refused, then the chosen task's limits
- * and check. Returns 0, 1 for --help, or -1 with a message. */
+/* Parses the whole command line: --task first (the last one given; its
+ * core_defaults applied), then the core's flags (then train_options_check
+ * and the core's limits), every task's into task_opts[i] (the i-th task's
+ * options, set to its defaults), a task's flag given with another --task
+ * refused, then the chosen task's limits and check. A flag name two tasks
+ * share (--temperature) is the chosen task's: its table comes right after
+ * the core's. Returns 0, 1 for --help, or -1 with a message. */
 int train_cli_parse(int argc, char **argv, train_options *o, void *const *task_opts, char *err,
                     size_t errlen);
 

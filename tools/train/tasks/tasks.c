@@ -3,6 +3,7 @@
 #include "tasks.h"
 #include "classify_task.h"
 #include "contrastive_run.h"
+#include "gpt_run.h"
 
-const train_task *const train_tasks[] = {&classify_task, &contrastive_task};
+const train_task *const train_tasks[] = {&classify_task, &contrastive_task, &gpt_task};
 const int train_n_tasks = sizeof train_tasks / sizeof *train_tasks;

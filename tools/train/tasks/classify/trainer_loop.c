@@ -85,29 +85,6 @@ static int trainer_evaluate(trainer *t, double *loss, double *acc)
     return 0;
 }
 
-/* The host stays at most two updates ahead of the device: it waits for the
- * end of the update before last. Without a bound it enqueued whole epochs
- * ahead (it waits only to read something back), and PoCL's queue does work
- * linear in the commands pending for every command it completes: a
- * profile of a 1-epoch run had 78% of the time in that list walk, and the
- * throughput fell with the run's length. Two updates keep the device fed. */
-static int trainer_bound_queue(trainer *t)
-{
-    const size_t n = sizeof t->ahead / sizeof *t->ahead;
-    cl_event *slot = &t->ahead[t->run.updates % n];
-    cl_int e = CL_SUCCESS;
-    if (*slot) {
-        e = clWaitForEvents(1, slot);
-        clReleaseEvent(*slot);
-        *slot = NULL;
-    }
-    if (e == CL_SUCCESS)
-        e = clEnqueueMarkerWithWaitList(clg_context_queue(t->run.ctx), 0, NULL, slot);
-    if (e == CL_SUCCESS)
-        e = clFlush(clg_context_queue(t->run.ctx));
-    return e == CL_SUCCESS ? 0 : trainer_fail_cl(t, "bounding the queue", e);
-}
-
 /* sums[2] holds the loss of the update since the last row. */
 static int trainer_clear_update_loss(trainer *t)
 {
@@ -185,7 +162,7 @@ static int updated(void *task)
 {
     if (trainer_widen_weights(task) != 0) /* bf16 master: the next forward's fp32 copy */
         return -1;
-    return trainer_bound_queue(task);
+    return run_bound_queue(&((trainer *)task)->run);
 }
 
 /* loss, correct answers, the loss since the last --metrics row, unused */

@@ -195,9 +195,6 @@ void trainer_teardown(trainer *t)
         free(t->metrics);
         t->metrics = NULL;
     }
-    for (size_t i = 0; i < sizeof t->ahead / sizeof *t->ahead; i++)
-        if (t->ahead[i])
-            clReleaseEvent(t->ahead[i]);
     if (t->net)
         mlp_free_activations(t->net);
     run_release_buffer(&t->run, &t->scratch, &t->scratch_bytes);

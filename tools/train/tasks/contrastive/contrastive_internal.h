@@ -9,8 +9,7 @@
 #include "contrastive_encoder.h"
 #include "contrastive_run.h"
 #include "run.h"
-
-#define CON_SETTINGS 8
+#include "task_settings.h"
 
 typedef struct con_trainer {
     run_state run;                        /* what every task's run has (run.h) */
@@ -26,9 +25,7 @@ typedef struct con_trainer {
     cl_kernel k_views, k_l2norm, k_add_loss;
     cl_mem sums;                          /* loss sum and weight of the epoch */
 
-    char set_keys[CON_SETTINGS][48];      /* train.contrastive.*: this task's */
-    char set_values[CON_SETTINGS][48];
-    int n_set;
+    task_settings settings;               /* train.contrastive.*: this task's */
 } con_trainer;
 
 /* Message into t->run.err; return -1 (run.h). */

@@ -1,0 +1,201 @@
+/* gpt_data.c - the GPT task's corpus, windows and baselines (see
+ * gpt_data.h). */
+#define _DEFAULT_SOURCE /* lstat, d_name */
+#include "gpt_data.h"
+#include "errmsg.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+size_t gpt_split(size_t n)
+{
+    return n - n / 10;
+}
+
+/* Appends the file at path to c->bytes. */
+static int append_file(gpt_corpus *c, const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return errmsg_set(err, errlen, "--data: %s: %s", path, strerror(errno));
+    int rc = 0;
+    for (;;) {
+        uint8_t buf[65536];
+        size_t got = fread(buf, 1, sizeof buf, f);
+        if (got) {
+            uint8_t *p = realloc(c->bytes, c->n + got);
+            if (!p) {
+                rc = errmsg_set(err, errlen, "--data: %s: out of host memory", path);
+                break;
+            }
+            memcpy(p + c->n, buf, got);
+            c->bytes = p;
+            c->n += got;
+        }
+        if (got < sizeof buf) {
+            if (ferror(f))
+                rc = errmsg_set(err, errlen, "--data: %s: read error", path);
+            break;
+        }
+    }
+    fclose(f);
+    c->files += rc == 0;
+    return rc;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Whether a directory entry is part of the corpus: a regular file (not a
+ * link: fortunes' .u8 names link to the plain files) that is no strfile
+ * index (".dat", binary). */
+static int is_text_file(const char *dir, const char *name, char *path, size_t len)
+{
+    size_t n = strlen(name);
+    if (name[0] == '.' || (n >= 4 && !strcmp(name + n - 4, ".dat")))
+        return 0;
+    snprintf(path, len, "%s/%s", dir, name);
+    struct stat sb;
+    return lstat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+static int load_dir(gpt_corpus *c, const char *dir, char *err, size_t errlen)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return errmsg_set(err, errlen, "--data: %s: %s", dir, strerror(errno));
+    char **names = NULL;
+    size_t count = 0;
+    int rc = 0;
+    char path[4096];
+    for (struct dirent *e; rc == 0 && (e = readdir(d)) != NULL;) {
+        if (!is_text_file(dir, e->d_name, path, sizeof path))
+            continue;
+        char **p = realloc(names, (count + 1) * sizeof *names);
+        char *name = strdup(e->d_name);
+        if (p)
+            names = p;
+        if (!p || !name) {
+            free(name);
+            rc = errmsg_set(err, errlen, "--data: %s: out of host memory", dir);
+        } else {
+            names[count++] = name;
+        }
+    }
+    closedir(d);
+    qsort(names, count, sizeof *names, by_name);
+    for (size_t i = 0; i < count; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        if (rc == 0)
+            rc = append_file(c, path, err, errlen);
+        free(names[i]);
+    }
+    free(names);
+    if (rc == 0 && count == 0)
+        rc = errmsg_set(err, errlen, "--data: %s holds no regular text file", dir);
+    return rc;
+}
+
+int gpt_corpus_load(const char *path, gpt_corpus *c, char *err, size_t errlen)
+{
+    memset(c, 0, sizeof *c);
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return errmsg_set(err, errlen, "--data: %s: %s", path, strerror(errno));
+    int rc =
+        S_ISDIR(sb.st_mode) ? load_dir(c, path, err, errlen) : append_file(c, path, err, errlen);
+    if (rc == 0 && c->n < 2)
+        rc =
+            errmsg_set(err, errlen, "--data: %s: %zu bytes; a corpus needs at least 2", path, c->n);
+    if (rc != 0) {
+        gpt_corpus_free(c);
+        return -1;
+    }
+    c->n_train = gpt_split(c->n);
+    return 0;
+}
+
+void gpt_corpus_free(gpt_corpus *c)
+{
+    free(c->bytes);
+    memset(c, 0, sizeof *c);
+}
+
+size_t gpt_window_count(size_t n, unsigned T)
+{
+    return n > 1 && T ? (n - 1) / T : 0;
+}
+
+int gpt_windows_make(const uint8_t *bytes, size_t n, unsigned T, const char *what, gpt_windows *w,
+                     char *err, size_t errlen)
+{
+    memset(w, 0, sizeof *w);
+    size_t count = gpt_window_count(n, T), dim = (size_t)T + 1;
+    if (count == 0)
+        return errmsg_set(err, errlen,
+                          "--data: the %s split has %zu bytes, fewer than a window "
+                          "of --context %u + 1",
+                          what, n, T);
+    w->images = malloc(count * dim);
+    w->labels = calloc(count, 1);
+    if (!w->images || !w->labels) {
+        gpt_windows_free(w);
+        return errmsg_set(err, errlen, "--data: out of host memory for the %s windows", what);
+    }
+    for (size_t i = 0; i < count; i++)
+        memcpy(w->images + i * dim, bytes + i * T, dim);
+    if (dataset_wrap(w->images, w->labels, count, dim, &w->set, err, errlen) != 0) {
+        gpt_windows_free(w);
+        return -1;
+    }
+    return 0;
+}
+
+void gpt_windows_free(gpt_windows *w)
+{
+    free(w->images);
+    free(w->labels);
+    memset(w, 0, sizeof *w);
+}
+
+void gpt_baselines_compute(const uint8_t *train, size_t n_train, const dataset *w, size_t n,
+                           gpt_baselines *out)
+{
+    double uni[256] = {0}, after[256] = {0};        /* c(b), c(b .) */
+    double *pair = calloc(256 * 256, sizeof *pair); /* c(a b) at a * 256 + b */
+    out->unigram = out->bigram = NAN;
+    if (!pair)
+        return;
+    for (size_t i = 0; i < n_train; i++) {
+        uni[train[i]] += 1;
+        if (i + 1 < n_train) {
+            after[train[i]] += 1;
+            pair[train[i] * 256 + train[i + 1]] += 1;
+        }
+    }
+    double su = 0, sb = 0;
+    size_t T = w->dim - 1;
+    for (size_t i = 0; i < n && i < w->count; i++) {
+        const uint8_t *x = w->images + i * w->dim;
+        for (size_t t = 0; t < T; t++) {
+            su -= log((uni[x[t + 1]] + 1) / ((double)n_train + 256));
+            sb -= log((pair[x[t] * 256 + x[t + 1]] + 1) / (after[x[t]] + 256));
+        }
+    }
+    size_t m = (n < w->count ? n : w->count) * T;
+    out->unigram = m ? su / (double)m : NAN;
+    out->bigram = m ? sb / (double)m : NAN;
+    free(pair);
+}
+
+double gpt_bits(double nats)
+{
+    return nats / log(2.0);
+}

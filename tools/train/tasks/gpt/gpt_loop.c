@@ -1,0 +1,125 @@
+/* gpt_loop.c - the GPT's part of a run's loop (core/loop.c): a
+ * micro-batch of windows through the model into clgrad's accumulator
+ * (path B), the loss sums, the evaluation on the validation windows, the
+ * per-epoch line, and checkpoints. */
+#include "gpt_run_internal.h"
+#include "loop.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+
+/* Sums i (GPT_TRAIN_SUMS, GPT_EVAL_SUMS) cleared. */
+static int zero_sums(gpt_trainer *t, int i)
+{
+    float z = 0.0f;
+    cl_int e = clEnqueueFillBuffer(clg_context_queue(t->run.ctx), t->sums[i], &z, sizeof z, 0,
+                                   2 * sizeof z, 0, NULL, NULL);
+    return e == CL_SUCCESS ? 0 : gpt_fail_cl(t, "clearing sums", e);
+}
+
+static int read_sums_of(gpt_trainer *t, int i, float *s)
+{
+    cl_int e = clEnqueueReadBuffer(clg_context_queue(t->run.ctx), t->sums[i], CL_TRUE, 0,
+                                   2 * sizeof(float), s, 0, NULL, NULL);
+    return e == CL_SUCCESS ? 0 : gpt_fail_cl(t, "reading sums", e);
+}
+
+int gpt_evaluate(gpt_trainer *t)
+{
+    if (zero_sums(t, GPT_EVAL_SUMS) != 0)
+        return -1;
+    cl_int e = CL_SUCCESS;
+    const devdata *v = &t->run.dtest;
+    for (size_t off = 0; e == CL_SUCCESS && off < v->n; off += t->run.b) {
+        unsigned rows = (unsigned)(v->n - off < t->run.b ? v->n - off : t->run.b);
+        gpt_tokens tok = {v->images, v->idx, (cl_uint)off, t->shape.context + 1};
+        e = gpt_forward(t->m, &tok, rows, t->sums[GPT_EVAL_SUMS]);
+    }
+    if (e != CL_SUCCESS)
+        return gpt_fail_cl(t, "evaluation", e);
+    float s[2];
+    if (read_sums_of(t, GPT_EVAL_SUMS, s) != 0)
+        return -1;
+    t->res->val_loss = s[1] > 0 ? s[0] / (double)s[1] : NAN;
+    return 0;
+}
+
+static int epoch_start(void *task)
+{
+    gpt_trainer *t = task;
+    t->res->epochs = (unsigned)t->run.epoch + 1;
+    return zero_sums(t, GPT_TRAIN_SUMS);
+}
+
+/* rows windows from position off of the epoch's order: forward (their
+ * loss into the sums) and backward, whose gradients, each sequence's mean
+ * over its positions summed over the rows, go into clgrad's accumulator
+ * (path B: weight rows, so that clgrad's mean is the batch's). */
+static int micro(void *task, size_t off, unsigned rows)
+{
+    gpt_trainer *t = task;
+    const devdata *d = &t->run.dtrain;
+    gpt_tokens tok = {d->images, d->idx, (cl_uint)off, t->shape.context + 1};
+    cl_int e = gpt_forward(t->m, &tok, rows, t->sums[GPT_TRAIN_SUMS]);
+    if (e == CL_SUCCESS)
+        e = gpt_backward(t->m, &tok, rows, 1.0f, t->scale, clg_accum_beta(t->run.model));
+    return e == CL_SUCCESS ? 0 : gpt_fail_cl(t, "micro-step", e);
+}
+
+static int updated(void *task)
+{
+    return run_bound_queue(&((gpt_trainer *)task)->run);
+}
+
+static int read_sums(void *task, float *s)
+{
+    return read_sums_of(task, GPT_TRAIN_SUMS, s);
+}
+
+static double running_loss(void *task, const float *s, uint64_t epoch_samples)
+{
+    (void)task;
+    return epoch_samples && s[1] > 0 ? s[0] / (double)s[1] : NAN;
+}
+
+static int save(void *task)
+{
+    gpt_trainer *t = task;
+    return task_settings_save(&t->run, &t->settings);
+}
+
+static int evaluate(void *task)
+{
+    return gpt_evaluate(task);
+}
+
+static int epoch_end(void *task, const float *s, uint64_t epoch_samples, double secs)
+{
+    gpt_trainer *t = task;
+    gpt_result *r = t->res;
+    r->train_loss = s[1] > 0 ? s[0] / (double)s[1] : NAN;
+    progress_log(&t->run.prog,
+                 "epoch %" PRIu64 "/%" PRIu64 ": train loss %.4f  validation %.4f nats/byte "
+                 "(%.3f bits; unigram %.3f, bigram %.3f)  %.1f s  %.0f tokens/s\n",
+                 t->run.epoch + 1, run_epochs(&t->run), r->train_loss, r->val_loss,
+                 gpt_bits(r->val_loss), gpt_bits(r->base.unigram), gpt_bits(r->base.bigram), secs,
+                 secs > 0 ? (double)epoch_samples * t->shape.context / secs : 0.0);
+    return 0;
+}
+
+int gpt_loop(gpt_trainer *t)
+{
+    static const run_loop_hooks hooks = {
+        .epoch_start = epoch_start,
+        .micro = micro,
+        .updated = updated,
+        .n_sums = 2,
+        .read_sums = read_sums,
+        .running_loss = running_loss,
+        .save = save,
+        .evaluate = evaluate,
+        .epoch_end = epoch_end,
+    };
+    return run_loop(&t->run, &hooks, t);
+}

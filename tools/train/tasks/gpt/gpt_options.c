@@ -1,0 +1,155 @@
+/* gpt_options.c - the GPT task's flags (see gpt_options.h). */
+#include "gpt_options.h"
+#include "errmsg.h"
+#include "options_values.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* The presets' shapes: L, NH, C, T. small was measured to train in about
+ * two minutes on 2 CPU cores (PoCL) with the task's default batch, lr and
+ * steps, and to end below the bigram baseline on fortunes; a lower lr
+ * (2e-3 against 3e-3 and 1e-2) and more, smaller updates (batch 8 against
+ * 16 and 32 for the same time) gave the lower validation loss. */
+static const gpt_shape presets[] = {
+    [GPT_PRESET_SMALL] = {2, 4, 64, 64},
+    [GPT_PRESET_TINY] = {2, 2, 32, 24},
+    [GPT_PRESET_124M] = {12, 12, 768, 1024},
+};
+
+void gpt_options_default(gpt_options *g)
+{
+    memset(g, 0, sizeof *g);
+    g->preset = GPT_PRESET_SMALL;
+    g->prompt = "\n";
+    g->temperature = 0.8f;
+}
+
+const char *gpt_preset_name(gpt_preset p)
+{
+    return p == GPT_PRESET_124M ? "gpt2-124m" : p == GPT_PRESET_TINY ? "tiny" : "small";
+}
+
+void gpt_core_defaults(train_options *o)
+{
+    o->data_dir = GPT_DEFAULT_CORPUS;
+    o->batch = 8;
+    o->micro_batch = 4; /* 2 micro-steps per update; capped by a smaller --batch */
+    o->steps = 1000;
+    o->warmup = 20;
+    o->lr = 2e-3f;      /* for every optimizer: the task's, as if given */
+    o->given |= TRAIN_GIVEN_LR;
+}
+
+gpt_shape gpt_options_shape(const gpt_options *g)
+{
+    return (gpt_shape){g->layers, g->heads, g->width, g->context};
+}
+
+static void store_task(const flag_def *f, const flag_run *r, char *buf, size_t len)
+{
+    (void)f;
+    (void)r;
+    snprintf(buf, len, "gpt");
+}
+
+static int parse_memory(const char *flag, const char *val, void *opts, char *err, size_t errlen)
+{
+    return opt_parse_byte_count(flag, val, &((gpt_options *)opts)->memory, err, errlen);
+}
+
+#define AT(f) offsetof(gpt_options, f), sizeof(((gpt_options *)0)->f)
+
+static const int preset_values[] = {GPT_PRESET_SMALL, GPT_PRESET_TINY, GPT_PRESET_124M};
+
+/* Stored ("train.gpt.<key>") and compared on --resume: the shape, which no
+ * resume can change (the checkpoint's tensors have it). */
+static const flag_def rows[] = {
+    {.name = "--preset", .metavar = "NAME",
+     .help = "small (default: 2 layers, 4 heads, 64 wide, context 64;\nabout two minutes on 2 "
+             "CPU cores), tiny (2, 2, 32, 24: tests),\ngpt2-124m (12, 12, 768, 1024: GPT-2 small's "
+             "shape, but its\nvocabulary is 256 bytes, not 50257 tokens: 86.0M params)",
+     .kind = FLAG_CHOICE, AT(preset), .choices = "small|tiny|gpt2-124m", .values = preset_values,
+     .expect = "small, tiny or gpt2-124m", .example = "tiny"},
+    {.name = "--layers", .metavar = "L", .help = "blocks, 1..48 (default: the preset's)",
+     .kind = FLAG_INTEGER, AT(layers), .lo = 1, .hi = GPT_MAX_LAYERS, .example = "3",
+     .stored = 1, .key = "layers"},
+    {.name = "--heads", .metavar = "NH", .help = "attention heads, 1..64 (default: the preset's)",
+     .kind = FLAG_INTEGER, AT(heads), .lo = 1, .hi = 64, .example = "2", .stored = 2,
+     .key = "heads"},
+    {.name = "--width", .metavar = "C",
+     .help = "embedding width, a multiple of --heads, 1..8192\n(default: the preset's)",
+     .kind = FLAG_INTEGER, AT(width), .lo = 1, .hi = 8192, .example = "48", .stored = 3,
+     .key = "width"},
+    {.name = "--context", .metavar = "T",
+     .help = "positions per sequence, 2..4096 (default: the preset's);\nthe training samples are "
+             "the windows of T + 1 bytes at\nstride T",
+     .kind = FLAG_INTEGER, AT(context), .lo = 2, .hi = 4096, .example = "48", .stored = 4,
+     .key = "context"},
+    {.name = "--sample", .metavar = "N",
+     .help = "after training, generate N bytes, 1..1e6 (seeded by --seed,\na sliding context of "
+             "T); a --resume of a finished run (same\n--steps) generates without training",
+     .kind = FLAG_INTEGER, AT(sample), .lo = 1, .hi = 1e6, .example = "100"},
+    {.name = "--prompt", .metavar = "TEXT",
+     .help = "the bytes sampling starts from (default a newline)", .kind = FLAG_TEXT, AT(prompt),
+     .expect = "a non-empty text", .example = "The "},
+    {.name = "--temperature", .metavar = "X",
+     .help = "sampling temperature in [0, 100] (default 0.8; 0: always\nthe most likely byte)",
+     .kind = FLAG_NUMBER, AT(temperature), .lo = 0, .hi = 100, .example = "1"},
+    {.name = "--plan", .help = "print the memory plan (no device needed) and exit",
+     .kind = FLAG_SWITCH, AT(plan), .example = ""},
+    {.name = "--memory", .metavar = "SIZE",
+     .help = "device memory the plan fits, e.g. 8G (default: --vram, or\nthe device's); with "
+             "--auto-micro-batch the run takes the\nlargest micro-batch that fits",
+     .kind = FLAG_CUSTOM, AT(memory), .parse = parse_memory, .example = "8G"},
+    {.stored = 5, .key = "task", .label = "task", .store = store_task},
+};
+
+/* The core's flags the task cannot take (flags.h). */
+static const flag_limit limits[] = {
+    {.flag = "--grad-dtype", .takes = "fp32",
+     .why = "its kernels write fp32 gradients into the fp32 accumulator"},
+    {.flag = "--accum-dtype", .takes = "fp32",
+     .why = "its kernels add fp32 gradients into the accumulator in place (path B)"},
+    {.flag = "--grad-path", .takes = "B",
+     .why = "the GPT's backward writes every gradient into the accumulator (path B)"},
+    {.flag = "--master-dtype", .takes = "fp32",
+     .why = "its kernels and GEMMs read fp32 parameters"},
+    {.flag = "--metrics", .why = "it writes no per-update metrics"},
+    {.flag = "--tuning", .takes = "off", .why = "its GEMMs run on CLBlast's default parameters"},
+};
+
+const flag_table gpt_flag_table = {
+    .rows = rows,
+    .n = sizeof rows / sizeof *rows,
+    .preface = "GPT task (--task gpt): a byte-level GPT-2-style decoder (llm.c's train_gpt2.c)\n"
+               "trained on text: --data FILE, or a directory whose regular files (not links,\n"
+               "not strfile's .dat indexes) are joined in name order (default\n"
+               GPT_DEFAULT_CORPUS ", Debian's fortunes). The last 10% of the bytes\n"
+               "validate. Its own defaults: --batch 8 --micro-batch 4 --steps 1000 --warmup 20\n"
+               "--lr 2e-3 (for every --optimizer):\n",
+    .footer = "It prints the validation loss in nats and bits per byte beside the unigram and\n"
+              "bigram baselines of the same targets; --json adds them.\n",
+    .given_offset = SIZE_MAX,
+    .limits = limits,
+    .n_limits = sizeof limits / sizeof *limits,
+    .scope = "--task gpt",
+};
+
+int gpt_options_check(gpt_options *g, const train_options *o, char *err, size_t errlen)
+{
+    if (!g->enabled)
+        return 0; /* its flags without the task: train_cli_parse refuses them */
+    const gpt_shape *p = &presets[g->preset];
+    g->layers = g->layers ? g->layers : p->layers;
+    g->heads = g->heads ? g->heads : p->heads;
+    g->width = g->width ? g->width : p->width;
+    g->context = g->context ? g->context : p->context;
+    gpt_shape s = gpt_options_shape(g);
+    if (gpt_shape_check(&s, err, errlen) != 0)
+        return -1;
+    (void)o;
+    return 0;
+}

@@ -1,0 +1,50 @@
+/* gpt_run_internal.h - the state of one GPT run, shared by gpt_setup.c (data,
+ * model, memory plan, teardown), gpt_loop.c (the loop's hooks and the
+ * evaluation), gpt_sample.c (generation) and gpt_run.c. Not part of
+ * train_core's interface. */
+#ifndef TRAIN_GPT_RUN_INTERNAL_H
+#define TRAIN_GPT_RUN_INTERNAL_H
+
+#include "gpt_run.h"
+#include "task_settings.h"
+
+typedef struct gpt_trainer {
+    run_state run; /* what every task's run has (run.h) */
+    const gpt_options *g;
+    gpt_result *res;
+
+    gpt_shape shape;
+    gpt_model *m;
+    gpt_corpus corpus;        /* when the run read --data */
+    gpt_windows wtrain, wval; /* its windows */
+    cl_mem sums[2];           /* the loss sum and the positions of the epoch
+                                 (GPT_TRAIN_SUMS) and of the evaluation */
+    uint64_t sums_bytes[2];   /* reserved */
+    clg_view scale;           /* clgrad's loss scale (mem NULL: none) */
+    task_settings settings;   /* train.gpt.* */
+} gpt_trainer;
+
+enum { GPT_TRAIN_SUMS = 0, GPT_EVAL_SUMS = 1 };
+#define GPT_SUMS_BYTES (4 * sizeof(float)) /* both */
+
+#define gpt_fail(t, ...)          run_fail(&(t)->run, __VA_ARGS__)
+#define gpt_fail_clg(t, what, st) run_fail_clg(&(t)->run, what, st)
+#define gpt_fail_cl(t, what, e)   run_fail_cl(&(t)->run, what, e)
+
+/* gpt_setup.c */
+int gpt_setup(gpt_trainer *t, const train_io *io);
+void gpt_print_run_plan(gpt_trainer *t);
+void gpt_teardown(gpt_trainer *t);
+
+/* gpt_plan.c: the largest micro-batch whose activations fit in avail
+ * bytes beside fixed ones (0: none fits), capped at cap. */
+unsigned gpt_fit_micro_batch(const gpt_act_bytes *a, uint64_t avail, uint64_t fixed, unsigned cap);
+
+/* gpt_loop.c */
+int gpt_loop(gpt_trainer *t);
+int gpt_evaluate(gpt_trainer *t);
+
+/* gpt_sample.c: --sample's bytes to stdout */
+int gpt_sample(gpt_trainer *t);
+
+#endif /* TRAIN_GPT_RUN_INTERNAL_H */

@@ -1,0 +1,206 @@
+/* gpt_setup.c - building a GPT run: the corpus and its windows (unless the
+ * caller gave window sets), the context, the micro-batch (--auto-micro-
+ * batch: the largest the memory plan fits), the memory plan refused above
+ * the device's memory, the data order, clgrad's model with the GPT's
+ * tensors, the model's activations, the data on the device, the sums, the
+ * baselines, and the teardown. */
+#include "gpt_run_internal.h"
+#include "memplan.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The training bytes of a caller's windows (window i is bytes i T ..
+ * i T + T), for the baselines: as if the corpus held just them. */
+static int rebuild_train_bytes(gpt_trainer *t, const dataset *w)
+{
+    size_t T = w->dim - 1;
+    gpt_corpus *c = &t->corpus;
+    c->n = c->n_train = w->count * T + 1;
+    if (!(c->bytes = malloc(c->n)))
+        return gpt_fail(t, "out of host memory");
+    for (size_t i = 0; i < w->count; i++)
+        memcpy(c->bytes + i * T, w->images + i * w->dim, w->dim);
+    return 0;
+}
+
+/* The windows of the corpus at --data, training and validation, as the
+ * io the core's run_load_data takes. */
+static int load_data(gpt_trainer *t, const train_io *io, train_io *own)
+{
+    *own = io ? *io : (train_io){0};
+    if (!own->train || !own->test) {
+        const char *path = t->run.opt->data_dir;
+        unsigned T = t->shape.context;
+        if (gpt_corpus_load(path, &t->corpus, t->run.err, t->run.errlen) != 0)
+            return -1;
+        gpt_corpus *c = &t->corpus;
+        if (gpt_windows_make(c->bytes, c->n_train, T, "training", &t->wtrain, t->run.err,
+                             t->run.errlen) != 0 ||
+            gpt_windows_make(c->bytes + c->n_train, c->n - c->n_train, T, "validation", &t->wval,
+                             t->run.err, t->run.errlen) != 0)
+            return -1;
+        own->train = &t->wtrain.set;
+        own->test = &t->wval.set;
+        t->res->corpus_bytes = c->n;
+    }
+    if (own->train->dim != (size_t)t->shape.context + 1 || own->test->dim != own->train->dim)
+        return gpt_fail(t,
+                        "the GPT's samples are windows of --context %u + 1 bytes; the data "
+                        "has %zu and %zu",
+                        t->shape.context, own->train->dim, own->test->dim);
+    if (!t->corpus.bytes && rebuild_train_bytes(t, own->train) != 0)
+        return -1;
+    return run_load_data(&t->run, own);
+}
+
+/* The plan's parts other than the activations' per-sequence bytes. */
+static int plan_fixed(gpt_trainer *t, size_t n_train, size_t n_test, memplan *p)
+{
+    memset(p, 0, sizeof *p);
+    if (run_estimate_model(&t->run, gpt_param_count(&t->shape), 0, 1, &p->model) != 0)
+        return -1;
+    size_t dim = (size_t)t->shape.context + 1;
+    p->data = devdata_bytes(n_train, dim) + devdata_bytes(n_test, dim) + GPT_SUMS_BYTES;
+    p->state_dtype = t->run.opt->state_dtype;
+    p->master_dtype = t->run.opt->master_dtype;
+    return 0;
+}
+
+/* The micro-batch (--micro-batch, or with --auto-micro-batch the largest
+ * the plan fits in --memory, --vram or the device's memory) and the
+ * plan with it, refused above the device's memory. */
+static int choose_micro_batch(gpt_trainer *t, size_t n_train, size_t n_test)
+{
+    const train_options *o = t->run.opt;
+    memplan p;
+    if (plan_fixed(t, n_train, n_test, &p) != 0)
+        return -1;
+    gpt_act_bytes a = gpt_activation_bytes(&t->shape);
+    unsigned cap = o->batch < n_train ? o->batch : (unsigned)n_train;
+    uint64_t device = clg_context_device_info(t->run.ctx)->global_mem_size;
+    uint64_t avail = t->g->memory ? t->g->memory : o->vram ? o->vram : device;
+    t->run.b = o->micro_batch < cap ? o->micro_batch : cap;
+    if (o->auto_micro_batch) {
+        t->run.b = gpt_fit_micro_batch(&a, avail, p.model.total + p.data, cap);
+        if (!t->run.b)
+            return gpt_fail(t,
+                            "--auto-micro-batch: not one sequence fits in %" PRIu64 " B "
+                            "(model %" PRIu64 " B, data %" PRIu64 " B, activations %" PRIu64
+                            " B per sequence + %" PRIu64 " B)",
+                            avail, p.model.total, p.data, a.per_seq, a.fixed);
+    }
+    t->run.k = (o->batch + t->run.b - 1) / t->run.b;
+    p.micro_batch = t->run.b;
+    p.activations = a.per_seq * t->run.b + a.fixed;
+    memplan_total(&p);
+    t->res->planned_bytes = p.total;
+    return memplan_refuse(&p, device, o->allow_over_memory, t->run.err, t->run.errlen);
+}
+
+static int build_model(gpt_trainer *t)
+{
+    int no_decay = 0;
+    clg_status st;
+    if (run_create_model(&t->run, &t->res->lr, &no_decay, &st) != 0)
+        return -1;
+    for (int i = 0; st == CLG_SUCCESS && i < gpt_tensor_count(&t->shape); i++) {
+        gpt_tensor_info ti;
+        gpt_tensor(&t->shape, i, &ti);
+        size_t count = ti.ndim == 2 ? ti.dims[0] * ti.dims[1] : ti.dims[0];
+        int idx = -1;
+        st = clg_model_add_tensor(t->run.model, ti.name, count, ti.decay ? 0 : no_decay, &idx);
+        if (st == CLG_SUCCESS)
+            st = clg_model_set_tensor_shape(t->run.model, idx, (size_t)ti.ndim, ti.dims);
+    }
+    if (st == CLG_SUCCESS)
+        st = clg_model_finalize(t->run.model);
+    if (st != CLG_SUCCESS)
+        return gpt_fail_clg(t, "building the model", st);
+    if (run_init_params(&t->run, gpt_init_params, &t->shape, &t->res->params) != 0)
+        return -1;
+    if (t->run.opt->loss_scale != CLG_LOSS_SCALE_NONE &&
+        (st = clg_model_loss_scale_view(t->run.model, &t->scale)) != CLG_SUCCESS)
+        return gpt_fail_clg(t, "the loss scale's view", st);
+    return 0;
+}
+
+int gpt_setup(gpt_trainer *t, const train_io *io)
+{
+    const train_options *o = t->run.opt;
+    t->shape = gpt_options_shape(t->g);
+    train_io own;
+    if (load_data(t, io, &own) != 0 ||
+        run_open_context(&t->run, &own, t->res->device, sizeof t->res->device) != 0)
+        return -1;
+    size_t n_train, n_test;
+    run_limits(&t->run, &n_train, &n_test);
+    if (choose_micro_batch(t, n_train, n_test) != 0 || run_plan_order(&t->run, n_train) != 0 ||
+        build_model(t) != 0)
+        return -1;
+    if (gpt_create(t->run.ctx, &t->shape, t->run.b, &t->m, t->run.err, t->run.errlen) != 0)
+        return -1;
+    clg_status st = gpt_bind(t->m, t->run.model);
+    if (st != CLG_SUCCESS)
+        return gpt_fail_clg(t, "binding the model's views", st);
+    if (run_upload_data(&t->run, n_train, n_test) != 0)
+        return -1;
+    for (int i = 0; i < 2; i++)
+        if (run_reserve_buffer(&t->run, GPT_SUMS_BYTES / 2, "the loss sums", &t->sums[i],
+                               &t->sums_bytes[i]) != 0)
+            return -1;
+    gpt_result *r = t->res;
+    const dataset *val = t->run.test;
+    gpt_baselines_compute(t->corpus.bytes, t->corpus.n_train, val, n_test, &r->base);
+    r->train_windows = n_train;
+    r->val_windows = n_test;
+    r->micro_batch = t->run.b;
+    r->accum_steps = t->run.k;
+    r->batch = o->batch;
+    r->update_samples = n_train < o->batch ? (unsigned)n_train : o->batch;
+    gpt_act_bytes a = gpt_activation_bytes(&t->shape);
+    r->activation_bytes = a.per_seq * t->run.b + a.fixed;
+    r->data_bytes = t->run.dtrain.bytes + t->run.dtest.bytes;
+    clg_model_plan mp = clg_model_plan_init();
+    if (clg_model_memory(t->run.model, &mp) == CLG_SUCCESS)
+        r->model_bytes = mp.total;
+    const flag_run fr = {.o = o, .cfg = &t->run.cfg, .opts = t->g};
+    task_settings_build(&t->settings, &gpt_flag_table, GPT_TASK_NAME, &fr);
+    run_build_config(&t->run);
+    return 0;
+}
+
+void gpt_print_run_plan(gpt_trainer *t)
+{
+    if (t->run.opt->quiet)
+        return;
+    const gpt_result *r = t->res;
+    uint64_t total = r->model_bytes + r->activation_bytes + r->data_bytes + GPT_SUMS_BYTES;
+    uint64_t cap = clg_context_budget(t->run.ctx);
+    char a[32], b[32], c[32], d[32], f[32];
+    memplan_bytes(a, sizeof a, r->model_bytes);
+    memplan_bytes(b, sizeof b, r->activation_bytes);
+    memplan_bytes(c, sizeof c, r->data_bytes);
+    memplan_bytes(d, sizeof d, total);
+    memplan_bytes(f, sizeof f, cap ? cap : clg_context_device_info(t->run.ctx)->global_mem_size);
+    progress_clear(&t->run.prog);
+    progress_log(&t->run.prog,
+                 "memory plan on %s: model %s (%" PRIu64 " parameters), "
+                 "activations %s (%u sequences of %u), data %s; total %s of %s%s\n",
+                 r->device, a, r->params, b, t->run.b, t->shape.context, c, d, f,
+                 cap ? " (--vram)" : "");
+}
+
+void gpt_teardown(gpt_trainer *t)
+{
+    gpt_destroy(t->m);
+    t->m = NULL;
+    for (int i = 0; i < 2; i++)
+        run_release_buffer(&t->run, &t->sums[i], &t->sums_bytes[i]);
+    run_release(&t->run);
+    gpt_windows_free(&t->wtrain);
+    gpt_windows_free(&t->wval);
+    gpt_corpus_free(&t->corpus);
+}

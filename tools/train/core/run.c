@@ -363,6 +363,7 @@ int run_bound_queue(run_state *r)
 void run_release(run_state *r)
 {
     warn_cache_repairs(r);
+    run_metrics_abort(r); /* a run that failed: the previous file stays */
     for (size_t i = 0; i < sizeof r->ahead / sizeof *r->ahead; i++)
         if (r->ahead[i])
             clReleaseEvent(r->ahead[i]);

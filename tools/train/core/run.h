@@ -10,6 +10,7 @@
 #define TRAIN_RUN_H
 
 #include "clgrad.h"
+#include "atomic_file.h"
 #include "dataset.h"
 #include "devdata.h"
 #include "dist_hooks.h"
@@ -41,6 +42,7 @@ typedef struct run_state {
     train_dist_hooks *dist; /* --dist: this rank's MPI side (dist.h), else NULL */
     writer_lock lock; /* --checkpoint's, held for the run (run_lock_files) */
     const char *save_path; /* run_save's file: --checkpoint's unless set (--save-initial) */
+    atomic_file *metrics;  /* --metrics while it is open (rank 0's under --dist) */
 
     clg_context *ctx;
     int own_ctx;
@@ -208,6 +210,17 @@ void run_release_buffer(run_state *r, cl_mem *buf, uint64_t *reserved);
  * time in that list walk, and the throughput fell with the run's length.
  * Two updates keep the device fed. */
 int run_bound_queue(run_state *r);
+
+/* --metrics (run_metrics.c): the file opened (on rank 0 under --dist;
+ * nothing without the flag), one row per update with the update's mean
+ * training loss and clgrad's statistics (lr, gradient norm, loss scale,
+ * skipped updates), put in place at the end of the run; run_release drops
+ * it (the previous file stays) when the run did not get there. Each
+ * returns 0, or -1 with a message. */
+int run_metrics_open(run_state *r);
+int run_metrics_row(run_state *r, double loss);
+int run_metrics_close(run_state *r);
+void run_metrics_abort(run_state *r);
 
 /* Releases everything above (model, gradients, data, order, context or
  * its budget, the checkpoint's lock); what a task added it releases

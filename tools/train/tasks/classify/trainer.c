@@ -6,7 +6,6 @@
 #include "trainer_internal.h"
 #include "dist.h"
 #include "errmsg.h"
-#include "metrics.h"
 #include "outpaths.h"
 #include "tuning_apply.h"
 
@@ -132,19 +131,8 @@ int train_run_dist(const train_options *opt, const train_io *io, train_dist_hook
 
     if (opt->resume && trainer_resume(t) != 0)
         goto out;
-    if (opt->metrics && run_rank0(&t->run)) {
-        char why[1024];
-        t->metrics = malloc(sizeof *t->metrics);
-        if (!t->metrics || metrics_open(t->metrics, opt->metrics, why, sizeof why) != 0) {
-            if (t->metrics)
-                trainer_fail(t, "--metrics: %s", why);
-            else
-                trainer_fail(t, "--metrics: out of host memory");
-            free(t->metrics);
-            t->metrics = NULL;
-            goto out;
-        }
-    }
+    if (run_metrics_open(&t->run) != 0)
+        goto out;
     if (dist) {
         /* Every rank set up (or the failed one's message on every rank),
          * then the collective part: from here to the end of the loop
@@ -156,16 +144,8 @@ int train_run_dist(const train_options *opt, const train_io *io, train_dist_hook
     if (trainer_loop(t) != 0)
         goto out;
     t->dist_pending = dist != NULL; /* rank 0's outputs: agreed at `out' */
-    if (t->metrics) {
-        char why[1024];
-        int bad = metrics_close(t->metrics, why, sizeof why);
-        free(t->metrics);
-        t->metrics = NULL;
-        if (bad) {
-            trainer_fail(t, "--metrics: %s", why);
-            goto out;
-        }
-    }
+    if (run_metrics_close(&t->run) != 0)
+        goto out;
     clg_stats stats = clg_stats_init();
     clg_status st = clg_model_stats(t->run.model, 1, &stats);
     if (st != CLG_SUCCESS) {

@@ -32,7 +32,6 @@ typedef struct trainer {
     cl_mem sums, eval_sums, one;
     clg_view scale;
 
-    atomic_file *metrics;      /* --metrics while it is open (rank 0 only under --dist) */
     int dist_pending;          /* --dist (run.dist): in a phase whose failures the next
                                   agreement (at the latest train_run's end) must still carry */
 } trainer;

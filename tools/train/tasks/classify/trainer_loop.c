@@ -5,7 +5,6 @@
  * (position.h). */
 #include "trainer_internal.h"
 #include "loop.h"
-#include "metrics.h"
 #include "position.h"
 
 #include <inttypes.h>
@@ -94,34 +93,6 @@ static int trainer_clear_update_loss(trainer *t)
     return e == CL_SUCCESS ? 0 : trainer_fail_cl(t, "clearing sums", e);
 }
 
-static int trainer_metrics_row(trainer *t, double loss)
-{
-    clg_stats st = clg_stats_init();
-    clg_status cs = clg_model_stats(t->run.model, 1, &st);
-    if (cs != CLG_SUCCESS)
-        return trainer_fail_clg(t, "clg_model_stats", cs);
-    metrics_row r = {
-        .update = t->run.updates,
-        .micro_steps = t->run.micro_steps,
-        .samples = t->run.samples,
-        .epoch = (unsigned)t->run.epoch + 1,
-        .loss = loss,
-        .lr = st.lr,
-        .grad_norm = st.grad_norm,
-        .loss_scale = st.loss_scale,
-        .skipped_updates = st.skipped_updates,
-        .samples_per_s = run_samples_per_s(&t->run),
-    };
-    if (metrics_write(t->metrics, &r) != 0) {
-        char why[1024];
-        metrics_close(t->metrics, why, sizeof why); /* fails: says why, drops the temporary */
-        free(t->metrics);
-        t->metrics = NULL;
-        return trainer_fail(t, "--metrics: %s", why);
-    }
-    return 0;
-}
-
 /* The loop's hooks (task.h) for the classifier. */
 static int epoch_start(void *task)
 {
@@ -183,7 +154,7 @@ static int metrics_line(void *task, size_t len, const float *s)
     trainer *t = task;
     if (trainer_clear_update_loss(t) != 0)
         return -1;
-    return t->metrics ? trainer_metrics_row(t, s[2] / (double)len) : 0;
+    return run_metrics_row(&t->run, s[2] / (double)len);
 }
 
 static double running_loss(void *task, const float *s, uint64_t epoch_samples)

@@ -4,7 +4,6 @@
 #include "trainer_internal.h"
 #include "clbuf.h"
 #include "memplan.h"
-#include "metrics.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -190,11 +189,6 @@ void trainer_print_plan(trainer *t)
 
 void trainer_teardown(trainer *t)
 {
-    if (t->metrics) { /* a failed run: the previous file stays */
-        atomic_file_abort(t->metrics);
-        free(t->metrics);
-        t->metrics = NULL;
-    }
     if (t->net)
         mlp_free_activations(t->net);
     run_release_buffer(&t->run, &t->scratch, &t->scratch_bytes);

@@ -119,6 +119,18 @@ cl_int gpt_forward(gpt_model *m, const gpt_tokens *tok, unsigned B, cl_mem sums)
     return err;
 }
 
+cl_int gpt_add_loss(gpt_model *m, unsigned B, cl_mem sums)
+{
+    if (B == 0 || B != m->fwd_B)
+        return CL_INVALID_VALUE; /* not the last forward's */
+    size_t N = (size_t)B * m->s.context;
+    cl_int err = CL_SUCCESS;
+    GPT_RUN(m, err, GPT_PROF_OTHER,
+            gpt_loss_sum(&m->k, (cl_uint)N, gpt_act(m, GPT_ROW_LOSS, 0, N), sums,
+                         m->buf[GPT_SCRATCH]));
+    return err;
+}
+
 cl_int gpt_forward_logits(gpt_model *m, const gpt_tokens *tok, unsigned B, unsigned T)
 {
     if (gpt_check_batch(m, B, T) != 0)

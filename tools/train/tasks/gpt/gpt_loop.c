@@ -49,7 +49,7 @@ static int epoch_start(void *task)
 {
     gpt_trainer *t = task;
     t->res->epochs = (unsigned)t->run.epoch + 1;
-    return zero_sums(t, GPT_TRAIN_SUMS);
+    return zero_sums(t, GPT_TRAIN_SUMS) != 0 ? -1 : zero_sums(t, GPT_UPDATE_SUMS);
 }
 
 /* rows windows from position off of the epoch's order: forward (their
@@ -62,6 +62,8 @@ static int micro(void *task, size_t off, unsigned rows)
     const devdata *d = &t->run.dtrain;
     gpt_tokens tok = {d->images, d->idx, (cl_uint)off, t->shape.context + 1};
     cl_int e = gpt_forward(t->m, &tok, rows, t->sums[GPT_TRAIN_SUMS]);
+    if (e == CL_SUCCESS && t->run.opt->metrics)
+        e = gpt_add_loss(t->m, rows, t->sums[GPT_UPDATE_SUMS]);
     if (e == CL_SUCCESS)
         e = gpt_backward(t->m, &tok, rows, 1.0f, t->scale, clg_accum_beta(t->run.model));
     return e == CL_SUCCESS ? 0 : gpt_fail_cl(t, "micro-step", e);
@@ -72,9 +74,34 @@ static int updated(void *task)
     return run_bound_queue(&((gpt_trainer *)task)->run);
 }
 
+/* --metrics: every rank reads its sums after every update (the flag is the
+ * same on every rank), the core adds them up over the ranks, and rank 0,
+ * which alone has the file, writes the update's mean loss over its
+ * positions. The update's loss is summed apart from the epoch's, so that
+ * it does not lose precision as the epoch's sums grow. */
+static int has_metrics(void *task)
+{
+    return ((gpt_trainer *)task)->run.opt->metrics != NULL;
+}
+
+static int metrics_row(void *task, size_t len, const float *s)
+{
+    (void)len;
+    gpt_trainer *t = task;
+    if (zero_sums(t, GPT_UPDATE_SUMS) != 0)
+        return -1;
+    return run_metrics_row(&t->run, s[3] > 0 ? s[2] / (double)s[3] : NAN);
+}
+
+/* the epoch's loss and positions, then the update's (zeros without
+ * --metrics) */
 static int read_sums(void *task, float *s)
 {
-    return read_sums_of(task, GPT_TRAIN_SUMS, s);
+    gpt_trainer *t = task;
+    if (read_sums_of(t, GPT_TRAIN_SUMS, s) != 0)
+        return -1;
+    s[2] = s[3] = 0.0f;
+    return t->run.opt->metrics ? read_sums_of(t, GPT_UPDATE_SUMS, s + 2) : 0;
 }
 
 static double running_loss(void *task, const float *s, uint64_t epoch_samples)
@@ -114,8 +141,10 @@ int gpt_loop(gpt_trainer *t)
         .epoch_start = epoch_start,
         .micro = micro,
         .updated = updated,
-        .n_sums = 2,
+        .n_sums = 4,
         .read_sums = read_sums,
+        .sync_every_update = has_metrics,
+        .after_update = metrics_row,
         .running_loss = running_loss,
         .save = save,
         .evaluate = evaluate,

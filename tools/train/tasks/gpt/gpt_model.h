@@ -87,6 +87,10 @@ clg_status gpt_bind(gpt_model *m, const clg_model *model);
  * and the position count added (gpt_loss_sum). */
 cl_int gpt_forward(gpt_model *m, const gpt_tokens *tok, unsigned B, cl_mem sums);
 
+/* The last forward's per-position losses summed into sums as gpt_forward
+ * does (e.g. a second sum over another span, --metrics' per update). */
+cl_int gpt_add_loss(gpt_model *m, unsigned B, cl_mem sums);
+
 /* Backward of the last forward: every weight gradient of the mean loss
  * over each sequence's T positions, times dscale, times loss_scale's float
  * (clg_model_loss_scale_view; mem NULL: 1), into clgrad's accumulator as

@@ -117,7 +117,6 @@ static const flag_limit limits[] = {
      .why = "the GPT's backward writes every gradient into the accumulator (path B)"},
     {.flag = "--master-dtype", .takes = "fp32",
      .why = "its kernels and GEMMs read fp32 parameters"},
-    {.flag = "--metrics", .why = "it writes no per-update metrics"},
     {.flag = "--tuning", .takes = "off", .why = "its GEMMs run on CLBlast's default parameters"},
 };
 

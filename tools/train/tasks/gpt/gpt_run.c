@@ -60,6 +60,8 @@ int gpt_run_dist(const train_options *o, const gpt_options *g, const train_io *i
     if (o->resume && task_settings_resume(&t->run, &t->settings, res->overridden,
                                           sizeof res->overridden) != 0)
         goto out;
+    if (run_metrics_open(&t->run) != 0)
+        goto out;
     if (dist) {
         /* every rank set up, then the collective part, where every rank
          * fails together */
@@ -70,6 +72,8 @@ int gpt_run_dist(const train_options *o, const gpt_options *g, const train_io *i
     if (gpt_loop(t) != 0)
         goto out;
     pending = dist != NULL; /* rank 0's outputs: agreed at `out' */
+    if (run_metrics_close(&t->run) != 0)
+        goto out;
     res->peak_device_bytes = clg_context_peak_device_bytes(t->run.ctx);
     double t1 = progress_now();
     /* the loop evaluated at its end (rank 0) */

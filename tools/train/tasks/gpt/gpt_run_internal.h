@@ -17,15 +17,16 @@ typedef struct gpt_trainer {
     gpt_model *m;
     gpt_corpus corpus;        /* when the run read --data */
     gpt_windows wtrain, wval; /* its windows */
-    cl_mem sums[2];           /* the loss sum and the positions of the epoch
-                                 (GPT_TRAIN_SUMS) and of the evaluation */
-    uint64_t sums_bytes[2];   /* reserved */
+    cl_mem sums[3];           /* the loss sum and the positions of the epoch
+                                 (GPT_TRAIN_SUMS), of the evaluation and of
+                                 the update (--metrics) */
+    uint64_t sums_bytes[3];   /* reserved */
     clg_view scale;           /* clgrad's loss scale (mem NULL: none) */
     task_settings settings;   /* train.gpt.* */
 } gpt_trainer;
 
-enum { GPT_TRAIN_SUMS = 0, GPT_EVAL_SUMS = 1 };
-#define GPT_SUMS_BYTES (4 * sizeof(float)) /* both */
+enum { GPT_TRAIN_SUMS = 0, GPT_EVAL_SUMS = 1, GPT_UPDATE_SUMS = 2, GPT_N_SUMS = 3 };
+#define GPT_SUMS_BYTES (GPT_N_SUMS * 2 * sizeof(float)) /* all of them */
 
 #define gpt_fail(t, ...)          run_fail(&(t)->run, __VA_ARGS__)
 #define gpt_fail_clg(t, what, st) run_fail_clg(&(t)->run, what, st)

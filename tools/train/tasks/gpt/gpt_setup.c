@@ -147,8 +147,8 @@ int gpt_setup(gpt_trainer *t, const train_io *io)
         return gpt_fail_clg(t, "binding the model's views", st);
     if (run_upload_data(&t->run, n_train, n_test) != 0)
         return -1;
-    for (int i = 0; i < 2; i++)
-        if (run_reserve_buffer(&t->run, GPT_SUMS_BYTES / 2, "the loss sums", &t->sums[i],
+    for (int i = 0; i < GPT_N_SUMS; i++)
+        if (run_reserve_buffer(&t->run, GPT_SUMS_BYTES / GPT_N_SUMS, "the loss sums", &t->sums[i],
                                &t->sums_bytes[i]) != 0)
             return -1;
     gpt_result *r = t->res;
@@ -197,7 +197,7 @@ void gpt_teardown(gpt_trainer *t)
 {
     gpt_destroy(t->m);
     t->m = NULL;
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < GPT_N_SUMS; i++)
         run_release_buffer(&t->run, &t->sums[i], &t->sums_bytes[i]);
     run_release(&t->run);
     gpt_windows_free(&t->wtrain);

@@ -1,0 +1,78 @@
+/* run_metrics.c - a run's --metrics file (see run.h): opened on the rank
+ * that writes it, one row per update with clgrad's own statistics, put in
+ * place at the end, or dropped (the previous file kept) when the run
+ * fails. */
+#include "run.h"
+#include "dist.h"
+#include "metrics.h"
+
+#include <stdlib.h>
+
+int run_metrics_open(run_state *r)
+{
+    if (!r->opt->metrics || !run_rank0(r))
+        return 0;
+    char why[1024];
+    r->metrics = malloc(sizeof *r->metrics);
+    if (!r->metrics)
+        return run_fail(r, "--metrics: out of host memory");
+    if (metrics_open(r->metrics, r->opt->metrics, why, sizeof why) != 0) {
+        free(r->metrics);
+        r->metrics = NULL;
+        return run_fail(r, "--metrics: %s", why);
+    }
+    return 0;
+}
+
+/* Closes the file: put in place (commit), or dropped. */
+static int finish(run_state *r, int commit)
+{
+    char why[1024];
+    int bad = commit ? metrics_close(r->metrics, why, sizeof why) : 0;
+    if (!commit)
+        atomic_file_abort(r->metrics);
+    free(r->metrics);
+    r->metrics = NULL;
+    return bad ? run_fail(r, "--metrics: %s", why) : 0;
+}
+
+int run_metrics_row(run_state *r, double loss)
+{
+    if (!r->metrics)
+        return 0;
+    clg_stats st = clg_stats_init();
+    clg_status cs = clg_model_stats(r->model, 1, &st);
+    if (cs != CLG_SUCCESS)
+        return run_fail_clg(r, "clg_model_stats", cs);
+    metrics_row row = {
+        .update = r->updates,
+        .micro_steps = r->micro_steps,
+        .samples = r->samples,
+        .epoch = (unsigned)r->epoch + 1,
+        .loss = loss,
+        .lr = st.lr,
+        .grad_norm = st.grad_norm,
+        .loss_scale = st.loss_scale,
+        .skipped_updates = st.skipped_updates,
+        .samples_per_s = run_samples_per_s(r),
+    };
+    if (metrics_write(r->metrics, &row) != 0) {
+        char why[1024];
+        metrics_close(r->metrics, why, sizeof why); /* fails: says why, drops the temporary */
+        free(r->metrics);
+        r->metrics = NULL;
+        return run_fail(r, "--metrics: %s", why);
+    }
+    return 0;
+}
+
+int run_metrics_close(run_state *r)
+{
+    return r->metrics ? finish(r, 1) : 0;
+}
+
+void run_metrics_abort(run_state *r)
+{
+    if (r->metrics)
+        finish(r, 0);
+}

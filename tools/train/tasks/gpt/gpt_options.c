@@ -110,10 +110,9 @@ static const flag_def rows[] = {
 /* The core's flags the task cannot take (flags.h). */
 static const flag_limit limits[] = {
     {.flag = "--grad-dtype", .takes = "fp32",
-     .why = "its kernels write fp32 gradients into the fp32 accumulator"},
+     .why = "its kernels write fp32 gradients"},
     {.when = "--accum-dtype=fp32", .flag = "--grad-path", .takes = "B",
-     .why = "the GPT's backward writes every gradient into an fp32 accumulator in place; "
-            "--accum-dtype bf16 takes A or C (default C)"},
+     .why = "--task gpt adds into an fp32 accumulator in place; bf16 takes A or C"},
     {.flag = "--tuning", .takes = "off", .why = "its GEMMs run on CLBlast's default parameters"},
 };
 

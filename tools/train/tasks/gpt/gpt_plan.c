@@ -2,11 +2,11 @@
  * OpenCL call): clgrad's arenas for each optimizer-state dtype
  * (clg_model_estimate) with what the run adds beside them (clgrad's fp32
  * gradient buffers on paths A/C, the task's fp32 copy of bf16 master
- * weights: in "other" and the model total), the activations per sequence at the context
- * (gpt_activation_bytes: what gpt_create reserves) and the windows on the
- * device; from them the largest micro-batch that fits in --memory (or
- * --vram) and the micro-steps k of --batch. The run's own plan (gpt_setup.c)
- * adds up the same parts. */
+ * weights: in "other" and the model total), the activations per sequence
+ * at the context (gpt_activation_bytes: what gpt_create reserves) and the
+ * windows on the device; from them the largest micro-batch that fits in
+ * --memory (or --vram) and the micro-steps k of --batch. The run's own
+ * plan (gpt_setup.c) adds up the same parts. */
 #include "gpt_run_internal.h"
 #include "errmsg.h"
 #include "memplan.h"

@@ -23,7 +23,7 @@ small generated corpus and tiny models (seconds each on 2 PoCL cores):
               resumed from its checkpoint: bit-identical to the whole run;
               the same with bf16 master weights, alone and with a bf16
               accumulator;
-  mixed       --master-dtype bf16 and --accum-dtype bf16 (path C) beside
+  mixed       --master-dtype bf16 and --accum-dtype bf16 (path C, and A) beside
               the fp32 run on the same data and updates: the validation
               loss after 100 updates within 0.05 nats of the fp32 run's
               and below 0.6 x the one after 1 update; the gradient norm
@@ -231,7 +231,8 @@ def test_mixed():
     base = run_json(*LEARN, "--steps", "100")["val_loss"]
     fp32_csv = os.path.join(TMP, "fp32.csv")
     run(*LEARN, "--steps", "4", "--metrics", fp32_csv)
-    for mixed in (["--master-dtype", "bf16"], ["--accum-dtype", "bf16"]):
+    for mixed in (["--master-dtype", "bf16"], ["--accum-dtype", "bf16"],
+                  ["--accum-dtype", "bf16", "--grad-path", "A"]):
         name = " ".join(mixed)
         r = run_json(*LEARN, *mixed, "--steps", "100")
         check(abs(r["val_loss"] - base) <= 0.05 and r["val_loss"] < 0.6 * first,

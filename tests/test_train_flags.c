@@ -338,22 +338,25 @@ static const combination combinations[] = {
      "--master-dtype bf16: not with --dist zero1 (a sharded model does not support bf16 "
      "params)"},
     {{"--task", "gpt", "--grad-dtype", "bf16"},
-     "--grad-dtype bf16: not with --task gpt (its kernels write fp32 gradients into the fp32 "
-     "accumulator)"},
+     "--grad-dtype bf16: not with --task gpt (its kernels write fp32 gradients)"},
     {{"--task", "gpt", "--grad-dtype", "fp16", "--grad-path", "C"},
-     "--grad-dtype fp16: not with --task gpt (its kernels write fp32 gradients into the fp32 "
-     "accumulator)"},
-    {{"--task", "gpt", "--accum-dtype", "bf16"},
-     "--accum-dtype bf16: not with --task gpt (its kernels add fp32 gradients into the "
-     "accumulator in place (path B))"},
+     "--grad-dtype fp16: not with --task gpt (its kernels write fp32 gradients)"},
     {{"--task", "gpt", "--grad-path", "A"},
-     "--grad-path A: not with --task gpt (the GPT's backward writes every gradient into the "
-     "accumulator (path B))"},
+     "--grad-path A: not with --accum-dtype fp32 (--task gpt adds into an fp32 accumulator in "
+     "place; bf16 takes A or C)"},
     {{"--task", "gpt", "--grad-path", "C"},
-     "--grad-path C: not with --task gpt (the GPT's backward writes every gradient into the "
-     "accumulator (path B))"},
-    {{"--task", "gpt", "--master-dtype", "bf16"},
-     "--master-dtype bf16: not with --task gpt (its kernels and GEMMs read fp32 parameters)"},
+     "--grad-path C: not with --accum-dtype fp32 (--task gpt adds into an fp32 accumulator in "
+     "place; bf16 takes A or C)"},
+    /* a bf16 accumulator takes path C (or A), bf16 master weights an fp32 copy */
+    {{"--task", "gpt", "--accum-dtype", "bf16"}, NULL},
+    {{"--task", "gpt", "--accum-dtype", "bf16", "--grad-path", "A"}, NULL},
+    {{"--task", "gpt", "--accum-dtype", "bf16", "--grad-path", "C", "--master-dtype", "bf16"},
+     NULL},
+    {{"--task", "gpt", "--accum-dtype", "bf16", "--grad-path", "B"},
+     "--grad-path: B's GEMMs write fp32 gradients in place; --accum-dtype bf16 needs A or C"},
+    {{"--task", "gpt", "--master-dtype", "bf16"}, NULL},
+    {{"--task", "gpt", "--dist", "ddp", "--accum-dtype", "bf16"},
+     "--accum-dtype bf16: not with --dist (clgrad sums only fp32 accumulators across ranks)"},
     {{"--task", "gpt", "--metrics", "m.csv"}, NULL},
     {{"--task", "gpt", "--tuning", "auto"},
      "--tuning auto: not with --task gpt (its GEMMs run on CLBlast's default parameters)"},

@@ -255,6 +255,8 @@ static const flag_limit limits[] = {
      .why = "every rank must use the same --micro-batch; give one that fits"},
     {.when = "--dist=zero1", .flag = "--master-dtype", .takes = "fp32",
      .why = "a sharded model does not support bf16 params"},
+    {.when = "--dist", .flag = "--accum-dtype", .takes = "fp32",
+     .why = "clgrad sums only fp32 accumulators across ranks"},
 };
 
 const flag_table train_flag_table = {

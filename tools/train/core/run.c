@@ -119,11 +119,16 @@ int run_estimate_model(run_state *r, uint64_t n, unsigned shard, unsigned shards
                                : clg_model_estimate(&cfg, n, p);
     if (st != CLG_SUCCESS)
         return run_fail_clg(r, "the model's memory plan", st);
-    /* paths A and C: clgrad's gradient buffers, of --grad-dtype */
-    if (r->opt->path != GRAD_PATH_B)
-        p->grad_buffers = n * (r->opt->grad_dtype == CLG_FP32 ? 4 : 2);
+    p->grad_buffers = run_grad_buffer_bytes(r->opt, n);
     p->total += p->grad_buffers;
     return 0;
+}
+
+uint64_t run_grad_buffer_bytes(const train_options *o, uint64_t n)
+{
+    if (o->path == GRAD_PATH_B)
+        return 0;
+    return n * (o->grad_dtype == CLG_FP32 ? 4 : 2);
 }
 
 int run_open_context(run_state *r, const train_io *io, char *device, size_t len)

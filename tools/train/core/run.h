@@ -105,6 +105,9 @@ int run_upload_data(run_state *r, size_t n_train, size_t n_test);
  * exists. */
 int run_estimate_model(run_state *r, uint64_t n, unsigned shard, unsigned shards,
                        clg_model_plan *p);
+/* Bytes of clgrad's gradient buffers of n parameters as the run creates
+ * them: --grad-dtype's on paths A and C, none on path B. */
+uint64_t run_grad_buffer_bytes(const train_options *o, uint64_t n);
 
 /* The caller's context, else one on --device; --vram's budget; the
  * device's name into device (len bytes). */

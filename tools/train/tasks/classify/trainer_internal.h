@@ -9,6 +9,7 @@
 #include "atomic_file.h"
 #include "devdata.h"
 #include "mlp.h"
+#include "model_fp32.h"
 #include "run.h"
 #include "trainer.h"
 
@@ -20,12 +21,8 @@ typedef struct trainer {
 
     mlp_shape shape;           /* the MLP's widths */
     mlp *net;
-    cl_mem scratch;            /* fp32 gradients before fp16/bf16 stores */
-    uint64_t scratch_bytes;    /* reserved */
-    clg_view scratch_view[2 * MLP_MAX_LAYERS];
-    cl_mem weights;            /* bf16 master: the GEMMs' fp32 copy (trainer_weights.c) */
-    uint64_t weights_bytes;    /* reserved */
-    clg_view master_view[2 * MLP_MAX_LAYERS]; /* bf16 master: clgrad's params */
+    model_fp32 scratch;        /* fp32 gradients before fp16/bf16 stores */
+    model_fp32 weights;        /* bf16 master: the GEMMs' fp32 copy */
     clg_view targets[2 * MLP_MAX_LAYERS];
     clg_view grad_view[2 * MLP_MAX_LAYERS];
     int n_tensors;
@@ -44,6 +41,9 @@ typedef struct trainer {
 /* trainer_setup.c */
 int trainer_build_model(trainer *t);
 int trainer_setup_gradients(trainer *t);
+/* With --master-dtype bf16, the fp32 copy of the weights the MLP reads
+ * (model_fp32.h; nothing otherwise). */
+int trainer_setup_weights(trainer *t);
 int trainer_setup_buffers(trainer *t);
 int trainer_fit_activations(trainer *t);
 /* The memory plan of the run before anything is loaded or allocated (the
@@ -53,16 +53,6 @@ int trainer_check_plan(trainer *t, const train_io *io);
 void trainer_print_plan(trainer *t);
 void trainer_teardown(trainer *t);
 
-/* trainer_weights.c: with --master-dtype bf16, the fp32 copy the MLP reads
- * (a no-op otherwise); and the model-sized fp32 buffers it and the
- * gradient scratch are made of */
-/* An fp32 buffer as large as the model, charged to the budget (what names
- * it in a failure), and one view of it per tensor in model order. */
-int trainer_split_buffer(trainer *t, const char *what, cl_mem *buf, uint64_t *bytes,
-                         clg_view *views);
-int trainer_setup_weights(trainer *t);
-int trainer_widen_weights(trainer *t);
-void trainer_release_weights(trainer *t);
 
 /* trainer_loop.c: --resume's checks and position, then the loop
  * (core/loop.c with the classifier's hooks, plain or --dist) to the end

@@ -42,7 +42,7 @@ int trainer_resume(trainer *t)
         return trainer_fail(t, "--resume: %s: batch position %" PRIu64 " beyond the epoch's %" PRIu64,
                     t->run.opt->resume, p.next_batch, t->run.batches_per_epoch);
     run_set_position(&t->run, &p);
-    return trainer_widen_weights(t); /* bf16 master: the loaded params */
+    return model_fp32_widen(&t->run, &t->weights); /* bf16 master: the loaded params */
 }
 
 /* ------------------------------------------------------------ training */
@@ -120,10 +120,10 @@ static int micro(void *task, size_t off, unsigned rows)
     float beta = o->path == GRAD_PATH_B ? clg_accum_beta(t->run.model) : 0.0f;
     if (e == CL_SUCCESS)
         e = mlp_backward(t->net, rows, t->targets, beta);
-    for (int j = 0; j < t->n_tensors && e == CL_SUCCESS && t->scratch; j++)
-        e = mlp_convert(&t->net->k, o->grad_dtype, t->scratch, t->scratch_view[j].offset,
+    for (int j = 0; j < t->n_tensors && e == CL_SUCCESS && t->scratch.buf; j++)
+        e = mlp_convert(&t->net->k, o->grad_dtype, t->scratch.buf, t->scratch.view[j].offset,
                         t->grad_view[j].mem, t->grad_view[j].offset,
-                        (cl_uint)t->scratch_view[j].count);
+                        (cl_uint)t->scratch.view[j].count);
     if (e != CL_SUCCESS)
         return trainer_fail_cl(t, "micro-step", e);
     return 0;
@@ -131,9 +131,10 @@ static int micro(void *task, size_t off, unsigned rows)
 
 static int updated(void *task)
 {
-    if (trainer_widen_weights(task) != 0) /* bf16 master: the next forward's fp32 copy */
+    trainer *t = task;
+    if (model_fp32_widen(&t->run, &t->weights) != 0) /* bf16 master: the next forward's copy */
         return -1;
-    return run_bound_queue(&((trainer *)task)->run);
+    return run_bound_queue(&t->run);
 }
 
 /* loss, correct answers, the loss since the last --metrics row, unused */

@@ -61,11 +61,20 @@ int trainer_setup_gradients(trainer *t)
     }
     if (o->grad_dtype == CLG_FP32)
         return 0;
-    if (trainer_split_buffer(t, "fp32 gradient scratch", &t->scratch, &t->scratch_bytes,
-                             t->scratch_view) != 0)
+    if (model_fp32_reserve(&t->run, "fp32 gradient scratch", &t->scratch) != 0)
         return -1;
     for (int i = 0; i < t->n_tensors; i++)
-        t->targets[i] = t->scratch_view[i];
+        t->targets[i] = t->scratch.view[i];
+    return 0;
+}
+
+int trainer_setup_weights(trainer *t)
+{
+    if (model_fp32_master(&t->run, &t->weights) != 0)
+        return -1;
+    /* tensor 2l is layer l's weight, 2l + 1 its bias (mlp_add_tensors) */
+    for (int i = 0; t->weights.buf && i < t->n_tensors; i++)
+        *(i % 2 ? &t->net->b_view[i / 2] : &t->net->w_view[i / 2]) = t->weights.view[i];
     return 0;
 }
 
@@ -151,8 +160,7 @@ int trainer_check_plan(trainer *t, const train_io *io)
     /* as trainer_setup_gradients and trainer_setup_weights allocate them */
     if (o->path != GRAD_PATH_B && o->grad_dtype != CLG_FP32)
         p.grad_scratch = 4 * n;
-    if (o->master_dtype == CLG_BF16)
-        p.weights = 4 * n;
+    p.weights = model_fp32_master_bytes(o, n);
     /* --auto-micro-batch halves down to 1 before it gives up */
     p.activations = mlp_activation_bytes(t->shape.dims, t->shape.n_dims,
                                          o->auto_micro_batch ? 1 : t->run.b);
@@ -173,8 +181,8 @@ void trainer_print_plan(trainer *t)
     clg_model_memory(t->run.model, &p.model); /* includes the gradient buffers of paths A/C */
     p.activations = mlp_activation_bytes(t->shape.dims, t->shape.n_dims, t->run.b);
     p.micro_batch = t->run.b;
-    p.grad_scratch = t->scratch_bytes;
-    p.weights = t->weights_bytes;
+    p.grad_scratch = t->scratch.bytes;
+    p.weights = t->weights.bytes;
     p.state_dtype = t->run.opt->state_dtype;
     p.master_dtype = t->run.opt->master_dtype;
     clg_model_shard(t->run.model, &p.shard, &p.shards);
@@ -191,8 +199,8 @@ void trainer_teardown(trainer *t)
 {
     if (t->net)
         mlp_free_activations(t->net);
-    run_release_buffer(&t->run, &t->scratch, &t->scratch_bytes);
-    trainer_release_weights(t);
+    model_fp32_release(&t->run, &t->scratch);
+    model_fp32_release(&t->run, &t->weights);
     cl_mem *small[] = {&t->sums, &t->eval_sums, &t->one};
     clbuf_release_mems(small, 3);
     mlp_destroy(t->net);

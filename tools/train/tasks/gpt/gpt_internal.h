@@ -107,7 +107,8 @@ struct gpt_model {
     uint64_t reserved; /* bytes reserved against the budget */
     int n_bufs;
     cl_mem buf[GPT_MAX_BUFS];
-    int bound;
+    int params_bound, grads_bound; /* fp32 views in param and acc */
+    /* the parameters and the gradient targets (accumulator or buffers) */
     clg_view param[GPT_MAX_TENSORS], acc[GPT_MAX_TENSORS];
     unsigned fwd_B, fwd_T; /* the last forward's (gpt_backward checks) */
     int profiling;

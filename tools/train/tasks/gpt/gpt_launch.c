@@ -34,7 +34,10 @@ void gpt_block_views_of(const gpt_model *m, int l, unsigned B, unsigned T, gpt_b
 
 int gpt_check_batch(const gpt_model *m, unsigned B, unsigned T)
 {
-    return m->bound && B >= 1 && B <= m->rows && T >= 1 && T <= m->s.context ? 0 : -1;
+    return m->params_bound && m->grads_bound && B >= 1 && B <= m->rows && T >= 1 &&
+                   T <= m->s.context
+               ? 0
+               : -1;
 }
 
 cl_int gpt_gemm(gpt_model *m, int ta, int tb, size_t M, size_t N, size_t K, clg_view a, size_t lda,

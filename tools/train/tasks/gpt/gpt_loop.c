@@ -1,6 +1,6 @@
 /* gpt_loop.c - the GPT's part of a run's loop (core/loop.c): a
  * micro-batch of windows through the model into clgrad's accumulator
- * (path B), the loss sums, the evaluation on the validation windows, the
+ * (path B) or gradient buffers (A/C), the loss sums, the evaluation on the validation windows, the
  * per-epoch line, and checkpoints. */
 #include "gpt_run_internal.h"
 #include "loop.h"
@@ -53,9 +53,12 @@ static int epoch_start(void *task)
 }
 
 /* rows windows from position off of the epoch's order: forward (their
- * loss into the sums) and backward, whose gradients, each sequence's mean
- * over its positions summed over the rows, go into clgrad's accumulator
- * (path B: weight rows, so that clgrad's mean is the batch's). */
+ * loss into the sums) and backward. Path B: the gradients, each
+ * sequence's mean over its positions summed over the rows, go into
+ * clgrad's accumulator; paths A/C (a bf16 accumulator): the micro-batch's
+ * mean into clgrad's gradient buffers, which clgrad multiplies by the
+ * weight. Either way the core's clg_step weighs the micro-step by its
+ * rows, so that clgrad's mean is the batch's. */
 static int micro(void *task, size_t off, unsigned rows)
 {
     gpt_trainer *t = task;
@@ -64,14 +67,20 @@ static int micro(void *task, size_t off, unsigned rows)
     cl_int e = gpt_forward(t->m, &tok, rows, t->sums[GPT_TRAIN_SUMS]);
     if (e == CL_SUCCESS && t->run.opt->metrics)
         e = gpt_add_loss(t->m, rows, t->sums[GPT_UPDATE_SUMS]);
+    int path_b = t->run.opt->path == GRAD_PATH_B;
+    float dscale = path_b ? 1.0f : 1.0f / (float)rows;
+    float beta = path_b ? clg_accum_beta(t->run.model) : 0.0f;
     if (e == CL_SUCCESS)
-        e = gpt_backward(t->m, &tok, rows, 1.0f, t->scale, clg_accum_beta(t->run.model));
+        e = gpt_backward(t->m, &tok, rows, dscale, t->scale, beta);
     return e == CL_SUCCESS ? 0 : gpt_fail_cl(t, "micro-step", e);
 }
 
 static int updated(void *task)
 {
-    return run_bound_queue(&((gpt_trainer *)task)->run);
+    gpt_trainer *t = task;
+    if (model_fp32_widen(&t->run, &t->weights) != 0) /* bf16 master: the next forward's copy */
+        return -1;
+    return run_bound_queue(&t->run);
 }
 
 /* --metrics: every rank reads its sums after every update (the flag is the

@@ -127,10 +127,8 @@ int gpt_create(clg_context *ctx, const gpt_shape *s, unsigned rows, gpt_model **
 clg_status gpt_bind(gpt_model *m, const clg_model *model)
 {
     const clg_config *cfg = clg_model_get_config(model);
-    /* the GEMMs and kernels read and write fp32 */
-    if (cfg->acc_dtype != CLG_FP32 || cfg->master_dtype != CLG_FP32)
-        return CLG_ERR_UNSUPPORTED;
     int n = gpt_tensor_count(&m->s);
+    m->params_bound = m->grads_bound = 0;
     if ((int)clg_model_tensor_count(model) != n)
         return CLG_ERR_INVALID_ARGUMENT;
     for (int i = 0; i < n; i++) {
@@ -146,8 +144,23 @@ clg_status gpt_bind(gpt_model *m, const clg_model *model)
         if (st != CLG_SUCCESS)
             return st;
     }
-    m->bound = 1;
+    /* the GEMMs and kernels read and write fp32: bf16 ones wait for
+     * gpt_bind_params and gpt_bind_grads */
+    m->params_bound = cfg->master_dtype == CLG_FP32;
+    m->grads_bound = cfg->acc_dtype == CLG_FP32;
     return CLG_SUCCESS;
+}
+
+void gpt_bind_params(gpt_model *m, const clg_view *params)
+{
+    memcpy(m->param, params, (size_t)gpt_tensor_count(&m->s) * sizeof *params);
+    m->params_bound = 1;
+}
+
+void gpt_bind_grads(gpt_model *m, const clg_view *grads)
+{
+    memcpy(m->acc, grads, (size_t)gpt_tensor_count(&m->s) * sizeof *grads);
+    m->grads_bound = 1;
 }
 
 void gpt_profile(gpt_model *m, int on)

@@ -6,7 +6,8 @@
  * (one tensor each, in the order of gpt_tensor); forward and backward are
  * cl/gpt.cl's kernels (gpt_kernels.h) and CLBlast GEMMs (mlp_gemm), the
  * backward writing every weight gradient straight into clgrad's
- * accumulator with beta = clg_accum_beta (path B). */
+ * accumulator with beta = clg_accum_beta (path B), or into other fp32
+ * targets with beta 0 (paths A/C: gpt_bind_grads). */
 #ifndef TRAIN_GPT_MODEL_H
 #define TRAIN_GPT_MODEL_H
 
@@ -77,10 +78,18 @@ void gpt_destroy(gpt_model *m);
 
 /* The parameter and accumulator views of clgrad's model (built with the
  * tensors of gpt_tensor, in order, and finalized). CLG_ERR_INVALID_ARGUMENT
- * when its tensors are not gpt_tensor's (names, sizes, count),
- * CLG_ERR_UNSUPPORTED for bf16 accumulators or master weights (the passes
- * read and write fp32). */
+ * when its tensors are not gpt_tensor's (names, sizes, count). The passes
+ * read and write fp32: bf16 master weights (master_dtype CLG_BF16) leave
+ * the parameters unbound until gpt_bind_params gives fp32 ones, a bf16
+ * accumulator the gradient targets until gpt_bind_grads; the passes
+ * refuse to run before both are bound. */
 clg_status gpt_bind(gpt_model *m, const clg_model *model);
+/* Other fp32 views, gpt_tensor_count of them in model order, for the
+ * parameters (e.g. model_fp32.h's copy of bf16 master weights) or for the
+ * gradient targets (e.g. clgrad's fp32 gradient buffers of paths A/C),
+ * in place of clgrad's. */
+void gpt_bind_params(gpt_model *m, const clg_view *params);
+void gpt_bind_grads(gpt_model *m, const clg_view *grads);
 
 /* Forward of B <= rows sequences of tok (T = the shape's context): the
  * logits and the per-position losses; sums (NULL: none) gets the loss sum
@@ -93,10 +102,12 @@ cl_int gpt_add_loss(gpt_model *m, unsigned B, cl_mem sums);
 
 /* Backward of the last forward: every weight gradient of the mean loss
  * over each sequence's T positions, times dscale, times loss_scale's float
- * (clg_model_loss_scale_view; mem NULL: 1), into clgrad's accumulator as
+ * (clg_model_loss_scale_view; mem NULL: 1), into the gradient targets
+ * (clgrad's accumulator, or gpt_bind_grads') as
  * acc = beta * acc + gradient. For path B with micro-batch weight rows the
  * caller passes dscale 1 (sum over the rows of each sequence's mean) and
- * beta = clg_accum_beta. */
+ * beta = clg_accum_beta; for paths A/C (clgrad multiplies the gradients
+ * by the weight rows) dscale 1 / B (the micro-batch's mean) and beta 0. */
 cl_int gpt_backward(gpt_model *m, const gpt_tokens *tok, unsigned B, float dscale,
                     clg_view loss_scale, float beta);
 

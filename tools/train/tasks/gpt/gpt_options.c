@@ -110,13 +110,9 @@ static const flag_def rows[] = {
 /* The core's flags the task cannot take (flags.h). */
 static const flag_limit limits[] = {
     {.flag = "--grad-dtype", .takes = "fp32",
-     .why = "its kernels write fp32 gradients into the fp32 accumulator"},
-    {.flag = "--accum-dtype", .takes = "fp32",
-     .why = "its kernels add fp32 gradients into the accumulator in place (path B)"},
-    {.flag = "--grad-path", .takes = "B",
-     .why = "the GPT's backward writes every gradient into the accumulator (path B)"},
-    {.flag = "--master-dtype", .takes = "fp32",
-     .why = "its kernels and GEMMs read fp32 parameters"},
+     .why = "its kernels write fp32 gradients"},
+    {.when = "--accum-dtype=fp32", .flag = "--grad-path", .takes = "B",
+     .why = "--task gpt adds into an fp32 accumulator in place; bf16 takes A or C"},
     {.flag = "--tuning", .takes = "off", .why = "its GEMMs run on CLBlast's default parameters"},
 };
 

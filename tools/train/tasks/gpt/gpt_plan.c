@@ -1,10 +1,12 @@
 /* gpt_plan.c - --plan: the memory a GPT run needs, without a device (no
  * OpenCL call): clgrad's arenas for each optimizer-state dtype
- * (clg_model_estimate), the activations per sequence at the context
- * (gpt_activation_bytes: what gpt_create reserves) and the windows on the
- * device; from them the largest micro-batch that fits in --memory (or
- * --vram) and the micro-steps k of --batch. The run's own plan (gpt_setup.c)
- * adds up the same parts. */
+ * (clg_model_estimate) with what the run adds beside them (clgrad's fp32
+ * gradient buffers on paths A/C, the task's fp32 copy of bf16 master
+ * weights: in "other" and the model total), the activations per sequence
+ * at the context (gpt_activation_bytes: what gpt_create reserves) and the
+ * windows on the device; from them the largest micro-batch that fits in
+ * --memory (or --vram) and the micro-steps k of --batch. The run's own
+ * plan (gpt_setup.c) adds up the same parts. */
 #include "gpt_run_internal.h"
 #include "errmsg.h"
 #include "memplan.h"
@@ -56,6 +58,12 @@ int gpt_print_plan(const train_options *o, const gpt_options *g, char *err, size
     printf("activations per sequence %" PRIu64 " B (%s) + %" PRIu64 " B (%s) once; data on the "
            "device %" PRIu64 " B (%s)\n",
            a.per_seq, per, a.fixed, fix, data, d);
+    /* beside clgrad's arenas, whatever the states */
+    uint64_t grads = run_grad_buffer_bytes(o, n), copy = model_fp32_master_bytes(o, n);
+    if (grads || copy)
+        printf("with gradient buffers (paths A/C) %" PRIu64 " B and an fp32 copy of the bf16 "
+               "weights %" PRIu64 " B in \"other\"\n",
+               grads, copy);
     if (avail)
         printf("in %s, --batch %u sequences:\n", mem, o->batch);
     printf("%-6s %12s %12s %12s %12s %12s %s\n", "states", "params", "accumulators", "states",
@@ -74,6 +82,7 @@ int gpt_print_plan(const train_options *o, const gpt_options *g, char *err, size
         if (st != CLG_SUCCESS)
             return errmsg_set(err, errlen, "--plan: clg_model_estimate (%s states): %s",
                               clg_dtype_name(dtypes[i]), clg_status_string(st));
+        p.total += grads + copy;
         uint64_t states = p.states + p.state_scales;
         uint64_t other = p.total - p.params - p.accumulators - states;
         char fit[64] = "";

@@ -57,8 +57,9 @@ int gpt_run_dist(const train_options *o, const gpt_options *g, const train_io *i
         goto out;
     gpt_print_run_plan(t);
     print_start(t);
-    if (o->resume && task_settings_resume(&t->run, &t->settings, res->overridden,
-                                          sizeof res->overridden) != 0)
+    if (o->resume && (task_settings_resume(&t->run, &t->settings, res->overridden,
+                                           sizeof res->overridden) != 0 ||
+                      model_fp32_widen(&t->run, &t->weights) != 0)) /* the loaded params */
         goto out;
     if (run_metrics_open(&t->run) != 0)
         goto out;
@@ -66,7 +67,9 @@ int gpt_run_dist(const train_options *o, const gpt_options *g, const train_io *i
         /* every rank set up, then the collective part, where every rank
          * fails together */
         pending = 0;
-        if (run_agree(&t->run, 0, NULL) != 0 || dist->start(dist, t->run.model, err, errlen) != 0)
+        if (run_agree(&t->run, 0, NULL) != 0 ||
+            dist->start(dist, t->run.model, err, errlen) != 0 ||
+            model_fp32_widen(&t->run, &t->weights) != 0) /* rank 0's params */
             goto out;
     }
     if (gpt_loop(t) != 0)

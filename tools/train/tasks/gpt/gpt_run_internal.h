@@ -6,6 +6,7 @@
 #define TRAIN_GPT_RUN_INTERNAL_H
 
 #include "gpt_run.h"
+#include "model_fp32.h"
 #include "task_settings.h"
 
 typedef struct gpt_trainer {
@@ -22,6 +23,8 @@ typedef struct gpt_trainer {
                                  the update (--metrics) */
     uint64_t sums_bytes[3];   /* reserved */
     clg_view scale;           /* clgrad's loss scale (mem NULL: none) */
+    model_fp32 weights;       /* --master-dtype bf16: the fp32 copy the model
+                                 reads, widened after every update */
     task_settings settings;   /* train.gpt.* */
 } gpt_trainer;
 

@@ -64,6 +64,7 @@ static int plan_fixed(gpt_trainer *t, size_t n_train, size_t n_test, memplan *p)
         return -1;
     size_t dim = (size_t)t->shape.context + 1;
     p->data = devdata_bytes(n_train, dim) + devdata_bytes(n_test, dim) + GPT_SUMS_BYTES;
+    p->weights = model_fp32_master_bytes(t->run.opt, gpt_param_count(&t->shape));
     p->state_dtype = t->run.opt->state_dtype;
     p->master_dtype = t->run.opt->master_dtype;
     return 0;
@@ -84,13 +85,13 @@ static int choose_micro_batch(gpt_trainer *t, size_t n_train, size_t n_test)
     uint64_t avail = t->g->memory ? t->g->memory : o->vram ? o->vram : device;
     t->run.b = o->micro_batch < cap ? o->micro_batch : cap;
     if (o->auto_micro_batch) {
-        t->run.b = gpt_fit_micro_batch(&a, avail, p.model.total + p.data, cap);
+        t->run.b = gpt_fit_micro_batch(&a, avail, p.model.total + p.weights + p.data, cap);
         if (!t->run.b)
             return gpt_fail(t,
                             "--auto-micro-batch: not one sequence fits in %" PRIu64 " B "
                             "(model %" PRIu64 " B, data %" PRIu64 " B, activations %" PRIu64
                             " B per sequence + %" PRIu64 " B)",
-                            avail, p.model.total, p.data, a.per_seq, a.fixed);
+                            avail, p.model.total + p.weights, p.data, a.per_seq, a.fixed);
     }
     t->run.k = (o->batch + t->run.b - 1) / t->run.b;
     p.micro_batch = t->run.b;
@@ -127,6 +128,31 @@ static int build_model(gpt_trainer *t)
     return 0;
 }
 
+/* The model's views: clgrad's parameters, or with bf16 master weights
+ * their fp32 copy (model_fp32.h); clgrad's accumulator (path B), or its
+ * fp32 gradient buffers (paths A/C: a bf16 accumulator). */
+static int bind_model(gpt_trainer *t)
+{
+    clg_status st = gpt_bind(t->m, t->run.model);
+    if (st != CLG_SUCCESS)
+        return gpt_fail_clg(t, "binding the model's views", st);
+    if (model_fp32_master(&t->run, &t->weights) != 0)
+        return -1;
+    if (t->weights.buf)
+        gpt_bind_params(t->m, t->weights.view);
+    if (t->run.opt->path == GRAD_PATH_B)
+        return 0;
+    st = clg_grads_create(t->run.model, CLG_FP32, &t->run.grads);
+    if (st != CLG_SUCCESS)
+        return gpt_fail_clg(t, "creating the gradient buffers", st);
+    clg_view grads[GPT_MAX_TENSORS];
+    for (int i = 0; i < gpt_tensor_count(&t->shape); i++)
+        if ((st = clg_grads_view(t->run.grads, i, &grads[i])) != CLG_SUCCESS)
+            return gpt_fail_clg(t, "gradient buffer view", st);
+    gpt_bind_grads(t->m, grads);
+    return 0;
+}
+
 int gpt_setup(gpt_trainer *t, const train_io *io)
 {
     const train_options *o = t->run.opt;
@@ -142,9 +168,8 @@ int gpt_setup(gpt_trainer *t, const train_io *io)
         return -1;
     if (gpt_create(t->run.ctx, &t->shape, t->run.b, &t->m, t->run.err, t->run.errlen) != 0)
         return -1;
-    clg_status st = gpt_bind(t->m, t->run.model);
-    if (st != CLG_SUCCESS)
-        return gpt_fail_clg(t, "binding the model's views", st);
+    if (bind_model(t) != 0)
+        return -1;
     if (run_upload_data(&t->run, n_train, n_test) != 0)
         return -1;
     for (int i = 0; i < GPT_N_SUMS; i++)
@@ -177,19 +202,25 @@ void gpt_print_run_plan(gpt_trainer *t)
     if (t->run.opt->quiet)
         return;
     const gpt_result *r = t->res;
-    uint64_t total = r->model_bytes + r->activation_bytes + r->data_bytes + GPT_SUMS_BYTES;
+    uint64_t copy = t->weights.bytes;
+    uint64_t total = r->model_bytes + copy + r->activation_bytes + r->data_bytes + GPT_SUMS_BYTES;
     uint64_t cap = clg_context_budget(t->run.ctx);
-    char a[32], b[32], c[32], d[32], f[32];
+    char a[32], b[32], c[32], d[32], f[32], w[64] = "";
     memplan_bytes(a, sizeof a, r->model_bytes);
+    if (copy) {
+        char cb[32];
+        memplan_bytes(cb, sizeof cb, copy);
+        snprintf(w, sizeof w, ", fp32 copy of the bf16 weights %s", cb);
+    }
     memplan_bytes(b, sizeof b, r->activation_bytes);
     memplan_bytes(c, sizeof c, r->data_bytes);
     memplan_bytes(d, sizeof d, total);
     memplan_bytes(f, sizeof f, cap ? cap : clg_context_device_info(t->run.ctx)->global_mem_size);
     progress_clear(&t->run.prog);
     progress_log(&t->run.prog,
-                 "memory plan on %s: model %s (%" PRIu64 " parameters), "
+                 "memory plan on %s: model %s (%" PRIu64 " parameters)%s, "
                  "activations %s (%u sequences of %u), data %s; total %s of %s%s\n",
-                 r->device, a, r->params, b, t->run.b, t->shape.context, c, d, f,
+                 r->device, a, r->params, w, b, t->run.b, t->shape.context, c, d, f,
                  cap ? " (--vram)" : "");
 }
 
@@ -197,6 +228,7 @@ void gpt_teardown(gpt_trainer *t)
 {
     gpt_destroy(t->m);
     t->m = NULL;
+    model_fp32_release(&t->run, &t->weights);
     for (int i = 0; i < GPT_N_SUMS; i++)
         run_release_buffer(&t->run, &t->sums[i], &t->sums_bytes[i]);
     run_release(&t->run);

@@ -368,7 +368,11 @@ int run_bound_queue(run_state *r)
 void run_release(run_state *r)
 {
     warn_cache_repairs(r);
-    run_metrics_abort(r); /* a run that failed: the previous file stays */
+    if (r->metrics) { /* a run that failed: the previous file stays */
+        atomic_file_abort(r->metrics);
+        free(r->metrics);
+        r->metrics = NULL;
+    }
     for (size_t i = 0; i < sizeof r->ahead / sizeof *r->ahead; i++)
         if (r->ahead[i])
             clReleaseEvent(r->ahead[i]);

@@ -214,16 +214,15 @@ void run_release_buffer(run_state *r, cl_mem *buf, uint64_t *reserved);
  * Two updates keep the device fed. */
 int run_bound_queue(run_state *r);
 
-/* --metrics (run_metrics.c): the file opened (on rank 0 under --dist;
- * nothing without the flag), one row per update with the update's mean
- * training loss and clgrad's statistics (lr, gradient norm, loss scale,
- * skipped updates), put in place at the end of the run; run_release drops
- * it (the previous file stays) when the run did not get there. Each
- * returns 0, or -1 with a message. */
-int run_metrics_open(run_state *r);
+/* --metrics (run_metrics.c): the file opened by the process that writes
+ * it (writes: rank 0 under --dist; nothing without the flag), one row per
+ * update with the update's mean training loss and clgrad's statistics (lr,
+ * gradient norm, loss scale, skipped updates), put in place at the end of
+ * the run; run_release drops it (the previous file stays) when the run did
+ * not get there. Each returns 0, or -1 with a message. */
+int run_metrics_open(run_state *r, int writes);
 int run_metrics_row(run_state *r, double loss);
 int run_metrics_close(run_state *r);
-void run_metrics_abort(run_state *r);
 
 /* Releases everything above (model, gradients, data, order, context or
  * its budget, the checkpoint's lock); what a task added it releases

@@ -1,16 +1,15 @@
 /* run_metrics.c - a run's --metrics file (see run.h): opened on the rank
  * that writes it, one row per update with clgrad's own statistics, put in
- * place at the end, or dropped (the previous file kept) when the run
- * fails. */
+ * place at the end (run_release drops it, the previous file kept, when the
+ * run fails). */
 #include "run.h"
-#include "dist.h"
 #include "metrics.h"
 
 #include <stdlib.h>
 
-int run_metrics_open(run_state *r)
+int run_metrics_open(run_state *r, int writes)
 {
-    if (!r->opt->metrics || !run_rank0(r))
+    if (!r->opt->metrics || !writes)
         return 0;
     char why[1024];
     r->metrics = malloc(sizeof *r->metrics);
@@ -22,18 +21,6 @@ int run_metrics_open(run_state *r)
         return run_fail(r, "--metrics: %s", why);
     }
     return 0;
-}
-
-/* Closes the file: put in place (commit), or dropped. */
-static int finish(run_state *r, int commit)
-{
-    char why[1024];
-    int bad = commit ? metrics_close(r->metrics, why, sizeof why) : 0;
-    if (!commit)
-        atomic_file_abort(r->metrics);
-    free(r->metrics);
-    r->metrics = NULL;
-    return bad ? run_fail(r, "--metrics: %s", why) : 0;
 }
 
 int run_metrics_row(run_state *r, double loss)
@@ -68,11 +55,11 @@ int run_metrics_row(run_state *r, double loss)
 
 int run_metrics_close(run_state *r)
 {
-    return r->metrics ? finish(r, 1) : 0;
-}
-
-void run_metrics_abort(run_state *r)
-{
-    if (r->metrics)
-        finish(r, 0);
+    if (!r->metrics)
+        return 0;
+    char why[1024];
+    int bad = metrics_close(r->metrics, why, sizeof why);
+    free(r->metrics);
+    r->metrics = NULL;
+    return bad ? run_fail(r, "--metrics: %s", why) : 0;
 }

@@ -131,7 +131,7 @@ int train_run_dist(const train_options *opt, const train_io *io, train_dist_hook
 
     if (opt->resume && trainer_resume(t) != 0)
         goto out;
-    if (run_metrics_open(&t->run) != 0)
+    if (run_metrics_open(&t->run, run_rank0(&t->run)) != 0)
         goto out;
     if (dist) {
         /* Every rank set up (or the failed one's message on every rank),

@@ -61,7 +61,7 @@ int gpt_run_dist(const train_options *o, const gpt_options *g, const train_io *i
                                            sizeof res->overridden) != 0 ||
                       model_fp32_widen(&t->run, &t->weights) != 0)) /* the loaded params */
         goto out;
-    if (run_metrics_open(&t->run) != 0)
+    if (run_metrics_open(&t->run, run_rank0(&t->run)) != 0)
         goto out;
     if (dist) {
         /* every rank set up, then the collective part, where every rank

@@ -263,8 +263,9 @@ typedef struct gpt_bench_opts {
 
 static int parse(int argc, char **argv, gpt_bench_opts *o)
 {
-    /* the GPT task's default micro-step: 8 sequences of 128 bytes, 4 heads of 32 */
-    *o = (gpt_bench_opts){{8, 128, 128, 4, 256}, 20, NULL};
+    /* the GPT task's default micro-step (--preset small, --micro-batch 4):
+     * 4 sequences of 64 bytes, 64 wide, 4 heads of 16 */
+    *o = (gpt_bench_opts){{4, 64, 64, 4, 256}, 20, NULL};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int rc = 0;

@@ -32,6 +32,11 @@ small generated corpus and tiny models (seconds each on 2 PoCL cores):
               here); two runs of each bit-identical;
   sample      --sample from the checkpoint of a finished run without
               training: the same bytes as the run that trained it;
+  profile     --profile: the training time split into GEMMs, attention,
+              other kernels and the optimizer, each part positive and their
+              sum at most the training time (they are measured inside it,
+              the evaluation's forwards left out); the same validation loss
+              as without it, whose --json has no profile fields;
   dist        (with --mpirun PATH, from tests/mpi) --dist ddp and zero1 on
               2 and 3 ranks against one process: params rel L2 <= 1e-6.
 
@@ -264,6 +269,21 @@ def test_sample():
     check("after 4 updates" in again, "sample: the resumed run trained nothing more")
 
 
+def test_profile():
+    common = TINY + ["--steps", "6", "--batch", "8", "--micro-batch", "4"]
+    r = run_json(*common, "--profile")
+    keys = ["profile_%s_s" % k for k in ("gemm", "attention", "other", "optimizer")]
+    parts = [r.get(k, -1.0) for k in keys]
+    check(all(p > 0 for p in parts) and sum(parts) <= r["train_seconds"],
+          "profile: %s s, sum %.4f <= training %.4f s" % (
+              ", ".join("%s %.4f" % (k[8:-2], p) for k, p in zip(keys, parts)), sum(parts),
+              r["train_seconds"]))
+    plain = run_json(*common)
+    check(plain["val_loss"] == r["val_loss"] and not any(k in plain for k in keys),
+          "profile: the same validation loss without it (%.6f), no profile fields"
+          % plain["val_loss"])
+
+
 def test_dist():
     """--dist ddp and zero1 on 2 and 3 ranks against one process: the same
     batches, each rank its share; the sums over ranks in another order."""
@@ -286,7 +306,7 @@ def main():
     write_corpus()
     try:
         names = ARGS or ["plan", "learns", "determinism", "accumulate", "plan_truth", "auto",
-                         "resume", "sample", "mixed"]
+                         "resume", "sample", "mixed", "profile"]
         for name in names:
             globals()["test_" + name]()
     finally:

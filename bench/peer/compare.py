@@ -32,74 +32,14 @@ Python: Debian's /usr/bin/python3 with python3-torch for the peers.
 import argparse
 import json
 import os
-import platform
-import resource
-import socket
-import statistics
 import subprocess
 import sys
 import time
 
+from peer_common import (blas_text, check_blas, finish, fmt, loadavg, machine,
+                         peer_env, report_head, rotated, run_json, summary)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-BLAS_DIRS = {
-    "openblas": "/usr/lib/x86_64-linux-gnu/openblas-pthread",
-    "reference": "/usr/lib/x86_64-linux-gnu/blas",
-}
-
-
-def loadavg():
-    with open("/proc/loadavg") as f:
-        return [float(x) for x in f.read().split()[:3]]
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
-
-
-def run_json(cmd, env=None, what=""):
-    """Runs cmd; its last stdout line is a JSON object."""
-    t0 = time.time()
-    load0 = loadavg()
-    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if p.returncode != 0:
-        sys.exit("compare.py: %s failed (exit %d):\n%s" % (" ".join(cmd), p.returncode,
-                                                          p.stderr[-3000:]))
-    lines = [l for l in p.stdout.splitlines() if l.startswith("{")]
-    if not lines:
-        sys.exit("compare.py: %s printed no JSON" % " ".join(cmd))
-    out = json.loads(lines[-1])
-    out["_wall_s"] = time.time() - t0
-    # CPU time of the process and its threads: less sensitive to other
-    # processes on a shared machine than the wall time (spinning threads
-    # count too)
-    out["_cpu_s"] = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
-    out["_load_before"] = load0
-    out["_load_after"] = loadavg()
-    print("  %-28s %7.1f s  cpu %7.1f s  load %.2f -> %.2f" % (
-        what, out["_wall_s"], out["_cpu_s"], load0[0], out["_load_after"][0]), file=sys.stderr)
-    return out
-
-
-def summary(values):
-    return {"median": statistics.median(values), "min": min(values), "max": max(values),
-            "n": len(values)}
-
-
-def peer_env(blas):
-    env = dict(os.environ)
-    if blas in BLAS_DIRS:
-        env["LD_LIBRARY_PATH"] = BLAS_DIRS[blas] + (
-            ":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
-    return env
 
 
 def e2e(args, result):
@@ -116,8 +56,7 @@ def e2e(args, result):
     runs = {name: [] for name, _ in contenders}
     for r in range(args.rounds):
         print("e2e round %d/%d" % (r + 1, args.rounds), file=sys.stderr)
-        order = contenders[r % len(contenders):] + contenders[:r % len(contenders)]
-        for name, cmd in order:
+        for name, cmd in rotated(contenders, r):
             env = peer_env(args.blas) if name == "pytorch" else None
             runs[name].append(run_json(cmd, env, name))
     table = {}
@@ -248,16 +187,8 @@ def bench_run(bench, jpath, flags=None):
     return out
 
 
-def fmt(s, unit=""):
-    return "%.4g%s [%.4g-%.4g]" % (s["median"], unit, s["min"], s["max"])
-
-
 def markdown(result):
-    m = result["machine"]
-    lines = ["# clgrad against PyTorch on %s" % m["host"], "",
-             "%s, %d CPUs; %s; %s. Load average (1 min) from %.2f to %.2f over the run." % (
-                 m["cpu"], m["cpus"], m["date"], m["torch_blas"], m["load_start"][0],
-                 m["load_end"][0]), ""]
+    lines = report_head("clgrad against PyTorch", result["machine"])
     if "e2e" in result:
         e = result["e2e"]
         lines += ["## End to end: clgrad-train's default job (%d rounds, interleaved)" %
@@ -325,31 +256,16 @@ def main():
                     help="no clgrad-train --tuning off runs")
     ap.add_argument("--tmp", default="/tmp")
     args = ap.parse_args()
-    if args.blas == "openblas" and not os.path.isdir(BLAS_DIRS["openblas"]):
-        sys.exit("compare.py: OpenBLAS is not installed (%s): apt-get install "
-                 "libopenblas0-pthread, or pass --blas system" % BLAS_DIRS["openblas"])
-    result = {"machine": {
-        "host": socket.gethostname(), "cpu": cpu_model(), "cpus": os.cpu_count(),
-        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "load_start": loadavg(),
-        "kernel": platform.release(), "torch_blas": "PyTorch BLAS: --blas %s" % args.blas}}
+    check_blas(args.blas)
+    result = {"machine": machine(args.blas)}
     if not args.skip_e2e:
         e2e(args, result)
-        b = result["e2e"]["blas"] or {}
-        result["machine"]["torch_blas"] = "PyTorch BLAS: %s (%s)" % (
-            b.get("name"), b.get("openblas_config") or b.get("resolved"))
+        result["machine"]["torch_blas"] = blas_text(result["e2e"]["blas"])
     if not args.skip_gemm:
         gemm(args, result)
     if not args.skip_optim:
         optim(args, result)
-    result["machine"]["load_end"] = loadavg()
-    md = markdown(result)
-    print(md)
-    if args.out:
-        with open(args.out + ".json", "w") as f:
-            json.dump(result, f, indent=1)
-        with open(args.out + ".md", "w") as f:
-            f.write(md)
-
+    finish(result, markdown, args.out)
 
 if __name__ == "__main__":
     main()

@@ -72,15 +72,40 @@ static int micro(void *task, size_t off, unsigned rows)
     float beta = path_b ? clg_accum_beta(t->run.model) : 0.0f;
     if (e == CL_SUCCESS)
         e = gpt_backward(t->m, &tok, rows, dscale, t->scale, beta);
+    if (e == CL_SUCCESS && t->g->profile) {
+        e = clFinish(clg_context_queue(t->run.ctx));
+        t->micro_done = progress_now(); /* the core's clg_step comes next */
+    }
     return e == CL_SUCCESS ? 0 : gpt_fail_cl(t, "micro-step", e);
 }
 
+/* After the update was enqueued: with --profile, waited for, its time
+ * since the last micro-step's work ended is the optimizer's. */
 static int updated(void *task)
 {
     gpt_trainer *t = task;
+    if (t->g->profile) {
+        cl_int e = clFinish(clg_context_queue(t->run.ctx));
+        if (e != CL_SUCCESS)
+            return gpt_fail_cl(t, "the update", e);
+        t->res->optimizer_seconds += progress_now() - t->micro_done;
+    }
     if (model_fp32_widen(&t->run, &t->weights) != 0) /* bf16 master: the next forward's copy */
         return -1;
     return run_bound_queue(&t->run);
+}
+
+/* --profile: the model's times so far into the result, its profiling
+ * off (gpt_profile clears the times when it is turned on again). */
+static void profile_collect(gpt_trainer *t)
+{
+    if (!t->g->profile)
+        return;
+    gpt_profile_times p = gpt_profile_read(t->m);
+    t->res->prof.gemm += p.gemm;
+    t->res->prof.attention += p.attention;
+    t->res->prof.other += p.other;
+    gpt_profile(t->m, 0);
 }
 
 /* --metrics: every rank reads its sums after every update (the flag is the
@@ -125,9 +150,14 @@ static int save(void *task)
     return task_settings_save(&t->run, &t->settings);
 }
 
+/* The evaluation's forwards are no training time: not profiled. */
 static int evaluate(void *task)
 {
-    return gpt_evaluate(task);
+    gpt_trainer *t = task;
+    profile_collect(t);
+    int rc = gpt_evaluate(t);
+    gpt_profile(t->m, t->g->profile);
+    return rc;
 }
 
 static int epoch_end(void *task, const float *s, uint64_t epoch_samples, double secs)
@@ -159,5 +189,8 @@ int gpt_loop(gpt_trainer *t)
         .evaluate = evaluate,
         .epoch_end = epoch_end,
     };
-    return run_loop(&t->run, &hooks, t);
+    gpt_profile(t->m, t->g->profile);
+    int rc = run_loop(&t->run, &hooks, t);
+    profile_collect(t);
+    return rc;
 }

@@ -104,6 +104,11 @@ static const flag_def rows[] = {
      .help = "device memory the plan fits, e.g. 8G (default: --vram, or\nthe device's); with "
              "--auto-micro-batch the run takes the\nlargest micro-batch that fits",
      .kind = FLAG_CUSTOM, AT(memory), .parse = parse_memory, .example = "8G"},
+    {.name = "--profile",
+     .help = "split the training time into CLBlast's GEMMs, the attention's\nkernels, the other "
+             "kernels and the optimizer's update (each\nlaunch waited for: a slower run; a plain "
+             "run only)",
+     .kind = FLAG_SWITCH, AT(profile), .example = ""},
     {.stored = 5, .key = "task", .label = "task", .store = store_task},
 };
 
@@ -145,6 +150,8 @@ int gpt_options_check(gpt_options *g, const train_options *o, char *err, size_t 
     gpt_shape s = gpt_options_shape(g);
     if (gpt_shape_check(&s, err, errlen) != 0)
         return -1;
-    (void)o;
+    /* under --dist the time around the update would hold the exchange */
+    if (g->profile && o->dist != TRAIN_DIST_NONE)
+        return errmsg_set(err, errlen, "--profile: a plain run only, not with --dist");
     return 0;
 }

@@ -31,6 +31,7 @@ typedef struct gpt_options {
     float temperature;                      /* --temperature (0.8; 0: the most likely byte) */
     int plan;                               /* --plan: print the memory plan and exit, no device */
     uint64_t memory;                        /* --memory: bytes the plan fits (0: --vram, or none) */
+    int profile;                            /* --profile: the step time split (gpt_profile) */
 } gpt_options;
 
 void gpt_options_default(gpt_options *g);

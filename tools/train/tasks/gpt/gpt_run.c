@@ -136,8 +136,30 @@ static void print_json(const train_options *o, const gpt_options *g, const gpt_r
         JSON_NUM("total_seconds", r->total_seconds),
         JSON_STR("device", r->device),
         JSON_STR("overridden", r->overridden),
+        JSON_NUM_IF(g->profile, "profile_gemm_s", r->prof.gemm),
+        JSON_NUM_IF(g->profile, "profile_attention_s", r->prof.attention),
+        JSON_NUM_IF(g->profile, "profile_other_s", r->prof.other),
+        JSON_NUM_IF(g->profile, "profile_optimizer_s", r->optimizer_seconds),
     };
     json_print(f, sizeof f / sizeof *f);
+}
+
+/* --profile's split of the training time; the rest is the host's work
+ * and the waits between launches. */
+static void print_profile(const gpt_result *r)
+{
+    const double total = r->train_seconds > 0 ? r->train_seconds : 1.0;
+    const double part[] = {r->prof.gemm, r->prof.attention, r->prof.other, r->optimizer_seconds};
+    const char *name[] = {"GEMMs (CLBlast)", "attention kernels", "other kernels", "optimizer"};
+    double rest = r->train_seconds;
+    printf("profile of %.2f s training (each launch waited for):\n", r->train_seconds);
+    for (int i = 0; i < 4; i++) {
+        printf("  %-18s %8.3f s %5.1f%%\n", name[i], part[i], 100.0 * part[i] / total);
+        rest -= part[i];
+    }
+    printf("  %-18s %8.3f s %5.1f%% (host, waits)\n", "rest", rest, 100.0 * rest / total);
+    printf("  clgrad's own kernels (attention + other): %.1f%% of the training time\n",
+           100.0 * (part[1] + part[2]) / total);
 }
 
 static int print_summary(const train_options *o, const gpt_options *g, const gpt_result *r)
@@ -151,6 +173,8 @@ static int print_summary(const train_options *o, const gpt_options *g, const gpt
            r->updates, r->update_samples, g->context, split, r->train_seconds,
            r->samples_per_s * g->context, r->peak_device_bytes);
     train_print_resumed(o->resume, r->overridden);
+    if (g->profile)
+        print_profile(r);
     if (o->json)
         print_json(o, g, r);
     return fflush(stdout) == 0 ? 0 : 1;

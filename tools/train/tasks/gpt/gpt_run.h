@@ -25,6 +25,11 @@ typedef struct gpt_result {
     uint64_t peak_device_bytes; /* the context's high-water mark */
     uint64_t planned_bytes;     /* the memory plan's total before anything was allocated */
     uint64_t activation_bytes, model_bytes, data_bytes;
+    /* --profile: seconds of the training's forwards and backwards by kind
+     * (gpt_profile_read, the evaluation's left out) and of the optimizer's
+     * updates (clFinish before and after the cycle-ending clg_step) */
+    gpt_profile_times prof;
+    double optimizer_seconds;
     char device[128];
     char overridden[512];
 } gpt_result;

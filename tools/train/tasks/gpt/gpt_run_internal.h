@@ -26,6 +26,7 @@ typedef struct gpt_trainer {
     model_fp32 weights;       /* --master-dtype bf16: the fp32 copy the model
                                  reads, widened after every update */
     task_settings settings;   /* train.gpt.* */
+    double micro_done;        /* --profile: when the last micro-step's work ended */
 } gpt_trainer;
 
 enum { GPT_TRAIN_SUMS = 0, GPT_EVAL_SUMS = 1, GPT_UPDATE_SUMS = 2, GPT_N_SUMS = 3 };
@@ -44,7 +45,7 @@ void gpt_teardown(gpt_trainer *t);
  * bytes beside fixed ones (0: none fits), capped at cap. */
 unsigned gpt_fit_micro_batch(const gpt_act_bytes *a, uint64_t avail, uint64_t fixed, unsigned cap);
 
-/* gpt_loop.c */
+/* gpt_loop.c: the training (with --profile its split in t->res) */
 int gpt_loop(gpt_trainer *t);
 int gpt_evaluate(gpt_trainer *t);
 

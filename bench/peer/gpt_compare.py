@@ -21,7 +21,7 @@ Usage:
   python3 bench/peer/gpt_compare.py --build build [--rounds 5] [--updates N]
                                     [--out bench/results/gpt-peer-HOST]
 Writes OUT.json (every run, the machine, the load) and OUT.md (the tables).
---updates N shortens both (default: the task's default run, 1000 updates).
+--updates N shortens both (default: the task's default run, 2000 updates).
 """
 
 import argparse

@@ -14,7 +14,7 @@ gradients accumulate (each micro-batch's summed per-sequence mean losses
 divided by the batch: the batch's mean, as clgrad's mean mode with weight
 rows), AdamW (lr 2e-3, betas 0.9/0.999, eps 1e-8, weight decay 0.01 on the
 matrices only) under clgrad's schedule (docs/semantics.md: linear warmup
-over min(20, updates - 1) updates, then cosine to 0), 1000 updates; then the
+over min(20, updates - 1) updates, then cosine to 0), 2000 updates; then the
 mean loss over every position of the validation windows, in nats per byte.
 
 --init FILE starts from clgrad's own initial parameters (a checkpoint of
@@ -58,7 +58,7 @@ DEFAULT_CORPUS = "/usr/share/games/fortunes"
 # The run's settings: a flag given, else the checkpoint's (--init; its
 # train.<key>), else clgrad-train --task gpt's default.
 SETTINGS = [  # (field, type, default, the checkpoint's key)
-    ("updates", int, 1000, "config.steps"), ("batch", int, 8, "config.batch"),
+    ("updates", int, 2000, "config.steps"), ("batch", int, 8, "config.batch"),
     ("micro_batch", int, 4, "config.micro-batch"), ("seed", int, 42, "config.seed"),
     ("lr", float, 2e-3, "config.lr"), ("beta1", float, 0.9, "config.beta1"),
     ("beta2", float, 0.999, "config.beta2"), ("eps", float, 1e-8, "config.eps"),

@@ -32,14 +32,25 @@ const char *gpt_preset_name(gpt_preset p)
     return p == GPT_PRESET_124M ? "gpt2-124m" : p == GPT_PRESET_TINY ? "tiny" : "small";
 }
 
+/* The task's own defaults, written once for gpt_core_defaults and --help.
+ * 2000 updates: about two minutes on 2 CPU cores, and past the bigram
+ * baseline whatever the seed (1000 were not, for 1 seed of 3). */
+#define GPT_BATCH 8
+#define GPT_MICRO_BATCH 4 /* 2 micro-steps per update; capped by a smaller --batch */
+#define GPT_STEPS 2000
+#define GPT_WARMUP 20
+#define GPT_LR 2e-3 /* for every optimizer: the task's, as if given */
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
 void gpt_core_defaults(train_options *o)
 {
     o->data_dir = GPT_DEFAULT_CORPUS;
-    o->batch = 8;
-    o->micro_batch = 4; /* 2 micro-steps per update; capped by a smaller --batch */
-    o->steps = 1000;
-    o->warmup = 20;
-    o->lr = 2e-3f;      /* for every optimizer: the task's, as if given */
+    o->batch = GPT_BATCH;
+    o->micro_batch = GPT_MICRO_BATCH;
+    o->steps = GPT_STEPS;
+    o->warmup = GPT_WARMUP;
+    o->lr = (float)GPT_LR;
     o->given |= TRAIN_GIVEN_LR;
 }
 
@@ -128,8 +139,9 @@ const flag_table gpt_flag_table = {
                "trained on text: --data FILE, or a directory whose regular files (not links,\n"
                "not strfile's .dat indexes) are joined in name order (default\n"
                GPT_DEFAULT_CORPUS ", Debian's fortunes). The last 10% of the bytes\n"
-               "validate. Its own defaults: --batch 8 --micro-batch 4 --steps 1000 --warmup 20\n"
-               "--lr 2e-3 (for every --optimizer):\n",
+               "validate. Its own defaults: --batch " STR(GPT_BATCH) " --micro-batch "
+               STR(GPT_MICRO_BATCH) " --steps " STR(GPT_STEPS) " --warmup " STR(GPT_WARMUP)
+               "\n--lr " STR(GPT_LR) " (for every --optimizer):\n",
     .footer = "It prints the validation loss in nats and bits per byte beside the unigram and\n"
               "bigram baselines of the same targets; --json adds them.\n",
     .given_offset = SIZE_MAX,

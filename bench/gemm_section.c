@@ -56,7 +56,7 @@ int bench_gemm_section(bench_report *r, clg_context *ctx, const bench_options *o
     tuning_status *ts = malloc(sizeof *ts);
     if (!ts)
         return -1;
-    tuning_setup(ctx, o->tuning, s, n, ts);
+    tuning_setup(ctx, o->tuning, NULL, s, n, ts);
     r->gemm_tuned = ts->applied;
     if (ts->applied)
         snprintf(r->gemm_tuning, sizeof r->gemm_tuning, "%s", ts->path);

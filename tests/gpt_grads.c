@@ -298,9 +298,11 @@ static void test_grads(void **state)
     free(logits);
 }
 
-/* gpt_gemm_shapes: the FLOPs of a micro-step's non-batched GEMMs, 3 x 2 N
- * (12 C^2 L + V C) for N positions (forward, dW, dX of each linear layer:
- * 3C^2 + C^2 + 4C^2 + 4C^2 per block; the head V C), and every call
+/* gpt_gemm_shapes: the FLOPs of a micro-step's GEMMs, 3 x 2 N (12 C^2 L +
+ * V C) for N positions (forward, dW, dX of each linear layer: 3C^2 + C^2 +
+ * 4C^2 + 4C^2 per block; the head V C) and 6 x 2 B T^2 C per block for the
+ * attention's batched ones (B x heads products of T x T x C/heads each:
+ * scores and outputs forward, four gradients backward), and every call
  * counted. */
 static void test_gemm_shapes(void **state)
 {
@@ -314,8 +316,9 @@ static void test_gemm_shapes(void **state)
         flops += sh[i].count * mlp_gemm_flops(&sh[i]);
         calls += sh[i].count;
     }
-    assert_true(flops == 3 * 2 * N * (12.0 * C * C * L + (double)GPT_VOCAB * C));
-    assert_int_equal(calls, 3 * (4 * L + 1));
+    assert_true(flops == 3 * 2 * N * (12.0 * C * C * L + (double)GPT_VOCAB * C) +
+                             6 * 2 * (double)B * T * T * C * L);
+    assert_int_equal(calls, 3 * (4 * L + 1) + 6 * L);
 }
 
 int main(int argc, char **argv)

@@ -358,8 +358,9 @@ static const combination combinations[] = {
     {{"--task", "gpt", "--dist", "ddp", "--accum-dtype", "bf16"},
      "--accum-dtype bf16: not with --dist (clgrad sums only fp32 accumulators across ranks)"},
     {{"--task", "gpt", "--metrics", "m.csv"}, NULL},
-    {{"--task", "gpt", "--tuning", "auto"},
-     "--tuning auto: not with --task gpt (its GEMMs run on CLBlast's default parameters)"},
+    /* its own tuning file (clgrad-tune --task gpt), or one given */
+    {{"--task", "gpt", "--tuning", "auto"}, NULL},
+    {{"--task", "gpt", "--tuning", "my.tune"}, NULL},
     {{"--task", "gpt", "--dist", "ddp", "--batch", "16"}, NULL},
     /* a flag two tasks share is the chosen task's; without either, the first's */
     {{"--temperature", "0.5"},

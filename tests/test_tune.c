@@ -21,8 +21,12 @@
 #include "clblast_params.h"
 #include "dataset.h"
 #include "gemm_timing.h"
+#include "gpt_model.h"
+#include "gpt_run.h"
 #include "mlp.h"
 #include "options.h"
+#include "task.h"
+#include "tasks.h"
 #include "trainer.h"
 #include "tune_save.h"
 #include "tuning_apply.h"
@@ -142,7 +146,7 @@ static void save(const char *path, const tuning *t)
 static void device_path(char *path, size_t size)
 {
     char err[512];
-    if (tuning_path(tu_ctx, path, size, err, sizeof err) != 0)
+    if (tuning_path(tu_ctx, NULL, path, size, err, sizeof err) != 0)
         fail_msg("tuning_path: %s", err);
 }
 
@@ -238,7 +242,7 @@ static void test_key_and_dir(void **state)
     assert_int_equal(clg_cache_dir(dir, sizeof dir), CLG_ERR_UNSUPPORTED);
     assert_non_null(strstr(clg_last_error(NULL), "CLGRAD_CACHE_DIR"));
     char err[512];
-    assert_int_equal(tuning_path(tu_ctx, path, sizeof path, err, sizeof err), -1);
+    assert_int_equal(tuning_path(tu_ctx, NULL, path, sizeof path, err, sizeof err), -1);
     setenv("CLGRAD_CACHE_DIR", cache_dir, 1);
 }
 
@@ -362,11 +366,22 @@ static void test_apply_and_restore(void **state)
 
 /* -------------------------------------------- the trainer's GEMM call */
 
-static void check_shapes(const char *what)
+/* The MLP's shapes and, with gpt, a small GPT's (its attention's strided
+ * batched GEMMs among them: 6 products each), every one against the host. */
+static void check_shapes(const char *what, int gpt)
 {
     const unsigned dims[] = {784, 512, 256, 10};
-    mlp_gemm_shape s[MLP_GEMMS_MAX];
+    mlp_gemm_shape s[2 * MLP_GEMMS_MAX];
     size_t n = mlp_gemm_shapes(dims, 4, 32, s, MLP_GEMMS_MAX);
+    if (gpt) {
+        const gpt_shape gs = {1, 3, 48, 20};
+        size_t n_gpt = gpt_gemm_shapes(&gs, 2, s + n, MLP_GEMMS_MAX), batched = 0;
+        assert_true(n_gpt <= MLP_GEMMS_MAX);
+        for (size_t i = n; i < n + n_gpt; i++)
+            batched += mlp_gemm_batch(&s[i]) == 6;
+        assert_int_equal(batched, 3);
+        n += n_gpt;
+    }
     gemm_bufs g;
     assert_int_equal(gemm_bufs_create(clg_context_cl(tu_ctx), clg_context_queue(tu_ctx), s, n, &g),
                      CL_SUCCESS);
@@ -385,14 +400,14 @@ static void test_mlp_gemms_right(void **state)
     (void)state;
     char err[1024];
     assert_int_equal(tuning_restore_defaults(tu_ctx, err, sizeof err), 0);
-    check_shapes("CLBlast's defaults");
+    check_shapes("CLBlast's defaults", 1);
     /* the tuning above, then every shape on Xgemm (the indirect kernel) */
     tuning t = device_tuning();
     assert_int_equal(tuning_apply(tu_ctx, &t, err, sizeof err), 0);
-    check_shapes("XgemmDirect tuned");
+    check_shapes("XgemmDirect tuned", 0);
     set_value(&t.kernel[1], "XGEMM_MIN_INDIRECT_SIZE", 1);
     assert_int_equal(tuning_apply(tu_ctx, &t, err, sizeof err), 0);
-    check_shapes("every shape on Xgemm");
+    check_shapes("every shape on Xgemm", 1);
     assert_int_equal(tuning_restore_defaults(tu_ctx, err, sizeof err), 0);
 }
 
@@ -666,7 +681,99 @@ static void test_clgrad_tune_small(void **state)
     text = (char *)tu_read_file(log, &n);
     assert_non_null(strstr(text, "--budget 2"));
     free(text);
+    /* the run's description is checked as clgrad-train checks it */
+    snprintf(cmd, sizeof cmd, "'%s' --task gpt --width 30 --heads 4 > '%s' 2>&1", exe, log);
+    assert_int_equal(run_cmd(cmd), 2);
+    text = (char *)tu_read_file(log, &n);
+    assert_non_null(strstr(text, "--heads 4 does not divide --width 30"));
+    free(text);
+
+    /* the builds in other processes (--prebuild, as clgrad-tune starts
+     * them): CLBlast's parameters of the device, a plain and a batched
+     * shape run; a parameter set CLBlast refuses, or a bad shape, fails */
+    clblast_param p[TUNING_MAX_PARAMS];
+    size_t np;
+    get("Xgemm", p, &np);
+    char params[1024] = "";
+    for (size_t i = 0; i < np; i++)
+        snprintf(params + strlen(params), sizeof params - strlen(params), "%s%s=%zu",
+                 i ? " " : "", p[i].name, p[i].value);
+    snprintf(cmd, sizeof cmd, "'%s' --prebuild --params Xgemm '%s' --params GemmRoutine "
+             "XGEMM_MIN_INDIRECT_SIZE=1 --shape 40x48x64:NT --shape 24x24x8:NT@6", exe, params);
+    assert_int_equal(run_cmd(cmd), 0);
+    snprintf(cmd, sizeof cmd, "'%s' --prebuild --params Xgemm MWG=64 --shape 40x48x64:NT "
+             "2>/dev/null", exe);
+    assert_int_equal(run_cmd(cmd), 1);
+    snprintf(cmd, sizeof cmd, "'%s' --prebuild --shape 40x48 2>/dev/null", exe);
+    assert_int_equal(run_cmd(cmd), 2);
     free(out);
+    free(log);
+}
+
+/* clgrad-tune --task gpt: the shapes of the GPT the trainer's flags
+ * describe (its attention's batched GEMMs among them), stored in the
+ * device's file for the task, which the GPT run takes and the MLP's does
+ * not. */
+static void test_clgrad_tune_gpt(void **state)
+{
+    (void)state;
+    const char *exe = tune_exe();
+    char *log = tu_tmp_path("tune-gpt.log");
+    char path[1024], mlp_path[1024], err[1024], cmd[4096];
+    assert_int_equal(tuning_path(tu_ctx, "gpt", path, sizeof path, err, sizeof err), 0);
+    device_path(mlp_path, sizeof mlp_path);
+    unlink(path);
+    unlink(mlp_path);
+    snprintf(cmd, sizeof cmd, "'%s' --task gpt --preset tiny --batch 4 --micro-batch 2 "
+             "--budget 10 --top 1 > '%s' 2>&1", exe, log);
+    int rc = run_cmd(cmd);
+    size_t n;
+    char *text = (char *)tu_read_file(log, &n);
+    if (rc != 0 || !strstr(text, "att scores") || !strstr(text, "(calls AxB") ||
+        !strstr(text, "gpt layers 2 heads 2 width 32 context 24 micro-batch 2") ||
+        !strstr(text, path)) {
+        fprintf(stderr, "clgrad-tune's output:\n%s\n", text);
+        fail_msg("%s: exit %d", cmd, rc);
+    }
+    free(text);
+    tuning t;
+    if (tuning_load(tu_ctx, path, &t, err, sizeof err) != 0)
+        fail_msg("the file clgrad-tune wrote: %s", err);
+    const gpt_shape tiny = {2, 2, 32, 24};
+    mlp_gemm_shape s[MLP_GEMMS_MAX];
+    size_t ns = gpt_gemm_shapes(&tiny, 2, s, MLP_GEMMS_MAX);
+    assert_int_equal(t.n_gemms, ns);
+    size_t batched = 0;
+    for (size_t i = 0; i < t.n_gemms; i++)
+        batched += t.gemm[i].batch == 2 * 2; /* micro-batch x heads */
+    assert_int_equal(batched, 3);
+
+    /* the GPT run takes it (auto: the device's file for --task gpt) */
+    train_set_tasks(train_tasks, train_n_tasks);
+    char *argv[] = {"clgrad-train", "--task", "gpt", "--preset", "tiny", "--batch", "4",
+                    "--micro-batch", "2", "--steps", "2", "--train-limit", "100",
+                    "--test-limit", "20", "--quiet", NULL};
+    train_options o;
+    void *opts[TRAIN_MAX_TASKS];
+    if (train_cli_parse_all(16, argv, &o, opts, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    gpt_result *res = tu_xmalloc(sizeof *res);
+    train_io io = {.ctx = tu_ctx};
+    if (gpt_run(&o, opts[o.task], &io, res, err, sizeof err) != 0)
+        fail_msg("gpt_run: %s", err);
+    assert_string_equal(res->clblast_tuning, path);
+    train_cli_free(opts);
+    free(res);
+    /* the MLP's file is another: none for this device */
+    tuning_status *st = tu_xmalloc(sizeof *st);
+    tuning_setup(tu_ctx, NULL, NULL, s, ns, st);
+    assert_int_equal(st->applied, 0);
+    assert_non_null(strstr(st->message, "no tuning for this device yet"));
+    tuning_setup(tu_ctx, NULL, "gpt", s, ns, st);
+    assert_int_equal(st->applied, 1);
+    free(st);
+    assert_int_equal(tuning_restore_defaults(tu_ctx, err, sizeof err), 0);
+    unlink(path);
     free(log);
 }
 
@@ -715,6 +822,7 @@ int main(void)
         cmocka_unit_test(test_trainer_applies_tuning),
         cmocka_unit_test(test_show_verdict),
         cmocka_unit_test(test_clgrad_tune_small),
+        cmocka_unit_test(test_clgrad_tune_gpt),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -10,7 +10,9 @@
  *   - the per-shape limit: a triple 40% faster overall that makes one
  *     shape 10% slower is not chosen, but reported as best_any;
  *   - the threshold: small shapes on XgemmDirect, large ones on Xgemm when
- *     each is faster there.
+ *     each is faster there;
+ *   - the margin another XgemmDirect configuration must gain over
+ *     CLBlast's own on the small shapes.
  * And the seed table (tools/tune/tune_seeds.h): every seed names all of
  * its kernel's parameters with values CLBlast's constraints accept
  * (tuning_check_kernel_values), and the device classes. */
@@ -115,7 +117,7 @@ static void test_against_brute_force(void **state)
                 ms[c * n + k] = uniform() < 0.1 ? INFINITY : base[k] * (0.3 + 1.0 * uniform());
         }
         size_t def = 1 + (size_t)(uniform() * 300);
-        pick_problem p = {n, mnk, count, base, def, 65536, nc, direct, ms, 1.05};
+        pick_problem p = {n, mnk, count, base, def, 65536, nc, direct, ms, 1.05, -1, 0};
         pick_result r = tune_pick(&p);
         double want = brute(&p, 1), want_any = brute(&p, 0);
         assert_true(fabs(r.best.ms - want) <= 1e-9 * want);
@@ -145,7 +147,7 @@ static void test_never_slower_than_defaults(void **state)
         for (size_t c = 0; c < 4; c++)
             ms[c * 8 + k] = (k + c) % 2 ? 0.99 : 1.2;
     }
-    pick_problem p = {8, mlp_mnk, mlp_count, base, 896, 65536, 4, direct, ms, 1.05};
+    pick_problem p = {8, mlp_mnk, mlp_count, base, 896, 65536, 4, direct, ms, 1.05, -1, 0};
     pick_result r = tune_pick(&p);
     assert_int_equal(r.best.d, -1);
     assert_int_equal(r.best.i, -1);
@@ -166,7 +168,7 @@ static void test_shape_limit(void **state)
         ms[1 * 8 + k] = base[k] * (k == 0 ? 1.10 : 0.4);
         ms[2 * 8 + k] = base[k] * 0.8;                 /* 20% faster everywhere */
     }
-    pick_problem p = {8, mlp_mnk, mlp_count, base, 896, 65536, 3, direct, ms, 1.05};
+    pick_problem p = {8, mlp_mnk, mlp_count, base, 896, 65536, 3, direct, ms, 1.05, -1, 0};
     pick_result r = tune_pick(&p);
     assert_int_equal(r.best_any.i, 1);
     assert_int_equal(r.best.i, 2);
@@ -192,7 +194,7 @@ static void test_threshold_split(void **state)
         ms[0 * 8 + k] = small ? 0.015 : 1.0;  /* XgemmDirect: better on small */
         ms[1 * 8 + k] = small ? 0.05 : 0.4;   /* Xgemm: better on large */
     }
-    pick_problem p = {8, mlp_mnk, mlp_count, base, 896, 65536, 2, direct, ms, 1.05};
+    pick_problem p = {8, mlp_mnk, mlp_count, base, 896, 65536, 2, direct, ms, 1.05, -1, 0};
     pick_result r = tune_pick(&p);
     assert_int_equal(r.best.d, 0);
     assert_int_equal(r.best.i, 1);
@@ -216,6 +218,47 @@ static void to_kernel(const tune_seed *s, tuning_kernel *k)
         c += used;
     }
     assert_string_equal(c, ""); /* all of it parsed */
+}
+
+/* The margin: another XgemmDirect configuration 5% faster than CLBlast's
+ * own on the small shapes gives way to CLBlast's own under a 10% margin
+ * (the choice's time is CLBlast's own figures there), one 20% faster is
+ * kept, and with no margin the 5% one is chosen; a margin that takes the
+ * whole gain leaves the defaults. */
+static void test_direct_margin(void **state)
+{
+    (void)state;
+    double base[8], ms[3 * 8];
+    int direct[3] = {1, 1, 0};
+    for (size_t k = 0; k < 8; k++) {
+        base[k] = 1.0 + (double)k;
+        ms[0 * 8 + k] = base[k];                              /* CLBlast's own XgemmDirect */
+        ms[2 * 8 + k] = mlp_mnk[k] > 1e6 ? base[k] / 3 : 2 * base[k]; /* Xgemm: the large ones */
+    }
+    for (int pass = 0; pass < 3; pass++) {
+        double gain = pass == 1 ? 0.20 : 0.05, margin = pass == 2 ? 0 : 0.10;
+        for (size_t k = 0; k < 8; k++)
+            ms[1 * 8 + k] = (1 - gain) * base[k];
+        pick_problem p = {8, mlp_mnk, mlp_count, base, 896, 65536, 3, direct, ms, 1.05, 0, margin};
+        pick_result r = tune_pick(&p);
+        assert_int_equal(r.best.i, 2);
+        assert_int_equal(r.best.d, pass == 0 ? 0 : 1);
+        int within;
+        double want = recompute(&p, &r.best, &within);
+        assert_true(within);
+        assert_true(fabs(r.best.ms - want) <= 1e-12 * want);
+    }
+    /* Xgemm no faster: only the 5% of the other XgemmDirect was gained,
+     * and the margin gives it back */
+    for (size_t k = 0; k < 8; k++) {
+        ms[1 * 8 + k] = 0.95 * base[k];
+        ms[2 * 8 + k] = 1.5 * base[k];
+    }
+    pick_problem p = {8, mlp_mnk, mlp_count, base, 896, 65536, 3, direct, ms, 1.05, 0, 0.10};
+    pick_result r = tune_pick(&p);
+    assert_int_equal(r.best.d, -1);
+    assert_int_equal(r.best.i, -1);
+    assert_int_equal(r.best.threshold, 896);
 }
 
 static void test_seeds_are_valid(void **state)
@@ -258,6 +301,7 @@ int main(void)
         cmocka_unit_test(test_never_slower_than_defaults),
         cmocka_unit_test(test_shape_limit),
         cmocka_unit_test(test_threshold_split),
+        cmocka_unit_test(test_direct_margin),
         cmocka_unit_test(test_seeds_are_valid),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -56,9 +56,9 @@ static tuning sample(void)
     k->value[0] = 64;
     k->n = 1;
     tuning_gemm *g = &t.gemm[t.n_gemms++];
-    *g = (tuning_gemm){32, 512, 784, 'N', 'T', 1, "XgemmDirect", "Xgemm", 6.9, 26.5};
+    *g = (tuning_gemm){32, 512, 784, 'N', 'T', 1, "XgemmDirect", "Xgemm", 6.9, 26.5, 1};
     g = &t.gemm[t.n_gemms++];
-    *g = (tuning_gemm){512, 784, 32, 'T', 'N', 1, "XgemmDirect", "XgemmDirect", 7.4, 21.9};
+    *g = (tuning_gemm){512, 784, 32, 'T', 'N', 1, "XgemmDirect", "XgemmDirect", 7.4, 21.9, 16};
     return t;
 }
 
@@ -100,6 +100,9 @@ static void test_round_trip(void **state)
     assert_int_equal(back.n_gemms, 2);
     assert_int_equal(back.gemm[0].k, 784);
     assert_int_equal(back.gemm[1].ta, 'T');
+    assert_int_equal(back.gemm[0].batch, 1);
+    assert_int_equal(back.gemm[1].batch, 16); /* written "1x16" */
+    assert_non_null(strstr(s, "gemm 512 784 32 TN 1x16 XgemmDirect"));
     assert_string_equal(back.gemm[0].kernel_tuned, "Xgemm");
     assert_true(back.gemm[0].gflops_tuned == 26.5);
     assert_non_null(tuning_find_kernel(&back, "GemmRoutine"));
@@ -219,6 +222,15 @@ static void test_records_checked(void **state)
     expect_rejected(HEAD KEY INFO KERNEL "gemm 32 512 784 NX 1 Xgemm 1.0 Xgemm 2.0\n",
                     "gemm record");
     expect_rejected(HEAD KEY INFO KERNEL "gemm 32 512 NT 1 Xgemm 1.0 Xgemm 2.0\n", "gemm record");
+    /* a batch is 2 or more products, after the calls */
+    if (parse_body(HEAD KEY INFO KERNEL "gemm 4 5 6 NT 2x3 Xgemm 1.0 Xgemm 2.0\n", err,
+                   sizeof err) != 0)
+        fail_msg("a batched gemm record rejected: %s", err);
+    expect_rejected(HEAD KEY INFO KERNEL "gemm 4 5 6 NT 2x1 Xgemm 1.0 Xgemm 2.0\n", "gemm record");
+    expect_rejected(HEAD KEY INFO KERNEL "gemm 4 5 6 NT 2x Xgemm 1.0 Xgemm 2.0\n", "gemm record");
+    expect_rejected(HEAD KEY INFO KERNEL "gemm 4 5 6 NT x3 Xgemm 1.0 Xgemm 2.0\n", "gemm record");
+    expect_rejected(HEAD KEY INFO KERNEL "gemm 4 5 6 NT 2x3x4 Xgemm 1.0 Xgemm 2.0\n",
+                    "gemm record");
     expect_rejected(HEAD KEY "device d\ndriver 1\nclblast 1.5.3\ncreated c\nbudget x 1\nmodel m\n"
                     KERNEL, "budget");
 
@@ -415,6 +427,40 @@ static void test_tuner_rows(void **state)
 /* The shapes tools/train/mlp.c runs per micro-step for 784-512-256-10 at
  * b = 32: forward NT, then backward from the last layer, dW TN and (not for
  * the first layer) dX NN. */
+/* clgrad-tune's --shape text (and its --prebuild processes'): every
+ * shape back as it was, batched or not; anything else refused. */
+static void test_shape_text(void **state)
+{
+    (void)state;
+    const mlp_gemm_shape shapes[] = {{32, 512, 784, 0, 1, 1, "a", 1}, {10, 256, 32, 1, 0, 1, "b", 1},
+                                     {64, 64, 16, 0, 1, 1, "c", 16}, {1, 65536, 7, 1, 1, 1, "d", 2},
+                                     {64, 16, 64, 1, 0, 1, "e", 65536}};
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        char text[64];
+        mlp_gemm_shape back;
+        mlp_gemm_shape_text(&shapes[i], text, sizeof text);
+        if (mlp_gemm_shape_parse(text, &back) != 0)
+            fail_msg("'%s' refused", text);
+        assert_true(back.m == shapes[i].m && back.n == shapes[i].n && back.k == shapes[i].k);
+        assert_true(back.ta == shapes[i].ta && back.tb == shapes[i].tb);
+        assert_int_equal(mlp_gemm_batch(&back), mlp_gemm_batch(&shapes[i]));
+        assert_int_equal(back.count, 1);
+    }
+    mlp_gemm_shape g;
+    assert_int_equal(mlp_gemm_shape_parse("5x6x7", &g), 0);
+    assert_true(g.m == 5 && g.n == 6 && g.k == 7 && !g.ta && !g.tb && mlp_gemm_batch(&g) == 1);
+    assert_int_equal(mlp_gemm_shape_parse("5x6x7@3", &g), 0);
+    assert_int_equal(g.batch, 3);
+    assert_true(mlp_gemm_flops(&g) == 2.0 * 5 * 6 * 7 * 3);
+    static const char *const bad[] = {"",       "5x6",      "5x6x7:",     "5x6x7:N",  "5x6x7:NX",
+                                      "0x1x1",  "1x1x0",    "70000x1x1",  "5x6x7@",   "5x6x7@0",
+                                      "5x6x7:NT@1x", "5x6x7 ", "-5x6x7",   "5x6x7:NTT", "5x6x7@70000",
+                                      "5xx6x7"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        if (mlp_gemm_shape_parse(bad[i], &g) == 0)
+            fail_msg("'%s' accepted", bad[i]);
+}
+
 static void test_mlp_shapes(void **state)
 {
     (void)state;
@@ -454,6 +500,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_shape_text),
         cmocka_unit_test(test_control_characters),
         cmocka_unit_test(test_every_bit_flip_rejected),
         cmocka_unit_test(test_every_truncation_rejected),

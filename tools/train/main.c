@@ -61,22 +61,10 @@ int main(int argc, char **argv)
     train_set_tasks(train_tasks, train_n_tasks);
     train_options opt;
     char err[4096] = "";
-    train_options_default(&opt);
     /* every task's options, at their defaults: the command line may give
      * any task's flags (and is refused when they are not --task's) */
-    void *task_opts[TRAIN_MAX_TASKS] = {0};
-    int rc = 0;
-    for (int i = 0; i < train_n_tasks && rc == 0; i++) {
-        const train_task *t = train_tasks[i];
-        if (t->options_size && !(task_opts[i] = calloc(1, t->options_size)))
-            rc = -1;
-        else if (t->defaults)
-            t->defaults(task_opts[i]);
-    }
-    if (rc == 0)
-        rc = train_cli_parse(argc, argv, &opt, task_opts, err, sizeof err);
-    else
-        snprintf(err, sizeof err, "out of host memory");
+    void *task_opts[TRAIN_MAX_TASKS];
+    int rc = train_cli_parse_all(argc, argv, &opt, task_opts, err, sizeof err);
     int status = 0;
     if (rc == 1) {
         train_cli_usage(stdout);
@@ -97,7 +85,6 @@ int main(int argc, char **argv)
                               : task->main(&opt, task_opts[opt.task]);
         }
     }
-    for (int i = 0; i < train_n_tasks; i++)
-        free(task_opts[i]);
+    train_cli_free(task_opts);
     return status;
 }

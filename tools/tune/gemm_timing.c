@@ -15,11 +15,13 @@ static double now_ms(void)
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
 }
 
+/* Floats of each operand: a batched shape's matrices one after another. */
 static void sizes(const mlp_gemm_shape *s, size_t *na, size_t *nb, size_t *nc)
 {
-    *na = s->m * s->k;
-    *nb = s->k * s->n;
-    *nc = s->m * s->n;
+    size_t batch = mlp_gemm_batch(s);
+    *na = s->m * s->k * batch;
+    *nb = s->k * s->n * batch;
+    *nc = s->m * s->n * batch;
 }
 
 cl_int gemm_bufs_create(cl_context context, cl_command_queue queue, const mlp_gemm_shape *s,
@@ -68,6 +70,10 @@ static cl_int call(gemm_bufs *g, const mlp_gemm_shape *s, float beta)
 {
     size_t lda, ldb, ldc;
     mlp_gemm_dense_ld(s, &lda, &ldb, &ldc);
+    if (mlp_gemm_batch(s) > 1)
+        return mlp_gemm_batched(g->queue, s->ta, s->tb, s->m, s->n, s->k, 1.0f, g->a, 0, lda,
+                                s->m * s->k, g->b, 0, ldb, s->k * s->n, beta, g->c, 0, ldc,
+                                s->m * s->n, s->batch, NULL);
     return mlp_gemm(g->queue, &g->scratch, s->ta, s->tb, s->m, s->n, s->k, 1.0f, g->a, 0, lda,
                     g->b, 0, ldb, beta, g->c, 0, ldc, NULL);
 }
@@ -114,19 +120,23 @@ int gemm_check(gemm_bufs *g, const mlp_gemm_shape *s, double *worst)
     if (err != CL_SUCCESS)
         goto out;
     double w = 0;
-    for (size_t i = 0; i < s->m; i++)
-        for (size_t j = 0; j < s->n; j++) {
-            double sum = 0.5 * c[i * ldc + j], mag = fabs(sum);
-            for (size_t p = 0; p < s->k; p++) {
-                double av = s->ta ? a[p * lda + i] : a[i * lda + p];
-                double bv = s->tb ? b[j * ldb + p] : b[p * ldb + j];
-                sum += av * bv;
-                mag += fabs(av * bv);
+    for (size_t r = 0; r < mlp_gemm_batch(s); r++) {
+        const float *ar = a + r * s->m * s->k, *br = b + r * s->k * s->n;
+        const float *cr = c + r * s->m * s->n, *gr = got + r * s->m * s->n;
+        for (size_t i = 0; i < s->m; i++)
+            for (size_t j = 0; j < s->n; j++) {
+                double sum = 0.5 * cr[i * ldc + j], mag = fabs(sum);
+                for (size_t p = 0; p < s->k; p++) {
+                    double av = s->ta ? ar[p * lda + i] : ar[i * lda + p];
+                    double bv = s->tb ? br[j * ldb + p] : br[p * ldb + j];
+                    sum += av * bv;
+                    mag += fabs(av * bv);
+                }
+                double e = fabs((double)gr[i * ldc + j] - sum) / (mag > 0 ? mag : 1);
+                if (!(e <= w)) /* NaN counts as the worst */
+                    w = isnan(e) ? INFINITY : e;
             }
-            double e = fabs((double)got[i * ldc + j] - sum) / (mag > 0 ? mag : 1);
-            if (!(e <= w)) /* NaN counts as the worst */
-                w = isnan(e) ? INFINITY : e;
-        }
+    }
     *worst = w;
     err = w <= 1e-4 ? 0 : -1;
 out:

@@ -3,14 +3,16 @@
 #include "tuning_file.h"
 
 #include <clblast_c.h>
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 size_t mlp_gemm_shape_add(mlp_gemm_shape *out, size_t n, size_t cap, mlp_gemm_shape s)
 {
     /* Layers of equal widths give equal shapes: count them once. */
     for (size_t i = 0; i < n && i < cap; i++)
         if (out[i].m == s.m && out[i].n == s.n && out[i].k == s.k && out[i].ta == s.ta &&
-            out[i].tb == s.tb) {
+            out[i].tb == s.tb && mlp_gemm_batch(&out[i]) == mlp_gemm_batch(&s)) {
             out[i].count += s.count;
             return n;
         }
@@ -31,22 +33,71 @@ size_t mlp_gemm_shapes(const unsigned *dims, int n_dims, size_t b, mlp_gemm_shap
     size_t n = 0;
     for (int l = 0; l + 1 < n_dims && l < 9; l++) {
         size_t in = dims[l], o = dims[l + 1];
-        n = mlp_gemm_shape_add(out, n, cap, (mlp_gemm_shape){b, o, in, 0, 1, 1, fwd[l]});
+        n = mlp_gemm_shape_add(out, n, cap, (mlp_gemm_shape){b, o, in, 0, 1, 1, fwd[l], 1});
     }
     for (int l = n_dims - 2; l >= 0; l--) {
         if (l >= 9)
             continue;
         size_t in = dims[l], o = dims[l + 1];
-        n = mlp_gemm_shape_add(out, n, cap, (mlp_gemm_shape){o, in, b, 1, 0, 1, dw[l]});
+        n = mlp_gemm_shape_add(out, n, cap, (mlp_gemm_shape){o, in, b, 1, 0, 1, dw[l], 1});
         if (l > 0)
-            n = mlp_gemm_shape_add(out, n, cap, (mlp_gemm_shape){b, in, o, 0, 0, 1, dx[l]});
+            n = mlp_gemm_shape_add(out, n, cap, (mlp_gemm_shape){b, in, o, 0, 0, 1, dx[l], 1});
     }
     return n;
 }
 
+void mlp_gemm_shape_text(const mlp_gemm_shape *s, char *out, size_t size)
+{
+    int used = snprintf(out, size, "%zux%zux%zu:%c%c", s->m, s->n, s->k, s->ta ? 'T' : 'N',
+                        s->tb ? 'T' : 'N');
+    if (mlp_gemm_batch(s) > 1 && used >= 0 && (size_t)used < size)
+        snprintf(out + used, size - (size_t)used, "@%zu", s->batch);
+}
+
+int mlp_gemm_shape_parse(const char *text, mlp_gemm_shape *s)
+{
+    unsigned long v[4] = {0, 0, 0, 1};
+    char t[2] = {'N', 'N'};
+    const char *c = text;
+    for (int i = 0; i < 4; i++) {
+        if (i == 3) {
+            if (*c != '@')
+                break;
+            c++;
+        }
+        char *end;
+        if (*c < '0' || *c > '9')
+            return -1;
+        errno = 0;
+        v[i] = strtoul(c, &end, 10);
+        if (errno || v[i] == 0 || v[i] > 65536)
+            return -1;
+        c = end;
+        if (i < 2 && *c++ != 'x')
+            return -1;
+        if (i == 2 && *c == ':') {
+            for (int j = 0; j < 2; j++) {
+                t[j] = c[1 + j];
+                if (t[j] != 'N' && t[j] != 'T')
+                    return -1;
+            }
+            c += 3;
+        }
+    }
+    if (*c)
+        return -1;
+    *s = (mlp_gemm_shape){v[0], v[1], v[2], t[0] == 'T', t[1] == 'T', 1, "--shape", v[3]};
+    return 0;
+}
+
+size_t mlp_gemm_batch(const mlp_gemm_shape *s)
+{
+    return s->batch > 1 ? s->batch : 1;
+}
+
 double mlp_gemm_flops(const mlp_gemm_shape *s)
 {
-    return 2.0 * (double)s->m * (double)s->n * (double)s->k;
+    return 2.0 * (double)s->m * (double)s->n * (double)s->k * (double)mlp_gemm_batch(s);
 }
 
 int mlp_gemm_is_direct(const mlp_gemm_shape *s, size_t min_indirect)
@@ -64,7 +115,8 @@ void mlp_gemm_record(const mlp_gemm_shape *s, size_t min_indirect_default,
                      size_t min_indirect_tuned, struct tuning_gemm *out)
 {
     *out = (tuning_gemm){.m = (unsigned)s->m, .n = (unsigned)s->n, .k = (unsigned)s->k,
-                         .ta = s->ta ? 'T' : 'N', .tb = s->tb ? 'T' : 'N', .count = s->count};
+                         .ta = s->ta ? 'T' : 'N', .tb = s->tb ? 'T' : 'N', .count = s->count,
+                         .batch = (unsigned)mlp_gemm_batch(s)};
     snprintf(out->kernel_default, sizeof out->kernel_default, "%s",
              mlp_gemm_kernel(s, min_indirect_default));
     snprintf(out->kernel_tuned, sizeof out->kernel_tuned, "%s",
@@ -120,4 +172,17 @@ cl_int mlp_gemm(cl_command_queue queue, mlp_gemm_scratch *scratch, int ta, int t
     }
     return (cl_int)CLBlastSgemm(CLBlastLayoutColMajor, t1, t2, n, m, k, alpha, b, boff, ldb, a, aoff,
                                 lda, beta, c, coff, ldc, &queue, event);
+}
+
+cl_int mlp_gemm_batched(cl_command_queue queue, int ta, int tb, size_t m, size_t n, size_t k,
+                        float alpha, cl_mem a, size_t aoff, size_t lda, size_t astride, cl_mem b,
+                        size_t boff, size_t ldb, size_t bstride, float beta, cl_mem c,
+                        size_t coff, size_t ldc, size_t cstride, size_t batch, cl_event *event)
+{
+    /* mlp_gemm's form: B's memory first, m and n swapped */
+    CLBlastTranspose t1 = tb ? CLBlastTransposeYes : CLBlastTransposeNo;
+    CLBlastTranspose t2 = ta ? CLBlastTransposeYes : CLBlastTransposeNo;
+    return (cl_int)CLBlastSgemmStridedBatched(CLBlastLayoutColMajor, t1, t2, n, m, k, alpha, b, boff,
+                                              ldb, bstride, a, aoff, lda, astride, beta, c, coff,
+                                              ldc, cstride, batch, &queue, event);
 }

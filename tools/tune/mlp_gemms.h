@@ -47,7 +47,12 @@ typedef struct mlp_gemm_shape {
     int ta, tb;            /* op(A) = A^T, op(B) = B^T (row-major view) */
     unsigned count;        /* calls per micro-step */
     const char *role;      /* "fc1 forward", "fc2 dW", ... (static) */
+    size_t batch;          /* matrices per call, one after another in memory
+                              (mlp_gemm_batched); 0 or 1: one */
 } mlp_gemm_shape;
+
+/* The matrices one call of s multiplies: s->batch, at least 1. */
+size_t mlp_gemm_batch(const mlp_gemm_shape *s);
 
 /* The distinct GEMM shapes of one micro-step of an MLP with widths
  * dims[0..n_dims-1] (input first) at micro-batch b, each with its count;
@@ -60,12 +65,19 @@ size_t mlp_gemm_shapes(const unsigned *dims, int n_dims, size_t b, mlp_gemm_shap
  * number of shapes, which may exceed cap. */
 size_t mlp_gemm_shape_add(mlp_gemm_shape *out, size_t n, size_t cap, mlp_gemm_shape s);
 
-/* FLOPs of one call: 2 m n k. */
+/* s as text, "MxNxK:AB" or "MxNxK:AB@BATCH" (clgrad-tune's --shape), and
+ * back: 0, or -1 when text is not one (sizes 1..65536); the role is
+ * "--shape". */
+void mlp_gemm_shape_text(const mlp_gemm_shape *s, char *out, size_t size);
+int mlp_gemm_shape_parse(const char *text, mlp_gemm_shape *s);
+
+/* FLOPs of one call: 2 m n k per matrix of the batch. */
 double mlp_gemm_flops(const mlp_gemm_shape *s);
 
 /* Whether CLBlast's GEMM routine runs s with its direct kernel
  * (XgemmDirect) rather than Xgemm, when its switch-over size
- * (XGEMM_MIN_INDIRECT_SIZE) is min_indirect: m n k < min_indirect^3. */
+ * (XGEMM_MIN_INDIRECT_SIZE) is min_indirect: m n k < min_indirect^3. Its
+ * strided batched routine decides the same way on one matrix's m n k. */
 int mlp_gemm_is_direct(const mlp_gemm_shape *s, size_t min_indirect);
 /* Its name: "XgemmDirect" or "Xgemm". */
 const char *mlp_gemm_kernel(const mlp_gemm_shape *s, size_t min_indirect);
@@ -89,5 +101,16 @@ cl_int mlp_gemm(cl_command_queue queue, mlp_gemm_scratch *scratch, int ta, int t
                 size_t n, size_t k, float alpha, cl_mem a, size_t aoff, size_t lda, cl_mem b,
                 size_t boff, size_t ldb, float beta, cl_mem c, size_t coff, size_t ldc,
                 cl_event *event);
+
+/* batch products C_i = alpha op(A_i) op(B_i) + beta C_i, i < batch, with
+ * X_i at X's offset + i x its stride (elements), in mlp_gemm's form and
+ * through CLBlast's strided batched GEMM, which takes the same Xgemm,
+ * XgemmDirect and switch-over parameters as its GEMM (a program of its
+ * own). It takes no temporary buffer: CLBlast allocates one per call when
+ * the shape runs Xgemm. */
+cl_int mlp_gemm_batched(cl_command_queue queue, int ta, int tb, size_t m, size_t n, size_t k,
+                        float alpha, cl_mem a, size_t aoff, size_t lda, size_t astride, cl_mem b,
+                        size_t boff, size_t ldb, size_t bstride, float beta, cl_mem c,
+                        size_t coff, size_t ldc, size_t cstride, size_t batch, cl_event *event);
 
 #endif /* TUNE_MLP_GEMMS_H */

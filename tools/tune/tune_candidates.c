@@ -1,6 +1,7 @@
 /* tune_candidates.c - clgrad-tune: CLBlast's tuners, and their fastest
  * configurations run on the real shapes (tune_internal.h). */
 #include "tune_internal.h"
+#include "tune_prebuild.h"
 #include "tune_seeds.h"
 #include "tuners.h"
 #include "tuning_apply.h"
@@ -148,8 +149,7 @@ int ts_complete(const param_set *ref, param_set *c)
     return 0;
 }
 
-/* a and b name the same parameters, in the same order, with the same values */
-static int same_params(const param_set *a, const param_set *b)
+int ts_same_params(const param_set *a, const param_set *b)
 {
     if (a->n != b->n)
         return 0;
@@ -167,7 +167,7 @@ candidate *ts_add_candidate(search *s, int direct, const param_set *p, const cha
     /* the same configuration from elsewhere (another tuner run, a seed,
      * CLBlast's defaults): once is enough */
     for (size_t o = 0; o < s->n_cand; o++)
-        if (s->cand[o].direct == direct && same_params(&s->cand[o].params, &ps))
+        if (s->cand[o].direct == direct && ts_same_params(&s->cand[o].params, &ps))
             return NULL;
     candidate *cd = &s->cand[s->n_cand++];
     memset(cd, 0, sizeof *cd);
@@ -178,27 +178,6 @@ candidate *ts_add_candidate(search *s, int direct, const param_set *p, const cha
 }
 
 /* "NAME=VALUE ..." as a parameter set; -1 on anything else. */
-static int parse_params(const char *text, param_set *ps)
-{
-    ps->n = 0;
-    const char *c = text;
-    while (*c) {
-        while (*c == ' ')
-            c++;
-        if (!*c)
-            break;
-        char name[sizeof ps->p[0].name];
-        unsigned long v;
-        int used = 0;
-        if (ps->n == TUNING_MAX_PARAMS || sscanf(c, "%31[A-Z_]=%lu%n", name, &v, &used) != 2)
-            return -1;
-        snprintf(ps->p[ps->n].name, sizeof ps->p[ps->n].name, "%s", name);
-        ps->p[ps->n++].value = v;
-        c += used;
-    }
-    return ps->n ? 0 : -1;
-}
-
 static void from_record(const tuning_kernel *k, param_set *ps)
 {
     ps->n = k->n < TUNING_MAX_PARAMS ? k->n : TUNING_MAX_PARAMS;
@@ -226,7 +205,7 @@ void ts_add_known(search *s)
             const tuning_kernel *k = tuning_find_kernel(prev, ts_aux_kernels[a]);
             param_set ps;
             if (k && (from_record(k, &ps), ts_complete(&s->aux0[a], &ps) == 0) &&
-                !same_params(&ps, &s->aux0[a]))
+                !ts_same_params(&ps, &s->aux0[a]))
                 s->aux_found[a] = ps;
         }
     }
@@ -239,7 +218,7 @@ void ts_add_known(search *s)
     size_t n = tune_seeds(cls, &seeds);
     for (size_t i = 0; i < n; i++) {
         param_set ps;
-        if (parse_params(seeds[i].params, &ps) != 0)
+        if (ts_parse_params(seeds[i].params, &ps) != 0)
             continue;
         int aux = -1;
         for (int a = 0; a < 2; a++)
@@ -248,7 +227,7 @@ void ts_add_known(search *s)
         if (aux >= 0) {
             /* the previous tuning's helpers come first */
             if (s->aux_found[aux].n == 0 && ts_complete(&s->aux0[aux], &ps) == 0 &&
-                !same_params(&ps, &s->aux0[aux]))
+                !ts_same_params(&ps, &s->aux0[aux]))
                 s->aux_found[aux] = ps;
             continue;
         }
@@ -256,6 +235,25 @@ void ts_add_known(search *s)
                                          seeds[i].origin);
         if (cd)
             cd->seed = 1;
+    }
+}
+
+/* Starts builds of the candidates that come next (order[0 .. n)) in other
+ * processes, as many as may build at once and as would still be run
+ * before `until` if this one's build is the last slow one. */
+static void prebuild_next(search *s, const size_t *order, size_t n, double until,
+                          int reserve_builds)
+{
+    double at = ts_now_s() + s->build_s + 2.0 + reserve_builds * (s->build_s + 2.0);
+    for (size_t o = 0; o < n; o++) {
+        candidate *c = &s->cand[order[o]];
+        at += 4.0; /* a cache hit and the timing */
+        if (at > until || ts_complete(c->direct ? &s->d0 : &s->i0, &c->params) != 0)
+            break;
+        if (ts_prebuild_start(s, c->direct ? &c->params : &s->d0, c->direct ? &s->i0 : &c->params,
+                              c->direct ? ALL_DIRECT : ALL_INDIRECT) != 0)
+            break;
+        c->prebuilt = 1;
     }
 }
 
@@ -276,10 +274,10 @@ void ts_run_candidates(search *s, double until, int reserve_builds)
         }
     for (size_t o = 0; o < n; o++) {
         candidate *c = &s->cand[order[o]]; /* not run yet: order holds no other */
-        /* this candidate's build and timing, and then still what must
-         * follow before `until` (the helpers' trial and the final
-         * confirmation: a build each) */
-        double est = (1 + reserve_builds) * (s->build_s + 2.0);
+        /* this candidate's build (a cache hit if prebuilt) and timing, and
+         * then still what must follow before `until` (the helpers' trial
+         * and the final confirmation: a build each) */
+        double est = (c->prebuilt ? 4.0 : s->build_s + 2.0) + reserve_builds * (s->build_s + 2.0);
         if (ts_now_s() + est > until) {
             ts_note(s, "%s not run: about %.0f s left, a build takes %.0f s", c->origin,
                  until - ts_now_s(), s->build_s);
@@ -291,14 +289,23 @@ void ts_run_candidates(search *s, double until, int reserve_builds)
         }
         char why[256];
         c->run = 1;
+        const char *prebuilt = c->prebuilt ? " (built by another process meanwhile)" : "";
         if (c->seed)
-            ts_say(s, "running %s on every shape, all on %s", c->origin,
-                c->direct ? "XgemmDirect" : "Xgemm");
+            ts_say(s, "running %s on every shape, all on %s%s", c->origin,
+                   c->direct ? "XgemmDirect" : "Xgemm", prebuilt);
         else
-            ts_say(s, "running %s (tuner %.1f GFLOP/s) on every shape, all on %s", c->origin,
-                c->tuner_gflops, c->direct ? "XgemmDirect" : "Xgemm");
-        int rc = c->direct ? ts_measure(s, &c->params, &s->i0, ALL_DIRECT, c->ms, why, sizeof why)
-                           : ts_measure(s, &s->d0, &c->params, ALL_INDIRECT, c->ms, why, sizeof why);
+            ts_say(s, "running %s (tuner %.1f GFLOP/s) on every shape, all on %s%s", c->origin,
+                   c->tuner_gflops, c->direct ? "XgemmDirect" : "Xgemm", prebuilt);
+        /* the next candidates' builds in other processes meanwhile */
+        if (!c->prebuilt)
+            prebuild_next(s, order + o + 1, n - o - 1, until, reserve_builds);
+        int rc = ts_build(s, c->direct ? &c->params : &s->d0, c->direct ? &s->i0 : &c->params,
+                          c->direct ? ALL_DIRECT : ALL_INDIRECT, why, sizeof why);
+        ts_prebuild_wait(s); /* nothing is timed while they build */
+        if (rc == 0 && c->prebuilt)
+            ts_prebuild_check(s, s->last_build_s);
+        if (rc == 0)
+            rc = ts_time(s, c->ms, why, sizeof why);
         s->out->candidates_run++;
         s->out->seeds_run += (size_t)c->seed;
         if (rc != 0) {

@@ -88,11 +88,8 @@ param_set ts_routine_params(size_t min_indirect)
     return r;
 }
 
-/* Builds CLBlast's GEMM program with (d, i, threshold), checks every shape
- * against the host and times them all: ms[] per shape. 0, or -1 with why
- * (a refused parameter set, a failed build or launch, a wrong result). */
-int ts_measure(search *s, const param_set *d, const param_set *i, size_t threshold,
-                   double *ms, char *why, size_t whylen)
+int ts_build(search *s, const param_set *d, const param_set *i, size_t threshold, char *why,
+             size_t whylen)
 {
     const tune_request *q = s->req;
     param_set r = ts_routine_params(threshold);
@@ -102,6 +99,8 @@ int ts_measure(search *s, const param_set *d, const param_set *i, size_t thresho
         ts_set_params(s, ts_aux_kernels[0], &s->aux[0], why, whylen) != 0 ||
         ts_set_params(s, ts_aux_kernels[1], &s->aux[1], why, whylen) != 0)
         return -1;
+    /* the first call of each shape builds what it needs (one program per
+     * CLBlast routine: GEMM, strided batched GEMM) */
     double t = ts_now_s();
     for (size_t k = 0; k < q->n_shapes; k++) {
         cl_int e = gemm_run_once(&s->bufs, &q->shapes[k]);
@@ -111,11 +110,24 @@ int ts_measure(search *s, const param_set *d, const param_set *i, size_t thresho
                      q->shapes[k].n, q->shapes[k].k, clblast_status_text(e, name, sizeof name));
             return -1;
         }
-        /* the slowest build seen: the baseline's may have come from the
-         * driver's own cache */
-        if (k == 0 && ts_now_s() - t > s->build_s)
-            s->build_s = ts_now_s() - t;
     }
+    s->last_build_s = ts_now_s() - t;
+    /* the slowest builds seen: the baseline's may have come from the
+     * driver's own cache */
+    if (s->last_build_s > s->build_s)
+        s->build_s = s->last_build_s;
+    return 0;
+}
+
+int ts_measure(search *s, const param_set *d, const param_set *i, size_t threshold, double *ms,
+               char *why, size_t whylen)
+{
+    return ts_build(s, d, i, threshold, why, whylen) != 0 ? -1 : ts_time(s, ms, why, whylen);
+}
+
+int ts_time(search *s, double *ms, char *why, size_t whylen)
+{
+    const tune_request *q = s->req;
     for (size_t k = 0; k < q->n_shapes; k++) {
         double worst;
         int rc = gemm_check(&s->bufs, &q->shapes[k], &worst);

@@ -79,6 +79,27 @@ static pick_choice defaults(const pick_problem *p)
     return c;
 }
 
+/* The margin rule (tune_pick.h) on c. */
+static void keep_default_direct(const pick_problem *p, pick_choice *c)
+{
+    int def = p->default_direct;
+    if (c->d < 0 || def < 0 || c->d == def)
+        return;
+    double mine = 0, theirs = 0;
+    for (size_t k = 0; k < p->n_shapes; k++)
+        if (pick_is_direct(p->mnk[k], c->threshold)) {
+            mine += p->count[k] * c->shape_ms[k];
+            theirs += p->count[k] * p->ms[(size_t)def * p->n_shapes + k];
+        }
+    if (!isfinite(theirs) || mine < (1 - p->direct_margin) * theirs)
+        return;
+    c->d = def;
+    c->ms += theirs - mine;
+    for (size_t k = 0; k < p->n_shapes; k++)
+        if (pick_is_direct(p->mnk[k], c->threshold))
+            c->shape_ms[k] = p->ms[(size_t)def * p->n_shapes + k];
+}
+
 pick_result tune_pick(const pick_problem *p)
 {
     pick_result r;
@@ -109,5 +130,8 @@ pick_result tune_pick(const pick_problem *p)
                     r.best = c;
             }
         }
+    keep_default_direct(p, &r.best);
+    if (!(r.best.ms < defaults(p).ms))
+        r.best = defaults(p); /* what the margin gave up was all the gain */
     return r;
 }

@@ -13,7 +13,14 @@
  * CLBlast's defaults themselves when no triple beats them on that sum: a
  * tuning is never slower than the defaults on the figures it was chosen
  * from. It also returns the best triple without the per-shape limit, so
- * that the caller can say what the limit cost. */
+ * that the caller can say what the limit cost.
+ *
+ * The small shapes' timings move by 10-20% from one measurement to the
+ * next (calls of 20-50 us on PoCL), and a choice made on that noise came
+ * out slower than the defaults on them when confirmed: so the best
+ * triple's XgemmDirect configuration, if not CLBlast's own, gives way to
+ * CLBlast's own unless it runs the shapes below the switch-over size at
+ * least direct_margin faster in all (where CLBlast's own ran them all). */
 #ifndef TUNE_TUNE_PICK_H
 #define TUNE_TUNE_PICK_H
 
@@ -33,6 +40,11 @@ typedef struct pick_problem {
     const double *ms;              /* n_cand x n_shapes: candidate c's time for shape k
                                       on its own path; INFINITY where not measured */
     double max_ratio;              /* per-shape limit against base, e.g. 1.05 */
+    /* CLBlast's own XgemmDirect configuration among the candidates (-1:
+     * not there), and what another must gain over it in all on the shapes
+     * below the switch-over size to be chosen for them, e.g. 0.10 */
+    int default_direct;
+    double direct_margin;
 } pick_problem;
 
 typedef struct pick_choice {

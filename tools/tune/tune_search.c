@@ -81,6 +81,7 @@ int tune_search(clg_context *ctx, const tune_request *req, tune_outcome *out, ch
     /* a build of CLBlast's GEMM program takes 6-12 s on 2 PoCL cores; until
      * one is measured, assume a few seconds rather than none */
     s->build_s = 4.0;
+    s->prebuild_jobs = req->build_jobs;
     int rc = -1;
     char why[512];
     const clg_device_info *info = clg_context_device_info(ctx);
@@ -135,8 +136,10 @@ int tune_search(clg_context *ctx, const tune_request *req, tune_outcome *out, ch
     ts_say(s, "CLBlast's defaults: %.2f ms per micro-step (%.1f GFLOP/s); build estimate %.1f s",
         ts_step_ms(s, base), ts_step_gflop(req) / (ts_step_ms(s, base) * 1e-3), s->build_s);
     {
-        candidate *d = &s->cand[s->n_cand++], *i = &s->cand[s->n_cand++];
-        memset(d, 0, 2 * sizeof *d);
+        candidate *d = &s->cand[CAND_DEFAULT_DIRECT], *i = &s->cand[CAND_DEFAULT_XGEMM];
+        s->n_cand = 2;
+        memset(d, 0, sizeof *d);
+        memset(i, 0, sizeof *i);
         d->direct = 1;
         d->params = s->d0;
         i->params = s->i0;
@@ -237,6 +240,7 @@ int tune_search(clg_context *ctx, const tune_request *req, tune_outcome *out, ch
         r->ms_tuned = c.shape_ms[k];
         r->direct_default = mlp_gemm_is_direct(sh, s->t0_size);
         r->direct_tuned = mlp_gemm_is_direct(sh, c.threshold);
+        r->same_kernel = ts_same_kernel(s, &c, k);
         best_seen(s, k, base, r);
         mlp_gemm_record(sh, s->t0_size, c.threshold, tg);
         tg->gflops_default = mlp_gemm_flops(sh) / (base[k] * 1e6);

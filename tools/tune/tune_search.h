@@ -40,7 +40,9 @@
  *     among those that make no shape more than 5% slower than CLBlast's
  *     defaults (tune_pick.h; CLBlast's defaults included, so a tuning is
  *     never slower than them on the measurements it was chosen from; what
- *     the 5% limit cost is noted). If Xgemm won shapes, the
+ *     the 5% limit cost is noted; another XgemmDirect configuration than
+ *     CLBlast's own must gain 10% on the shapes below the switch-over size,
+ *     whose timings are noisy). If Xgemm won shapes, the
  *     winner is run again with the helpers' tuned parameters, kept if
  *     faster. The choice is then built as one program, checked, and timed
  *     in rounds alternating with CLBlast's defaults: those are the figures
@@ -48,8 +50,13 @@
  *     micro-step, the defaults are stored instead; a shape more than 5%
  *     slower than its default in those rounds is named in the notes.
  * Each candidate costs one build of CLBlast's GEMM program (several seconds
- * on PoCL); a candidate is skipped when it would end past the budget, so
- * the budget is kept to within about one build. */
+ * on PoCL; a second one for the strided batched GEMM when the shapes have
+ * batched ones); a candidate is skipped when it would end past the budget,
+ * so the budget is kept to within about one build. While a candidate
+ * builds, other processes build the next ones into the driver's cache
+ * (tune_prebuild.h). The shapes are any set with their calls per
+ * micro-step: clgrad-tune takes them from the trainer's task (task.h's
+ * gemms), the MLP's or the GPT's. */
 #ifndef TUNE_TUNE_SEARCH_H
 #define TUNE_TUNE_SEARCH_H
 
@@ -66,11 +73,17 @@ typedef struct tune_request {
     const tuning *previous; /* the device's previous tuning (NULL: none); with
                                it the tuners are skipped */
     int quiet;             /* no progress on stderr */
+    const char *device;    /* the device as selected (NULL: clgrad's pick), for
+                              the processes that build candidates meanwhile */
+    unsigned build_jobs;   /* builds at once, this process's included (1: no
+                              other processes; tune_prebuild.h) */
 } tune_request;
 
 typedef struct tune_shape_result {
     double ms_default, ms_tuned;
     int direct_default, direct_tuned;   /* XgemmDirect (1) or Xgemm (0) */
+    int same_kernel;                    /* the tuning runs it as the defaults do:
+                                           the same kernel and parameters */
     double ms_best;                     /* the fastest any candidate ran it */
     int direct_best;                    /* and on which kernel */
 } tune_shape_result;

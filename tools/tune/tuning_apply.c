@@ -29,7 +29,8 @@ const char *tuning_clblast_version(void)
     return CLBLAST_VERSION_TEXT;
 }
 
-int tuning_path(const clg_context *ctx, char *path, size_t size, char *err, size_t errlen)
+int tuning_path(const clg_context *ctx, const char *task, char *path, size_t size, char *err,
+                size_t errlen)
 {
     char dir[1024], key[65];
     clg_status st = clg_cache_dir(dir, sizeof dir);
@@ -38,7 +39,8 @@ int tuning_path(const clg_context *ctx, char *path, size_t size, char *err, size
     st = clg_context_device_key(ctx, key);
     if (st != CLG_SUCCESS)
         return errmsg_set(err, errlen, "%s", clg_last_error(ctx));
-    if ((size_t)snprintf(path, size, "%s/clblast-%s.tune", dir, key) >= size)
+    if ((size_t)snprintf(path, size, "%s/clblast-%s%s%s.tune", dir, key, task ? "-" : "",
+                         task ? task : "") >= size)
         return errmsg_set(err, errlen, "the cache directory's path is too long");
     return 0;
 }
@@ -289,18 +291,19 @@ int tuning_apply(const clg_context *ctx, const tuning *t, char *err, size_t errl
 
 /* ------------------------------------------------------------ setup */
 
-static void tune_command(const clg_context *ctx, char *out, size_t size)
+static void tune_command(const clg_context *ctx, const char *task, char *out, size_t size)
 {
     const clg_device_info *d = clg_context_device_info(ctx);
-    snprintf(out, size, "clgrad-tune --device %u:%u", d->platform_index, d->device_index);
+    snprintf(out, size, "clgrad-tune --device %u:%u%s%s", d->platform_index, d->device_index,
+             task ? " --task " : "", task ? task : "");
 }
 
-void tuning_setup(const clg_context *ctx, const char *spec, const mlp_gemm_shape *shapes,
-                  size_t n_shapes, tuning_status *st)
+void tuning_setup(const clg_context *ctx, const char *spec, const char *task,
+                  const mlp_gemm_shape *shapes, size_t n_shapes, tuning_status *st)
 {
     memset(st, 0, sizeof *st);
-    char why[1536], cmd[64];
-    tune_command(ctx, cmd, sizeof cmd);
+    char why[1536], cmd[96];
+    tune_command(ctx, task, cmd, sizeof cmd);
     int explicit_file = spec && *spec && strcasecmp(spec, "auto") != 0;
     if (explicit_file && strcasecmp(spec, "off") == 0) {
         if (tuning_restore_defaults(ctx, why, sizeof why) != 0) {
@@ -314,7 +317,7 @@ void tuning_setup(const clg_context *ctx, const char *spec, const mlp_gemm_shape
     }
     if (explicit_file) {
         snprintf(st->path, sizeof st->path, "%s", spec);
-    } else if (tuning_path(ctx, st->path, sizeof st->path, why, sizeof why) != 0) {
+    } else if (tuning_path(ctx, task, st->path, sizeof st->path, why, sizeof why) != 0) {
         st->path[0] = '\0';
         tuning_restore_defaults(ctx, NULL, 0);
         snprintf(st->message, sizeof st->message,
@@ -337,7 +340,7 @@ void tuning_setup(const clg_context *ctx, const char *spec, const mlp_gemm_shape
     if (rc == 1 && !explicit_file) {
         snprintf(st->message, sizeof st->message,
                  "CLBlast GEMMs: CLBlast's default parameters (no tuning for this device yet: "
-                 "`%s`, or `make tune`, tunes them in about 3 minutes)", cmd);
+                 "`%s`%s tunes them in about 3 minutes)", cmd, task ? "" : ", or `make tune`,");
         return;
     }
     st->warning = 1;

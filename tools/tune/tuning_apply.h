@@ -22,9 +22,13 @@
 /* "1.5.3": the CLBlast this program was built against. */
 const char *tuning_clblast_version(void);
 
-/* The file of ctx's device: <clgrad's cache directory>/clblast-<key>.tune.
- * 0, or -1 with why (no cache directory: CLGRAD_CACHE_DIR=off, no HOME). */
-int tuning_path(const clg_context *ctx, char *path, size_t size, char *err, size_t errlen);
+/* The file of ctx's device: <clgrad's cache directory>/clblast-<key>.tune
+ * for the MLP's GEMMs (task NULL), clblast-<key>-<task>.tune for those of
+ * another of clgrad-train's tasks (e.g. "gpt"): a tuning is chosen for one
+ * set of shapes. 0, or -1 with why (no cache directory:
+ * CLGRAD_CACHE_DIR=off, no HOME). */
+int tuning_path(const clg_context *ctx, const char *task, char *path, size_t size, char *err,
+                size_t errlen);
 
 /* Reads path and checks it belongs to ctx's device and this CLBlast, and
  * that its kernels keep to the device's limits: 0;
@@ -50,15 +54,16 @@ typedef struct tuning_status {
     tuning t;           /* the tuning applied */
 } tuning_status;
 
-/* The trainer's start-up: spec NULL or "auto" (the device's file when there
- * is one), "off" (CLBlast's defaults) or the path of a file. A file is
+/* The trainer's start-up: spec NULL or "auto" (the device's file for task,
+ * as tuning_path, when there is one), "off" (CLBlast's defaults) or the
+ * path of a file. A file is
  * applied only once shapes[0..n_shapes) (the GEMMs the caller runs) came
  * out right with it (tuning_verify); the message then names the kernel,
  * its parameters and the shape that did not. Never fails:
  * whatever cannot be used leaves CLBlast on its defaults with st->warning
  * set and the reason in st->message; with no file for the device the
  * message gives the clgrad-tune command. */
-void tuning_setup(const clg_context *ctx, const char *spec, const mlp_gemm_shape *shapes,
-                  size_t n_shapes, tuning_status *st);
+void tuning_setup(const clg_context *ctx, const char *spec, const char *task,
+                  const mlp_gemm_shape *shapes, size_t n_shapes, tuning_status *st);
 
 #endif /* TUNE_TUNING_APPLY_H */

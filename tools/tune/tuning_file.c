@@ -153,8 +153,13 @@ char *tuning_format(const tuning *t, size_t *len)
     }
     for (size_t i = 0; i < t->n_gemms; i++) {
         const tuning_gemm *g = &t->gemm[i];
-        out_printf(&o, "gemm %u %u %u %c%c %u %s %.2f %s %.2f\n", g->m, g->n, g->k, g->ta, g->tb,
-                   g->count, g->kernel_default, g->gflops_default, g->kernel_tuned,
+        char calls[32];
+        if (g->batch > 1)
+            snprintf(calls, sizeof calls, "%ux%u", g->count, g->batch);
+        else
+            snprintf(calls, sizeof calls, "%u", g->count);
+        out_printf(&o, "gemm %u %u %u %c%c %s %s %.2f %s %.2f\n", g->m, g->n, g->k, g->ta, g->tb,
+                   calls, g->kernel_default, g->gflops_default, g->kernel_tuned,
                    g->gflops_tuned);
     }
     uLong crc = crc32(0L, (const Bytef *)o.p, (uInt)o.len);
@@ -248,8 +253,15 @@ static int parse_kernel(char *rest, tuning_kernel *k, char *err, size_t errlen, 
 static int parse_gemm(char *rest, tuning_gemm *g, char *err, size_t errlen, int line)
 {
     char *f[10];
-    unsigned long m, n, k, count;
-    if (split(rest, f, 10) != 9 || parse_u(f[0], 1ul << 30, &m) != 0 ||
+    unsigned long m, n, k, count, batch = 1;
+    size_t fields = split(rest, f, 10);
+    char *x = fields == 9 ? strchr(f[4], 'x') : NULL;
+    if (x) {
+        *x = '\0'; /* count x batch */
+        if (parse_u(x + 1, 1ul << 20, &batch) != 0 || batch < 2)
+            return errmsg_set(err, errlen, "line %d: malformed gemm record", line);
+    }
+    if (fields != 9 || parse_u(f[0], 1ul << 30, &m) != 0 ||
         parse_u(f[1], 1ul << 30, &n) != 0 || parse_u(f[2], 1ul << 30, &k) != 0 ||
         strlen(f[3]) != 2 || parse_u(f[4], 1ul << 20, &count) != 0 ||
         copy_text(g->kernel_default, sizeof g->kernel_default, f[5]) != 0 ||
@@ -263,6 +275,7 @@ static int parse_gemm(char *rest, tuning_gemm *g, char *err, size_t errlen, int 
     g->ta = f[3][0];
     g->tb = f[3][1];
     g->count = (unsigned)count;
+    g->batch = (unsigned)batch;
     return 0;
 }
 

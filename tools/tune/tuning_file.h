@@ -14,7 +14,7 @@
  *     budget <seconds allowed> <seconds used>
  *     model <what was tuned for, e.g. "mlp 784,512,256,10 micro-batch 32">
  *     kernel <CLBlast kernel> <precision> <NAME=value> ...      (1..8 lines)
- *     gemm <m> <n> <k> <ta><tb> <count> <kernel_default> <gflops_default>
+ *     gemm <m> <n> <k> <ta><tb> <count>[x<batch>] <kernel_default> <gflops_default>
  *          <kernel_tuned> <gflops_tuned>                          (0..32 lines)
  *     crc32 <8 hex digits>
  * The CRC-32 (zlib's) covers every byte before the crc32 line, which must
@@ -22,7 +22,8 @@
  * record, a malformed number, a name CLBlast could not have, a value out of
  * range or one CLBlast's kernels cannot take (tuning_constraints.h) or a
  * wrong CRC rejects the whole file, with a message saying what was wrong. gemm lines use the trainer's row-major view (tools/tune/
- * mlp_gemms.h): C[m x n] = op(A)[m x k] op(B)[k x n], ta/tb 'N' or 'T'. */
+ * mlp_gemms.h): C[m x n] = op(A)[m x k] op(B)[k x n], ta/tb 'N' or 'T';
+ * "4x16" is 4 calls of a strided batched GEMM of 16 such products each. */
 #ifndef TUNE_TUNING_FILE_H
 #define TUNE_TUNING_FILE_H
 
@@ -53,6 +54,7 @@ typedef struct tuning_gemm {
     unsigned count;             /* calls per micro-batch */
     char kernel_default[TUNING_NAME], kernel_tuned[TUNING_NAME];
     double gflops_default, gflops_tuned;
+    unsigned batch;             /* products per call (batched GEMM); 0 or 1: a plain GEMM */
 } tuning_gemm;
 
 typedef struct tuning {

@@ -224,6 +224,17 @@ int run_metrics_open(run_state *r, int writes);
 int run_metrics_row(run_state *r, double loss);
 int run_metrics_close(run_state *r);
 
+/* --tuning (run_tuning.c), before the run's first GEMM (CLBlast builds its
+ * GEMM program with the parameters it holds at its first call): the
+ * device's tuning for task (tuning_apply.h: NULL, the MLP's file) or the
+ * file given, applied only once the run's own GEMM shapes come out right
+ * with it; a line on the log says what runs (a tuning that cannot be used:
+ * a warning, even under --quiet). applied gets the file's path when one is
+ * applied, else "". 0, or -1 with a message (out of host memory). */
+struct mlp_gemm_shape;
+int run_apply_tuning(run_state *r, const char *task, const struct mlp_gemm_shape *shapes,
+                     size_t n_shapes, char *applied, size_t size);
+
 /* Releases everything above (model, gradients, data, order, context or
  * its budget, the checkpoint's lock); what a task added it releases
  * first. */

@@ -4,6 +4,7 @@
 #include "errmsg.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -65,6 +66,30 @@ int train_cli_parse(int argc, char **argv, train_options *o, void *const *task_o
     if (rc == 0 && t->check)
         rc = t->check(task_opts[o->task], o, err, errlen);
     return rc;
+}
+
+int train_cli_parse_all(int argc, char **argv, train_options *o, void **task_opts, char *err,
+                        size_t errlen)
+{
+    train_options_default(o);
+    for (int i = 0; i < TRAIN_MAX_TASKS; i++)
+        task_opts[i] = NULL;
+    for (int i = 0; i < train_task_count() && i < TRAIN_MAX_TASKS; i++) {
+        const train_task *t = train_task_at(i);
+        if (t->options_size && !(task_opts[i] = calloc(1, t->options_size)))
+            return errmsg_set(err, errlen, "out of host memory");
+        if (t->defaults)
+            t->defaults(task_opts[i]);
+    }
+    return train_cli_parse(argc, argv, o, task_opts, err, errlen);
+}
+
+void train_cli_free(void **task_opts)
+{
+    for (int i = 0; i < TRAIN_MAX_TASKS; i++) {
+        free(task_opts[i]);
+        task_opts[i] = NULL;
+    }
 }
 
 void train_cli_usage(FILE *f)

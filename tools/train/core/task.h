@@ -18,12 +18,25 @@
 
 #include "dist_hooks.h"
 #include "flags.h"
+#include "mlp_gemms.h"
 #include "options.h"
 
 #include <stddef.h>
 #include <stdio.h>
 
 #define TRAIN_MAX_TASKS 8
+
+/* The CLBlast GEMMs of a run (task gemms hook): what clgrad-tune tunes
+ * for, and what a tuning is checked on before the run uses it. */
+typedef struct task_gemms {
+    mlp_gemm_shape shape[MLP_GEMMS_MAX]; /* one micro-step's, with their counts */
+    size_t n;
+    char model[128];     /* what they are: "mlp 784,512,256,10 micro-batch 32" */
+    /* whose tuning file of the device holds their tuning (tuning_path):
+     * NULL, the device's default one (the MLP's), or the task's name */
+    const char *tuning_task;
+    double micro_steps;  /* of the whole run the options describe (0: not known) */
+} task_gemms;
 
 typedef struct train_task {
     const char *name; /* its --task name */
@@ -58,6 +71,11 @@ typedef struct train_task {
      * run's failure in err (the same on every rank: the run agrees on it). */
     int (*dist_run)(const train_options *o, const void *task_opts, train_dist_hooks *d, char *err,
                     size_t errlen);
+    /* The GEMMs of the run o and task_opts describe (NULL: none to tune),
+     * from the same model description the run uses; with the options
+     * parsed and checked. 0, or -1 with a message. */
+    int (*gemms)(const train_options *o, const void *task_opts, task_gemms *g, char *err,
+                 size_t errlen);
 } train_task;
 
 /* Inside main, a task's run: its state embeds a run_state (run.h) set up
@@ -129,6 +147,14 @@ typedef struct run_loop_hooks {
  * the core's. Returns 0, 1 for --help, or -1 with a message. */
 int train_cli_parse(int argc, char **argv, train_options *o, void *const *task_opts, char *err,
                     size_t errlen);
+
+/* train_cli_parse with every task's options allocated at their defaults
+ * into task_opts[0 .. TRAIN_MAX_TASKS) (NULL for a task without flags);
+ * train_cli_free releases them, whatever this returned. Returns as
+ * train_cli_parse (-1 also when out of host memory). */
+int train_cli_parse_all(int argc, char **argv, train_options *o, void **task_opts, char *err,
+                        size_t errlen);
+void train_cli_free(void **task_opts);
 
 /* --help: the core's flags, then each task's. */
 void train_cli_usage(FILE *f);

@@ -3,8 +3,14 @@
 #include "classify_task.h"
 #include "summary.h"
 
+#include "errmsg.h"
+
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+/* Fashion-MNIST's training images, for the run's micro-steps */
+#define CLASSIFY_TRAIN_SAMPLES 60000
 
 static void print_json(const train_options *o, const train_result *r)
 {
@@ -73,8 +79,33 @@ static int classify_dist(const train_options *o, const void *task_opts, train_di
     return d->rank == 0 ? classify_print_summary(o, &res) : 0;
 }
 
+/* The MLP's GEMMs at --hidden and --micro-batch, as the run issues them
+ * (trainer.c checks a tuning on the same shapes). */
+static int classify_gemms(const train_options *o, const void *task_opts, task_gemms *g, char *err,
+                          size_t errlen)
+{
+    (void)task_opts;
+    mlp_shape sh = train_mlp_shape(o, DATASET_ROWS * DATASET_COLS);
+    g->n = mlp_gemm_shapes(sh.dims, sh.n_dims, o->micro_batch, g->shape, MLP_GEMMS_MAX);
+    if (g->n > MLP_GEMMS_MAX)
+        return errmsg_set(err, errlen, "--hidden: %zu GEMM shapes, more than the %d a tuning holds",
+                          g->n, MLP_GEMMS_MAX);
+    size_t used = (size_t)snprintf(g->model, sizeof g->model, "mlp %u", sh.dims[0]);
+    for (int i = 1; i < sh.n_dims && used < sizeof g->model; i++)
+        used += (size_t)snprintf(g->model + used, sizeof g->model - used, ",%u", sh.dims[i]);
+    if (used < sizeof g->model)
+        snprintf(g->model + used, sizeof g->model - used, " micro-batch %u", o->micro_batch);
+    g->tuning_task = NULL; /* the device's default tuning file */
+    /* every epoch's updates, each of ceil(B / b) micro-steps */
+    double updates = o->steps ? (double)o->steps
+                              : o->epochs * ceil((double)CLASSIFY_TRAIN_SAMPLES / o->batch);
+    g->micro_steps = updates * ceil((double)o->batch / o->micro_batch);
+    return 0;
+}
+
 const train_task classify_task = {
     .name = CLASSIFY_TASK_NAME,
     .main = classify_main,
     .dist_run = classify_dist,
+    .gemms = classify_gemms,
 };

@@ -7,7 +7,6 @@
 #include "dist.h"
 #include "errmsg.h"
 #include "outpaths.h"
-#include "tuning_apply.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -16,6 +15,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+
+mlp_shape train_mlp_shape(const train_options *opt, unsigned inputs)
+{
+    mlp_shape s = {.n_dims = 0};
+    s.dims[s.n_dims++] = inputs;
+    for (int i = 0; i < opt->n_hidden; i++)
+        s.dims[s.n_dims++] = opt->hidden[i];
+    s.dims[s.n_dims++] = DATASET_CLASSES;
+    return s;
+}
 
 int train_run(const train_options *opt, const train_io *io, train_result *res, char *err,
               size_t errlen)
@@ -50,12 +59,8 @@ int train_run_dist(const train_options *opt, const train_io *io, train_dist_hook
         goto out;
     /* The memory plan before the data is loaded or anything allocated: a
      * plan the device cannot hold is refused at once. */
-    t->shape.n_dims = 0;
-    t->shape.dims[t->shape.n_dims++] =
-        io && io->train ? (unsigned)io->train->dim : DATASET_ROWS * DATASET_COLS;
-    for (int i = 0; i < opt->n_hidden; i++)
-        t->shape.dims[t->shape.n_dims++] = opt->hidden[i];
-    t->shape.dims[t->shape.n_dims++] = DATASET_CLASSES;
+    t->shape = train_mlp_shape(opt, io && io->train ? (unsigned)io->train->dim
+                                                    : DATASET_ROWS * DATASET_COLS);
     if (run_open_context(&t->run, io, res->device, sizeof res->device) != 0 ||
         trainer_check_plan(t, io) != 0)
         goto out;
@@ -101,33 +106,13 @@ int train_run_dist(const train_options *opt, const train_io *io, train_dist_hook
                      run_warmup(&t->run),
                      "ABC"[opt->path], clg_dtype_name(opt->grad_dtype));
 
-    /* Before the first GEMM: CLBlast builds its GEMM program with the
-     * parameters it holds at its first call. */
-    tuning_status *ts = malloc(sizeof *ts);
-    if (!ts) {
-        trainer_fail(t, "out of host memory");
-        goto out;
-    }
     /* the tuning is checked on this run's own GEMM shapes before it is used */
     mlp_gemm_shape shapes[MLP_GEMMS_MAX];
     size_t n_shapes = mlp_gemm_shapes(t->shape.dims, t->shape.n_dims, t->run.b, shapes,
                                       MLP_GEMMS_MAX);
-    tuning_setup(t->run.ctx, opt->tuning, shapes,
-                 n_shapes < MLP_GEMMS_MAX ? n_shapes : MLP_GEMMS_MAX, ts);
-    if (ts->applied)
-        snprintf(res->clblast_tuning, sizeof res->clblast_tuning, "%s", ts->path);
-    /* a file that cannot be used is worth a line even under --quiet; the
-     * message names a path */
-    char *safe = malloc(ERRMSG_ESCAPED_SIZE(sizeof ts->message));
-    if (safe) {
-        errmsg_escape(ts->message, safe, ERRMSG_ESCAPED_SIZE(sizeof ts->message));
-        if (ts->warning)
-            progress_warn(&t->run.prog, "%s\n", safe);
-        else
-            progress_log(&t->run.prog, "%s\n", safe);
-    }
-    free(safe);
-    free(ts);
+    if (run_apply_tuning(&t->run, NULL, shapes, n_shapes, res->clblast_tuning,
+                         sizeof res->clblast_tuning) != 0)
+        goto out;
 
     if (opt->resume && trainer_resume(t) != 0)
         goto out;

@@ -6,6 +6,7 @@
 #include "clgrad.h"
 #include "dataset.h"
 #include "dist_hooks.h"
+#include "mlp.h"
 #include "options.h"
 #include "run.h"
 
@@ -51,5 +52,9 @@ int train_run(const train_options *opt, const train_io *io, train_result *res, c
  * the failed rank's message. */
 int train_run_dist(const train_options *opt, const train_io *io, train_dist_hooks *dist,
                    train_result *res, char *err, size_t errlen);
+
+/* The MLP opt describes on inputs features: inputs, --hidden's widths,
+ * then the classes. */
+mlp_shape train_mlp_shape(const train_options *opt, unsigned inputs);
 
 #endif /* TRAIN_TRAINER_H */

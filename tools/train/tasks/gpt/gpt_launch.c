@@ -1,11 +1,9 @@
 /* gpt_launch.c - what the GPT model's passes share: the views of a
- * block's activations, the GEMMs (mlp_gemm, and CLBlast's strided batched
- * GEMM in the same form) and the profiling of each launch (see
- * gpt_internal.h). */
+ * block's activations, the GEMMs (mlp_gemm and mlp_gemm_batched) and the
+ * profiling of each launch (see gpt_internal.h). */
 #include "gpt_internal.h"
 #include "progress.h"
 
-#include <clblast_c.h>
 
 void gpt_block_views_of(const gpt_model *m, int l, unsigned B, unsigned T, gpt_block_views *v)
 {
@@ -54,15 +52,10 @@ cl_int gpt_gemm_batched(gpt_model *m, int ta, int tb, size_t M, size_t N, size_t
                         size_t lda, size_t sa, clg_view b, size_t ldb, size_t sb, clg_view c,
                         size_t ldc, size_t sc, size_t batch)
 {
-    /* mlp_gemm's form: row-major C = op(A) op(B) as column-major
-     * C^T = op(B)^T op(A)^T, B's memory first, M and N swapped */
-    CLBlastTranspose t1 = tb ? CLBlastTransposeYes : CLBlastTransposeNo;
-    CLBlastTranspose t2 = ta ? CLBlastTransposeYes : CLBlastTransposeNo;
     cl_int err = CL_SUCCESS;
     GPT_RUN(m, err, GPT_PROF_GEMM,
-            (cl_int)CLBlastSgemmStridedBatched(CLBlastLayoutColMajor, t1, t2, N, M, K, 1.0f, b.mem,
-                                               b.offset, ldb, sb, a.mem, a.offset, lda, sa, 0.0f,
-                                               c.mem, c.offset, ldc, sc, batch, &m->queue, NULL));
+            mlp_gemm_batched(m->queue, ta, tb, M, N, K, 1.0f, a.mem, a.offset, lda, sa, b.mem,
+                             b.offset, ldb, sb, 0.0f, c.mem, c.offset, ldc, sc, batch, NULL));
     return err;
 }
 

@@ -176,12 +176,19 @@ size_t gpt_gemm_shapes(const gpt_shape *s, unsigned B, mlp_gemm_shape *out, size
     size_t n = 0;
     for (size_t i = 0; i < sizeof lin / sizeof *lin; i++) {
         size_t in = lin[i].in * C, o = lin[i].out * C;
-        n = mlp_gemm_shape_add(out, n, cap, (mlp_gemm_shape){N, o, in, 0, 1, L, lin[i].fwd});
-        n = mlp_gemm_shape_add(out, n, cap, (mlp_gemm_shape){o, in, N, 1, 0, L, lin[i].dw});
-        n = mlp_gemm_shape_add(out, n, cap, (mlp_gemm_shape){N, in, o, 0, 0, L, lin[i].dx});
+        n = mlp_gemm_shape_add(out, n, cap, (mlp_gemm_shape){N, o, in, 0, 1, L, lin[i].fwd, 1});
+        n = mlp_gemm_shape_add(out, n, cap, (mlp_gemm_shape){o, in, N, 1, 0, L, lin[i].dw, 1});
+        n = mlp_gemm_shape_add(out, n, cap, (mlp_gemm_shape){N, in, o, 0, 0, L, lin[i].dx, 1});
     }
-    n = mlp_gemm_shape_add(out, n, cap, (mlp_gemm_shape){N, V, C, 0, 1, 1, "head forward"});
-    n = mlp_gemm_shape_add(out, n, cap, (mlp_gemm_shape){V, C, N, 1, 0, 1, "head dW (wte)"});
-    n = mlp_gemm_shape_add(out, n, cap, (mlp_gemm_shape){N, C, V, 0, 0, 1, "head dX"});
+    n = mlp_gemm_shape_add(out, n, cap, (mlp_gemm_shape){N, V, C, 0, 1, 1, "head forward", 1});
+    n = mlp_gemm_shape_add(out, n, cap, (mlp_gemm_shape){V, C, N, 1, 0, 1, "head dW (wte)", 1});
+    n = mlp_gemm_shape_add(out, n, cap, (mlp_gemm_shape){N, C, V, 0, 0, 1, "head dX", 1});
+    /* attention, per block (gpt_forward.c, gpt_backward.c), R = B x heads
+     * products per call: scores q k^T and, backward, dy v^T; outputs att v
+     * and, backward, datt k; dv = att^T dy and dk = datt^T q */
+    size_t T = s->context, HS = C / s->heads, R = (size_t)B * s->heads;
+    n = mlp_gemm_shape_add(out, n, cap, (mlp_gemm_shape){T, T, HS, 0, 1, 2 * L, "att scores", R});
+    n = mlp_gemm_shape_add(out, n, cap, (mlp_gemm_shape){T, HS, T, 0, 0, 2 * L, "att out, dq", R});
+    n = mlp_gemm_shape_add(out, n, cap, (mlp_gemm_shape){T, HS, T, 1, 0, 2 * L, "att dv, dk", R});
     return n;
 }

@@ -128,11 +128,12 @@ typedef struct gpt_profile_times {
 void gpt_profile(gpt_model *m, int on);
 gpt_profile_times gpt_profile_read(const gpt_model *m);
 
-/* The distinct non-batched GEMM shapes of one micro-step (forward and
- * backward) of B sequences, each with its count per micro-step, in
- * mlp_gemm_shapes' form (for clgrad-tune): the four linear layers of each
- * block and the tied head. The attention's batched GEMMs are not among
- * them. Returns how many (at most cap written). */
+/* The distinct GEMM shapes of one micro-step (forward and backward) of B
+ * sequences, each with its count per micro-step, in mlp_gemm_shapes' form
+ * (for clgrad-tune and the tuning check): the four linear layers of each
+ * block, the tied head, and the attention's strided batched GEMMs (B x
+ * heads products of one head's T x T scores or T x head-size outputs per
+ * call). Returns how many (at most cap written). */
 size_t gpt_gemm_shapes(const gpt_shape *s, unsigned B, mlp_gemm_shape *out, size_t cap);
 
 #endif /* TRAIN_GPT_MODEL_H */

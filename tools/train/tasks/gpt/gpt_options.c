@@ -129,7 +129,6 @@ static const flag_limit limits[] = {
      .why = "its kernels write fp32 gradients"},
     {.when = "--accum-dtype=fp32", .flag = "--grad-path", .takes = "B",
      .why = "--task gpt adds into an fp32 accumulator in place; bf16 takes A or C"},
-    {.flag = "--tuning", .takes = "off", .why = "its GEMMs run on CLBlast's default parameters"},
 };
 
 const flag_table gpt_flag_table = {

@@ -135,6 +135,7 @@ static void print_json(const train_options *o, const gpt_options *g, const gpt_r
         JSON_NUM("eval_seconds", r->eval_seconds),
         JSON_NUM("total_seconds", r->total_seconds),
         JSON_STR("device", r->device),
+        JSON_STR("clblast_tuning", r->clblast_tuning),
         JSON_STR("overridden", r->overridden),
         JSON_NUM_IF(g->profile, "profile_gemm_s", r->prof.gemm),
         JSON_NUM_IF(g->profile, "profile_attention_s", r->prof.attention),

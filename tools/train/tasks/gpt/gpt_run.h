@@ -31,6 +31,7 @@ typedef struct gpt_result {
     gpt_profile_times prof;
     double optimizer_seconds;
     char device[128];
+    char clblast_tuning[1024];  /* the tuning file applied, "" if none */
     char overridden[512];
 } gpt_result;
 

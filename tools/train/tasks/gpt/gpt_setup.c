@@ -166,6 +166,12 @@ int gpt_setup(gpt_trainer *t, const train_io *io)
     if (choose_micro_batch(t, n_train, n_test) != 0 || run_plan_order(&t->run, n_train) != 0 ||
         build_model(t) != 0)
         return -1;
+    /* the tuning is checked on this run's own GEMM shapes before it is used */
+    mlp_gemm_shape shapes[MLP_GEMMS_MAX];
+    size_t n_shapes = gpt_gemm_shapes(&t->shape, t->run.b, shapes, MLP_GEMMS_MAX);
+    if (run_apply_tuning(&t->run, GPT_TASK_NAME, shapes, n_shapes, t->res->clblast_tuning,
+                         sizeof t->res->clblast_tuning) != 0)
+        return -1;
     if (gpt_create(t->run.ctx, &t->shape, t->run.b, &t->m, t->run.err, t->run.errlen) != 0)
         return -1;
     if (bind_model(t) != 0)

@@ -5,6 +5,9 @@
 #include "gpt_run.h"
 #include "task.h"
 
+#include <math.h>
+#include <stdio.h>
+
 static void defaults(void *g)
 {
     gpt_options_default(g);
@@ -27,6 +30,26 @@ static int run_dist(const train_options *o, const void *g, train_dist_hooks *d, 
     return gpt_dist_main(o, g, d, err, errlen);
 }
 
+/* The model's GEMMs at --micro-batch (gpt_gemm_shapes: what gpt_setup
+ * checks a tuning on), for clgrad-tune. */
+static int gemms(const train_options *o, const void *g, task_gemms *out, char *err,
+                 size_t errlen)
+{
+    gpt_shape s = gpt_options_shape(g);
+    out->n = gpt_gemm_shapes(&s, o->micro_batch, out->shape, MLP_GEMMS_MAX);
+    if (out->n > MLP_GEMMS_MAX) {
+        snprintf(err, errlen, "--task gpt: %zu GEMM shapes, more than the %d a tuning holds",
+                 out->n, MLP_GEMMS_MAX);
+        return -1;
+    }
+    snprintf(out->model, sizeof out->model,
+             "gpt layers %u heads %u width %u context %u micro-batch %u", s.layers, s.heads,
+             s.width, s.context, o->micro_batch);
+    out->tuning_task = GPT_TASK_NAME;
+    out->micro_steps = (double)o->steps * ceil((double)o->batch / o->micro_batch);
+    return 0;
+}
+
 const train_task gpt_task = {
     .name = GPT_TASK_NAME,
     .flags = &gpt_flag_table,
@@ -37,4 +60,5 @@ const train_task gpt_task = {
     .check = check,
     .main = run_main,
     .dist_run = run_dist,
+    .gemms = gemms,
 };

@@ -7,6 +7,7 @@
 #include "summary.h"
 #include "task.h"
 #include "tasks.h"
+#include "tuning_apply.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +59,8 @@ static int dist_main(train_options *opt, const train_task *task, const void *tas
 
 int main(int argc, char **argv)
 {
+    /* the builds of CLBlast's tuned programs that clgrad-tune paid for */
+    tuning_share_pocl_cache();
     train_set_tasks(train_tasks, train_n_tasks);
     train_options opt;
     char err[4096] = "";

@@ -309,19 +309,6 @@ static void print_result(const tune_request *q, const tune_outcome *r, double mi
         printf("notes: %s\n", r->notes);
 }
 
-/* PoCL keeps compiled programs in POCL_CACHE_DIR (else its own directory
- * in the user's cache): pointed into clgrad's cache directory, the builds
- * of CLBlast's GEMM program that one run of clgrad-tune paid for are not
- * paid again by the next, and deleting clgrad's cache starts afresh. */
-static void share_pocl_cache(void)
-{
-    char dir[1024];
-    if (getenv("POCL_CACHE_DIR") || clg_cache_dir(dir, sizeof dir - 8) != CLG_SUCCESS)
-        return;
-    strcat(dir, "/pocl");
-    setenv("POCL_CACHE_DIR", dir, 0);
-}
-
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "--prebuild") == 0)
@@ -335,7 +322,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "clgrad-tune: %s\n", err);
         return 2;
     }
-    share_pocl_cache();
+    tuning_share_pocl_cache();
     clg_context *ctx;
     clg_status st = clg_context_create(&ctx, o.device);
     if (st != CLG_SUCCESS) {

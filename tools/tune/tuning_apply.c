@@ -45,6 +45,15 @@ int tuning_path(const clg_context *ctx, const char *task, char *path, size_t siz
     return 0;
 }
 
+void tuning_share_pocl_cache(void)
+{
+    char dir[1024];
+    if (getenv("POCL_CACHE_DIR") || clg_cache_dir(dir, sizeof dir - 8) != CLG_SUCCESS)
+        return;
+    strcat(dir, "/pocl");
+    setenv("POCL_CACHE_DIR", dir, 0);
+}
+
 /* ------------------------------------------------------------- load */
 
 static int read_file(const char *path, char **buf, size_t *len, char *err, size_t errlen)

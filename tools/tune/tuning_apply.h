@@ -30,6 +30,14 @@ const char *tuning_clblast_version(void);
 int tuning_path(const clg_context *ctx, const char *task, char *path, size_t size, char *err,
                 size_t errlen);
 
+/* PoCL keeps the programs it compiled in POCL_CACHE_DIR (else in its own
+ * directory of the user's cache): unless that is set, it is pointed at
+ * <clgrad's cache directory>/pocl, so that the builds of CLBlast's GEMM
+ * programs one clgrad-tune run paid for are paid neither by the next nor by
+ * clgrad-train's runs with the tuning, and deleting clgrad's cache starts
+ * afresh. Before the process's first OpenCL call (PoCL reads it once). */
+void tuning_share_pocl_cache(void);
+
 /* Reads path and checks it belongs to ctx's device and this CLBlast, and
  * that its kernels keep to the device's limits: 0;
  * 1 when there is no file at path; -1 with why. */

@@ -269,6 +269,17 @@ static void test_format_refuses_invalid(void **state)
     char err[256];
     assert_int_equal(tuning_check(&t, err, sizeof err), -1);
     assert_non_null(strstr(err, "kernel records"));
+    /* a batch the parser would refuse is not written */
+    t = sample();
+    t.gemm[1].batch = TUNING_MAX_BATCH + 1;
+    assert_null(tuning_format(&t, &len));
+    t.gemm[1].batch = TUNING_MAX_BATCH;
+    char *s = tuning_format(&t, &len);
+    assert_non_null(s);
+    tuning back;
+    assert_int_equal(tuning_parse(s, len, &back, err, sizeof err), 0);
+    assert_int_equal(back.gemm[1].batch, TUNING_MAX_BATCH);
+    free(s);
 }
 
 /* An exact rejection: the whole message. */
@@ -432,9 +443,10 @@ static void test_tuner_rows(void **state)
 static void test_shape_text(void **state)
 {
     (void)state;
-    const mlp_gemm_shape shapes[] = {{32, 512, 784, 0, 1, 1, "a", 1}, {10, 256, 32, 1, 0, 1, "b", 1},
-                                     {64, 64, 16, 0, 1, 1, "c", 16}, {1, 65536, 7, 1, 1, 1, "d", 2},
-                                     {64, 16, 64, 1, 0, 1, "e", 65536}};
+    const mlp_gemm_shape shapes[] = {
+        {32, 512, 784, 0, 1, 1, "a", 1}, {10, 256, 32, 1, 0, 1, "b", 1},
+        {64, 64, 16, 0, 1, 1, "c", 16},  {1, 65536, 7, 1, 1, 1, "d", 2},
+        {64, 16, 64, 1, 0, 1, "e", 65536}};
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
         char text[64];
         mlp_gemm_shape back;
@@ -452,10 +464,10 @@ static void test_shape_text(void **state)
     assert_int_equal(mlp_gemm_shape_parse("5x6x7@3", &g), 0);
     assert_int_equal(g.batch, 3);
     assert_true(mlp_gemm_flops(&g) == 2.0 * 5 * 6 * 7 * 3);
-    static const char *const bad[] = {"",       "5x6",      "5x6x7:",     "5x6x7:N",  "5x6x7:NX",
-                                      "0x1x1",  "1x1x0",    "70000x1x1",  "5x6x7@",   "5x6x7@0",
-                                      "5x6x7:NT@1x", "5x6x7 ", "-5x6x7",   "5x6x7:NTT", "5x6x7@70000",
-                                      "5xx6x7"};
+    static const char *const bad[] = {
+        "",       "5x6",     "5x6x7:",      "5x6x7:N", "5x6x7:NX", "0x1x1",
+        "1x1x0",  "70000x1x1", "5x6x7@",    "5x6x7@0", "5x6x7:NT@1x", "5x6x7 ",
+        "-5x6x7", "5x6x7:NTT", "5x6x7@70000", "5xx6x7"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
         if (mlp_gemm_shape_parse(bad[i], &g) == 0)
             fail_msg("'%s' accepted", bad[i]);

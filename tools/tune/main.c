@@ -150,7 +150,8 @@ static int parse_args(int argc, char **argv, options *o)
             }
             o->build_jobs = (unsigned)x;
         } else {
-            if (o->n_shapes == MLP_GEMMS_MAX || mlp_gemm_shape_parse(v, &o->shapes[o->n_shapes]) != 0) {
+            if (o->n_shapes == MLP_GEMMS_MAX ||
+                mlp_gemm_shape_parse(v, &o->shapes[o->n_shapes]) != 0) {
                 fprintf(stderr, "clgrad-tune: --shape %s: expected MxNxK[:AB][@BATCH] with sizes "
                         "in 1..65536, A and B each N or T, BATCH 1..65536 (at most %d "
                         "shapes)\n", v, MLP_GEMMS_MAX);

@@ -130,6 +130,11 @@ void mlp_gemm_dense_ld(const mlp_gemm_shape *s, size_t *lda, size_t *ldb, size_t
     *ldc = s->n;
 }
 
+static CLBlastTranspose op(int transposed)
+{
+    return transposed ? CLBlastTransposeYes : CLBlastTransposeNo;
+}
+
 void mlp_gemm_scratch_release(mlp_gemm_scratch *s)
 {
     if (s->buf)
@@ -145,8 +150,7 @@ cl_int mlp_gemm(cl_command_queue queue, mlp_gemm_scratch *scratch, int ta, int t
 {
     /* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: B's
      * memory is the first operand, A's the second, m and n swap. */
-    CLBlastTranspose t1 = tb ? CLBlastTransposeYes : CLBlastTransposeNo;
-    CLBlastTranspose t2 = ta ? CLBlastTransposeYes : CLBlastTransposeNo;
+    CLBlastTranspose t1 = op(tb), t2 = op(ta);
     size_t need = 0;
     if (scratch && CLBlastSGemmTempBufferSize(CLBlastLayoutColMajor, t1, t2, n, m, k, boff, ldb,
                                               aoff, lda, coff, ldc, &queue,
@@ -180,9 +184,8 @@ cl_int mlp_gemm_batched(cl_command_queue queue, int ta, int tb, size_t m, size_t
                         size_t coff, size_t ldc, size_t cstride, size_t batch, cl_event *event)
 {
     /* mlp_gemm's form: B's memory first, m and n swapped */
-    CLBlastTranspose t1 = tb ? CLBlastTransposeYes : CLBlastTransposeNo;
-    CLBlastTranspose t2 = ta ? CLBlastTransposeYes : CLBlastTransposeNo;
-    return (cl_int)CLBlastSgemmStridedBatched(CLBlastLayoutColMajor, t1, t2, n, m, k, alpha, b, boff,
-                                              ldb, bstride, a, aoff, lda, astride, beta, c, coff,
-                                              ldc, cstride, batch, &queue, event);
+    CLBlastTranspose t1 = op(tb), t2 = op(ta);
+    return (cl_int)CLBlastSgemmStridedBatched(CLBlastLayoutColMajor, t1, t2, n, m, k, alpha, b,
+                                              boff, ldb, bstride, a, aoff, lda, astride, beta, c,
+                                              coff, ldc, cstride, batch, &queue, event);
 }

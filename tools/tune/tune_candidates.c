@@ -177,7 +177,6 @@ candidate *ts_add_candidate(search *s, int direct, const param_set *p, const cha
     return cd;
 }
 
-/* "NAME=VALUE ..." as a parameter set; -1 on anything else. */
 static void from_record(const tuning_kernel *k, param_set *ps)
 {
     ps->n = k->n < TUNING_MAX_PARAMS ? k->n : TUNING_MAX_PARAMS;
@@ -238,6 +237,16 @@ void ts_add_known(search *s)
     }
 }
 
+/* What candidate c runs as: its own configuration with CLBlast's other
+ * kernel's, every shape sent to its kernel. */
+static void candidate_sets(const search *s, const candidate *c, const param_set **d,
+                           const param_set **i, size_t *threshold)
+{
+    *d = c->direct ? &c->params : &s->d0;
+    *i = c->direct ? &s->i0 : &c->params;
+    *threshold = c->direct ? ALL_DIRECT : ALL_INDIRECT;
+}
+
 /* Starts builds of the candidates that come next (order[0 .. n)) in other
  * processes, as many as may build at once and as would still be run
  * before `until` if this one's build is the last slow one. */
@@ -250,8 +259,10 @@ static void prebuild_next(search *s, const size_t *order, size_t n, double until
         at += 4.0; /* a cache hit and the timing */
         if (at > until || ts_complete(c->direct ? &s->d0 : &s->i0, &c->params) != 0)
             break;
-        if (ts_prebuild_start(s, c->direct ? &c->params : &s->d0, c->direct ? &s->i0 : &c->params,
-                              c->direct ? ALL_DIRECT : ALL_INDIRECT) != 0)
+        const param_set *d, *i;
+        size_t threshold;
+        candidate_sets(s, c, &d, &i, &threshold);
+        if (ts_prebuild_start(s, d, i, threshold) != 0)
             break;
         c->prebuilt = 1;
     }
@@ -299,8 +310,10 @@ void ts_run_candidates(search *s, double until, int reserve_builds)
         /* the next candidates' builds in other processes meanwhile */
         if (!c->prebuilt)
             prebuild_next(s, order + o + 1, n - o - 1, until, reserve_builds);
-        int rc = ts_build(s, c->direct ? &c->params : &s->d0, c->direct ? &s->i0 : &c->params,
-                          c->direct ? ALL_DIRECT : ALL_INDIRECT, why, sizeof why);
+        const param_set *d, *i;
+        size_t threshold;
+        candidate_sets(s, c, &d, &i, &threshold);
+        int rc = ts_build(s, d, i, threshold, why, sizeof why);
         ts_prebuild_wait(s); /* nothing is timed while they build */
         if (rc == 0 && c->prebuilt)
             ts_prebuild_check(s, s->last_build_s);

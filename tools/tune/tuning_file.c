@@ -73,7 +73,8 @@ int tuning_check(const tuning *t, char *err, size_t errlen)
         if (g->m == 0 || g->n == 0 || g->k == 0 || (g->ta != 'N' && g->ta != 'T') ||
             (g->tb != 'N' && g->tb != 'T') || !valid_gemm_kernel(g->kernel_default) ||
             !valid_gemm_kernel(g->kernel_tuned) || !(g->gflops_default >= 0) ||
-            !(g->gflops_tuned >= 0) || g->gflops_default > 1e9 || g->gflops_tuned > 1e9)
+            !(g->gflops_tuned >= 0) || g->gflops_default > 1e9 || g->gflops_tuned > 1e9 ||
+            g->batch > TUNING_MAX_BATCH)
             return errmsg_set(err, errlen, "gemm record %zu is malformed", i + 1);
     }
     if (!(t->budget_s >= 0 && t->budget_s < 1e9 && t->seconds >= 0 && t->seconds < 1e9))
@@ -258,7 +259,7 @@ static int parse_gemm(char *rest, tuning_gemm *g, char *err, size_t errlen, int 
     char *x = fields == 9 ? strchr(f[4], 'x') : NULL;
     if (x) {
         *x = '\0'; /* count x batch */
-        if (parse_u(x + 1, 1ul << 20, &batch) != 0 || batch < 2)
+        if (parse_u(x + 1, TUNING_MAX_BATCH, &batch) != 0 || batch < 2)
             return errmsg_set(err, errlen, "line %d: malformed gemm record", line);
     }
     if (fields != 9 || parse_u(f[0], 1ul << 30, &m) != 0 ||

@@ -39,6 +39,8 @@
 /* Largest parameter value accepted: CLBlast's are work-group sizes, tile
  * sizes, vector widths and flags, and the GEMM routine's switch-over size. */
 #define TUNING_MAX_VALUE 65536
+/* Largest batch of a gemm record (products per batched call) */
+#define TUNING_MAX_BATCH (1u << 20)
 
 typedef struct tuning_kernel {
     char name[TUNING_NAME]; /* "XgemmDirect", "Xgemm" or "GemmRoutine" */

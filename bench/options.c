@@ -1,6 +1,7 @@
 /* options.c - clgrad-bench's command line. */
 #include "bench_main.h"
 #include "dirpath.h"
+#include "input_file.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -359,6 +360,15 @@ int bench_parse_options(bench_options *o, int argc, char **argv)
     }
     if (o->fit && o->csv_path) {
         fprintf(stderr, "clgrad-bench: --fit writes --json and --plot, not --csv\n");
+        return -1;
+    }
+    /* as clgrad-train: a missing tuning file warns, one that is no regular
+     * file (a FIFO, a device, a dangling link) is refused */
+    char err[1024];
+    struct stat lsb;
+    if (o->tuning && strcmp(o->tuning, "auto") != 0 && strcmp(o->tuning, "off") != 0 &&
+        lstat(o->tuning, &lsb) == 0 && input_check("--tuning", o->tuning, err, sizeof err) != 0) {
+        fprintf(stderr, "clgrad-bench: %s\n", err);
         return -1;
     }
     return check_outputs(o);

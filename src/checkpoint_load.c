@@ -18,7 +18,7 @@
 /* Reads the whole file into memory. */
 static clg_status read_file(clg_context *ctx, const char *path, uint8_t **out, size_t *size)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO: no wait */
     if (fd < 0)
         return clg__fail(ctx, CLG_ERR_IO, "clg_checkpoint_load: cannot open '%s': %s", path,
                          strerror(errno));
@@ -131,7 +131,7 @@ static clg_status apply_or_undo(clg_model *model, const char *path, const clg_ck
 static clg_status read_header(const char *path, uint8_t **out, size_t *size)
 {
     static const char who[] = "clg_checkpoint_read_meta";
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO: no wait */
     if (fd < 0)
         return clg__fail(NULL, CLG_ERR_IO, "%s: cannot open '%s': %s", who, path,
                          strerror(errno));

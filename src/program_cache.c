@@ -234,7 +234,7 @@ clg_cache_result clg__cache_load(const uint8_t key[CLG_CACHE_KEY_SIZE], unsigned
     free(dir);
     if (!path)
         return CLG_CACHE_MISS;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO: no wait */
     free(path);
     if (fd < 0)
         return CLG_CACHE_MISS;
@@ -243,7 +243,7 @@ clg_cache_result clg__cache_load(const uint8_t key[CLG_CACHE_KEY_SIZE], unsigned
     unsigned char *data = NULL;
     uint8_t h[HEADER_SIZE];
     struct stat st;
-    if (fstat(fd, &st) != 0 || read_all(fd, h, sizeof h) != 0)
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || read_all(fd, h, sizeof h) != 0)
         goto done;
     uint64_t n = get_u64(h + 48);
     if (memcmp(h, CACHE_MAGIC, 8) != 0 || get_u32(h + 8) != CACHE_FORMAT ||

@@ -839,7 +839,7 @@ static void test_cli_output_dirs(void **state)
     snprintf(under_file, sizeof under_file, "%s/train-labels-idx1-ubyte/ck.st", cli_data);
     expect_fails(run_cli("--checkpoint", under_file), "--checkpoint", "not a directory", NULL);
     /* --resume of a directory: said plainly, with no stale errno after it. */
-    expect_fails(run_cli("--resume", cli_data), "--resume", "is not a regular file", NULL);
+    expect_fails(run_cli("--resume", cli_data), "--resume", "is a directory, not a regular file", NULL);
     if (strstr(cli_out, "File exists") || strstr(cli_out, "regular file:"))
         fail_msg("stale errno in:\n%s", cli_out);
 }

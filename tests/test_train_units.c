@@ -371,8 +371,8 @@ static void test_load_not_regular(void **state)
     assert_int_equal(dataset_load_shape(s->dir, "train", 4, 3, &d, err, sizeof err), -1);
     const char *at = strstr(err, path);
     assert_non_null(at);
-    if (strcmp(at + strlen(path), ": not a regular file") != 0)
-        fail_msg("expected '%s: not a regular file' alone, got '%s'", path, err);
+    if (strcmp(at + strlen(path), ": is a directory, not a regular file") != 0)
+        fail_msg("expected '%s: is a directory, not a regular file' alone, got '%s'", path, err);
 }
 
 /* ------------------------------------------------------------ options */
@@ -752,7 +752,7 @@ static void test_outpaths(void **state)
     o.resume = sub;
     errno = EEXIST;
     assert_int_equal(outpaths_check(&o, 0, err, sizeof err), -1);
-    assert_contains(err, "is not a regular file");
+    assert_contains(err, "is a directory, not a regular file");
     assert_null(strstr(err, "File exists"));
     /* A directory without write permission (meaningless for root). */
     if (geteuid() != 0) {

@@ -2,6 +2,7 @@
  * tuning_apply.h). */
 #define _GNU_SOURCE
 #include "tuning_apply.h"
+#include "input_file.h"
 #include "clgrad_advanced.h"
 #include "clblast_params.h"
 #include "clblast_status.h"
@@ -59,44 +60,23 @@ void tuning_share_pocl_cache(void)
 static int read_file(const char *path, char **buf, size_t *len, char *err, size_t errlen)
 {
     *buf = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    size_t size;
+    char why[256];
+    int fd = input_open(path, TUNING_MAX_BYTES, &size, why, sizeof why);
     if (fd < 0) {
         if (errno == ENOENT)
             return 1;
-        return errmsg_set(err, errlen, "cannot open it: %s", strerror(errno));
+        return errmsg_set(err, errlen, "%s", why);
     }
-    struct stat sb;
     int rc = -1;
-    if (fstat(fd, &sb) != 0) {
-        errmsg_set(err, errlen, "cannot stat it: %s", strerror(errno));
-        goto out;
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        errmsg_set(err, errlen, "not a regular file");
-        goto out;
-    }
-    if (sb.st_size > TUNING_MAX_BYTES) {
-        errmsg_set(err, errlen, "%lld bytes (a tuning file has at most %d)", (long long)sb.st_size,
-                   TUNING_MAX_BYTES);
-        goto out;
-    }
-    *buf = malloc((size_t)sb.st_size + 1);
+    *buf = malloc(size + 1);
     if (!*buf) {
         errmsg_set(err, errlen, "out of host memory");
         goto out;
     }
-    size_t got = 0;
-    while (got < (size_t)sb.st_size) {
-        ssize_t r = read(fd, *buf + got, (size_t)sb.st_size - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0) {
-            errmsg_set(err, errlen, "cannot read it: %s", r < 0 ? strerror(errno) : "file shrank");
-            goto out;
-        }
-        got += (size_t)r;
-    }
-    *len = got;
+    if (input_read(fd, *buf, size, err, errlen) != 0)
+        goto out;
+    *len = size;
     rc = 0;
 out:
     close(fd);

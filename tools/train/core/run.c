@@ -44,8 +44,9 @@ static int load_set(run_state *r, const dataset *given, const char *name, datase
         *out = given;
         return 0;
     }
-    if (dataset_load(r->opt->data_dir, name, own, r->err, r->errlen) != 0)
-        return -1;
+    char why[1024];
+    if (dataset_load(r->opt->data_dir, name, own, why, sizeof why) != 0)
+        return run_fail(r, "--data: %s", why);
     *out = own;
     return 0;
 }

@@ -1,11 +1,13 @@
 /* idx.c - IDX parser and gzip loader (see idx.h). */
 #include "idx.h"
+#include "input_file.h"
 #include "errmsg.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <zlib.h>
 
@@ -103,29 +105,20 @@ int idx_load(const char *path, idx_file *out, char *err, size_t errlen)
         errmsg_set(err, errlen, "no path");
         return -1;
     }
-    FILE *probe = fopen(path, "rb");
-    if (!probe) {
-        errmsg_set(err, errlen, "%s: %s", path, strerror(errno));
-        return -1;
-    }
-    /* A directory opens for reading too; say what it is (errno would be
-     * stale here: fstat succeeded). */
-    struct stat sb;
-    if (fstat(fileno(probe), &sb) != 0) {
-        int e = errno;
-        fclose(probe);
-        errmsg_set(err, errlen, "%s: %s", path, strerror(e));
-        return -1;
-    }
-    fclose(probe);
-    if (!S_ISREG(sb.st_mode)) {
-        errmsg_set(err, errlen, "%s: not a regular file", path);
+    /* The descriptor that was checked is the one read (gzdopen): a FIFO or
+     * a device is refused before it can block or stream forever. */
+    char why[256];
+    size_t size;
+    int fd = input_open(path, 0, &size, why, sizeof why);
+    if (fd < 0) {
+        errmsg_set(err, errlen, "%s: %s", path, why);
         return -1;
     }
     errno = 0;
-    gzFile gz = gzopen(path, "rb");
+    gzFile gz = gzdopen(fd, "rb");
     if (!gz) {
         int e = errno;
+        close(fd);
         errmsg_set(err, errlen, "%s: cannot open%s%s", path, e ? ": " : "", e ? strerror(e) : "");
         return -1;
     }
@@ -187,7 +180,6 @@ int idx_load(const char *path, idx_file *out, char *err, size_t errlen)
         free(buf);
         return -1;
     }
-    char why[256];
     if (idx_parse(buf, len, out, why, sizeof why) != 0) {
         errmsg_set(err, errlen, "%s: %s", path, why);
         free(buf);

@@ -2,6 +2,7 @@
 #include "outpaths.h"
 #include "errmsg.h"
 #include "dataset.h"
+#include "input_file.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -125,6 +126,13 @@ typedef struct named_file {
 
 int outpaths_check(const train_options *o, int with_data, char *err, size_t errlen)
 {
+    /* --tuning FILE that is there but no regular file (a FIFO, a device, a
+     * dangling link): refused here, where its reader would only warn. A
+     * missing file still warns and runs on CLBlast's defaults. */
+    struct stat lsb;
+    if (o->tuning && strcmp(o->tuning, "auto") != 0 && strcmp(o->tuning, "off") != 0 &&
+        lstat(o->tuning, &lsb) == 0 && input_check("--tuning", o->tuning, err, errlen) != 0)
+        return -1;
     named_file f[MAX_FILES];
     int n = 0;
     const char *out_flags[] = {"--checkpoint", "--metrics", "--dump-weights", "--save-initial"};
@@ -137,16 +145,8 @@ int outpaths_check(const train_options *o, int with_data, char *err, size_t errl
         f[n++] = (named_file){out_flags[i], out_paths[i], 1, {0}};
     }
     if (o->resume) {
-        struct stat sb;
-        if (stat(o->resume, &sb) != 0) {
-            int e = errno;
-            errmsg_set(err, errlen, "--resume: %s: %s", o->resume, strerror(e));
+        if (input_check("--resume", o->resume, err, errlen) != 0)
             return -1;
-        }
-        if (!S_ISREG(sb.st_mode)) {
-            errmsg_set(err, errlen, "--resume: %s is not a regular file", o->resume);
-            return -1;
-        }
         f[n++] = (named_file){"--resume", o->resume, 0, {0}};
     }
     char data_paths[4][4096];

@@ -121,7 +121,7 @@ int writer_lock_check_free(const char *flag, const char *path, char *err, size_t
     int rc = 0;
     /* read-only: the file read may be in a directory this run cannot write;
      * no lock file, no writer (a writer creates it before it writes) */
-    int fd = open(lpath, O_RDONLY | O_CLOEXEC);
+    int fd = open(lpath, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO: no wait */
     if (fd >= 0) {
         if (try_flock(fd, LOCK_SH) == 1)
             rc = held(flag, path, lpath, fd, "resume it once that run has ended", err, errlen);

@@ -3,6 +3,7 @@
 #define _DEFAULT_SOURCE /* lstat, d_name */
 #include "gpt_data.h"
 #include "errmsg.h"
+#include "input_file.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -11,39 +12,35 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 size_t gpt_split(size_t n)
 {
     return n - n / 10;
 }
 
-/* Appends the file at path to c->bytes. */
+/* Appends the file at path to c->bytes: a regular file of at most
+ * GPT_CORPUS_MAX_BYTES in all, read to the size it had when opened (a
+ * FIFO, a device or a growing file is refused, not read forever). */
 static int append_file(gpt_corpus *c, const char *path, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return errmsg_set(err, errlen, "--data: %s: %s", path, strerror(errno));
+    char why[256];
+    size_t size;
+    int fd = input_open(path, GPT_CORPUS_MAX_BYTES - c->n, &size, why, sizeof why);
+    if (fd < 0)
+        return errmsg_set(err, errlen, "--data: %s: %s", path, why);
     int rc = 0;
-    for (;;) {
-        uint8_t buf[65536];
-        size_t got = fread(buf, 1, sizeof buf, f);
-        if (got) {
-            uint8_t *p = realloc(c->bytes, c->n + got);
-            if (!p) {
-                rc = errmsg_set(err, errlen, "--data: %s: out of host memory", path);
-                break;
-            }
-            memcpy(p + c->n, buf, got);
-            c->bytes = p;
-            c->n += got;
-        }
-        if (got < sizeof buf) {
-            if (ferror(f))
-                rc = errmsg_set(err, errlen, "--data: %s: read error", path);
-            break;
-        }
+    uint8_t *p = realloc(c->bytes, c->n + size + 1);
+    if (!p) {
+        rc = errmsg_set(err, errlen, "--data: %s: out of host memory", path);
+    } else {
+        c->bytes = p;
+        if (input_read(fd, p + c->n, size, why, sizeof why) != 0)
+            rc = errmsg_set(err, errlen, "--data: %s: %s", path, why);
+        else
+            c->n += size;
     }
-    fclose(f);
+    close(fd);
     c->files += rc == 0;
     return rc;
 }

@@ -25,6 +25,10 @@ typedef struct gpt_corpus {
  * down) validate. */
 size_t gpt_split(size_t n);
 
+/* The most bytes a corpus may have, all its files together: more is
+ * refused before it is read (the corpus is held in host memory whole). */
+#define GPT_CORPUS_MAX_BYTES ((uint64_t)1 << 31)
+
 /* Reads path: a regular file, or a directory whose regular files (symbolic
  * links such as fortunes' .u8 skipped, and strfile's ".dat" indexes) are
  * joined in strcmp order of their names. 0, or -1 with a message naming

@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""test_input_paths.py - every input flag of clgrad-train, clgrad-bench and
+clgrad-tune, given what is not a regular file (a FIFO nobody writes,
+/dev/zero, a directory, a dangling symbolic link, a symbolic link loop),
+ends at once: a non-zero exit naming the flag, within LIMIT_S seconds.
+Before the rule of tools/common/input_file.h, --data FIFO, --data
+/dev/zero (--task gpt) and --tuning FIFO hung.
+
+Every flag that a tool's --help lists is classified below as an input,
+an output or neither: a new flag fails this test until it is given a
+place, and an input flag a case.
+
+usage: test_input_paths.py CLGRAD_TRAIN CLGRAD_BENCH CLGRAD_TUNE"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+LIMIT_S = 2.0
+# A hang is ended here; only LIMIT_S decides the verdict.
+KILL_S = 20.0
+
+# Input flags: the arguments of a run around them, and the bad kinds that
+# apply (a directory is a valid --data).
+TRAIN_INPUTS = {
+    "--data": [(["--steps", "1"], ["fifo", "zero", "dangling", "loop", "fifo_in_dir"]),
+               (["--task", "gpt", "--preset", "tiny", "--steps", "1"],
+                ["fifo", "zero", "dangling", "loop"])],
+    "--tuning": [(["--steps", "1"], ["fifo", "zero", "dir", "dangling", "loop"])],
+    "--resume": [(["--steps", "1"], ["fifo", "zero", "dir", "dangling", "loop"])],
+}
+TRAIN_OUTPUTS = {"--checkpoint", "--metrics", "--dump-weights", "--save-initial"}
+TRAIN_OTHER = set("""--accum-dtype --allow-over-device-memory --aug-noise --aug-shift
+--auto-micro-batch --bank-size --base-batch --batch --clip --context --contrastive --device
+--dist --embed-dim --epochs --grad-dtype --grad-path --heads --help --hidden --json --knn
+--knn-init --knn-on --layers --loss-scale --lr --lr-scale --master-dtype --memory
+--micro-batch --one-way --optimizer --override --plan --preset --profile --prompt --quiet
+--sample --save-every --schedule --seed --state-dtype --state-min-size --state-rounding
+--steps --stop-after --task --temperature --test-limit --train-limit --vram --warmup
+--weight-decay --width""".split())
+
+BENCH_INPUTS = {"--tuning": [(["--quick", "--no-cases"], ["fifo", "zero", "dir", "dangling",
+                                                           "loop"])]}
+BENCH_OUTPUTS = {"--json", "--csv", "--plot"}
+BENCH_OTHER = set("""--configs --device --dist --e2e --fit --fit-params --k --no-cases
+--no-gemm --quick --reps --reserve --shards --sizes --stream-n --target-ms --tensors --vram
+--vw --warmup --wg""".split())
+
+# clgrad-tune reads no file a flag names (the trainer's flags it takes shape
+# the GEMMs; it reads neither --data nor --tuning).
+TUNE_INPUTS = {}
+TUNE_OUTPUTS = {"--output"}
+TUNE_OTHER = set("--budget --build-jobs --device --fresh --help --quiet --shape --show --top"
+                 .split())
+
+
+def help_flags(exe):
+    out = subprocess.run([exe, "--help"], capture_output=True, text=True, timeout=KILL_S)
+    text = out.stdout + out.stderr
+    return set(re.findall(r"^\s+(--[a-z0-9][a-z0-9-]*)", text, re.M)) | \
+        set(re.findall(r"\s{2,}(--[a-z0-9][a-z0-9-]*) [A-Z]", text))
+
+
+def make_kinds(tmp):
+    paths = {"zero": "/dev/zero"}
+    paths["fifo"] = os.path.join(tmp, "fifo")
+    os.mkfifo(paths["fifo"])
+    paths["dir"] = os.path.join(tmp, "dir")
+    os.mkdir(paths["dir"])
+    paths["dangling"] = os.path.join(tmp, "dangling")
+    os.symlink(os.path.join(tmp, "nothing-here"), paths["dangling"])
+    paths["loop"] = os.path.join(tmp, "loop")
+    os.symlink(paths["loop"], paths["loop"])
+    # IDX data whose first file is a FIFO
+    paths["fifo_in_dir"] = os.path.join(tmp, "idx")
+    os.mkdir(paths["fifo_in_dir"])
+    os.mkfifo(os.path.join(paths["fifo_in_dir"], "train-images-idx3-ubyte.gz"))
+    return paths
+
+
+def check_classified(name, exe, inputs, outputs, other, failures):
+    listed = help_flags(exe)
+    known = set(inputs) | outputs | other
+    for flag in sorted(listed - known):
+        failures.append(f"{name}: --help lists {flag}, which this test does not classify "
+                        "(an input needs its cases)")
+    for flag in sorted(known - listed):
+        failures.append(f"{name}: {flag} is classified here but --help does not list it")
+
+
+def walk(name, exe, inputs, kinds, failures, env):
+    count = 0
+    for flag, runs in inputs.items():
+        for args, bad in runs:
+            for kind in bad:
+                cmd = [exe] + args + [flag, kinds[kind]]
+                t0 = time.monotonic()
+                try:
+                    p = subprocess.run(cmd, capture_output=True, text=True, timeout=KILL_S,
+                                       stdin=subprocess.DEVNULL, env=env)
+                    rc, err = p.returncode, p.stdout + p.stderr
+                except subprocess.TimeoutExpired:
+                    rc, err = None, "(hung: killed)"
+                dt = time.monotonic() - t0
+                count += 1
+                what = f"{name} {' '.join(args)} {flag} <{kind}>"
+                if rc is None or rc == 0 or dt > LIMIT_S or flag not in err:
+                    failures.append(f"{what}: exit {rc} after {dt:.1f} s: "
+                                    f"{err.strip()[-300:]}")
+                else:
+                    print(f"ok  {what}: exit {rc} in {dt:.2f} s")
+    return count
+
+
+def main():
+    train, bench, tune = sys.argv[1:4]
+    failures = []
+    env = dict(os.environ)
+    with tempfile.TemporaryDirectory() as tmp:
+        kinds = make_kinds(tmp)
+        env["CLGRAD_CACHE_DIR"] = os.path.join(tmp, "cache")
+        n = 0
+        for name, exe, ins, outs, other in [
+                ("clgrad-train", train, TRAIN_INPUTS, TRAIN_OUTPUTS, TRAIN_OTHER),
+                ("clgrad-bench", bench, BENCH_INPUTS, BENCH_OUTPUTS, BENCH_OTHER),
+                ("clgrad-tune", tune, TUNE_INPUTS, TUNE_OUTPUTS, TUNE_OTHER)]:
+            check_classified(name, exe, ins, outs, other, failures)
+            n += walk(name, exe, ins, kinds, failures, env)
+    for f in failures:
+        print("FAIL " + f)
+    print(f"{n - len([f for f in failures if '<' in f])} passed, "
+          f"{len(failures)} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -2,6 +2,7 @@
 #include "bench_main.h"
 #include "dirpath.h"
 #include "input_file.h"
+#include "tuning_spec.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -365,9 +366,8 @@ int bench_parse_options(bench_options *o, int argc, char **argv)
     /* as clgrad-train: a missing tuning file warns, one that is no regular
      * file (a FIFO, a device, a dangling link) is refused */
     char err[1024];
-    struct stat lsb;
-    if (o->tuning && strcmp(o->tuning, "auto") != 0 && strcmp(o->tuning, "off") != 0 &&
-        lstat(o->tuning, &lsb) == 0 && input_check("--tuning", o->tuning, err, sizeof err) != 0) {
+    const char *tuning = tuning_spec_file(o->tuning);
+    if (tuning && input_check_present("--tuning", tuning, err, sizeof err) != 0) {
         fprintf(stderr, "clgrad-bench: %s\n", err);
         return -1;
     }

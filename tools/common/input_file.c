@@ -9,19 +9,15 @@
 
 const char *input_kind(mode_t mode)
 {
-    if (S_ISFIFO(mode))
-        return "a FIFO";
-    if (S_ISCHR(mode))
-        return "a character device";
-    if (S_ISBLK(mode))
-        return "a block device";
-    if (S_ISSOCK(mode))
-        return "a socket";
-    if (S_ISDIR(mode))
-        return "a directory";
-    if (S_ISLNK(mode))
-        return "a symbolic link";
-    return "not a regular file";
+    switch (mode & S_IFMT) {
+    case S_IFIFO: return "a FIFO";
+    case S_IFCHR: return "a character device";
+    case S_IFBLK: return "a block device";
+    case S_IFSOCK: return "a socket";
+    case S_IFDIR: return "a directory";
+    case S_IFLNK: return "a symbolic link";
+    default: return "not a regular file";
+    }
 }
 
 int input_check(const char *flag, const char *path, char *err, size_t errlen)
@@ -35,6 +31,14 @@ int input_check(const char *flag, const char *path, char *err, size_t errlen)
         return errmsg_set(err, errlen, "%s: %s is %s, not a regular file", flag, path,
                           input_kind(sb.st_mode));
     return 0;
+}
+
+int input_check_present(const char *flag, const char *path, char *err, size_t errlen)
+{
+    struct stat sb;
+    if (lstat(path, &sb) != 0 && errno == ENOENT)
+        return 0;
+    return input_check(flag, path, err, errlen);
 }
 
 int input_open(const char *path, uint64_t max_bytes, size_t *size, char *why, size_t whylen)
@@ -55,7 +59,7 @@ int input_open(const char *path, uint64_t max_bytes, size_t *size, char *why, si
         errmsg_set(why, whylen, "%s", strerror(e));
     } else if (!S_ISREG(sb.st_mode)) {
         errmsg_set(why, whylen, "is %s, not a regular file", input_kind(sb.st_mode));
-    } else if (max_bytes && (uint64_t)sb.st_size > max_bytes) {
+    } else if ((uint64_t)sb.st_size > max_bytes) {
         errmsg_set(why, whylen, "is %lld bytes, more than the %llu it may have",
                    (long long)sb.st_size, (unsigned long long)max_bytes);
     } else if ((uint64_t)sb.st_size > SIZE_MAX) {

@@ -21,13 +21,17 @@ const char *input_kind(mode_t mode);
  * err. Its reader checks again, on the descriptor it opens. */
 int input_check(const char *flag, const char *path, char *err, size_t errlen);
 
+/* input_check for a file that may be missing (its reader says so): 0
+ * when nothing is at path, not even a link. */
+int input_check_present(const char *flag, const char *path, char *err, size_t errlen);
+
 /* Opens path for reading without blocking (O_NONBLOCK: a FIFO opens at
  * once), then checks the descriptor itself with fstat, so that a path
  * swapped after any earlier check is still caught, and clears O_NONBLOCK.
  * Returns the descriptor, with its size in *size; or -1 with a reason in
  * why (e.g. "is a FIFO, not a regular file", "is 9 bytes, more than the 8
  * it may have", strerror) and errno kept from a failed open (ENOENT,
- * ELOOP). max_bytes 0: no bound. */
+ * ELOOP). max_bytes UINT64_MAX: no bound. */
 int input_open(const char *path, uint64_t max_bytes, size_t *size, char *why, size_t whylen);
 
 /* Reads exactly size bytes of fd into buf, and refuses a file that shrank

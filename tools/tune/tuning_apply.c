@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "tuning_apply.h"
 #include "input_file.h"
+#include "tuning_spec.h"
 #include "clgrad_advanced.h"
 #include "clblast_params.h"
 #include "clblast_status.h"
@@ -293,8 +294,8 @@ void tuning_setup(const clg_context *ctx, const char *spec, const char *task,
     memset(st, 0, sizeof *st);
     char why[1536], cmd[96];
     tune_command(ctx, task, cmd, sizeof cmd);
-    int explicit_file = spec && *spec && strcasecmp(spec, "auto") != 0;
-    if (explicit_file && strcasecmp(spec, "off") == 0) {
+    const char *file = tuning_spec_file(spec);
+    if (tuning_spec_is_off(spec)) {
         if (tuning_restore_defaults(ctx, why, sizeof why) != 0) {
             st->warning = 1;
             snprintf(st->message, sizeof st->message, "CLBlast GEMMs: %s", why);
@@ -304,8 +305,8 @@ void tuning_setup(const clg_context *ctx, const char *spec, const char *task,
                  "CLBlast GEMMs: CLBlast's default parameters (tuning off)");
         return;
     }
-    if (explicit_file) {
-        snprintf(st->path, sizeof st->path, "%s", spec);
+    if (file) {
+        snprintf(st->path, sizeof st->path, "%s", file);
     } else if (tuning_path(ctx, task, st->path, sizeof st->path, why, sizeof why) != 0) {
         st->path[0] = '\0';
         tuning_restore_defaults(ctx, NULL, 0);
@@ -326,7 +327,7 @@ void tuning_setup(const clg_context *ctx, const char *spec, const char *task,
         return;
     }
     tuning_restore_defaults(ctx, NULL, 0);
-    if (rc == 1 && !explicit_file) {
+    if (rc == 1 && !file) {
         snprintf(st->message, sizeof st->message,
                  "CLBlast GEMMs: CLBlast's default parameters (no tuning for this device yet: "
                  "`%s`%s tunes them in about 3 minutes)", cmd, task ? "" : ", or `make tune`,");

@@ -109,7 +109,7 @@ int idx_load(const char *path, idx_file *out, char *err, size_t errlen)
      * a device is refused before it can block or stream forever. */
     char why[256];
     size_t size;
-    int fd = input_open(path, 0, &size, why, sizeof why);
+    int fd = input_open(path, UINT64_MAX, &size, why, sizeof why); /* zlib output is bounded below */
     if (fd < 0) {
         errmsg_set(err, errlen, "%s: %s", path, why);
         return -1;

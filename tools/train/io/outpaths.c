@@ -3,6 +3,7 @@
 #include "errmsg.h"
 #include "dataset.h"
 #include "input_file.h"
+#include "tuning_spec.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -129,9 +130,8 @@ int outpaths_check(const train_options *o, int with_data, char *err, size_t errl
     /* --tuning FILE that is there but no regular file (a FIFO, a device, a
      * dangling link): refused here, where its reader would only warn. A
      * missing file still warns and runs on CLBlast's defaults. */
-    struct stat lsb;
-    if (o->tuning && strcmp(o->tuning, "auto") != 0 && strcmp(o->tuning, "off") != 0 &&
-        lstat(o->tuning, &lsb) == 0 && input_check("--tuning", o->tuning, err, errlen) != 0)
+    const char *tuning = tuning_spec_file(o->tuning);
+    if (tuning && input_check_present("--tuning", tuning, err, errlen) != 0)
         return -1;
     named_file f[MAX_FILES];
     int n = 0;

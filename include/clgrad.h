@@ -659,7 +659,10 @@ CLG_API clg_status clg_checkpoint_save(clg_model *model, const char *path,
                                        const char *const *meta_keys,
                                        const char *const *meta_values, size_t n_meta);
 /* Loads a checkpoint into the model, all or nothing. The caller's metadata is
- * returned through the callback (may be NULL). Blocking. */
+ * returned through the callback (may be NULL). Blocking. A path that is no
+ * regular file (a FIFO, a device, a directory) is refused with CLG_ERR_IO
+ * before anything is read, without waiting on it; so is a file that shrank
+ * or grew while it was read. */
 typedef void (*clg_meta_fn)(const char *key, const char *value, void *user);
 CLG_API clg_status clg_checkpoint_load(clg_model *model, const char *path, clg_meta_fn meta,
                                        void *user);

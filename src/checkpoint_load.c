@@ -15,25 +15,40 @@
 
 /* ------------------------------------------------------------ load */
 
-/* Reads the whole file into memory. */
-static clg_status read_file(clg_context *ctx, const char *path, uint8_t **out, size_t *size)
+/* Opens path for reading only if it is a regular file: O_NONBLOCK, so that
+ * a FIFO no one writes cannot block the open, then fstat on the descriptor
+ * itself, so that a path swapped after any earlier check is still caught.
+ * ctx NULL: the error goes to the thread's last error alone. */
+static clg_status open_regular(clg_context *ctx, const char *who, const char *path, int *fd_out,
+                               struct stat *sb)
 {
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO: no wait */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
-        return clg__fail(ctx, CLG_ERR_IO, "clg_checkpoint_load: cannot open '%s': %s", path,
+        return clg__fail(ctx, CLG_ERR_IO, "%s: cannot open '%s': %s", who, path,
                          strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
+    if (fstat(fd, sb) != 0) {
         int e = errno;
         close(fd);
-        return clg__fail(ctx, CLG_ERR_IO, "clg_checkpoint_load: cannot stat '%s': %s", path,
-                         strerror(e));
+        return clg__fail(ctx, CLG_ERR_IO, "%s: cannot stat '%s': %s", who, path, strerror(e));
     }
-    if (!S_ISREG(sb.st_mode)) {
-        /* errno is not ours here: whatever an earlier call left in it */
+    if (!S_ISREG(sb->st_mode)) {
         close(fd);
-        return clg__fail(ctx, CLG_ERR_IO, "clg_checkpoint_load: '%s' is not a regular file", path);
+        return clg__fail(ctx, CLG_ERR_IO, "%s: '%s' is not a regular file", who, path);
     }
+    *fd_out = fd;
+    return CLG_SUCCESS;
+}
+
+/* Reads the whole file into memory: exactly the size it had when opened, and
+ * refuses one that shrank or grew meanwhile (a file still being written is
+ * not a checkpoint, and is never read without end). */
+static clg_status read_file(clg_context *ctx, const char *path, uint8_t **out, size_t *size)
+{
+    int fd;
+    struct stat sb;
+    clg_status st = open_regular(ctx, "clg_checkpoint_load", path, &fd, &sb);
+    if (st != CLG_SUCCESS)
+        return st;
     size_t n = (size_t)sb.st_size;
     uint8_t *buf = malloc(n ? n : 1);
     if (!buf) {
@@ -55,7 +70,17 @@ static clg_status read_file(clg_context *ctx, const char *path, uint8_t **out, s
         }
         got += (size_t)r;
     }
+    uint8_t more;
+    ssize_t r;
+    while ((r = read(fd, &more, 1)) < 0 && errno == EINTR)
+        ;
+    int e = errno;
     close(fd);
+    if (r != 0) {
+        free(buf);
+        return clg__fail(ctx, CLG_ERR_IO, "clg_checkpoint_load: reading '%s' failed: %s", path,
+                         r > 0 ? "file grew while reading" : strerror(e));
+    }
     *out = buf;
     *size = n;
     return CLG_SUCCESS;
@@ -131,10 +156,11 @@ static clg_status apply_or_undo(clg_model *model, const char *path, const clg_ck
 static clg_status read_header(const char *path, uint8_t **out, size_t *size)
 {
     static const char who[] = "clg_checkpoint_read_meta";
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO: no wait */
-    if (fd < 0)
-        return clg__fail(NULL, CLG_ERR_IO, "%s: cannot open '%s': %s", who, path,
-                         strerror(errno));
+    int fd;
+    struct stat sb;
+    clg_status st = open_regular(NULL, who, path, &fd, &sb);
+    if (st != CLG_SUCCESS)
+        return st;
     uint8_t len8[8];
     ssize_t got = pread(fd, len8, 8, 0);
     if (got < 0) {

@@ -16,7 +16,9 @@ cl_context (Context(queue=q) passes q's own), and calls the package does not
 expose (sharding, clg_step_collect, state downloads, the param copy,
 tensor norms, clg_lr_scale, programs and caches)."""
 import gc
+import os
 import re
+import signal
 
 import numpy as np
 import pytest
@@ -65,6 +67,18 @@ class World:
         (self.tmp / name).write_bytes(data)
         return self.tmp / name
 
+    def not_a_file(self, kind):
+        """A path that is no regular file: a FIFO nobody writes, a
+        directory, a dangling symbolic link, a symbolic link loop."""
+        path = self.tmp / kind
+        if kind == "fifo":
+            os.mkfifo(path)
+        elif kind == "dir":
+            path.mkdir()
+        else:
+            path.symlink_to(path if kind == "loop" else self.tmp / "nothing-here")
+        return path
+
     def env_context(self, value, wrap=False):
         self.monkeypatch.setenv("CLGRAD_MAX_ALLOC", value)
         return clgrad.Context(queue=self.ctx.queue) if wrap else clgrad.Context()
@@ -83,6 +97,24 @@ def case(id, call, exc, message, on_ctx=True):
 
 def create(kind=clgrad.AdamW, params=S, **kw):
     return lambda w: kind(w.ctx, params, **kw)
+
+
+def bounded(call, seconds=2.0):
+    """call() within seconds: the timer's signal interrupts a blocking open
+    of a FIFO (EINTR: Python's handlers do not restart system calls) and
+    raises, so that a regression fails here instead of hanging."""
+    def expired(signum, frame):
+        raise TimeoutError(f"still blocked after {seconds} s")
+
+    def run(w):
+        old = signal.signal(signal.SIGALRM, expired)
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+        try:
+            return call(w)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, old)
+    return run
 
 
 def half_of(w):
@@ -261,6 +293,21 @@ MISUSE = [
     case("load_missing", lambda w: w.opt.load(w.tmp / "no-such-dir" / "x.ckpt"),
          clgrad.FileError, "clg_checkpoint_load: cannot open '{tmp}/no-such-dir/x.ckpt': No such "
          "file or directory"),
+    # what is not a regular file is refused at once (issue 36), and a file
+    # whose stat size is short of its content (procfs says 0) as growing
+    case("load_fifo", bounded(lambda w: w.opt.load(w.not_a_file("fifo"))), clgrad.FileError,
+         "clg_checkpoint_load: '{tmp}/fifo' is not a regular file"),
+    case("load_device", bounded(lambda w: w.opt.load("/dev/zero")), clgrad.FileError,
+         "clg_checkpoint_load: '/dev/zero' is not a regular file"),
+    case("load_dir", bounded(lambda w: w.opt.load(w.not_a_file("dir"))), clgrad.FileError,
+         "clg_checkpoint_load: '{tmp}/dir' is not a regular file"),
+    case("load_dangling", bounded(lambda w: w.opt.load(w.not_a_file("dangling"))),
+         clgrad.FileError,
+         "clg_checkpoint_load: cannot open '{tmp}/dangling': No such file or directory"),
+    case("load_loop", bounded(lambda w: w.opt.load(w.not_a_file("loop"))), clgrad.FileError,
+         "clg_checkpoint_load: cannot open '{tmp}/loop': Too many levels of symbolic links"),
+    case("load_grew", bounded(lambda w: w.opt.load("/proc/self/status")), clgrad.FileError,
+         "clg_checkpoint_load: reading '/proc/self/status' failed: file grew while reading"),
     case("load_other_layout",
          lambda w: w.opt.load(w.saved(create(params={"w": (3, 4), "b": 4})(w))),
          clgrad.Mismatch, "clg_checkpoint_load: '{tmp}/x.ckpt': tensor 'w' has shape [3, 4] in "

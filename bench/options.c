@@ -1,7 +1,8 @@
 /* options.c - clgrad-bench's command line. */
 #include "bench_main.h"
-#include "dirpath.h"
+#include "file_id.h"
 #include "input_file.h"
+#include "output_file.h"
 #include "tuning_spec.h"
 
 #include <errno.h>
@@ -156,55 +157,15 @@ static void set_defaults(bench_options *o, int quick)
 }
 
 /* An output file of the run (--json, --csv, --plot): checked before the
- * measurements, which take minutes, rather than when they are written. Its
- * directory must exist and be writable, and it must not be a directory or
- * another non-regular file. */
+ * measurements, which take minutes, rather than when they are written
+ * (output_check). */
 static int check_output(const char *flag, const char *path)
 {
-    char dir[PATH_MAX];
-    const char *base = dirpath_split(path, dir, sizeof dir);
-    struct stat sb;
-    if (!*base || (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))) {
-        fprintf(stderr, "clgrad-bench: %s %s: is a directory; expected a file name\n", flag,
-                path);
-        return -1;
-    }
-    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
-        fprintf(stderr, "clgrad-bench: %s %s: exists and is not a regular file\n", flag, path);
-        return -1;
-    }
-    if (stat(dir, &sb) != 0) {
-        int e = errno;
-        fprintf(stderr, "clgrad-bench: %s %s: the directory %s %s\n", flag, path, dir,
-                e == ENOENT ? "does not exist" : strerror(e));
-        return -1;
-    }
-    if (!S_ISDIR(sb.st_mode)) {
-        fprintf(stderr, "clgrad-bench: %s %s: %s is not a directory\n", flag, path, dir);
-        return -1;
-    }
-    if (access(dir, W_OK | X_OK) != 0) {
-        int e = errno;
-        fprintf(stderr, "clgrad-bench: %s %s: cannot create files in %s: %s\n", flag, path, dir,
-                strerror(e));
-        return -1;
-    }
-    return 0;
-}
-
-/* Whether two output paths name one file: the same device and inode, or,
- * for files not there yet, the same resolved directory and name. */
-static int same_file(const char *a, const char *b)
-{
-    struct stat sa, sb;
-    int ea = stat(a, &sa) == 0, eb = stat(b, &sb) == 0;
-    if (ea || eb)
-        return ea && eb && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-    char ra[PATH_MAX], rb[PATH_MAX], da[PATH_MAX], db[PATH_MAX];
-    const char *ba = dirpath_split(a, da, sizeof da), *bb = dirpath_split(b, db, sizeof db);
-    if (!realpath(da, ra) || !realpath(db, rb))
+    char err[PATH_MAX + 256];
+    if (output_check(flag, path, err, sizeof err) == 0)
         return 0;
-    return strcmp(ra, rb) == 0 && strcmp(ba, bb) == 0;
+    fprintf(stderr, "clgrad-bench: %s\n", err);
+    return -1;
 }
 
 static int check_outputs(const bench_options *o)
@@ -216,7 +177,7 @@ static int check_outputs(const bench_options *o)
             return -1;
     for (int i = 0; i < 3; i++) {
         for (int j = i + 1; j < 3; j++) {
-            if (paths[i] && paths[j] && same_file(paths[i], paths[j])) {
+            if (paths[i] && paths[j] && file_same(paths[i], paths[j]) == 1) {
                 fprintf(stderr, "clgrad-bench: %s %s and %s %s name the same file\n", flags[i],
                         paths[i], flags[j], paths[j]);
                 return -1;

@@ -9,6 +9,9 @@
  *    failing with CL_MEM_OBJECT_ALLOCATION_FAILURE, CL_OUT_OF_RESOURCES or
  *    CL_INVALID_BUFFER_SIZE) is CLG_ERR_OUT_OF_DEVICE_MEMORY. The same codes
  *    from any other call (a kernel launch, a copy) pass through as they are.
+ *    clg_model_finalize gives CLG_ERR_OUT_OF_DEVICE_MEMORY, too, for a model
+ *    above the device's global memory, before allocating (see
+ *    clg_config.allow_over_device_memory).
  *  - After a failure, clg_last_error(ctx) names the failing call and why.
  *  - Invalid input changes no state.
  *  - Device work is enqueued on the context's in-order queue and is
@@ -69,7 +72,9 @@ typedef enum clg_status {
      * except allocation failures (see Conventions above). */
     CLG_ERR_FIRST = -10000,
     CLG_ERR_INVALID_ARGUMENT = -10001,   /* bad value, NULL handle, bad name  */
-    CLG_ERR_OUT_OF_DEVICE_MEMORY = -10002, /* device allocation failed (only) */
+    CLG_ERR_OUT_OF_DEVICE_MEMORY = -10002, /* device allocation failed, or a
+                                              model above the device's memory
+                                              (clg_config.allow_over_device_memory) */
     CLG_ERR_OVER_BUDGET = -10003,        /* would exceed the memory budget    */
     CLG_ERR_UNSUPPORTED = -10004,        /* feature not available here        */
     CLG_ERR_NO_DEVICE = -10005,          /* no platform/device, or no match   */
@@ -292,6 +297,17 @@ typedef struct clg_config {
     clg_rounding state_rounding; /* rounding to bf16/Q8/Q4 states: nearest */
     clg_dtype master_dtype;      /* params: CLG_FP32 (default) or CLG_BF16,
                                     updated with stochastic rounding (opt-in) */
+    /* Added after 0.4.0 (a struct_size that ends before it: 0). */
+    int allow_over_device_memory; /* clg_model_finalize refuses a model whose
+                                     device bytes, with what clgrad holds on
+                                     the device already, exceed the device's
+                                     global memory (CL_DEVICE_GLOBAL_MEM_SIZE)
+                                     with CLG_ERR_OUT_OF_DEVICE_MEMORY, before
+                                     allocating anything: where device memory
+                                     is host memory (PoCL), allocating past it
+                                     gets the process killed instead. Nonzero:
+                                     no such check, for a device that pages
+                                     (unified or swapped memory). Default 0. */
 } clg_config;
 
 /* The one way to make a clg_config: PyTorch's defaults for the optimizer,
@@ -355,6 +371,11 @@ CLG_API clg_status clg_model_set_tensor_shape(clg_model *model, int tensor, size
 /* Its shape: *ndim dims into dims (room for CLG_MAX_DIMS). */
 CLG_API clg_status clg_model_tensor_shape(const clg_model *model, int tensor, size_t *ndim,
                                           size_t *dims);
+/* Plans the model's device bytes and allocates them. Before allocating
+ * anything it refuses a model that, with what clgrad holds on the device
+ * already, exceeds the device's global memory (CLG_ERR_OUT_OF_DEVICE_MEMORY,
+ * unless clg_config.allow_over_device_memory) or the context's budget
+ * (CLG_ERR_OVER_BUDGET); the message names the bytes of both sides. */
 CLG_API clg_status clg_model_finalize(clg_model *model);
 
 CLG_API size_t clg_model_tensor_count(const clg_model *model);
@@ -391,7 +412,9 @@ CLG_API clg_status clg_model_memory(const clg_model *model, clg_model_plan *plan
 /* The same numbers for a model not yet built: n parameters under config,
  * as one tensor in one group (so Q8/Q4 states only when n >= state_min_size),
  * with the partials of a 256-wide work-group (the widest clgrad uses). For n
- * a multiple of 1024 within one buffer it is what such a model allocates. */
+ * a multiple of 1024 within one buffer it is what such a model allocates.
+ * config is refused as clg_model_create refuses it (the same status and
+ * message, after "clg_model_estimate: "). */
 CLG_API clg_status clg_model_estimate(const clg_config *config, uint64_t n, clg_model_plan *plan);
 /* The same for shard `index` of `count` of that model (ZeRO-1,
  * clg_model_set_shard): the optimizer states of the shard's part only,

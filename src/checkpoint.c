@@ -8,10 +8,18 @@
  *
  * A process killed during a save leaves its temporary file behind
  * ("<path>.tmp.<pid>.<n>"); the next save to the same path removes those
- * of processes that no longer exist (remove_stale_temps). */
+ * of processes that no longer exist (remove_stale_temps).
+ *
+ * Only a regular file at the path is replaced (write_target.h): a FIFO, a
+ * device, a socket or a directory there, or a symbolic link to one, is
+ * refused before anything is written. A symbolic link to a regular file
+ * (or to nothing) is replaced by the new file; its target is left as it
+ * was. */
 #include "checkpoint.h"
+#include "write_target.h"
 
 #include <cjson/cJSON.h>
+#include <limits.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -364,13 +372,15 @@ static const char *split_dir(char *dir, const char *path)
 }
 
 /* Creates a fresh temporary file for a save to path, its name in tmp;
- * the descriptor, or -1 with errno set. */
+ * the descriptor, or -1 with errno set. O_EXCL: a name that exists, even
+ * as a symbolic link (dangling or not), is never opened but skipped for
+ * the next (POSIX); O_NOFOLLOW states it outright. */
 static int create_temp(const char *path, char *tmp, size_t tlen)
 {
     int fd = -1;
     for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
         temp_name(tmp, tlen, path, (long)getpid(), atomic_fetch_add(&temp_counter, 1));
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
         if (fd < 0 && errno != EEXIST)
             break;
     }
@@ -501,6 +511,10 @@ static clg_status save(clg_model *model, const char *path, const char *const *me
     clg_status st = check_meta(meta_keys, meta_values, n_meta, err, sizeof err);
     if (st != CLG_SUCCESS)
         return clg__fail(ctx, st, "%s: %s", who, err);
+    /* before any work: the rename would replace a FIFO or a device */
+    char why[PATH_MAX + 128];
+    if (!clg__target_replaceable(path, why, sizeof why))
+        return clg__fail(ctx, CLG_ERR_IO, "%s: %s", who, why);
 
     clg_ckpt_layout layout;
     st = clg__ckpt_layout_model(model, &layout, err, sizeof err);

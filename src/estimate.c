@@ -42,9 +42,10 @@ static clg_status import(const clg_config *user_config, const clg_model_plan *us
         clg__sized_check(NULL, user_plan->struct_size, CLG__PLAN_SIZE_MIN, "clg_model_plan", who);
     if (st == CLG_SUCCESS)
         st = clg__config_import(NULL, user_config, config, who);
-    /* the state fields decide what is allocated: refuse what a model would */
+    /* refuse what clg_model_create refuses, with its status and message:
+     * a plan of a config no model can have is no answer */
     if (st == CLG_SUCCESS)
-        st = clg__qstate_config_check(NULL, config, who);
+        st = clg__config_check(NULL, config, who);
     return st;
 }
 

@@ -9,6 +9,7 @@
 #include "sized.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -332,6 +333,37 @@ done:
     return st;
 }
 
+/* Refuses a model of need device bytes (n parameters) that does not fit
+ * beside what clgrad holds already: above the device's global memory,
+ * unless the config allows it (a device that pages), or above the budget.
+ * Checked before the first allocation, so that a refusal names the whole
+ * model and leaves nothing allocated: where device memory is host memory
+ * (PoCL), allocating past it gets the process killed by the kernel's OOM
+ * killer, with no error to return. */
+static clg_status check_room(clg_model *m, uint64_t need, uint64_t n)
+{
+    uint64_t in_use = clg_context_device_bytes(m->ctx);
+    char what[256];
+    snprintf(what, sizeof what,
+             "clg_model_finalize: the model needs %llu bytes on the device (%llu parameters: "
+             "params, accumulators, %zu optimizer states), %llu are in use",
+             (unsigned long long)need, (unsigned long long)n, m->n_states,
+             (unsigned long long)in_use);
+    uint64_t device = m->ctx->info.global_mem_size; /* 0: not reported */
+    bool over = need > device || in_use > device - need;
+    if (device != 0 && over && !m->cfg.allow_over_device_memory)
+        return clg__fail(m->ctx, CLG_ERR_OUT_OF_DEVICE_MEMORY,
+                         "%s, more than the device's %llu bytes of global memory; make the model "
+                         "smaller, or set clg_config.allow_over_device_memory for a device that "
+                         "pages",
+                         what, (unsigned long long)device);
+    uint64_t budget = clg_context_budget(m->ctx);
+    if (budget != 0 && in_use + need > budget)
+        return clg__fail(m->ctx, CLG_ERR_OVER_BUDGET, "%s and the budget is %llu", what,
+                         (unsigned long long)budget);
+    return CLG_SUCCESS;
+}
+
 clg_status clg_model_finalize(clg_model *m)
 {
     if (m == NULL)
@@ -341,8 +373,8 @@ clg_status clg_model_finalize(clg_model *m)
     if (m->n_tensors == 0)
         return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT, "clg_model_finalize: no tensors");
 
-    /* Check the budget for the whole model first, so that an over-budget
-     * model fails with its full size rather than at some arena. */
+    /* Check the room for the whole model first (check_room), so that a
+     * model too big fails with its full size rather than at some arena. */
     clg_status st = clg__layout(m);
     if (st == CLG_SUCCESS)
         st = clg__shard_layout(m); /* the states' size depends on it */
@@ -365,17 +397,9 @@ clg_status clg_model_finalize(clg_model *m)
     uint64_t need = n * (clg__dtype_size(m->cfg.master_dtype) + clg__dtype_size(m->cfg.acc_dtype) +
                          clg__dtype_size(m->cfg.param_copy_dtype)) +
                     states + scales + 4 * CLG_SB_WORDS + 4 * (uint64_t)m->n_partials;
-    uint64_t budget = clg_context_budget(m->ctx);
-    uint64_t in_use = clg_context_device_bytes(m->ctx);
-    if (budget != 0 && in_use + need > budget) {
-        st = clg__fail(m->ctx, CLG_ERR_OVER_BUDGET,
-                       "clg_model_finalize: the model needs %llu bytes on the device (%llu "
-                       "parameters: params, accumulators, %zu optimizer states), %llu are in "
-                       "use and the budget is %llu",
-                       (unsigned long long)need, (unsigned long long)n, m->n_states,
-                       (unsigned long long)in_use, (unsigned long long)budget);
+    st = check_room(m, need, n);
+    if (st != CLG_SUCCESS)
         goto fail;
-    }
     st = clg__arena_alloc(m, &m->params, m->cfg.master_dtype,
                           clg__dtype_size(m->cfg.master_dtype));
     if (st == CLG_SUCCESS)

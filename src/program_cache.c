@@ -10,8 +10,10 @@
  * rebuilt from source and the entry replaced (program.c, which also checks
  * that a binary that passes is the program's: the digest is no signature,
  * anyone can recompute it over another binary). Files are written to a
- * temporary name in the same directory and renamed, so readers never see
- * half an entry.
+ * temporary name in the same directory (mkostemp: O_EXCL) and renamed, so
+ * readers never see half an entry; only over a regular file (or nothing:
+ * write_target.h), so that a FIFO or a device put at an entry's name is
+ * never replaced, and that entry is just not stored.
  *
  * Why the checks must all pass before a driver sees the bytes: drivers do not
  * reliably reject a damaged binary. Some build it and fail later; Mesa's
@@ -23,6 +25,7 @@
  * key. */
 #define _GNU_SOURCE
 #include "program_cache.h"
+#include "write_target.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -278,7 +281,8 @@ bool clg__cache_store(const uint8_t key[CLG_CACHE_KEY_SIZE], const unsigned char
     bool stored = false;
     char *path = entry_path(dir, key);
     char *tmp = path ? join(path, ".tmp-XXXXXX") : NULL;
-    if (!path || !tmp || make_dirs(dir) != 0)
+    /* a FIFO, a device or a directory at the entry's name is left alone */
+    if (!path || !tmp || !clg__target_replaceable(path, NULL, 0) || make_dirs(dir) != 0)
         goto done;
     int fd = mkostemp(tmp, O_CLOEXEC);
     if (fd < 0)

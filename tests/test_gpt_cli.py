@@ -205,6 +205,37 @@ def test_auto():
     check(r["micro_batch"] == 3 and r["accum_steps"] == 3 and r["peak_device_bytes"] <= mem * 1.02,
           "auto: micro-batch %d x %d in %d B (peak %d)" % (r["micro_batch"], r["accum_steps"], mem,
                                                         r["peak_device_bytes"]))
+    # Issue 37: --micro-batch 4 does not fit in that --memory: --plan says so,
+    # and the run is refused (it went ahead), naming the task's size flags.
+    err = run(*args, "--steps", "1", "--micro-batch", "4", "--memory", str(mem), expect=1)
+    check(re.search(r"more than the --memory of %d B .*; make --preset, --layers, --width, "
+                    r"--context or --micro-batch smaller" % mem, err) is not None
+          and "--hidden" not in err, "auto: a micro-batch over --memory is refused: " + err.strip())
+    r = run_json(*args, "--steps", "1", "--micro-batch", "4", "--memory", str(mem),
+                 "--allow-over-device-memory")
+    check(r["micro_batch"] == 4, "auto: --allow-over-device-memory lets it go ahead")
+
+
+def test_bounded():
+    """Issue 37: the plan is made from the sizes of --data's files before
+    any is read. A 1 GiB sparse corpus whose windows do not fit in --vram is
+    refused with the plan's message, and the process never holds it: its
+    peak resident memory (wait4's, of that child alone) stays far below
+    the 2 GiB that reading it and cutting its windows took."""
+    sparse = os.path.join(TMP, "sparse.txt")
+    with open(sparse, "wb") as f:
+        f.truncate(1 << 30)
+    p = subprocess.Popen([EXE, "--task", "gpt", "--preset", "tiny", "--data", sparse, "--steps",
+                          "1", "--vram", "64M"], stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, errors="replace")
+    out = p.stdout.read()
+    _, status, usage = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    os.unlink(sparse)
+    rss_mib = usage.ru_maxrss / 1024
+    check(p.returncode == 1 and "more than the --vram of" in out and rss_mib < 400,
+          "bounded: a 1 GiB corpus over --vram refused before it is read (exit %d, peak RSS "
+          "%.0f MiB): %s" % (p.returncode, rss_mib, out.strip()[-200:]))
 
 
 def test_resume():
@@ -307,7 +338,7 @@ def main():
     write_corpus()
     try:
         names = ARGS or ["plan", "learns", "determinism", "accumulate", "plan_truth", "auto",
-                         "resume", "sample", "mixed", "profile"]
+                         "bounded", "resume", "sample", "mixed", "profile"]
         for name in names:
             globals()["test_" + name]()
     finally:

@@ -2,7 +2,8 @@
 """test_input_paths.py - every input flag of clgrad-train, clgrad-bench and
 clgrad-tune, given what is not a regular file (a FIFO nobody writes,
 /dev/zero, a directory, a dangling symbolic link, a symbolic link loop) or
-a file that holds more than its size when read, ends at once: a non-zero exit naming the flag, within LIMIT_S seconds.
+a file that holds more than its size when read, ends at once: a non-zero
+exit naming the flag, within LIMIT_S seconds.
 Before the rule of tools/common/input_file.h, --data FIFO, --data
 /dev/zero (--task gpt) and --tuning FIFO hung.
 
@@ -10,13 +11,22 @@ Every flag that a tool's --help lists is classified below as an input,
 an output or neither: a new flag fails this test until it is given a
 place, and an input flag a case.
 
+Every output flag is walked too (issue 37): given an existing FIFO, a
+character device made under the temporary directory (never the system's
+/dev/null), a directory, or a symbolic link to the FIFO or the device, it
+is refused within LIMIT_S, naming the flag, and the node is still what it
+was. Before, clgrad-tune --output FIFO tuned for its whole budget, then
+replaced the FIFO (or the device, or the link) with a regular file.
+
 usage: test_input_paths.py CLGRAD_TRAIN CLGRAD_BENCH CLGRAD_TUNE"""
 import os
 import re
+import stat
 import subprocess
 import sys
 import tempfile
-import time
+
+from cli_run import run_bounded
 
 LIMIT_S = 2.0
 # A hang is ended here; only LIMIT_S decides the verdict.
@@ -40,8 +50,8 @@ TRAIN_INPUTS = {
 TRAIN_OUTPUTS = {"--checkpoint", "--metrics", "--dump-weights", "--save-initial"}
 TRAIN_OTHER = set("""--accum-dtype --allow-over-device-memory --aug-noise --aug-shift
 --auto-micro-batch --bank-size --base-batch --batch --clip --context --contrastive --device
---dist --embed-dim --epochs --grad-dtype --grad-path --heads --help --hidden --json --knn
---knn-init --knn-on --layers --loss-scale --lr --lr-scale --master-dtype --memory
+--dist --embed-dim --epochs --grad-dtype --grad-path --heads --help --hidden
+--json --knn --knn-init --knn-on --layers --loss-scale --lr --lr-scale --master-dtype --memory
 --micro-batch --one-way --optimizer --override --plan --preset --profile --prompt --quiet
 --sample --save-every --schedule --seed --state-dtype --state-min-size --state-rounding
 --steps --stop-after --task --temperature --test-limit --train-limit --vram --warmup
@@ -53,6 +63,11 @@ BENCH_OUTPUTS = {"--json", "--csv", "--plot"}
 BENCH_OTHER = set("""--configs --device --dist --e2e --fit --fit-params --k --no-cases
 --no-gemm --quick --reps --reserve --shards --sizes --stream-n --target-ms --tensors --vram
 --vw --warmup --wg""".split())
+
+# The arguments of a run around each tool's output flags.
+OUTPUT_RUNS = {"clgrad-train": ["--steps", "1"], "clgrad-bench": ["--quick", "--no-cases"],
+               "clgrad-tune": ["--shape", "8x8x8", "--budget", "5"]}
+OUTPUT_KINDS = ["fifo", "chardev", "dir", "link_fifo", "link_chardev"]
 
 # clgrad-tune reads no file a flag names (the trainer's flags it takes shape
 # the GEMMs; it reads neither --data nor --tuning).
@@ -86,6 +101,44 @@ def make_kinds(tmp):
     return paths
 
 
+def make_output_kinds(tmp):
+    """Nodes an output must not replace, and what each is (mode, rdev)."""
+    paths = {}
+    for kind in OUTPUT_KINDS:
+        paths[kind] = os.path.join(tmp, "out-" + kind)
+    os.mkfifo(paths["fifo"])
+    # the same device numbers as /dev/null, but our own node: root only
+    os.mknod(paths["chardev"], 0o600 | stat.S_IFCHR, os.makedev(1, 3))
+    os.mkdir(paths["dir"])
+    os.symlink(paths["fifo"], paths["link_fifo"])
+    os.symlink(paths["chardev"], paths["link_chardev"])
+    return paths
+
+
+def node(path):
+    st = os.lstat(path)
+    return stat.S_IFMT(st.st_mode), st.st_rdev
+
+
+def walk_outputs(name, exe, outputs, kinds, failures, env):
+    count = 0
+    for flag in sorted(outputs):
+        for kind in OUTPUT_KINDS:
+            path = kinds[kind]
+            before = {p: node(p) for p in kinds.values()}
+            rc, err, dt = run_bounded([exe] + OUTPUT_RUNS[name] + [flag, path], env, KILL_S)
+            count += 1
+            after = {p: node(p) for p in kinds.values()}
+            what = f"{name} {flag} <{kind}>"
+            if rc is None or rc == 0 or dt > LIMIT_S or flag not in err:
+                failures.append(f"{what}: exit {rc} after {dt:.1f} s: {err.strip()[-300:]}")
+            elif after != before:
+                failures.append(f"{what}: refused, but a node changed: {before} -> {after}")
+            else:
+                print(f"ok  {what}: exit {rc} in {dt:.2f} s")
+    return count
+
+
 def check_classified(name, exe, inputs, outputs, other, failures):
     listed = help_flags(exe)
     known = set(inputs) | outputs | other
@@ -101,15 +154,7 @@ def walk(name, exe, inputs, kinds, failures, env):
     for flag, runs in inputs.items():
         for args, bad in runs:
             for kind in bad:
-                cmd = [exe] + args + [flag, kinds[kind]]
-                t0 = time.monotonic()
-                try:
-                    p = subprocess.run(cmd, capture_output=True, text=True, timeout=KILL_S,
-                                       stdin=subprocess.DEVNULL, env=env)
-                    rc, err = p.returncode, p.stdout + p.stderr
-                except subprocess.TimeoutExpired:
-                    rc, err = None, "(hung: killed)"
-                dt = time.monotonic() - t0
+                rc, err, dt = run_bounded([exe] + args + [flag, kinds[kind]], env, KILL_S)
                 count += 1
                 what = f"{name} {' '.join(args)} {flag} <{kind}>"
                 limit = LIMIT_OF_KIND.get(kind, LIMIT_S)
@@ -127,6 +172,7 @@ def main():
     env = dict(os.environ)
     with tempfile.TemporaryDirectory() as tmp:
         kinds = make_kinds(tmp)
+        out_kinds = make_output_kinds(tmp)
         env["CLGRAD_CACHE_DIR"] = os.path.join(tmp, "cache")
         n = 0
         for name, exe, ins, outs, other in [
@@ -135,6 +181,7 @@ def main():
                 ("clgrad-tune", tune, TUNE_INPUTS, TUNE_OUTPUTS, TUNE_OTHER)]:
             check_classified(name, exe, ins, outs, other, failures)
             n += walk(name, exe, ins, kinds, failures, env)
+            n += walk_outputs(name, exe, outs, out_kinds, failures, env)
     for f in failures:
         print("FAIL " + f)
     print(f"{n - len([f for f in failures if '<' in f])} passed, "

@@ -339,6 +339,30 @@ static const combination combinations[] = {
      "params)"},
     {{"--task", "gpt", "--grad-dtype", "bf16"},
      "--grad-dtype bf16: not with --task gpt (its kernels write fp32 gradients)"},
+    /* issue 37: flags that would change nothing are refused */
+    {{"--base-batch", "64"},
+     "--base-batch: not with --lr-scale none (it is the batch --lr-scale linear or sqrt scales "
+     "the lr from)"},
+    {{"--base-batch", "64", "--lr-scale", "sqrt"}, NULL},
+    {{"--state-min-size", "100"},
+     "--state-min-size: not with --state-dtype fp32 (only q8 and q4 states keep small tensors "
+     "in fp32)"},
+    {{"--state-min-size", "100", "--state-dtype", "bf16"},
+     "--state-min-size: not with --state-dtype bf16 (only q8 and q4 states keep small tensors "
+     "in fp32)"},
+    {{"--state-min-size", "100", "--state-dtype", "q4"}, NULL},
+    {{"--epochs", "2", "--steps", "5"},
+     "--epochs: not with --steps (the run ends after --steps updates, whatever the epochs); "
+     "give one"},
+    {{"--task", "gpt", "--prompt", "The "},
+     "--prompt: needs --sample N (what sampling starts from)"},
+    {{"--task", "gpt", "--temperature", "0"},
+     "--temperature: needs --sample N (how sampling draws)"},
+    {{"--task", "gpt", "--epochs", "1"}, NULL}, /* over its --steps default */
+    /* issue 37: accepted, ignored, yet stored in its checkpoints */
+    {{"--task", "gpt", "--hidden", "64"},
+     "--hidden: not with --task gpt (its sizes are --preset, --layers, --heads and --width)"},
+    {{"--task", "gpt", "--hidden", "512,256"}, NULL}, /* the default: nothing given */
     {{"--task", "gpt", "--grad-dtype", "fp16", "--grad-path", "C"},
      "--grad-dtype fp16: not with --task gpt (its kernels write fp32 gradients)"},
     {{"--task", "gpt", "--grad-path", "A"},

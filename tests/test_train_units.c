@@ -20,6 +20,7 @@
 #include "metrics.h"
 #include "options.h"
 #include "order.h"
+#include "file_id.h"
 #include "outpaths.h"
 #include "runconfig.h"
 #include "testutil.h"
@@ -683,40 +684,40 @@ static void test_outpaths(void **state)
     snprintf(alias, sizeof alias, "%s/sub/../a.st", s->dir);
     char err[1024];
     /* Not yet existing: compared by resolved directory and name. */
-    assert_int_equal(outpaths_same_file(a, alias), 1);
-    assert_int_equal(outpaths_same_file(a, b), 0);
+    assert_int_equal(file_same(a, alias), 1);
+    assert_int_equal(file_same(a, b), 0);
     write_text(a, "A");
-    assert_int_equal(outpaths_same_file(a, alias), 1);
+    assert_int_equal(file_same(a, alias), 1);
     /* Existing: by device and inode (a hard link is the same file). */
     snprintf(hard, sizeof hard, "%s/hard.st", s->dir);
     assert_int_equal(link(a, hard), 0);
-    assert_int_equal(outpaths_same_file(a, hard), 1);
+    assert_int_equal(file_same(a, hard), 1);
 
     train_options o;
     train_options_default(&o);
     o.resume = hard;
     o.metrics = a;
-    assert_int_equal(outpaths_check(&o, 0, err, sizeof err), -1);
+    assert_int_equal(outpaths_check(&o, NULL, err, sizeof err), -1);
     assert_contains(err, "--metrics");
     assert_contains(err, "--resume");
     assert_contains(err, a);
     o.metrics = NULL;
     o.dump_weights = alias;
-    assert_int_equal(outpaths_check(&o, 0, err, sizeof err), -1);
+    assert_int_equal(outpaths_check(&o, NULL, err, sizeof err), -1);
     assert_contains(err, "--dump-weights");
     /* Two outputs, neither existing. */
     train_options_default(&o);
     o.checkpoint = b;
     snprintf(alias, sizeof alias, "%s/sub/../b.st", s->dir);
     o.dump_weights = alias;
-    assert_int_equal(outpaths_check(&o, 0, err, sizeof err), -1);
+    assert_int_equal(outpaths_check(&o, NULL, err, sizeof err), -1);
     assert_contains(err, "--checkpoint");
     assert_contains(err, "--dump-weights");
     /* --checkpoint may continue the --resume file. */
     train_options_default(&o);
     o.checkpoint = a;
     o.resume = hard;
-    assert_int_equal(outpaths_check(&o, 0, err, sizeof err), 0);
+    assert_int_equal(outpaths_check(&o, NULL, err, sizeof err), 0);
     /* An output over a data file. */
     write_pair(s->dir, "train", 10, 0);
     write_pair(s->dir, "t10k", 10, 0);
@@ -725,33 +726,36 @@ static void test_outpaths(void **state)
     char lab[1024];
     snprintf(lab, sizeof lab, "%s/t10k-labels-idx1-ubyte", s->dir);
     o.metrics = lab;
-    assert_int_equal(outpaths_check(&o, 1, err, sizeof err), -1);
+    path_list data = {0};
+    assert_int_equal(dataset_files(s->dir, &data, err, sizeof err), 0);
+    assert_int_equal(outpaths_check(&o, &data, err, sizeof err), -1);
+    path_list_free(&data);
     assert_contains(err, "--data");
-    assert_int_equal(outpaths_check(&o, 0, err, sizeof err), 0); /* data given by the caller */
+    assert_int_equal(outpaths_check(&o, NULL, err, sizeof err), 0); /* data given by the caller */
     /* Directories: missing, a file, the output itself. */
     train_options_default(&o);
     o.checkpoint = "/nonexistent-clgrad-dir/ck.st";
-    assert_int_equal(outpaths_check(&o, 0, err, sizeof err), -1);
+    assert_int_equal(outpaths_check(&o, NULL, err, sizeof err), -1);
     assert_contains(err, "--checkpoint");
     assert_contains(err, "/nonexistent-clgrad-dir");
     assert_contains(err, "does not exist");
     train_options_default(&o);
     snprintf(b, sizeof b, "%s/a.st/w.bin", s->dir);
     o.dump_weights = b;
-    assert_int_equal(outpaths_check(&o, 0, err, sizeof err), -1);
+    assert_int_equal(outpaths_check(&o, NULL, err, sizeof err), -1);
     assert_contains(err, "not a directory");
     o.dump_weights = sub;
-    assert_int_equal(outpaths_check(&o, 0, err, sizeof err), -1);
+    assert_int_equal(outpaths_check(&o, NULL, err, sizeof err), -1);
     assert_contains(err, "is a directory");
     o.dump_weights = NULL;
     o.metrics = "/dev/null";
-    assert_int_equal(outpaths_check(&o, 0, err, sizeof err), -1);
+    assert_int_equal(outpaths_check(&o, NULL, err, sizeof err), -1);
     assert_contains(err, "not a regular file");
     /* --resume: must be a regular file, said without a stale errno. */
     train_options_default(&o);
     o.resume = sub;
     errno = EEXIST;
-    assert_int_equal(outpaths_check(&o, 0, err, sizeof err), -1);
+    assert_int_equal(outpaths_check(&o, NULL, err, sizeof err), -1);
     assert_contains(err, "is a directory, not a regular file");
     assert_null(strstr(err, "File exists"));
     /* A directory without write permission (meaningless for root). */
@@ -760,7 +764,7 @@ static void test_outpaths(void **state)
         snprintf(b, sizeof b, "%s/sub/m.csv", s->dir);
         train_options_default(&o);
         o.metrics = b;
-        assert_int_equal(outpaths_check(&o, 0, err, sizeof err), -1);
+        assert_int_equal(outpaths_check(&o, NULL, err, sizeof err), -1);
         assert_contains(err, "Permission denied");
         chmod(sub, 0755);
     }
@@ -1160,14 +1164,22 @@ static void test_memplan_refuse(void **state)
     memplan p = {0};
     p.total = 6657199308ull; /* 6.2 GiB */
     char err[512] = "";
-    assert_int_equal(memplan_refuse(&p, 5368709120ull, 0, err, sizeof err), -1);
+    const memplan_limit device = {5368709120ull, NULL}, memory = {5368709120ull, "--memory"};
+    const char *shrink = "--hidden or --micro-batch";
+    assert_int_equal(memplan_refuse(&p, device, shrink, 0, err, sizeof err), -1);
     assert_string_equal(err, "memory plan: 6657199308 B (6.2 GiB) in all, more than the "
                              "device's 5368709120 B (5.0 GiB) of global memory; make --hidden "
                              "or --micro-batch smaller, or give --allow-over-device-memory for "
                              "a device that pages");
+    /* issue 37: a limit a flag gave is named by the flag, the hint is the task's */
+    assert_int_equal(memplan_refuse(&p, memory, "--width", 0, err, sizeof err), -1);
+    assert_string_equal(err, "memory plan: 6657199308 B (6.2 GiB) in all, more than the "
+                             "--memory of 5368709120 B (5.0 GiB); make --width smaller, or give "
+                             "--allow-over-device-memory for a device that pages");
     err[0] = 0;
-    assert_int_equal(memplan_refuse(&p, 5368709120ull, 1, err, sizeof err), 0);
-    assert_int_equal(memplan_refuse(&p, p.total, 0, err, sizeof err), 0);
+    assert_int_equal(memplan_refuse(&p, device, shrink, 1, err, sizeof err), 0);
+    assert_int_equal(memplan_refuse(&p, (memplan_limit){p.total, NULL}, shrink, 0, err,
+                                    sizeof err), 0);
     assert_string_equal(err, "");
 }
 

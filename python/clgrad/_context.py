@@ -3,7 +3,7 @@ queue (clg_context_wrap), with the device and clgrad's memory as properties."""
 import pyopencl as cl
 
 from ._clgrad_cffi import ffi, lib
-from ._errors import check, refuse, whole
+from ._errors import c_string, check, refuse, whole
 
 
 def _int_ptr(handle):
@@ -30,7 +30,8 @@ class Context:
                                        ffi.cast("cl_command_queue", queue.int_ptr)))
             self.queue = queue
         else:
-            selector = ffi.NULL if device is None else str(device).encode()
+            selector = (ffi.NULL if device is None
+                        else c_string(ffi.NULL, str(device), "Context: device selector"))
             check(lib.clg_context_create(out, selector))
             self.queue = cl.CommandQueue.from_int_ptr(
                 _int_ptr(lib.clg_context_queue(out[0])), retain=True)

@@ -1,6 +1,7 @@
 """clgrad's failures as Python exceptions: one class per clg_status, each
 carrying the status and clg_last_error's message."""
 import numbers
+import os
 
 from ._clgrad_cffi import ffi, lib
 
@@ -109,3 +110,26 @@ def whole(ctx_ptr, value, what, limit=(1 << 64) - 1):
             or not 0 <= value <= limit):
         refuse(ctx_ptr, "clgrad: %s %r must be an integer in [0, %d]" % (what, value, limit))
     return int(value)
+
+
+def _no_nul(ctx_ptr, value, what):
+    if "\0" in value:  # C would end the string there, silently
+        refuse(ctx_ptr, "clgrad: %s contains a NUL character: %r" % (what, value))
+
+
+def c_string(ctx_ptr, value, what):
+    """value (a str) as the UTF-8 bytes of a C string, or a refusal naming
+    it."""
+    _no_nul(ctx_ptr, value, what)
+    return value.encode()
+
+
+def c_path(ctx_ptr, value, what):
+    """A str or os.PathLike as the file name C opens, or a refusal naming
+    it: bytes (str() of them would name a file "b'...'") and a NUL."""
+    name = os.fspath(value) if isinstance(value, os.PathLike) else value
+    if not isinstance(name, str):
+        refuse(ctx_ptr, "clgrad: %s must be a str or os.PathLike, not %s (%r)"
+               % (what, type(name).__name__, name))
+    _no_nul(ctx_ptr, name, what)
+    return os.fsencode(name)

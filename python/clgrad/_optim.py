@@ -2,6 +2,9 @@
 shapes or numpy arrays, its params and accumulators as pyopencl arrays on
 clgrad's own buffers, and the accumulation cycle (clg_step)."""
 
+import functools
+import inspect
+import math
 import weakref
 
 import numpy as np
@@ -9,7 +12,7 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 from ._clgrad_cffi import ffi, lib
-from ._errors import check, refuse, whole
+from ._errors import c_path, c_string, check, refuse, whole
 
 _DTYPES = {"fp32": lib.CLG_FP32, "fp16": lib.CLG_FP16, "bf16": lib.CLG_BF16,
            "q8": lib.CLG_Q8, "q4": lib.CLG_Q4, None: lib.CLG_DTYPE_NONE}
@@ -36,6 +39,16 @@ def _shape_of(ctx, name, spec):
         return tuple(spec.shape)
     dims = [spec] if np.ndim(spec) == 0 else list(spec)
     return tuple(whole(ctx._ptr, d, "tensor %r: dim" % (name,)) for d in dims)
+
+
+def _count(ctx, name, shape):
+    """The element count of a shape, in Python's ints (numpy's int64 product
+    wraps: (2**32, 2**32, 2) would be 0), or a refusal naming it."""
+    count, limit = math.prod(shape), (1 << 8 * ffi.sizeof("size_t")) - 1
+    if count > limit:
+        refuse(ctx._ptr, "clgrad: tensor %r: shape %s has %d elements, more than a size_t holds "
+               "(%d)" % (name, shape, count, limit))
+    return count
 
 
 def _known(ctx, shapes, name):
@@ -139,50 +152,83 @@ class Grads:
                                    host.size, ffi.NULL), self.ctx._ptr)
 
 
+def _config(kind, ctx_ptr, *, lr=None, betas=None, eps=None, weight_decay=None,
+            momentum=None, dampening=None, nesterov=False, amsgrad=False, maximize=False,
+            accum_steps=1, normalize="mean", fuse_last_micro_step=True,
+            clip_norm=0.0, clip_value=0.0, nonfinite="ignore", loss_scale=None,
+            state_dtype="fp32", acc_dtype="fp32", master_dtype="fp32",
+            schedule="constant", warmup=0, total_steps=0, min_lr=0.0,
+            noise_scale=False, tensor_norms=False, seed=0, allow_over_device_memory=False):
+    """The clg_config of an optimizer's keywords (torch.optim's names, None:
+    clgrad's default), for clg_model_create and clg_model_estimate alike, so
+    that both see every field and refuse a config alike; refusals of Python's
+    own (a count, a choice) are recorded on ctx_ptr."""
+    cfg = ffi.new("clg_config *", lib.clg_config_init(kind))
+    for field, value in (("lr", lr), ("eps", eps), ("weight_decay", weight_decay),
+                         ("momentum", momentum), ("dampening", dampening)):
+        if value is not None:
+            setattr(cfg, field, value)
+    if betas is not None:
+        cfg.beta1, cfg.beta2 = betas
+    cfg.nesterov, cfg.amsgrad, cfg.maximize = bool(nesterov), bool(amsgrad), bool(maximize)
+    cfg.accum_steps = whole(ctx_ptr, accum_steps, "accum_steps", 0xFFFFFFFF)
+    cfg.normalize = _choice({"mean": lib.CLG_NORM_MEAN, "sum": lib.CLG_NORM_SUM},
+                            normalize, "normalize")
+    cfg.fuse_last_micro_step = bool(fuse_last_micro_step)
+    cfg.clip_norm, cfg.clip_value = clip_norm, clip_value
+    cfg.nonfinite = _choice(_NONFINITE, nonfinite, "nonfinite")
+    if loss_scale == "dynamic":
+        cfg.loss_scale = lib.CLG_LOSS_SCALE_DYNAMIC
+    elif loss_scale is not None:
+        cfg.loss_scale, cfg.loss_scale_init = lib.CLG_LOSS_SCALE_STATIC, float(loss_scale)
+    cfg.state_dtype = _choice(_DTYPES, state_dtype, "state_dtype")
+    cfg.acc_dtype = _choice(_DTYPES, acc_dtype, "acc_dtype")
+    cfg.master_dtype = _choice(_DTYPES, master_dtype, "master_dtype")
+    cfg.schedule.kind = _choice(_SCHEDULES, schedule, "schedule")
+    cfg.schedule.warmup = whole(ctx_ptr, warmup, "warmup")
+    cfg.schedule.total = whole(ctx_ptr, total_steps, "total_steps")
+    cfg.schedule.min_lr = min_lr
+    cfg.noise_scale, cfg.tensor_norms = bool(noise_scale), bool(tensor_norms)
+    cfg.seed = whole(ctx_ptr, seed, "seed")
+    cfg.allow_over_device_memory = bool(allow_over_device_memory)
+    return cfg
+
+
+_CONFIG_KEYWORDS = [p for p in inspect.signature(_config).parameters.values()
+                    if p.kind is inspect.Parameter.KEYWORD_ONLY]
+
+
+def _takes_config(fn):
+    """fn(..., **config) with _config's keywords in its signature (help()
+    lists them) and an unknown keyword refused under fn's own name."""
+    names = {p.name for p in _CONFIG_KEYWORDS}
+
+    @functools.wraps(fn)
+    def checked(*args, **config):
+        for key in config:
+            if key not in names:
+                raise TypeError("%s() got an unexpected keyword argument %r"
+                                % (fn.__qualname__, key))
+        return fn(*args, **config)
+    sig = inspect.signature(fn)
+    leading = [p for p in sig.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    checked.__signature__ = sig.replace(parameters=leading + _CONFIG_KEYWORDS)
+    return checked
+
+
 class Optimizer:
     """Base of AdamW, Adam, SGD and Lion: see their docstrings and
     python/README.md. params: {name: shape or numpy array} (arrays give the
     initial values), or a list of groups {"params": {...}, "lr": ...,
     "weight_decay": ...} as torch.optim takes them (a group's lr becomes a
-    multiplier of the optimizer's)."""
+    multiplier of the optimizer's). The keywords (lr, betas, ...) are
+    _config's."""
     _KIND = None
 
-    def __init__(self, ctx, params, *, lr=None, betas=None, eps=None, weight_decay=None,
-                 momentum=None, dampening=None, nesterov=False, amsgrad=False, maximize=False,
-                 accum_steps=1, normalize="mean", fuse_last_micro_step=True,
-                 clip_norm=0.0, clip_value=0.0, nonfinite="ignore", loss_scale=None,
-                 state_dtype="fp32", acc_dtype="fp32", master_dtype="fp32",
-                 schedule="constant", warmup=0, total_steps=0, min_lr=0.0,
-                 noise_scale=False, tensor_norms=False, seed=0):
+    @_takes_config
+    def __init__(self, ctx, params, **config):
         self.ctx = ctx
-        cfg = ffi.new("clg_config *", lib.clg_config_init(self._KIND))
-        for field, value in (("lr", lr), ("eps", eps), ("weight_decay", weight_decay),
-                             ("momentum", momentum), ("dampening", dampening)):
-            if value is not None:
-                setattr(cfg, field, value)
-        if betas is not None:
-            cfg.beta1, cfg.beta2 = betas
-        cfg.nesterov, cfg.amsgrad, cfg.maximize = bool(nesterov), bool(amsgrad), bool(maximize)
-        cfg.accum_steps = whole(ctx._ptr, accum_steps, "accum_steps", 0xFFFFFFFF)
-        cfg.normalize = _choice({"mean": lib.CLG_NORM_MEAN, "sum": lib.CLG_NORM_SUM},
-                                normalize, "normalize")
-        cfg.fuse_last_micro_step = bool(fuse_last_micro_step)
-        cfg.clip_norm, cfg.clip_value = clip_norm, clip_value
-        cfg.nonfinite = _choice(_NONFINITE, nonfinite, "nonfinite")
-        if loss_scale == "dynamic":
-            cfg.loss_scale = lib.CLG_LOSS_SCALE_DYNAMIC
-        elif loss_scale is not None:
-            cfg.loss_scale, cfg.loss_scale_init = lib.CLG_LOSS_SCALE_STATIC, float(loss_scale)
-        cfg.state_dtype = _choice(_DTYPES, state_dtype, "state_dtype")
-        cfg.acc_dtype = _choice(_DTYPES, acc_dtype, "acc_dtype")
-        cfg.master_dtype = _choice(_DTYPES, master_dtype, "master_dtype")
-        cfg.schedule.kind = _choice(_SCHEDULES, schedule, "schedule")
-        cfg.schedule.warmup = whole(ctx._ptr, warmup, "warmup")
-        cfg.schedule.total = whole(ctx._ptr, total_steps, "total_steps")
-        cfg.schedule.min_lr = min_lr
-        cfg.noise_scale, cfg.tensor_norms = bool(noise_scale), bool(tensor_norms)
-        cfg.seed = whole(ctx._ptr, seed, "seed")
-
+        cfg = _config(self._KIND, ctx._ptr, **config)
         out = ffi.new("clg_model **")
         check(lib.clg_model_create(ctx._ptr, cfg, out), ctx._ptr)
         # The model's destructor holds the Context: the context outlives it.
@@ -226,11 +272,11 @@ class Optimizer:
             if not isinstance(name, str):
                 refuse(self.ctx._ptr, "clgrad: tensor names must be str, not %s (%r)"
                        % (type(name).__name__, name))
+            c_name = c_string(self.ctx._ptr, name, "tensor name")
             shape = _shape_of(self.ctx, name, spec)
-            count = int(np.prod(shape, dtype=np.int64))
+            count = _count(self.ctx, name, shape)
             out = ffi.new("int *")
-            check(lib.clg_model_add_tensor(self._model, name.encode(), count, index, out),
-                  self.ctx._ptr)
+            check(lib.clg_model_add_tensor(self._model, c_name, count, index, out), self.ctx._ptr)
             if len(shape) > 1:
                 check(lib.clg_model_set_tensor_shape(self._model, out[0], len(shape),
                                                      ffi.new("size_t[]", shape)), self.ctx._ptr)
@@ -346,24 +392,29 @@ class Optimizer:
 
     # ---------------------------------------------------------- checkpoints
     def save(self, path, meta=None):
-        """The C library's checkpoint (safetensors-compatible), durably."""
-        meta = meta or {}
-        keys = [ffi.new("char[]", str(k).encode()) for k in meta]
-        values = [ffi.new("char[]", str(v).encode()) for v in meta.values()]
-        check(lib.clg_checkpoint_save(self._model, str(path).encode(),
+        """The C library's checkpoint (safetensors-compatible), durably, at
+        path (a str or os.PathLike); meta's keys and values as str."""
+        name = c_path(self.ctx._ptr, path, "save: path")
+        meta = [(str(k), str(v)) for k, v in (meta or {}).items()]
+        keys = [ffi.new("char[]", c_string(self.ctx._ptr, k, "save: metadata key"))
+                for k, _ in meta]
+        values = [ffi.new("char[]", c_string(self.ctx._ptr, v, "save: metadata value of %r" % k))
+                  for k, v in meta]
+        check(lib.clg_checkpoint_save(self._model, name,
                                       ffi.new("const char *[]", keys) if keys else ffi.NULL,
                                       ffi.new("const char *[]", values) if values else ffi.NULL,
                                       len(keys)), self.ctx._ptr)
 
     def load(self, path):
-        """Loads a checkpoint (all or nothing); returns the caller's metadata."""
+        """Loads a checkpoint from path (a str or os.PathLike), all or
+        nothing; returns the caller's metadata."""
         meta = {}
 
         @ffi.callback("clg_meta_fn")
         def on_meta(key, value, user):
             meta[ffi.string(key).decode()] = ffi.string(value).decode()
-        check(lib.clg_checkpoint_load(self._model, str(path).encode(), on_meta, ffi.NULL),
-              self.ctx._ptr)
+        name = c_path(self.ctx._ptr, path, "load: path")
+        check(lib.clg_checkpoint_load(self._model, name, on_meta, ffi.NULL), self.ctx._ptr)
         return meta
 
 
@@ -397,21 +448,17 @@ class Lion(Optimizer):
 _KINDS = {"sgd": lib.CLG_SGD, "adam": lib.CLG_ADAM, "adamw": lib.CLG_ADAMW, "lion": lib.CLG_LION}
 
 
-def estimate(n_params, optimizer="adamw", *, state_dtype="fp32", acc_dtype="fp32",
-             master_dtype="fp32", amsgrad=False, momentum=None):
+@_takes_config
+def estimate(n_params, optimizer="adamw", **config):
     """The device bytes clgrad would allocate for n_params parameters under
-    this configuration (clg_model_estimate), as a dict; nothing allocated."""
-    cfg = ffi.new("clg_config *", lib.clg_config_init(_choice(_KINDS, optimizer, "optimizer")))
-    cfg.state_dtype = _choice(_DTYPES, state_dtype, "state_dtype")
-    cfg.acc_dtype = _choice(_DTYPES, acc_dtype, "acc_dtype")
-    cfg.master_dtype = _choice(_DTYPES, master_dtype, "master_dtype")
-    cfg.amsgrad = bool(amsgrad)
-    if momentum is not None:
-        cfg.momentum = momentum
+    this configuration (clg_model_estimate), as a dict; nothing allocated.
+    config: the optimizer's keywords, refused as the optimizer refuses them."""
+    cfg = _config(_choice(_KINDS, optimizer, "optimizer"), ffi.NULL, **config)
     n_params = whole(ffi.NULL, n_params, "estimate: n_params")
     return _plan_dict(lambda c, p: lib.clg_model_estimate(c, n_params, p), cfg)
 
 
+@_takes_config
 def max_params(memory_bytes, optimizer="adamw", **config):
     """The most parameters whose training state fits in memory_bytes (e.g.
     8 << 30 for an 8 GB card), by bisection over estimate()."""

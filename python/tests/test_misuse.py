@@ -19,6 +19,7 @@ import gc
 import os
 import re
 import signal
+import stat
 
 import numpy as np
 import pytest
@@ -31,6 +32,7 @@ STATUS = {clgrad.InvalidArgument: "CLG_ERR_INVALID_ARGUMENT", clgrad.StateError:
           clgrad.Unsupported: "CLG_ERR_UNSUPPORTED", clgrad.NoDevice: "CLG_ERR_NO_DEVICE",
           clgrad.FileError: "CLG_ERR_IO", clgrad.CorruptFile: "CLG_ERR_CORRUPT_FILE",
           clgrad.Mismatch: "CLG_ERR_MISMATCH", clgrad.OverBudget: "CLG_ERR_OVER_BUDGET"}
+STATUS[clgrad.OutOfDeviceMemory] = "CLG_ERR_OUT_OF_DEVICE_MEMORY"
 U64 = "18446744073709551615"
 
 
@@ -117,6 +119,15 @@ def bounded(call, seconds=2.0):
     return run
 
 
+def over_device_memory(w):
+    """An AdamW of 16 bytes a parameter just above the device's memory, in
+    tensors that each fit one buffer (rusticl's maximum allocation is 2 GiB:
+    one larger tensor is refused for that first)."""
+    per = w.ctx.max_alloc // 8
+    k = -(-(w.ctx.global_mem_size // 16 + 1024) // per)
+    return clgrad.AdamW(w.ctx, {f"w{i}": (per,) for i in range(k)})
+
+
 def half_of(w):
     data = w.saved(w.opt).read_bytes()
     return w.written("trunc.ckpt", data[:len(data) // 2])
@@ -124,6 +135,76 @@ def half_of(w):
 
 MC = "clg_model_create: "
 INV, ST, UNS = clgrad.InvalidArgument, clgrad.StateError, clgrad.Unsupported
+# Bad configurations, each refused alike by the optimizer (clg_model_create),
+# clgrad.estimate (clg_model_estimate) and clgrad.max_params (by way of it):
+# the same class and message after the C caller's name (issue 37: estimate
+# used to answer for SGD with momentum -1 and for acc_dtype None).
+# (id, optimizer, keywords, exception, message as clg_model_create's)
+CONFIGS = [
+    ("lr", clgrad.SGD, dict(lr=-0.125), INV, MC + "lr -0.125 must be finite and >= 0"),
+    ("lr_nan", clgrad.AdamW, dict(lr=float("nan")), INV, MC + "lr nan must be finite and >= 0"),
+    ("beta1", clgrad.AdamW, dict(betas=(1.0, 0.9)), INV, MC + "beta1 1 must be in [0, 1)"),
+    ("beta2", clgrad.AdamW, dict(betas=(0.9, -0.1)), INV, MC + "beta2 -0.1 must be in [0, 1)"),
+    ("eps", clgrad.AdamW, dict(eps=0.0), INV, MC + "eps 0 must be finite and > 0"),
+    ("weight_decay", clgrad.AdamW, dict(weight_decay=-0.5), INV,
+     MC + "weight_decay -0.5 must be finite and >= 0"),
+    ("momentum", clgrad.SGD, dict(momentum=-1.0), INV, MC + "momentum -1 must be finite and >= 0"),
+    ("momentum_nan", clgrad.SGD, dict(momentum=float("nan")), INV,
+     MC + "momentum nan must be finite and >= 0"),
+    ("momentum_adamw", clgrad.AdamW, dict(momentum=-1.0), INV,
+     MC + "momentum -1 must be finite and >= 0"),
+    ("dampening", clgrad.SGD, dict(momentum=0.9, dampening=1.5), INV,
+     MC + "dampening 1.5 must be in [0, 1]"),
+    ("nesterov", clgrad.SGD, dict(nesterov=True), INV,
+     MC + "nesterov needs momentum > 0 and dampening 0 (momentum 0, dampening 0)"),
+    ("nesterov_dampening", clgrad.SGD, dict(momentum=0.9, dampening=0.1, nesterov=True), INV,
+     MC + "nesterov needs momentum > 0 and dampening 0 (momentum 0.9, dampening 0.1)"),
+    ("amsgrad_sgd", clgrad.SGD, dict(amsgrad=True), INV,
+     MC + "amsgrad applies to Adam and AdamW only"),
+    ("amsgrad_lion", clgrad.Lion, dict(amsgrad=True), INV,
+     MC + "amsgrad applies to Adam and AdamW only"),
+    ("min_lr", clgrad.AdamW, dict(lr=1e-3, min_lr=0.01, schedule="cosine", total_steps=10), INV,
+     MC + "schedule min_lr 0.01 must be in [0, lr = 0.001]"),
+    ("schedule", clgrad.Adam, dict(schedule="cosine", warmup=500, total_steps=400), INV,
+     MC + "schedule total 400 must exceed warmup 500 for a decaying schedule"),
+    ("schedule_total0", clgrad.AdamW, dict(schedule="linear"), INV,
+     MC + "schedule total 0 must exceed warmup 0 for a decaying schedule"),
+    ("accum_steps0", clgrad.AdamW, dict(accum_steps=0), INV, MC + "accum_steps (k) 0 must be >= 1"),
+    ("acc_dtype", clgrad.AdamW, dict(acc_dtype="q8"), INV,
+     MC + "acc_dtype must be CLG_FP32 or CLG_BF16"),
+    ("acc_dtype_none", clgrad.AdamW, dict(acc_dtype=None), INV,
+     MC + "acc_dtype must be CLG_FP32 or CLG_BF16"),
+    ("acc_dtype_q4", clgrad.SGD, dict(acc_dtype="q4"), INV,
+     MC + "acc_dtype must be CLG_FP32 or CLG_BF16"),
+    ("clip_norm", clgrad.AdamW, dict(clip_norm=-1.0), INV,
+     MC + "clip_norm -1 must be finite and >= 0 (0 = off)"),
+    ("clip_value", clgrad.AdamW, dict(clip_value=float("nan")), INV,
+     MC + "clip_value nan must be finite and >= 0 (0 = off)"),
+    ("loss_scale", clgrad.AdamW, dict(loss_scale=-2.0), INV,
+     MC + "loss_scale_init -2 must be finite and > 0"),
+    ("noise_skip_micro", clgrad.Adam, dict(noise_scale=True, nonfinite="skip_micro"), UNS,
+     MC + "the noise-scale estimate is not available with the skip-micro-step policy "
+     "(the first micro-step of a cycle is only known on the device)"),
+    ("state_dtype", clgrad.AdamW, dict(state_dtype="fp16"), INV,
+     MC + "state_dtype 1 must be CLG_FP32, CLG_BF16, CLG_Q8 or CLG_Q4"),
+    ("master_dtype", clgrad.AdamW, dict(master_dtype="q8"), INV,
+     MC + "master_dtype 4 must be CLG_FP32 or CLG_BF16"),
+    ("q4_amsgrad", clgrad.AdamW, dict(state_dtype="q4", amsgrad=True), UNS,
+     MC + "state_dtype CLG_Q4 with amsgrad is not supported: the fp32 running max of v would "
+     "keep every upward 4-bit rounding error of v for good (use CLG_Q8 or CLG_BF16 states "
+     "with AMSGrad)"),
+    # Python's own refusals: no C caller's name
+    ("accum_steps_negative", clgrad.AdamW, dict(accum_steps=-1), INV,
+     "clgrad: accum_steps -1 must be an integer in [0, 4294967295]"),
+    ("accum_steps_float", clgrad.AdamW, dict(accum_steps=2.5), INV,
+     "clgrad: accum_steps 2.5 must be an integer in [0, 4294967295]"),
+    ("warmup_negative", clgrad.AdamW, dict(warmup=-1), INV,
+     "clgrad: warmup -1 must be an integer in [0, %s]" % U64),
+    ("seed_negative", clgrad.AdamW, dict(seed=-3), INV,
+     "clgrad: seed -3 must be an integer in [0, %s]" % U64),
+    ("state_dtype_unknown", clgrad.AdamW, dict(state_dtype="fp8"), ValueError,
+     "state_dtype must be one of ['bf16', 'fp16', 'fp32', 'q4', 'q8'], not 'fp8'"),
+]
 AVAILABLE = "; available: "
 MISUSE = [
     # devices and contexts (clg_device_select through clg_context_create)
@@ -133,6 +214,9 @@ MISUSE = [
     case("select_index", lambda w: clgrad.Context("1:2:3"), INV,
          Like('clg_context_create: clg_device_select: selector "1:2:3" is not a valid index '
               '(use N, P:D or a name substring)' + AVAILABLE, ""), on_ctx=False),
+    case("select_nul", lambda w: clgrad.Context("0\0junk"), INV,
+         "clgrad: Context: device selector contains a NUL character: '0\\x00junk'",
+         on_ctx=False),
     case("select_blank", lambda w: clgrad.Context("   "), INV,
          "clg_context_create: clg_device_select: selector is blank", on_ctx=False),
     case("select_name", lambda w: clgrad.Context("no-such-device-xyz"), clgrad.NoDevice,
@@ -152,62 +236,8 @@ MISUSE = [
          "clg_context_set_budget: budget 1 bytes is below the {in_use} bytes already in use"),
     case("budget_negative", lambda w: setattr(w.ctx, "budget", -1), INV,
          "clgrad: budget -1 must be an integer in [0, %s]" % U64),
-    # configurations (clg_model_create)
-    case("lr", create(kind=clgrad.SGD, lr=-0.125), INV, MC + "lr -0.125 must be finite and >= 0"),
-    case("lr_nan", create(lr=float("nan")), INV, MC + "lr nan must be finite and >= 0"),
-    case("beta1", create(betas=(1.0, 0.9)), INV, MC + "beta1 1 must be in [0, 1)"),
-    case("beta2", create(betas=(0.9, -0.1)), INV, MC + "beta2 -0.1 must be in [0, 1)"),
-    case("eps", create(eps=0.0), INV, MC + "eps 0 must be finite and > 0"),
-    case("weight_decay", create(weight_decay=-0.5), INV,
-         MC + "weight_decay -0.5 must be finite and >= 0"),
-    case("momentum", create(kind=clgrad.SGD, momentum=-1.0), INV,
-         MC + "momentum -1 must be finite and >= 0"),
-    case("dampening", create(kind=clgrad.SGD, momentum=0.9, dampening=1.5), INV,
-         MC + "dampening 1.5 must be in [0, 1]"),
-    case("nesterov", create(kind=clgrad.SGD, nesterov=True), INV,
-         MC + "nesterov needs momentum > 0 and dampening 0 (momentum 0, dampening 0)"),
-    case("nesterov_dampening", create(kind=clgrad.SGD, momentum=0.9, dampening=0.1,
-                                      nesterov=True), INV,
-         MC + "nesterov needs momentum > 0 and dampening 0 (momentum 0.9, dampening 0.1)"),
-    case("amsgrad_sgd", create(kind=clgrad.SGD, amsgrad=True), INV,
-         MC + "amsgrad applies to Adam and AdamW only"),
-    case("amsgrad_lion", create(kind=clgrad.Lion, amsgrad=True), INV,
-         MC + "amsgrad applies to Adam and AdamW only"),
-    case("min_lr", create(lr=1e-3, min_lr=0.01, schedule="cosine", total_steps=10), INV,
-         MC + "schedule min_lr 0.01 must be in [0, lr = 0.001]"),
-    case("schedule", create(kind=clgrad.Adam, schedule="cosine", warmup=500, total_steps=400),
-         INV, MC + "schedule total 400 must exceed warmup 500 for a decaying schedule"),
-    case("schedule_total0", create(schedule="linear"), INV,
-         MC + "schedule total 0 must exceed warmup 0 for a decaying schedule"),
-    case("accum_steps0", create(accum_steps=0), INV, MC + "accum_steps (k) 0 must be >= 1"),
-    case("acc_dtype", create(acc_dtype="q8"), INV, MC + "acc_dtype must be CLG_FP32 or CLG_BF16"),
-    case("clip_norm", create(clip_norm=-1.0), INV,
-         MC + "clip_norm -1 must be finite and >= 0 (0 = off)"),
-    case("clip_value", create(clip_value=float("nan")), INV,
-         MC + "clip_value nan must be finite and >= 0 (0 = off)"),
-    case("loss_scale", create(loss_scale=-2.0), INV,
-         MC + "loss_scale_init -2 must be finite and > 0"),
-    case("noise_skip_micro", create(kind=clgrad.Adam, noise_scale=True, nonfinite="skip_micro"),
-         UNS, MC + "the noise-scale estimate is not available with the skip-micro-step policy "
-         "(the first micro-step of a cycle is only known on the device)"),
-    case("state_dtype", create(state_dtype="fp16"), INV,
-         MC + "state_dtype 1 must be CLG_FP32, CLG_BF16, CLG_Q8 or CLG_Q4"),
-    case("master_dtype", create(master_dtype="q8"), INV,
-         MC + "master_dtype 4 must be CLG_FP32 or CLG_BF16"),
-    case("q4_amsgrad", create(state_dtype="q4", amsgrad=True), UNS,
-         MC + "state_dtype CLG_Q4 with amsgrad is not supported: the fp32 running max of v would "
-         "keep every upward 4-bit rounding error of v for good (use CLG_Q8 or CLG_BF16 states "
-         "with AMSGrad)"),
-    case("accum_steps_negative", create(accum_steps=-1), INV,
-         "clgrad: accum_steps -1 must be an integer in [0, 4294967295]"),
-    case("accum_steps_float", create(accum_steps=2.5), INV,
-         "clgrad: accum_steps 2.5 must be an integer in [0, 4294967295]"),
-    case("warmup_negative", create(warmup=-1), INV,
-         "clgrad: warmup -1 must be an integer in [0, %s]" % U64),
-    case("seed_negative", create(seed=-3), INV,
-         "clgrad: seed -3 must be an integer in [0, %s]" % U64),
-    case("state_dtype_unknown", create(state_dtype="fp8"), ValueError,
-         "state_dtype must be one of ['bf16', 'fp16', 'fp32', 'q4', 'q8'], not 'fp8'"),
+    # configurations (clg_model_create): CONFIGS
+    *[case(id, create(kind=kind, **kw), exc, message) for id, kind, kw, exc, message in CONFIGS],
     # building (clg_model_add_group, _add_tensor, _set_tensor_shape, _finalize)
     case("finalize_empty", create(params={}), INV, "clg_model_finalize: no tensors"),
     case("finalize_budget", lambda w: w.over_budget(), clgrad.OverBudget,
@@ -226,6 +256,12 @@ MISUSE = [
          "clgrad: tensor 't': dim -3 must be an integer in [0, %s]" % U64),
     case("tensor_name_not_str", create(params={5: 4}), INV,
          "clgrad: tensor names must be str, not int (5)"),
+    case("tensor_name_nul", create(params={"w\0b": 4}), INV,
+         "clgrad: tensor name contains a NUL character: 'w\\x00b'"),
+    # numpy's int64 product of these dims wraps to 0
+    case("tensor_count_overflow", create(params={"t": (2**32, 2**32, 2)}), INV,
+         "clgrad: tensor 't': shape (4294967296, 4294967296, 2) has 36893488147419103232 "
+         "elements, more than a size_t holds (%s)" % U64),
     case("shape_ndim9", create(params={"t": (1,) * 9}), INV,
          "clg_model_set_tensor_shape: tensor 't': bad ndim (ndim 9, must be 1..8)"),
     case("tensor_duplicate", create(params=[{"params": {"w": 4}},
@@ -290,6 +326,22 @@ MISUSE = [
     case("save_meta_key", lambda w: w.opt.save(w.tmp / "x.ckpt", {"clgrad.step": 1}), INV,
          "clg_checkpoint_save: metadata key 'clgrad.step' is reserved (keys starting with "
          "\"clgrad.\" are clgrad's)"),
+    # paths are str or os.PathLike (str() of bytes would name a file "b'...'"),
+    # and no name, key or value holds a NUL (C would end it there)
+    case("save_bytes", lambda w: w.opt.save(b"x.ckpt"), INV,
+         "clgrad: save: path must be a str or os.PathLike, not bytes (b'x.ckpt')"),
+    case("save_int", lambda w: w.opt.save(3), INV,
+         "clgrad: save: path must be a str or os.PathLike, not int (3)"),
+    case("save_nul", lambda w: w.opt.save(str(w.tmp) + "/x\0.ckpt"), INV,
+         "clgrad: save: path contains a NUL character: '{tmp}/x\\x00.ckpt'"),
+    case("save_meta_key_nul", lambda w: w.opt.save(w.tmp / "x.ckpt", {"ep\0och": 1}), INV,
+         "clgrad: save: metadata key contains a NUL character: 'ep\\x00och'"),
+    case("save_meta_value_nul", lambda w: w.opt.save(w.tmp / "x.ckpt", {"epoch": "3\0"}), INV,
+         "clgrad: save: metadata value of 'epoch' contains a NUL character: '3\\x00'"),
+    case("load_bytes", lambda w: w.opt.load(os.fsencode(w.saved(w.opt))), INV,
+         "clgrad: load: path must be a str or os.PathLike, not bytes (b'{tmp}/x.ckpt')"),
+    case("load_nul", lambda w: w.opt.load(str(w.saved(w.opt)) + "\0junk"), INV,
+         "clgrad: load: path contains a NUL character: '{tmp}/x.ckpt\\x00junk'"),
     case("load_missing", lambda w: w.opt.load(w.tmp / "no-such-dir" / "x.ckpt"),
          clgrad.FileError, "clg_checkpoint_load: cannot open '{tmp}/no-such-dir/x.ckpt': No such "
          "file or directory"),
@@ -337,6 +389,15 @@ MISUSE = [
          "CLG_BF16 states with AMSGrad)", on_ctx=False),
     case("max_params_bytes", lambda w: clgrad.max_params(-1), INV,
          "clgrad: max_params: memory_bytes -1 must be an integer in [0, %s]" % U64, on_ctx=False),
+    # a model above the device's global memory (2**31 parameters, 32 GiB, or more on a
+    # larger device): refused before anything is allocated, where PoCL's allocations
+    # got the process killed by the OOM killer (issue 37)
+    case("finalize_device_memory", lambda w: over_device_memory(w),
+        clgrad.OutOfDeviceMemory,
+        Like("clg_model_finalize: the model needs ", " bytes on the device (", " parameters: "
+             "params, accumulators, 2 optimizer states), {in_use} are in use, more than the "
+             "device's ", " bytes of global memory; make the model smaller, or set "
+             "clg_config.allow_over_device_memory for a device that pages")),
 ]
 
 
@@ -384,6 +445,80 @@ def test_checkpoint_roundtrip(ctx, tmp_path):
         opt.step(1.0, World.grads(w=np.full((4, 3), 2, np.float32)))
     for n in S:
         np.testing.assert_array_equal(a.download(n), b.download(n))
+
+
+OPTIMIZER = {clgrad.SGD: "sgd", clgrad.Adam: "adam", clgrad.AdamW: "adamw", clgrad.Lion: "lion"}
+
+
+@pytest.mark.parametrize("call", ["estimate", "max_params"])
+@pytest.mark.parametrize("kind, kw, exc, message",
+                         [pytest.param(*c[1:], id=c[0]) for c in CONFIGS])
+def test_estimate_refuses_as_create(call, kind, kw, exc, message):
+    """What the optimizer refuses (CONFIGS, walked by MISUSE), estimate and
+    max_params refuse alike, with clg_model_estimate's name for the C
+    library's refusals."""
+    if message.startswith(MC):
+        message = "clg_model_estimate: " + message[len(MC):]
+    with pytest.raises(exc) as e:
+        if call == "estimate":
+            clgrad.estimate(1000, OPTIMIZER[kind], **kw)
+        else:
+            clgrad.max_params(8 << 30, OPTIMIZER[kind], **kw)
+    assert type(e.value) is exc
+    if exc in STATUS:
+        assert e.value.status_name == STATUS[exc] and e.value.message == message
+    else:
+        assert str(e.value) == message
+
+
+def test_save_load_path_kinds(tmp_path, ctx, monkeypatch):
+    """A str, a pathlib.Path and any os.PathLike name the file; bytes, and a
+    PathLike whose path is bytes, are refused before a file is written (in
+    the working directory too: str(b'/x') is a relative name)."""
+    class Where:
+        def __init__(self, path):
+            self.path = path
+
+        def __fspath__(self):
+            return self.path
+
+    monkeypatch.chdir(tmp_path)
+    opt = clgrad.AdamW(ctx, S)
+    for where in (str(tmp_path / "a.ckpt"), tmp_path / "b.ckpt", Where(str(tmp_path / "c.ckpt"))):
+        opt.save(where, {"epoch": 3})
+        assert opt.load(where) == {"epoch": "3"}
+    for where in (os.fsencode(tmp_path / "d.ckpt"), Where(os.fsencode(tmp_path / "e.ckpt"))):
+        with pytest.raises(clgrad.InvalidArgument):
+            opt.save(where)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.ckpt", "b.ckpt", "c.ckpt"]
+
+
+def test_save_refuses_nodes(tmp_path, ctx):
+    """opt.save over a FIFO, a character device made here (never the
+    system's /dev/null: run as root, a save once replaced it), a directory,
+    or a link to the FIFO or the device raises FileError naming it, and
+    the node stays what it was, with no temporary file left beside it."""
+    fifo, dev, d = tmp_path / "fifo", tmp_path / "null", tmp_path / "dir"
+    os.mkfifo(fifo)
+    os.mknod(dev, 0o600 | stat.S_IFCHR, os.makedev(1, 3))
+    d.mkdir()
+    (tmp_path / "to_fifo").symlink_to(fifo)
+    (tmp_path / "to_null").symlink_to(dev)
+    nodes = {p.name: (os.lstat(p).st_mode, os.lstat(p).st_rdev) for p in tmp_path.iterdir()}
+    opt = clgrad.AdamW(ctx, S)
+    expected = {"fifo": "'{p}' is a FIFO, not a regular file; it would be replaced",
+                "null": "'{p}' is a character device, not a regular file; it would be replaced",
+                "dir": "'{p}' is a directory, not a regular file; expected a file name",
+                "to_fifo": "'{p}' is a symbolic link to a FIFO, not to a regular file; it would "
+                           "be replaced",
+                "to_null": "'{p}' is a symbolic link to a character device, not to a regular "
+                           "file; it would be replaced"}
+    for name, message in expected.items():
+        with pytest.raises(clgrad.FileError) as e:
+            opt.save(tmp_path / name)
+        assert e.value.message == "clg_checkpoint_save: " + message.format(p=tmp_path / name)
+    assert {p.name: (os.lstat(p).st_mode, os.lstat(p).st_rdev)
+            for p in tmp_path.iterdir()} == nodes
 
 
 def test_estimate():

@@ -16,6 +16,7 @@ const char *input_kind(mode_t mode)
     case S_IFSOCK: return "a socket";
     case S_IFDIR: return "a directory";
     case S_IFLNK: return "a symbolic link";
+    case S_IFREG: return "a regular file";
     default: return "not a regular file";
     }
 }

@@ -3,7 +3,6 @@
  * object as the last line) on stdout, progress on stderr. */
 #include "errmsg.h"
 #include "options.h"
-#include "outpaths.h"
 #include "summary.h"
 #include "task.h"
 #include "tasks.h"
@@ -74,7 +73,7 @@ int main(int argc, char **argv)
     } else {
         /* The files before anything else (the run checks them again). */
         if (rc == 0)
-            rc = outpaths_check(&opt, 1, err, sizeof err);
+            rc = train_check_files(train_tasks[opt.task]->data_files, &opt, 1, err, sizeof err);
         const train_task *task = train_tasks[opt.task];
         if (rc == 0 && opt.dist && !task->dist_run) {
             snprintf(err, sizeof err, "--dist: not with --task %s (the MLP task only)", task->name);

@@ -8,6 +8,7 @@
 #include "clgrad_advanced.h"
 #include "errmsg.h"
 #include "mlp_gemms.h"
+#include "output_file.h"
 #include "task.h"
 #include "tasks.h"
 #include "tune_prebuild.h"
@@ -21,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define DEFAULT_BUDGET 180
@@ -346,6 +348,17 @@ int main(int argc, char **argv)
         int rc = show(ctx, path, &q);
         clg_context_destroy(ctx);
         return rc;
+    }
+    /* What the tuning will replace, checked now rather than after minutes
+     * of tuning: --output, or the device's file if something is there (its
+     * directory is made when it is written). */
+    struct stat sb;
+    if ((o.output || lstat(path, &sb) == 0) &&
+        output_check(o.output ? "--output" : "the device's tuning file", path, err,
+                     sizeof err) != 0) {
+        fprintf(stderr, "clgrad-tune: %s\n", err);
+        clg_context_destroy(ctx);
+        return 2;
     }
 
     tune_request q;

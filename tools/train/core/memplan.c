@@ -72,16 +72,22 @@ void memplan_print(FILE *f, const memplan *p, const char *device_name, uint64_t 
             p->available ? 100.0 * (double)p->total / (double)p->available : 0.0);
 }
 
-int memplan_refuse(const memplan *p, uint64_t device_bytes, int allow, char *err, size_t errlen)
+int memplan_refuse(const memplan *p, memplan_limit limit, const char *shrink, int allow, char *err,
+                   size_t errlen)
 {
-    if (allow || p->total <= device_bytes)
+    if (allow || p->total <= limit.bytes)
         return 0;
-    char a[32], b[32];
+    char a[32], b[32], what[64];
     memplan_bytes(a, sizeof a, p->total);
-    memplan_bytes(b, sizeof b, device_bytes);
+    memplan_bytes(b, sizeof b, limit.bytes);
+    if (limit.flag)
+        snprintf(what, sizeof what, "the %s of", limit.flag);
+    else
+        snprintf(what, sizeof what, "the device's");
     return errmsg_set(err, errlen,
-                      "memory plan: %" PRIu64 " B (%s) in all, more than the device's %" PRIu64
-                      " B (%s) of global memory; make --hidden or --micro-batch smaller, or give "
-                      "--allow-over-device-memory for a device that pages",
-                      p->total, a, device_bytes, b);
+                      "memory plan: %" PRIu64 " B (%s) in all, more than %s %" PRIu64
+                      " B (%s)%s; make %s smaller, or give --allow-over-device-memory for a "
+                      "device that pages",
+                      p->total, a, what, limit.bytes, b, limit.flag ? "" : " of global memory",
+                      shrink);
 }

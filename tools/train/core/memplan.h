@@ -25,12 +25,21 @@ typedef struct memplan {
 
 void memplan_total(memplan *p);
 void memplan_print(FILE *f, const memplan *p, const char *device_name, uint64_t params);
-/* Refuses a plan above the device's global memory (before anything is
- * allocated: a GPU would fail at some later allocation, and a CPU device
- * would swap or be killed), naming both sizes; allow
+/* A limit a plan must fit in: bytes, and what sets it (NULL: the device's
+ * global memory; else the flag that gave it, e.g. "--memory"). */
+typedef struct memplan_limit {
+    uint64_t bytes;
+    const char *flag;
+} memplan_limit;
+
+/* Refuses a plan above the limit (before anything is allocated: a GPU
+ * would fail at some later allocation, and a CPU device would swap or be
+ * killed), naming both sizes and shrink, the task's flags that make the
+ * plan smaller ("--hidden or --micro-batch"); allow
  * (--allow-over-device-memory) lets it go ahead. 0, or -1 with the
  * message. */
-int memplan_refuse(const memplan *p, uint64_t device_bytes, int allow, char *err, size_t errlen);
+int memplan_refuse(const memplan *p, memplan_limit limit, const char *shrink, int allow, char *err,
+                   size_t errlen);
 /* "1.5 MiB" style. */
 void memplan_bytes(char *buf, size_t len, uint64_t bytes);
 

@@ -123,6 +123,7 @@ int train_options_clg_config(const train_options *o, clg_config *cfg, char *err,
     cfg->state_min_size = o->state_min_size;
     cfg->master_dtype = o->master_dtype;
     cfg->acc_dtype = o->acc_dtype;
+    cfg->allow_over_device_memory = o->allow_over_memory; /* the library checks it too */
     return 0;
 }
 
@@ -198,6 +199,16 @@ int train_options_check(train_options *o, char *err, size_t errlen)
         errmsg_set(err, errlen, "--state-rounding stochastic: needs --state-dtype bf16, q8 or q4 "
                 "(fp32 states are not rounded)");
         return -1;
+    }
+    /* --steps ends the run whatever the epochs: both given, one is ignored;
+     * --epochs alone over a task's own --steps default (the GPT's) rules */
+    if (o->given & TRAIN_GIVEN_EPOCHS) {
+        if (o->given & TRAIN_GIVEN_STEPS) {
+            errmsg_set(err, errlen, "--epochs: not with --steps (the run ends after --steps "
+                    "updates, whatever the epochs); give one");
+            return -1;
+        }
+        o->steps = 0;
     }
     if (o->save_every && !o->checkpoint) {
         errmsg_set(err, errlen, "--save-every: needs --checkpoint PATH");

@@ -34,6 +34,7 @@ enum {
     TRAIN_GIVEN_STOP_AFTER = 1u << 6,
     TRAIN_GIVEN_TRAIN_LIMIT = 1u << 7,
     TRAIN_GIVEN_TEST_LIMIT = 1u << 8,
+    TRAIN_GIVEN_EPOCHS = 1u << 10,
 };
 
 typedef struct train_options {

@@ -62,7 +62,8 @@ static const flag_def rows[] = {
      .kind = FLAG_TEXT, AT(data_dir), .expect = "a directory", .example = "elsewhere"},
     {.name = "--hidden", .metavar = "LIST",
      .help = "hidden widths, e.g. 512,256 (default), each 1..65536", .kind = FLAG_CUSTOM,
-     .parse = opt_parse_hidden, .example = "64,32",
+     /* the field, so that a task's limit sees it given (the widths differ) */
+     AT(hidden), .parse = opt_parse_hidden, .example = "64,32",
      .stored = 1, .key = "hidden", .store = opt_store_hidden},
     {.name = "--batch", .metavar = "B", .help = "effective batch, 1..1048576 (default 128)",
      .kind = FLAG_UINT, AT(batch), .lo = 1, .hi = MAX_BATCH, .example = "256",
@@ -75,8 +76,8 @@ static const flag_def rows[] = {
      .label = "--micro-batch (as trained, after --auto-micro-batch)",
      .store = opt_store_micro_batch},
     {.name = "--epochs", .metavar = "E", .help = "1..1000 (default 3)", .kind = FLAG_UINT,
-     AT(epochs), .lo = 1, .hi = 1000, .example = "5", .stored = 4, .key = "epochs",
-     .store = opt_store_epochs},
+     AT(epochs), .lo = 1, .hi = 1000, .given = TRAIN_GIVEN_EPOCHS, .example = "5", .stored = 4,
+     .key = "epochs", .store = opt_store_epochs},
     {.name = "--steps", .metavar = "N", .help = "stop after N updates, 1..1e9",
      .kind = FLAG_UINT, AT(steps), .lo = 1, .hi = 1e9, .given = TRAIN_GIVEN_STEPS,
      .example = "7", .stored = 5, .key = "steps", .store = opt_store_steps},
@@ -124,6 +125,7 @@ static const flag_def rows[] = {
     {.name = "--state-min-size", .metavar = "N",
      .help = "q8/q4: tensors of fewer elements keep fp32 states,\n0..1e12 (default 4096)",
      .kind = FLAG_UINT, AT(state_min_size), .lo = 0, .hi = 1e12, .example = "100",
+     .needs = "--state-dtype=q8",
      .stored = 22, .key = "state-min-size",
      .locked = "the checkpoint holds fp32 states for the tensors below it", .before = "4096"},
     {.name = "--master-dtype", .metavar = "T",
@@ -257,6 +259,13 @@ static const flag_limit limits[] = {
      .why = "a sharded model does not support bf16 params"},
     {.when = "--dist", .flag = "--accum-dtype", .takes = "fp32",
      .why = "clgrad sums only fp32 accumulators across ranks"},
+    /* flags that would change nothing (issue 37) */
+    {.when = "--lr-scale=none", .flag = "--base-batch",
+     .why = "it is the batch --lr-scale linear or sqrt scales the lr from"},
+    {.when = "--state-dtype=fp32", .flag = "--state-min-size",
+     .why = "only q8 and q4 states keep small tensors in fp32"},
+    {.when = "--state-dtype=bf16", .flag = "--state-min-size",
+     .why = "only q8 and q4 states keep small tensors in fp32"},
 };
 
 const flag_table train_flag_table = {

@@ -59,15 +59,15 @@ int run_load_data(run_state *r, const train_io *io)
 }
 
 /* n samples, or the first limit of them (--train-limit, --test-limit; 0: all). */
-static size_t limited(size_t n, uint64_t limit)
+size_t run_limited(size_t n, uint64_t limit)
 {
     return limit && limit < n ? (size_t)limit : n;
 }
 
 void run_limits(const run_state *r, size_t *n_train, size_t *n_test)
 {
-    *n_train = limited(r->train->count, r->opt->limit_train);
-    *n_test = limited(r->test->count, r->opt->limit_test);
+    *n_train = run_limited(r->train->count, r->opt->limit_train);
+    *n_test = run_limited(r->test->count, r->opt->limit_test);
 }
 
 void run_count_samples(const run_state *r, const train_io *io, size_t *n_train, size_t *n_test)
@@ -80,8 +80,8 @@ void run_count_samples(const run_state *r, const train_io *io, size_t *n_train, 
             n[i] = given[i]->count;
         else if (dataset_count(r->opt->data_dir, prefix[i], &n[i], NULL, 0) != 0)
             n[i] = 0; /* run_load_data will say why */
-    *n_train = limited(n[0], r->opt->limit_train);
-    *n_test = limited(n[1], r->opt->limit_test);
+    *n_train = run_limited(n[0], r->opt->limit_train);
+    *n_test = run_limited(n[1], r->opt->limit_test);
 }
 
 int run_upload_data(run_state *r, size_t n_train, size_t n_test)

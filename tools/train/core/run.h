@@ -86,6 +86,10 @@ int run_lock_files(run_state *r, int writes);
 /* The caller's data sets, else --data's "train" and "t10k" files. */
 int run_load_data(run_state *r, const train_io *io);
 
+/* The first limit of n samples (limit 0: all n): --train-limit's and
+ * --test-limit's rule. */
+size_t run_limited(size_t n, uint64_t limit);
+
 /* The samples a run uses: all, or --train-limit/--test-limit's first. */
 void run_limits(const run_state *r, size_t *n_train, size_t *n_test);
 

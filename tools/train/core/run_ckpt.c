@@ -3,7 +3,7 @@
  * under --dist), and --resume's checks of the file's task and settings
  * before its state is loaded. */
 #include "run.h"
-#include "outpaths.h"
+#include "file_id.h"
 #include "task.h"
 
 #include <stdio.h>
@@ -18,7 +18,7 @@ int run_lock_files(run_state *r, int writes)
         return -1;
     /* a run continuing its own checkpoint holds the lock itself (rank 0
      * of a --dist run does, for every rank) */
-    if (o->resume && !(o->checkpoint && outpaths_same_file(o->checkpoint, o->resume) == 1))
+    if (o->resume && !(o->checkpoint && file_same(o->checkpoint, o->resume) == 1))
         return writer_lock_check_free("--resume", o->resume, r->err, r->errlen);
     return 0;
 }

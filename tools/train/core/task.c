@@ -2,6 +2,8 @@
  * (see task.h). */
 #include "task.h"
 #include "errmsg.h"
+#include "dataset.h"
+#include "outpaths.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,4 +101,17 @@ void train_cli_usage(FILE *f)
     for (int i = 0; i < train_task_count(); i++)
         if (train_task_at(i)->flags)
             fputs(flags_usage(train_task_at(i)->flags, text, sizeof text), f);
+}
+
+int train_check_files(task_data_files_fn data_files, const train_options *o, int with_data,
+                      char *err, size_t errlen)
+{
+    path_list data = {0};
+    int rc = 0;
+    if (with_data && o->data_dir)
+        rc = (data_files ? data_files : dataset_files)(o->data_dir, &data, err, errlen);
+    if (rc == 0)
+        rc = outpaths_check(o, with_data ? &data : NULL, err, errlen);
+    path_list_free(&data);
+    return rc;
 }

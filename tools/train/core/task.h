@@ -20,6 +20,7 @@
 #include "flags.h"
 #include "mlp_gemms.h"
 #include "options.h"
+#include "path_list.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -37,6 +38,11 @@ typedef struct task_gemms {
     const char *tuning_task;
     double micro_steps;  /* of the whole run the options describe (0: not known) */
 } task_gemms;
+
+/* The files a run reads from --data (data: its path), appended to files
+ * with their sizes: what no output may name (train_check_files). A task's
+ * NULL: the IDX files of dataset_files. 0, or -1 with a message. */
+typedef int (*task_data_files_fn)(const char *data, path_list *files, char *err, size_t errlen);
 
 typedef struct train_task {
     const char *name; /* its --task name */
@@ -76,7 +82,16 @@ typedef struct train_task {
      * parsed and checked. 0, or -1 with a message. */
     int (*gemms)(const train_options *o, const void *task_opts, task_gemms *g, char *err,
                  size_t errlen);
+    task_data_files_fn data_files;
 } train_task;
+
+/* The run's files checked before anything runs (outpaths_check): every
+ * output writable and none over an input, the inputs --data names
+ * (data_files: the task's) among them unless with_data is 0 (the caller
+ * gave the data itself). main calls it for the command line, each task's
+ * run again. 0, or -1 with a message naming the flags and paths. */
+int train_check_files(task_data_files_fn data_files, const train_options *o, int with_data,
+                      char *err, size_t errlen);
 
 /* Inside main, a task's run: its state embeds a run_state (run.h) set up
  * with the core's steps (run_load_data, run_open_context, run_plan_order,

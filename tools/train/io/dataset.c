@@ -1,9 +1,11 @@
 /* dataset.c - loading and validation of image/label pairs (see dataset.h). */
 #include "dataset.h"
 #include "errmsg.h"
+#include "input_file.h"
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int check_labels(const uint8_t *labels, size_t count, const char *name, char *err,
@@ -83,6 +85,26 @@ void dataset_paths(const char *dir, const char *prefix, char *image_path, char *
     snprintf(label_name, sizeof label_name, "%s-labels-idx1-ubyte", prefix);
     pick_path(image_path, len, dir, image_name);
     pick_path(label_path, len, dir, label_name);
+}
+
+int dataset_files(const char *dir, path_list *files, char *err, size_t errlen)
+{
+    static const char *const prefixes[] = {"train", "t10k"};
+    struct stat sd;
+    if (stat(dir, &sd) == 0 && !S_ISDIR(sd.st_mode))
+        return errmsg_set(err, errlen, "--data: %s is %s, not a directory", dir,
+                          input_kind(sd.st_mode));
+    for (int i = 0; i < 2; i++) {
+        char pair[2][4096];
+        dataset_paths(dir, prefixes[i], pair[0], pair[1], sizeof pair[0]);
+        for (int j = 0; j < 2; j++) {
+            struct stat sb;
+            uint64_t bytes = stat(pair[j], &sb) == 0 ? (uint64_t)sb.st_size : 0;
+            if (path_list_add(files, pair[j], bytes) != 0)
+                return errmsg_set(err, errlen, "--data: %s: out of host memory", dir);
+        }
+    }
+    return 0;
 }
 
 int dataset_load(const char *dir, const char *prefix, dataset *out, char *err, size_t errlen)

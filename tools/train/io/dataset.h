@@ -4,6 +4,7 @@
 #define TRAIN_DATASET_H
 
 #include "idx.h"
+#include "path_list.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -34,6 +35,12 @@ int dataset_from_idx(idx_file *images, idx_file *labels, const char *image_name,
  * plain name is used when only it exists. */
 void dataset_paths(const char *dir, const char *prefix, char *image_path, char *label_path,
                    size_t len);
+
+/* The four files a run reads from dir, the "train" and "t10k" pairs of
+ * dataset_paths, with their sizes (0: missing). 0, or -1 with a message
+ * naming --data: dir is there but no directory (a FIFO would otherwise be
+ * found out only when the run, set up, reads it), or out of host memory. */
+int dataset_files(const char *dir, path_list *files, char *err, size_t errlen);
 
 /* Loads the files of dataset_paths, prefix "train" or "t10k": images of
  * DATASET_ROWS x DATASET_COLS pixels, what the trainer's model takes (a

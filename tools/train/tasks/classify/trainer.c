@@ -6,7 +6,7 @@
 #include "trainer_internal.h"
 #include "dist.h"
 #include "errmsg.h"
-#include "outpaths.h"
+#include "task.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -54,7 +54,7 @@ int train_run_dist(const train_options *opt, const train_io *io, train_dist_hook
 
     /* Before any work: outputs that cannot be written, or that would
      * destroy an input or each other. */
-    if (outpaths_check(opt, !(io && io->train && io->test), err, errlen) != 0 ||
+    if (train_check_files(NULL, opt, !(io && io->train && io->test), err, errlen) != 0 ||
         run_lock_files(&t->run, !dist || dist->rank == 0) != 0)
         goto out;
     /* The memory plan before the data is loaded or anything allocated: a

@@ -168,8 +168,9 @@ int trainer_check_plan(trainer *t, const train_io *io)
     run_count_samples(&t->run, io, &n_train, &n_test);
     p.data = devdata_bytes(n_train, t->shape.dims[0]) + devdata_bytes(n_test, t->shape.dims[0]);
     memplan_total(&p);
-    return memplan_refuse(&p, clg_context_device_info(t->run.ctx)->global_mem_size,
-                          o->allow_over_memory, t->run.err, t->run.errlen);
+    memplan_limit device = {clg_context_device_info(t->run.ctx)->global_mem_size, NULL};
+    return memplan_refuse(&p, device, "--hidden or --micro-batch", o->allow_over_memory,
+                          t->run.err, t->run.errlen);
 }
 
 void trainer_print_plan(trainer *t)

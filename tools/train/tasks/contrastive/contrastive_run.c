@@ -4,7 +4,7 @@
  * --dump-weights, and print the summary and --json. */
 #include "contrastive_internal.h"
 #include "summary.h"
-#include "outpaths.h"
+#include "task.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -28,7 +28,7 @@ int contrastive_run(const train_options *o, const con_options *c, const train_io
     t->run.errlen = errlen;
     progress_init(&t->run.prog, o->quiet, 1);
     int rc = -1;
-    if (outpaths_check(o, !(io && io->train && io->test), err, errlen) != 0 ||
+    if (train_check_files(NULL, o, !(io && io->train && io->test), err, errlen) != 0 ||
         run_lock_files(&t->run, 1) != 0)
         goto out;
     if (con_setup(t, io) != 0)

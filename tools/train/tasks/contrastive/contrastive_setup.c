@@ -140,7 +140,8 @@ static int check_plan(con_trainer *t, const train_io *io)
     p.activations = con_encoder_activation_bytes(t->shape.dims, t->shape.n_dims, 2 * t->run.b);
     p.data = devdata_bytes(n_train, t->shape.dims[0]) + devdata_bytes(n_test, t->shape.dims[0]);
     memplan_total(&p);
-    return memplan_refuse(&p, clg_context_device_info(t->run.ctx)->global_mem_size,
+    memplan_limit device = {clg_context_device_info(t->run.ctx)->global_mem_size, NULL};
+    return memplan_refuse(&p, device, "--hidden, --embed-dim, --bank-size or --micro-batch",
                           t->run.opt->allow_over_memory, t->run.err, t->run.errlen);
 }
 

@@ -7,6 +7,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,7 +64,8 @@ static int is_text_file(const char *dir, const char *name, char *path, size_t le
     return lstat(path, &sb) == 0 && S_ISREG(sb.st_mode);
 }
 
-static int load_dir(gpt_corpus *c, const char *dir, char *err, size_t errlen)
+/* The corpus files of a directory, in strcmp order of their names. */
+static int list_dir(const char *dir, path_list *files, char *err, size_t errlen)
 {
     DIR *d = opendir(dir);
     if (!d)
@@ -90,8 +92,11 @@ static int load_dir(gpt_corpus *c, const char *dir, char *err, size_t errlen)
     qsort(names, count, sizeof *names, by_name);
     for (size_t i = 0; i < count; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-        if (rc == 0)
-            rc = append_file(c, path, err, errlen);
+        struct stat sb;
+        if (rc == 0 && lstat(path, &sb) != 0)
+            rc = errmsg_set(err, errlen, "--data: %s: %s", path, strerror(errno));
+        if (rc == 0 && path_list_add(files, path, (uint64_t)sb.st_size) != 0)
+            rc = errmsg_set(err, errlen, "--data: %s: out of host memory", dir);
         free(names[i]);
     }
     free(names);
@@ -100,14 +105,36 @@ static int load_dir(gpt_corpus *c, const char *dir, char *err, size_t errlen)
     return rc;
 }
 
-int gpt_corpus_load(const char *path, gpt_corpus *c, char *err, size_t errlen)
+int gpt_corpus_files(const char *path, path_list *files, char *err, size_t errlen)
 {
-    memset(c, 0, sizeof *c);
     struct stat sb;
     if (stat(path, &sb) != 0)
         return errmsg_set(err, errlen, "--data: %s: %s", path, strerror(errno));
-    int rc =
-        S_ISDIR(sb.st_mode) ? load_dir(c, path, err, errlen) : append_file(c, path, err, errlen);
+    if (S_ISDIR(sb.st_mode)) {
+        if (list_dir(path, files, err, errlen) != 0)
+            return -1;
+    } else {
+        if (input_check("--data", path, err, errlen) != 0)
+            return -1;
+        if (path_list_add(files, path, (uint64_t)sb.st_size) != 0)
+            return errmsg_set(err, errlen, "--data: %s: out of host memory", path);
+    }
+    uint64_t total = path_list_bytes(files);
+    if (total > GPT_CORPUS_MAX_BYTES)
+        return errmsg_set(err, errlen,
+                          "--data: %s: %" PRIu64 " bytes in %zu file(s), more than the %" PRIu64
+                          " a corpus may have (it is held in host memory whole)",
+                          path, total, files->n, (uint64_t)GPT_CORPUS_MAX_BYTES);
+    return 0;
+}
+
+int gpt_corpus_read(const path_list *files, const char *path, gpt_corpus *c, char *err,
+                    size_t errlen)
+{
+    memset(c, 0, sizeof *c);
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < files->n; i++)
+        rc = append_file(c, files->path[i], err, errlen);
     if (rc == 0 && c->n < 2)
         rc =
             errmsg_set(err, errlen, "--data: %s: %zu bytes; a corpus needs at least 2", path, c->n);
@@ -119,6 +146,16 @@ int gpt_corpus_load(const char *path, gpt_corpus *c, char *err, size_t errlen)
     return 0;
 }
 
+int gpt_corpus_load(const char *path, gpt_corpus *c, char *err, size_t errlen)
+{
+    path_list files = {0};
+    memset(c, 0, sizeof *c);
+    int rc = gpt_corpus_files(path, &files, err, errlen) != 0 ? -1
+             : gpt_corpus_read(&files, path, c, err, errlen);
+    path_list_free(&files);
+    return rc;
+}
+
 void gpt_corpus_free(gpt_corpus *c)
 {
     free(c->bytes);
@@ -128,6 +165,20 @@ void gpt_corpus_free(gpt_corpus *c)
 size_t gpt_window_count(size_t n, unsigned T)
 {
     return n > 1 && T ? (n - 1) / T : 0;
+}
+
+void gpt_corpus_windows(uint64_t n, unsigned T, size_t windows[2])
+{
+    size_t n_train = gpt_split((size_t)n);
+    windows[0] = gpt_window_count(n_train, T);
+    windows[1] = gpt_window_count((size_t)n - n_train, T);
+}
+
+uint64_t gpt_corpus_host_bytes(uint64_t n, unsigned T)
+{
+    size_t w[2];
+    gpt_corpus_windows(n, T, w);
+    return n + 1 + ((uint64_t)w[0] + w[1]) * ((uint64_t)T + 2);
 }
 
 int gpt_windows_make(const uint8_t *bytes, size_t n, unsigned T, const char *what, gpt_windows *w,

@@ -10,6 +10,7 @@
 #define TRAIN_GPT_DATA_H
 
 #include "dataset.h"
+#include "path_list.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -29,16 +30,32 @@ size_t gpt_split(size_t n);
  * refused before it is read (the corpus is held in host memory whole). */
 #define GPT_CORPUS_MAX_BYTES ((uint64_t)1 << 31)
 
-/* Reads path: a regular file, or a directory whose regular files (symbolic
- * links such as fortunes' .u8 skipped, and strfile's ".dat" indexes) are
- * joined in strcmp order of their names. 0, or -1 with a message naming
- * --data and the path. */
+/* The files of the corpus at path, with their sizes, appended to files:
+ * path itself, or a directory's regular files (symbolic links such as
+ * fortunes' .u8 skipped, and strfile's ".dat" indexes) in strcmp order of
+ * their names. Nothing is read: a corpus over GPT_CORPUS_MAX_BYTES is
+ * refused here, and a run plans from these sizes before it reads. 0, or
+ * -1 with a message naming --data and the path. */
+int gpt_corpus_files(const char *path, path_list *files, char *err, size_t errlen);
+/* Reads the files (of gpt_corpus_files on path) into c, joined in order,
+ * each to the size it has when opened (a FIFO, a device or a file that
+ * grows is refused). 0, or -1 with a message naming --data. */
+int gpt_corpus_read(const path_list *files, const char *path, gpt_corpus *c, char *err,
+                    size_t errlen);
+/* gpt_corpus_files, then gpt_corpus_read. */
 int gpt_corpus_load(const char *path, gpt_corpus *c, char *err, size_t errlen);
 void gpt_corpus_free(gpt_corpus *c);
 
 /* The windows of n bytes: window i is bytes[i T .. i T + T] (T + 1 bytes),
  * for i < (n - 1) / T. */
 size_t gpt_window_count(size_t n, unsigned T);
+
+/* The training and validation windows of a corpus of n bytes (gpt_split,
+ * gpt_window_count): what a run plans from before it reads the corpus. */
+void gpt_corpus_windows(uint64_t n, unsigned T, size_t windows[2]);
+/* The host memory the run holds for a corpus of n bytes: the bytes, and
+ * the windows (T + 1 bytes each) with their labels. */
+uint64_t gpt_corpus_host_bytes(uint64_t n, unsigned T);
 
 typedef struct gpt_windows {
     uint8_t *images; /* count x (T + 1) */

@@ -105,10 +105,12 @@ static const flag_def rows[] = {
      .kind = FLAG_INTEGER, AT(sample), .lo = 1, .hi = 1e6, .example = "100"},
     {.name = "--prompt", .metavar = "TEXT",
      .help = "the bytes sampling starts from (default a newline)", .kind = FLAG_TEXT, AT(prompt),
+     .needs = "--sample=10",
      .expect = "a non-empty text", .example = "The "},
     {.name = "--temperature", .metavar = "X",
      .help = "sampling temperature in [0, 100] (default 0.8; 0: always\nthe most likely byte)",
-     .kind = FLAG_NUMBER, AT(temperature), .lo = 0, .hi = 100, .example = "1"},
+     .kind = FLAG_NUMBER, AT(temperature), .lo = 0, .hi = 100, .example = "1",
+     .needs = "--sample=10"},
     {.name = "--plan", .help = "print the memory plan (no device needed) and exit",
      .kind = FLAG_SWITCH, AT(plan), .example = ""},
     {.name = "--memory", .metavar = "SIZE",
@@ -127,6 +129,7 @@ static const flag_def rows[] = {
 static const flag_limit limits[] = {
     {.flag = "--grad-dtype", .takes = "fp32",
      .why = "its kernels write fp32 gradients"},
+    {.flag = "--hidden", .why = "its sizes are --preset, --layers, --heads and --width"},
     {.when = "--accum-dtype=fp32", .flag = "--grad-path", .takes = "B",
      .why = "--task gpt adds into an fp32 accumulator in place; bf16 takes A or C"},
 };
@@ -161,6 +164,13 @@ int gpt_options_check(gpt_options *g, const train_options *o, char *err, size_t 
     gpt_shape s = gpt_options_shape(g);
     if (gpt_shape_check(&s, err, errlen) != 0)
         return -1;
+    /* the sampling's own flags without sampling would change nothing */
+    gpt_options dflt;
+    gpt_options_default(&dflt);
+    if (!g->sample && strcmp(g->prompt, dflt.prompt) != 0)
+        return errmsg_set(err, errlen, "--prompt: needs --sample N (what sampling starts from)");
+    if (!g->sample && g->temperature != dflt.temperature)
+        return errmsg_set(err, errlen, "--temperature: needs --sample N (how sampling draws)");
     /* under --dist the time around the update would hold the exchange */
     if (g->profile && o->dist != TRAIN_DIST_NONE)
         return errmsg_set(err, errlen, "--profile: a plain run only, not with --dist");

@@ -23,18 +23,22 @@ unsigned gpt_fit_micro_batch(const gpt_act_bytes *a, uint64_t avail, uint64_t fi
     return b < cap ? (unsigned)b : cap;
 }
 
-/* Bytes of the windows on the device (devdata), as the run uploads them. */
+/* Bytes of the windows on the device (devdata), as the run uploads them:
+ * from the sizes of the corpus's files, none of them read. */
 static int data_bytes(const train_options *o, unsigned T, uint64_t *bytes, char *err, size_t errlen)
 {
-    gpt_corpus c;
-    if (gpt_corpus_load(o->data_dir, &c, err, errlen) != 0)
+    path_list files = {0};
+    if (gpt_corpus_files(o->data_dir, &files, err, errlen) != 0) {
+        path_list_free(&files);
         return -1;
-    size_t n[2] = {gpt_window_count(c.n_train, T), gpt_window_count(c.n - c.n_train, T)};
+    }
+    size_t n[2];
+    gpt_corpus_windows(path_list_bytes(&files), T, n);
+    path_list_free(&files);
     uint64_t limit[2] = {o->limit_train, o->limit_test};
     *bytes = 0;
     for (int i = 0; i < 2; i++)
-        *bytes += devdata_bytes(limit[i] && limit[i] < n[i] ? limit[i] : n[i], (size_t)T + 1);
-    gpt_corpus_free(&c);
+        *bytes += devdata_bytes(run_limited(n[i], limit[i]), (size_t)T + 1);
     return 0;
 }
 
@@ -77,6 +81,9 @@ int gpt_print_plan(const train_options *o, const gpt_options *g, char *err, size
         if (train_options_clg_config(o, &cfg, err, errlen) != 0)
             return -1;
         cfg.state_dtype = dtypes[i];
+        /* as run_estimate_model: the run's length is not known here, and
+         * a schedule takes no bytes */
+        cfg.schedule.kind = CLG_SCHED_CONSTANT;
         clg_model_plan p = clg_model_plan_init();
         clg_status st = clg_model_estimate(&cfg, n, &p);
         if (st != CLG_SUCCESS)

@@ -3,8 +3,8 @@
  * end), evaluate, --dump-weights, --sample, and the summary and --json. */
 #include "gpt_run_internal.h"
 #include "dist.h"
-#include "outpaths.h"
 #include "summary.h"
+#include "task.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -52,7 +52,8 @@ int gpt_run_dist(const train_options *o, const gpt_options *g, const train_io *i
     t->run.errlen = errlen;
     progress_init(&t->run.prog, o->quiet, 1);
     int rc = -1, pending = dist != NULL; /* failures the next agreement must carry */
-    if (outpaths_check(o, 0, err, errlen) != 0 || run_lock_files(&t->run, run_rank0(&t->run)) != 0 ||
+    if (train_check_files(gpt_corpus_files, o, !(io && io->train && io->test), err, errlen) != 0 ||
+        run_lock_files(&t->run, run_rank0(&t->run)) != 0 ||
         gpt_setup(t, io) != 0 || run_dist_check(&t->run) != 0)
         goto out;
     gpt_print_run_plan(t);

@@ -16,6 +16,7 @@ typedef struct gpt_trainer {
 
     gpt_shape shape;
     gpt_model *m;
+    path_list files;          /* the files of --data, listed before the plan */
     gpt_corpus corpus;        /* when the run read --data */
     gpt_windows wtrain, wval; /* its windows */
     cl_mem sums[3];           /* the loss sum and the positions of the epoch

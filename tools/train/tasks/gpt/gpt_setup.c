@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The training bytes of a caller's windows (window i is bytes i T ..
  * i T + T), for the baselines: as if the corpus held just them. */
@@ -26,6 +27,36 @@ static int rebuild_train_bytes(gpt_trainer *t, const dataset *w)
     return 0;
 }
 
+/* The windows the run will train and validate on (--train-limit and
+ * --test-limit applied), before any byte is read: the caller's sets', or
+ * those of the sizes of --data's files, listed into t->files, whose bytes
+ * and windows must fit in the host's memory. */
+static int count_windows(gpt_trainer *t, const train_io *io, size_t *n_train, size_t *n_test)
+{
+    const train_options *o = t->run.opt;
+    size_t w[2];
+    if (io && io->train && io->test) {
+        w[0] = io->train->count;
+        w[1] = io->test->count;
+    } else {
+        if (gpt_corpus_files(o->data_dir, &t->files, t->run.err, t->run.errlen) != 0)
+            return -1;
+        uint64_t bytes = path_list_bytes(&t->files);
+        uint64_t need = gpt_corpus_host_bytes(bytes, t->shape.context);
+        uint64_t host = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
+        if (need > host)
+            return gpt_fail(t,
+                            "--data %s: its %" PRIu64 " bytes need %" PRIu64 " B of host "
+                            "memory as windows of --context %u, more than the host's %" PRIu64
+                            " B",
+                            o->data_dir, bytes, need, t->shape.context, host);
+        gpt_corpus_windows(bytes, t->shape.context, w);
+    }
+    *n_train = run_limited(w[0], o->limit_train);
+    *n_test = run_limited(w[1], o->limit_test);
+    return 0;
+}
+
 /* The windows of the corpus at --data, training and validation, as the
  * io the core's run_load_data takes. */
 static int load_data(gpt_trainer *t, const train_io *io, train_io *own)
@@ -34,7 +65,7 @@ static int load_data(gpt_trainer *t, const train_io *io, train_io *own)
     if (!own->train || !own->test) {
         const char *path = t->run.opt->data_dir;
         unsigned T = t->shape.context;
-        if (gpt_corpus_load(path, &t->corpus, t->run.err, t->run.errlen) != 0)
+        if (gpt_corpus_read(&t->files, path, &t->corpus, t->run.err, t->run.errlen) != 0)
             return -1;
         gpt_corpus *c = &t->corpus;
         if (gpt_windows_make(c->bytes, c->n_train, T, "training", &t->wtrain, t->run.err,
@@ -98,7 +129,16 @@ static int choose_micro_batch(gpt_trainer *t, size_t n_train, size_t n_test)
     p.activations = a.per_seq * t->run.b + a.fixed;
     memplan_total(&p);
     t->res->planned_bytes = p.total;
-    return memplan_refuse(&p, device, o->allow_over_memory, t->run.err, t->run.errlen);
+    /* the device's memory, and the smaller one a flag gave (the plan says
+     * "does not fit" in it: so does the run) */
+    static const char shrink[] = "--preset, --layers, --width, --context or --micro-batch";
+    memplan_limit limits[2] = {{device, NULL},
+                               {avail, t->g->memory ? "--memory" : "--vram"}};
+    for (int i = 0; i < (avail < device ? 2 : 1); i++)
+        if (memplan_refuse(&p, limits[i], shrink, o->allow_over_memory, t->run.err,
+                           t->run.errlen) != 0)
+            return -1;
+    return 0;
 }
 
 static int build_model(gpt_trainer *t)
@@ -157,14 +197,20 @@ int gpt_setup(gpt_trainer *t, const train_io *io)
 {
     const train_options *o = t->run.opt;
     t->shape = gpt_options_shape(t->g);
-    train_io own;
-    if (load_data(t, io, &own) != 0 ||
-        run_open_context(&t->run, &own, t->res->device, sizeof t->res->device) != 0)
+    /* the plan from the corpus's size, refused before it is read */
+    size_t n_train = 0, n_test = 0, got_train, got_test;
+    if (count_windows(t, io, &n_train, &n_test) != 0 ||
+        run_open_context(&t->run, io, t->res->device, sizeof t->res->device) != 0 ||
+        choose_micro_batch(t, n_train, n_test) != 0)
         return -1;
-    size_t n_train, n_test;
-    run_limits(&t->run, &n_train, &n_test);
-    if (choose_micro_batch(t, n_train, n_test) != 0 || run_plan_order(&t->run, n_train) != 0 ||
-        build_model(t) != 0)
+    train_io own;
+    if (load_data(t, io, &own) != 0)
+        return -1;
+    run_limits(&t->run, &got_train, &got_test);
+    if (got_train != n_train || got_test != n_test)
+        return gpt_fail(t, "--data %s: its files changed between their listing and their reading",
+                        o->data_dir);
+    if (run_plan_order(&t->run, n_train) != 0 || build_model(t) != 0)
         return -1;
     /* the tuning is checked on this run's own GEMM shapes before it is used */
     mlp_gemm_shape shapes[MLP_GEMMS_MAX];
@@ -241,4 +287,5 @@ void gpt_teardown(gpt_trainer *t)
     gpt_windows_free(&t->wtrain);
     gpt_windows_free(&t->wval);
     gpt_corpus_free(&t->corpus);
+    path_list_free(&t->files);
 }

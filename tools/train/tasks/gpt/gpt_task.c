@@ -61,4 +61,5 @@ const train_task gpt_task = {
     .main = run_main,
     .dist_run = run_dist,
     .gemms = gemms,
+    .data_files = gpt_corpus_files,
 };

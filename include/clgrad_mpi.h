@@ -146,6 +146,64 @@ CLG_MPI_API clg_status clg_dist_counters_get(const clg_dist *dist, clg_dist_coun
 CLG_MPI_API int clg_dist_rank(const clg_dist *dist);
 CLG_MPI_API int clg_dist_size(const clg_dist *dist);
 
+/* The watchdog: a deadline on every wait for other ranks.
+ *
+ * Without one a rank waits in a collective for as long as the others take:
+ * one rank stopped (SIGSTOP) or hung leaves every other blocked for ever
+ * (a rank that dies is MPI's to notice). Under a watch every wait of the
+ * library (each collective is started non-blocking and completed by
+ * MPI_Test against the deadline), and every clg_dist_watch_wait of the
+ * caller, gives up once it has waited timeout_s seconds.
+ *
+ * Who is missing: a collective that does not complete does not say which
+ * rank it lacks, so the rank whose deadline passed calls the roll: a small
+ * message to every other rank on the watch's communicator, which a rank
+ * answers from inside any of its waits (every rank's waits poll for it). A
+ * rank that does not answer within a grace (a quarter of the timeout,
+ * within 0.25..5 s) is named: it is stopped, hung, or busy outside any
+ * wait (so the timeout must exceed the longest stretch a rank works while
+ * the others wait for it, such as rank 0 alone writing a checkpoint). Of
+ * the ranks whose deadlines pass together, only the lowest one that
+ * answers gives up (the others wait once more, for the time it takes to
+ * give up), so that one rank reports it; and a wait every rank answers to
+ * that still does not complete gives up at its second deadline (the
+ * ranks are out of step). No message is sent before a deadline passes:
+ * the counters are the same with a watch or without.
+ *
+ * A wait that gave up returns CLG_ERR_IO, and clg_dist_watch_expired then
+ * returns what happened, e.g. "rank 0 waited 300.8 s for rank 1, which
+ * does not answer (stopped or hung?)". The request waited for stays
+ * pending (the caller's to wait for again, should the rank come back), a
+ * clg_dist's stay pending for good, with the buffers they use: the job
+ * cannot go on, and the caller ends it (MPI_Abort). Every later wait of
+ * the watch fails at once without communicating, and so does every cycle
+ * end and checkpoint of a clg_dist under it. The library never prints or
+ * exits.
+ *
+ * Each rank creates its own watch (a local call: nothing is exchanged) on
+ * a communicator of the same ranks as the clg_dist's, which it borrows and
+ * on which it uses the tags CLG_DIST_WATCH_TAG and CLG_DIST_WATCH_TAG + 1:
+ * the caller's own point-to-point messages there must use other tags (and
+ * not receive MPI_ANY_TAG). timeout_s: 0 (the default) waits for ever,
+ * still answering the roll calls of other ranks. */
+#define CLG_DIST_WATCH_TAG 32766 /* and 32767: MPI_TAG_UB is at least 32767 */
+typedef struct clg_dist_watch clg_dist_watch;
+CLG_MPI_API clg_status clg_dist_watch_create(MPI_Comm comm, clg_dist_watch **out);
+CLG_MPI_API void clg_dist_watch_destroy(clg_dist_watch *watch);
+/* 0 (none) or a finite number of seconds up to 1e9; used by the waits
+ * that start after it. */
+CLG_MPI_API clg_status clg_dist_watch_set_timeout(clg_dist_watch *watch, double timeout_s);
+/* MPI_Wait(request) under the watch: CLG_SUCCESS; CLG_ERR_IO for an MPI
+ * error (clg_last_error(NULL) says which) or a deadline that passed. */
+CLG_MPI_API clg_status clg_dist_watch_wait(clg_dist_watch *watch, MPI_Request *request);
+/* NULL until a wait of the watch gave up; then what happened. */
+CLG_MPI_API const char *clg_dist_watch_expired(const clg_dist_watch *watch);
+/* clg_dist_create, with its own waits and every later one of the clg_dist
+ * under watch (borrowed: it must outlive the clg_dist). */
+CLG_MPI_API clg_status clg_dist_create_watched(clg_model *model, MPI_Comm comm,
+                                               clg_dist_mode mode, clg_dist_watch *watch,
+                                               clg_dist **out);
+
 #ifdef __cplusplus
 }
 #endif

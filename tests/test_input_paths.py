@@ -50,7 +50,7 @@ TRAIN_INPUTS = {
 TRAIN_OUTPUTS = {"--checkpoint", "--metrics", "--dump-weights", "--save-initial"}
 TRAIN_OTHER = set("""--accum-dtype --allow-over-device-memory --aug-noise --aug-shift
 --auto-micro-batch --bank-size --base-batch --batch --clip --context --contrastive --device
---dist --embed-dim --epochs --grad-dtype --grad-path --heads --help --hidden
+--dist --dist-timeout --embed-dim --epochs --grad-dtype --grad-path --heads --help --hidden
 --json --knn --knn-init --knn-on --layers --loss-scale --lr --lr-scale --master-dtype --memory
 --micro-batch --one-way --optimizer --override --plan --preset --profile --prompt --quiet
 --sample --save-every --schedule --seed --state-dtype --state-min-size --state-rounding

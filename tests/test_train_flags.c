@@ -359,6 +359,9 @@ static const combination combinations[] = {
     {{"--task", "gpt", "--temperature", "0"},
      "--temperature: needs --sample N (how sampling draws)"},
     {{"--task", "gpt", "--epochs", "1"}, NULL}, /* over its --steps default */
+    {{"--dist-timeout", "60"},
+     "--dist-timeout: needs --dist ddp or zero1 (it bounds the waits of its ranks)"},
+    {{"--dist-timeout", "60", "--dist", "zero1"}, NULL},
     /* issue 37: accepted, ignored, yet stored in its checkpoints */
     {{"--task", "gpt", "--hidden", "64"},
      "--hidden: not with --task gpt (its sizes are --preset, --layers, --heads and --width)"},

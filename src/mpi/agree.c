@@ -1,34 +1,12 @@
-/* agree.c - failures recorded on the model's context, and the agreement of all ranks on the
- * outcome of a collective step: one MPI_Allgather of a small record per
- * rank (its status, its message, a value), from which every rank derives
- * the same verdict and the same rank-ordered sum of the values. */
+/* agree.c - the agreement of all ranks on the outcome of a collective
+ * step: one MPI_Allgather of a small record per rank (its status, its
+ * message, a value), from which every rank derives the same verdict and
+ * the same rank-ordered sum of the values. */
 #include "dist.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-clg_status clg__dist_fail(const clg_model *m, clg_status st, const char *fmt, ...)
-{
-    /* fmt may print the context's last message itself: format aside */
-    char buf[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    return clg_context_fail(m ? clg_model_context(m) : NULL, st, buf);
-}
-
-const char *clg__dist_mpi_string(int err, char *buf, size_t size)
-{
-    char s[MPI_MAX_ERROR_STRING];
-    int len = 0;
-    if (MPI_Error_string(err, s, &len) != MPI_SUCCESS)
-        snprintf(s, sizeof s, "MPI error %d", err);
-    snprintf(buf, size, "%s", s);
-    return buf;
-}
 
 /* What each rank contributes: fixed size, so one MPI_Allgather. */
 typedef struct agree_record {
@@ -48,13 +26,19 @@ clg_status clg__dist_agree(clg_dist *d, MPI_Comm comm, int rank, int size, clg_s
     mine.value = value;
     if (st != CLG_SUCCESS)
         snprintf(mine.msg, sizeof mine.msg, "%s", msg ? msg : clg_status_string(st));
+    char e[256];
+    if (clg__watch_expired(d->watch)) /* nobody to agree with any more */
+        return clg__dist_fail(clg__dist_model(d), CLG_ERR_IO, "%s: not agreed: %s", who,
+                              clg__dist_mpi_string(d, DIST_TIMED_OUT, e, sizeof e));
     agree_record *all = calloc((size_t)size, sizeof *all);
     if (all == NULL) /* 256 bytes a rank: a host this short cannot go on anyway */
         return clg__dist_fail(clg__dist_model(d), CLG_ERR_OUT_OF_HOST_MEMORY,
                               "%s: no host memory to agree", who);
     double t0 = MPI_Wtime();
-    int err = MPI_Allgather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE,
-                            comm);
+    MPI_Request req;
+    int err = clg__dist_wait(d, MPI_Iallgather(&mine, (int)sizeof mine, MPI_BYTE, all,
+                                               (int)sizeof mine, MPI_BYTE, comm, &req),
+                             &req);
     if (count && d != NULL) {
         double dt = MPI_Wtime() - t0;
         d->counters.last_comm_seconds += dt;
@@ -62,11 +46,11 @@ clg_status clg__dist_agree(clg_dist *d, MPI_Comm comm, int rank, int size, clg_s
         d->counters.last_bytes_received += (uint64_t)(size - 1) * sizeof mine;
     }
     if (err != MPI_SUCCESS) {
-        free(all);
-        char e[256];
+        if (err != DIST_TIMED_OUT) /* else the request may still write into it */
+            free(all);
         return clg__dist_fail(clg__dist_model(d), CLG_ERR_IO,
-                              "%s: MPI_Allgather (agreement) failed on rank %d: %s", who, rank,
-                              clg__dist_mpi_string(err, e, sizeof e));
+                              "%s: MPI_Iallgather (agreement) failed on rank %d: %s", who, rank,
+                              clg__dist_mpi_string(d, err, e, sizeof e));
     }
     clg_status verdict = CLG_SUCCESS;
     double s = 0.0;

@@ -88,6 +88,12 @@ void clg_dist_destroy(clg_dist *d)
 
 clg_status clg_dist_create(clg_model *m, MPI_Comm comm, clg_dist_mode mode, clg_dist **out)
 {
+    return clg_dist_create_watched(m, comm, mode, NULL, out);
+}
+
+clg_status clg_dist_create_watched(clg_model *m, MPI_Comm comm, clg_dist_mode mode,
+                                   clg_dist_watch *watch, clg_dist **out)
+{
     const char *who = "clg_dist_create";
     if (out == NULL)
         return clg__dist_fail(m, CLG_ERR_INVALID_ARGUMENT, "%s: out is NULL", who);
@@ -109,10 +115,12 @@ clg_status clg_dist_create(clg_model *m, MPI_Comm comm, clg_dist_mode mode, clg_
     d->mode = mode;
     d->comm = MPI_COMM_NULL;
     d->counters = clg_dist_counters_init();
+    d->watch = watch;
     /* our own communicator: MPI errors on it come back as codes instead of
      * aborting every rank (MPI_ERRORS_ARE_FATAL, the default) */
     char e[256];
-    int err = MPI_Comm_dup(comm, &d->comm);
+    MPI_Request req;
+    int err = clg__dist_wait(d, MPI_Comm_idup(comm, &d->comm, &req), &req);
     if (err == MPI_SUCCESS)
         err = MPI_Comm_set_errhandler(d->comm, MPI_ERRORS_RETURN);
     if (err == MPI_SUCCESS)
@@ -120,11 +128,18 @@ clg_status clg_dist_create(clg_model *m, MPI_Comm comm, clg_dist_mode mode, clg_
     if (err == MPI_SUCCESS)
         err = MPI_Comm_size(d->comm, &d->size);
     if (err != MPI_SUCCESS) {
-        clg_dist_destroy(d);
-        return clg__dist_fail(m, CLG_ERR_IO, "%s: duplicating the communicator failed: %s", who,
-                              clg__dist_mpi_string(err, e, sizeof e));
+        clg__dist_fail(m, CLG_ERR_IO, "%s: duplicating the communicator failed: %s", who,
+                       clg__dist_mpi_string(d, err, e, sizeof e));
+        if (err != DIST_TIMED_OUT) /* else the duplicate may still come into d->comm */
+            clg_dist_destroy(d);
+        return CLG_ERR_IO;
     }
     clg_status st = local_checks(m);
+    if (st == CLG_SUCCESS && watch && !clg__watch_fits(watch, d->rank, d->size))
+        st = clg__dist_fail(m, CLG_ERR_INVALID_ARGUMENT,
+                            "%s: the watch's communicator does not hold comm's ranks (rank %d "
+                            "of %d here)",
+                            who, d->rank, d->size);
     d->xcount = malloc(4 * (size_t)d->size * sizeof *d->xcount);
     if (st == CLG_SUCCESS && d->xcount == NULL)
         st = clg__dist_fail(m, CLG_ERR_OUT_OF_HOST_MEMORY, "%s: no host memory for %d counts", who,
@@ -268,6 +283,9 @@ clg_status clg_dist_checkpoint_save(clg_dist *d, const char *path, const char *c
                               "%s: an earlier cycle end failed on some rank after others had "
                               "updated (%s): the ranks hold different states, none is saved",
                               who, clg_status_string(d->broken));
+    if (clg__watch_expired(d->watch)) /* no rank to agree with on the outcome */
+        return clg__dist_fail(clg__dist_model(d), CLG_ERR_IO, "%s: none is saved: %s", who,
+                              clg__watch_expired(d->watch));
     void **images = NULL;
     size_t ns = 0;
     clg_status st = CLG_SUCCESS;

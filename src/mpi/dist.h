@@ -50,6 +50,7 @@ struct clg_dist {
      * that no exchange can fail for want of them half-way */
     int *xcount;
     clg_dist_counters counters;
+    clg_dist_watch *watch; /* the deadline of every wait (borrowed), or NULL */
 };
 
 /* The model a failure on d is recorded for (NULL when d is). */
@@ -61,8 +62,24 @@ static inline clg_model *clg__dist_model(const clg_dist *d)
  * this thread's context-less failure), and returns st. */
 clg_status clg__dist_fail(const clg_model *m, clg_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* The message of an MPI error code. */
-const char *clg__dist_mpi_string(int err, char *buf, size_t size);
+/* What clg__dist_wait returns when the watch's deadline passed (MPI's
+ * error codes are never negative). */
+#define DIST_TIMED_OUT (-1)
+/* The message of an MPI error code, or of the watch's expiry for
+ * DIST_TIMED_OUT (d may then not be NULL). */
+const char *clg__dist_mpi_string(const clg_dist *d, int err, char *buf, size_t size);
+
+/* Completes the request of a collective that `started` (its MPI code) began
+ * on d->comm: MPI_Wait, or under d's watch clg__watch_wait. The error of
+ * the start, the wait's, or DIST_TIMED_OUT. */
+int clg__dist_wait(const clg_dist *d, int started, MPI_Request *req);
+/* watch.c: the wait against the deadline, answering other ranks' roll
+ * calls meanwhile (MPI_SUCCESS, an MPI error code, or DIST_TIMED_OUT), and
+ * its message after it gave up (NULL before). */
+int clg__watch_wait(clg_dist_watch *w, MPI_Request *req);
+const char *clg__watch_expired(const clg_dist_watch *w);
+/* Whether w's communicator has this rank and size. */
+bool clg__watch_fits(const clg_dist_watch *w, int rank, int size);
 
 /* Every rank brings its status (and message, when it failed) and a value;
  * every rank returns the status of the lowest rank that failed, with the

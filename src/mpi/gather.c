@@ -110,22 +110,28 @@ static clg_status gather_state(clg_dist *d, int s, void *image, unsigned char *p
         st = clg__dist_fail(clg__dist_model(d), CLG_ERR_STATE, "%s: rank %d: %s", who, me,
                             clg_last_error(clg_model_context(d->model)));
     MPI_Datatype unit;
+    MPI_Request req;
     int err = MPI_Type_contiguous(CODE_UNIT, MPI_BYTE, &unit);
     if (err == MPI_SUCCESS)
         err = MPI_Type_commit(&unit);
     if (err == MPI_SUCCESS) {
-        err = MPI_Gatherv(part, cnt[me], unit, image, cnt, displ, unit, 0, d->comm);
+        err = clg__dist_wait(d, MPI_Igatherv(part, cnt[me], unit, image, cnt, displ, unit, 0,
+                                             d->comm, &req),
+                             &req);
         MPI_Type_free(&unit);
     }
     unsigned char *scales = me == 0 ? (unsigned char *)image + whole.code_bytes : NULL;
-    int err2 = MPI_Gatherv(part + codes, scnt[me], MPI_FLOAT, scales, scnt, sdispl, MPI_FLOAT, 0,
-                           d->comm);
+    int err2 = err == DIST_TIMED_OUT /* no one to gather with */
+                   ? err
+                   : clg__dist_wait(d, MPI_Igatherv(part + codes, scnt[me], MPI_FLOAT, scales,
+                                                    scnt, sdispl, MPI_FLOAT, 0, d->comm, &req),
+                                    &req);
     err = err != MPI_SUCCESS ? err : err2;
     if (err != MPI_SUCCESS && st == CLG_SUCCESS) {
         char e[256];
         st = clg__dist_fail(clg__dist_model(d), CLG_ERR_IO,
                             "%s: gathering state %d failed on rank %d: %s", who, s, me,
-                            clg__dist_mpi_string(err, e, sizeof e));
+                            clg__dist_mpi_string(d, err, e, sizeof e));
     }
     return st;
 }
@@ -150,6 +156,8 @@ clg_status clg__dist_gather_states(clg_dist *d, void ***out, size_t *n_out)
     bool agreed = st == CLG_SUCCESS;
     for (size_t s = 0; agreed && s < ns; s++)
         st = gather_state(d, (int)s, d->rank == 0 ? images[s] : NULL, part, st, who);
+    if (clg__watch_expired(d->watch)) /* a gather may still be in flight from or into them */
+        return st;
     free(part);
     if (st != CLG_SUCCESS) {
         free_images(images, ns);

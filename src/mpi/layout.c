@@ -112,14 +112,17 @@ clg_status clg__dist_check_layout(clg_dist *d)
     if (all == NULL)
         return clg__dist_fail(clg__dist_model(d), CLG_ERR_OUT_OF_HOST_MEMORY,
                               "clg_dist_create: no host memory for %d layout records", d->size);
-    int err = MPI_Allgather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE,
-                            d->comm);
+    MPI_Request req;
+    int err = clg__dist_wait(d, MPI_Iallgather(&mine, (int)sizeof mine, MPI_BYTE, all,
+                                               (int)sizeof mine, MPI_BYTE, d->comm, &req),
+                             &req);
     if (err != MPI_SUCCESS) {
-        free(all);
+        if (err != DIST_TIMED_OUT) /* else the request may still write into it */
+            free(all);
         char e[256];
         return clg__dist_fail(clg__dist_model(d), CLG_ERR_IO,
-                              "clg_dist_create: MPI_Allgather (layout) failed: %s",
-                              clg__dist_mpi_string(err, e, sizeof e));
+                              "clg_dist_create: MPI_Iallgather (layout) failed: %s",
+                              clg__dist_mpi_string(d, err, e, sizeof e));
     }
     clg_status st = CLG_SUCCESS;
     for (int r = 1; r < d->size && st == CLG_SUCCESS; r++)

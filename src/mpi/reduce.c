@@ -72,22 +72,25 @@ clg_status clg__dist_reduce(clg_dist *d)
         }
         dist_slot *s = clg__dist_round_begin(d, i, rounds, read_round, &cl_err, NULL, len);
         double t1 = MPI_Wtime();
-        int err = MPI_Alltoallv(s->stage, cnt, displ, MPI_FLOAT, s->recv, rcnt, rdispl,
-                                MPI_FLOAT, d->comm);
+        MPI_Request req;
+        int err = clg__dist_wait(d, MPI_Ialltoallv(s->stage, cnt, displ, MPI_FLOAT, s->recv,
+                                                   rcnt, rdispl, MPI_FLOAT, d->comm, &req),
+                                 &req);
         double t2 = MPI_Wtime();
         if (err == MPI_SUCCESS)
             clg__dist_sum_ranks(s->recv, (size_t)mine, mine, R, s->sum);
         double t3 = MPI_Wtime();
         if (err == MPI_SUCCESS)
-            err = MPI_Allgatherv(s->sum, mine, MPI_FLOAT, s->stage, cnt, displ, MPI_FLOAT,
-                                 d->comm);
+            err = clg__dist_wait(d, MPI_Iallgatherv(s->sum, mine, MPI_FLOAT, s->stage, cnt,
+                                                    displ, MPI_FLOAT, d->comm, &req),
+                                 &req);
         double t4 = MPI_Wtime();
         if (err != MPI_SUCCESS) {
             char e[256];
             st = clg__dist_fail(clg__dist_model(d), CLG_ERR_IO,
                                 "clg_dist_step: the exchange of the accumulator failed on rank "
                                 "%d (elements %zu..%zu): %s",
-                                me, a, a + len, clg__dist_mpi_string(err, e, sizeof e));
+                                me, a, a + len, clg__dist_mpi_string(d, err, e, sizeof e));
             break;
         }
         if (cl_err == CL_SUCCESS) /* waited for at the next round's await, or below */

@@ -120,7 +120,7 @@ static clg_status exchange_failed(const clg_dist *d, const char *what, uint64_t 
                           "clg_dist_step: the %s failed on rank %d (round at shard element "
                           "%llu): %s",
                           what, d->rank, (unsigned long long)o,
-                          clg__dist_mpi_string(err, e, sizeof e));
+                          clg__dist_mpi_string(d, err, e, sizeof e));
 }
 
 static clg_status staging_failed(const clg_dist *d, const char *what, cl_int err)
@@ -208,8 +208,10 @@ clg_status clg__dist_reduce_scatter(clg_dist *d)
         dist_slot *s =
             clg__dist_round_begin(d, i, rounds, read_parts, &cl_err, NULL, piece * (size_t)R);
         double t1 = MPI_Wtime();
-        int err = MPI_Alltoallv(s->stage, cnt, displ, MPI_FLOAT, s->recv, rcnt, rdispl,
-                                MPI_FLOAT, d->comm);
+        MPI_Request req;
+        int err = clg__dist_wait(d, MPI_Ialltoallv(s->stage, cnt, displ, MPI_FLOAT, s->recv,
+                                                   rcnt, rdispl, MPI_FLOAT, d->comm, &req),
+                                 &req);
         c->last_comm_seconds += MPI_Wtime() - t1;
         if (err != MPI_SUCCESS) {
             st = exchange_failed(d, "reduce-scatter of the accumulator", o, err);
@@ -239,8 +241,10 @@ clg_status clg__dist_gather_params(clg_dist *d)
         dist_slot *s =
             clg__dist_round_begin(d, i, rounds, read_own, &cl_err, d->slot[i % 2].sum, piece);
         double t1 = MPI_Wtime();
-        int err = MPI_Allgatherv(s->sum, mine, MPI_FLOAT, s->recv, cnt, displ, MPI_FLOAT,
-                                 d->comm);
+        MPI_Request req;
+        int err = clg__dist_wait(d, MPI_Iallgatherv(s->sum, mine, MPI_FLOAT, s->recv, cnt,
+                                                    displ, MPI_FLOAT, d->comm, &req),
+                                 &req);
         c->last_comm_seconds += MPI_Wtime() - t1;
         if (err != MPI_SUCCESS) {
             st = exchange_failed(d, "all-gather of the params", o, err);

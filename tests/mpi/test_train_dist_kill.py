@@ -7,7 +7,6 @@ clg_checkpoint_load checks every CRC). Once for rank 1 and once for rank
 rank 0 (its directory removed mid-run): every rank exits with rank 0's
 message. argv: mpirun, clgrad-train, and the mode (ddp, the default, or
 zero1, whose checkpoint rank 0 writes from every rank's shard)."""
-import atexit
 import os
 import shutil
 import signal
@@ -16,7 +15,7 @@ import sys
 import tempfile
 import time
 
-from train_dist_util import BASE, fail, mpirun_args, run, write_data
+from train_dist_util import BASE, fail, mpirun_args, rank_pid, run, start_saving, write_data
 
 LIMIT_S = 30.0
 
@@ -29,57 +28,10 @@ write_data(data)
 args = [exe, "--data", data] + [a if a != "6" else "100000" for a in BASE]
 
 
-def rank_pid(parent, rank):
-    """The pid of MPI rank `rank` among mpirun's children (Open MPI sets
-    OMPI_COMM_WORLD_RANK in each rank's environment)."""
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % d) as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            if ppid != parent:
-                continue
-            with open("/proc/%s/environ" % d, "rb") as f:
-                env = f.read().split(b"\0")
-        except (OSError, ValueError, IndexError):
-            continue
-        if ("OMPI_COMM_WORLD_RANK=%d" % rank).encode() in env:
-            return int(d)
-    return None
-
-
-started = []
-
-
-@atexit.register
-def end_started():
-    """A failed check must not leave a 100000-update run behind: every
-    mpirun started here is ended with its ranks (its own session)."""
-    for p in started:
-        if p.poll() is None:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            p.wait()
-
-
-def start_saving(ck):
-    """mpirun -np 2 of the training, saving ck after every update, once its
-    first checkpoint is there (the ranks are training)."""
-    p = subprocess.Popen(mpirun_args(mpirun, 2) + args +
-                         ["--dist", mode, "--checkpoint", ck, "--save-every", "1"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         start_new_session=True)
-    started.append(p)
-    deadline = time.time() + 120
-    while not os.path.exists(ck):
-        if p.poll() is not None or time.time() > deadline:
-            out, err = p.communicate()
-            fail("no checkpoint appeared (exit %s):\n%s\n%s" % (p.returncode, out, err))
-        time.sleep(0.05)
-    return p
+def start(ck):
+    """mpirun -np 2 of the training, saving ck after every update."""
+    return start_saving(mpirun_args(mpirun, 2) + args +
+                        ["--dist", mode, "--checkpoint", ck, "--save-every", "1"], ck)
 
 
 def wait_exit(p, what):
@@ -96,7 +48,7 @@ def wait_exit(p, what):
 
 def kill_one(rank):
     ck = os.path.join(tmp, "ck%d.safetensors" % rank)
-    p = start_saving(ck)
+    p = start(ck)
     time.sleep(0.5)  # some updates (and saves) later
     pid = rank_pid(p.pid, rank)
     if pid is None:
@@ -123,7 +75,7 @@ def failed_write():
     d = os.path.join(tmp, "ckdir")
     os.mkdir(d)
     ck = os.path.join(d, "ck.safetensors")
-    p = start_saving(ck)
+    p = start(ck)
     # The next save cannot create its temporary file (nor rename one in
     # flight into place). A rename, not rmtree: a save may create a file
     # in it between rmtree's listing and its rmdir.

@@ -1,12 +1,16 @@
 """Shared by the clgrad-train --dist tests: a small synthetic data set in
-IDX files, running the trainer (plain or under mpirun), reading
---dump-weights files and their relative L2 distance."""
+IDX files, running the trainer (plain or under mpirun, or a long job
+saving checkpoints, ended with the test), reading --dump-weights files and
+their relative L2 distance."""
+import atexit
 import math
 import os
 import random
+import signal
 import struct
 import subprocess
 import sys
+import time
 
 TRAIN_N, TEST_N = 256, 128
 # Small and quick: 784-16-10, effective batch 64 = 4 x 16 (2 x 16 per rank
@@ -44,6 +48,58 @@ def write_data(d):
 
 def mpirun_args(mpirun, np):
     return [mpirun, "--oversubscribe", "--allow-run-as-root", "-np", str(np)]
+
+
+def rank_pid(parent, rank):
+    """The pid of MPI rank `rank` among mpirun's children (Open MPI sets
+    OMPI_COMM_WORLD_RANK in each rank's environment)."""
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            if ppid != parent:
+                continue
+            with open("/proc/%s/environ" % d, "rb") as f:
+                env = f.read().split(b"\0")
+        except (OSError, ValueError, IndexError):
+            continue
+        if ("OMPI_COMM_WORLD_RANK=%d" % rank).encode() in env:
+            return int(d)
+    return None
+
+
+_jobs = []
+
+
+@atexit.register
+def _end_jobs():
+    """A failed check must not leave a long run behind: every job started
+    here is ended with all its processes (its own session; SIGKILL ends a
+    stopped rank too)."""
+    for p in _jobs:
+        if p.poll() is None:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait()
+
+
+def start_saving(argv, ck):
+    """argv (mpirun of a long training saving ck after every update) as a
+    job, once its first checkpoint is there (the ranks are training)."""
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    _jobs.append(p)
+    deadline = time.time() + 120
+    while not os.path.exists(ck):
+        if p.poll() is not None or time.time() > deadline:
+            out, err = p.communicate()
+            fail("no checkpoint appeared (exit %s):\n%s\n%s" % (p.returncode, out, err))
+        time.sleep(0.05)
+    return p
 
 
 def run(argv, timeout=300, expect_ok=True):

@@ -8,18 +8,27 @@ int run_rank0(const run_state *r)
     return !r->dist || r->dist->rank == 0;
 }
 
+/* The hooks with the run's --dist-timeout in force (dist_hooks.h). */
+static train_dist_hooks *hooks(run_state *r)
+{
+    const train_options *o = r->opt;
+    r->dist->timeout_s = o->given & TRAIN_GIVEN_DIST_TIMEOUT ? (double)o->dist_timeout
+                                                              : TRAIN_DIST_TIMEOUT_DEFAULT;
+    return r->dist;
+}
+
 int run_agree(run_state *r, int rc, unsigned *flags)
 {
     if (!r->dist)
         return rc != 0 ? -1 : 0;
-    return r->dist->agree(r->dist, rc, flags, r->err, r->errlen);
+    return r->dist->agree(hooks(r), rc, flags, r->err, r->errlen);
 }
 
 int run_sum(run_state *r, int rc, float *s, int n)
 {
     if (!r->dist)
         return rc != 0 ? -1 : 0;
-    return r->dist->sum(r->dist, rc, s, n, r->err, r->errlen);
+    return r->dist->sum(hooks(r), rc, s, n, r->err, r->errlen);
 }
 
 int run_dist_check(run_state *r)

@@ -14,6 +14,12 @@ typedef struct train_dist_hooks train_dist_hooks;
 struct train_dist_hooks {
     int rank, size;
     void *state; /* the MPI side's own */
+    /* --dist-timeout: how long any collective of the run (the trainer's
+     * and libclgrad-mpi's) waits for the other ranks before this rank ends
+     * the job, naming the silent ones (0: for ever). The core sets it at
+     * each agreement point (dist.c), which the run reaches before any
+     * other collective: the hooks are opened before the options exist. */
+    double timeout_s;
     /* Collective: every rank passes its status (0 or not). Returns 0 when
      * every rank passed 0; otherwise -1 on every rank, with the message of
      * the lowest failed rank ("rank N: ...", its err) in err. *flags (may be

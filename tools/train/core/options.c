@@ -210,6 +210,11 @@ int train_options_check(train_options *o, char *err, size_t errlen)
         }
         o->steps = 0;
     }
+    if ((o->given & TRAIN_GIVEN_DIST_TIMEOUT) && o->dist == TRAIN_DIST_NONE) {
+        errmsg_set(err, errlen, "--dist-timeout: needs --dist ddp or zero1 (it bounds the waits "
+                "of its ranks)");
+        return -1;
+    }
     if (o->save_every && !o->checkpoint) {
         errmsg_set(err, errlen, "--save-every: needs --checkpoint PATH");
         return -1;

@@ -34,8 +34,12 @@ enum {
     TRAIN_GIVEN_STOP_AFTER = 1u << 6,
     TRAIN_GIVEN_TRAIN_LIMIT = 1u << 7,
     TRAIN_GIVEN_TEST_LIMIT = 1u << 8,
+    TRAIN_GIVEN_DIST_TIMEOUT = 1u << 9,
     TRAIN_GIVEN_EPOCHS = 1u << 10,
 };
+
+/* --dist-timeout when not given: seconds a rank waits for another. */
+#define TRAIN_DIST_TIMEOUT_DEFAULT 300
 
 typedef struct train_options {
     int task;             /* --task: the index of the task (registry.h) */
@@ -77,6 +81,7 @@ typedef struct train_options {
     int json;
     int quiet;
     train_dist_mode dist; /* --dist: data-parallel under mpirun (needs MPI) */
+    uint64_t dist_timeout; /* --dist-timeout, with TRAIN_GIVEN_DIST_TIMEOUT (0: for ever) */
     grad_path path;
     int path_given;       /* --grad-path was on the command line */
     const char *checkpoint;

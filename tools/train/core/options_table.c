@@ -228,6 +228,12 @@ static const flag_def rows[] = {
              "zero1), which resumes in either\nmode on any R or on a plain process",
      .kind = FLAG_CHOICE, AT(dist), .choices = "ddp|zero1", .values = dist_modes,
      .exact_case = 1, .expect = "ddp or zero1", .example = "ddp"},
+    {.name = "--dist-timeout", .metavar = "SECONDS",
+     .help = "under --dist, a rank that waits this long for another\nends the job "
+             "(MPI_Abort) naming the silent ranks; 0 (for\never) .. 86400 (default 300), more "
+             "than the longest\nstretch one rank works alone (rank 0's evaluation, a save)",
+     .kind = FLAG_UINT, AT(dist_timeout), .lo = 0, .hi = 86400,
+     .given = TRAIN_GIVEN_DIST_TIMEOUT, .example = "60", .needs = "--dist=ddp"},
     {.name = "--json", .help = "print a JSON summary as the last line of stdout",
      .kind = FLAG_SWITCH, AT(json), .example = ""},
     {.name = "--quiet", .help = "no progress on stderr", .kind = FLAG_SWITCH, AT(quiet),

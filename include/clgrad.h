@@ -308,6 +308,12 @@ typedef struct clg_config {
                                      gets the process killed instead. Nonzero:
                                      no such check, for a device that pages
                                      (unified or swapped memory). Default 0. */
+    int grad_norm; /* nonzero: every update computes the global gradient
+                      norm (clg_stats.grad_norm) even when nothing else
+                      needs it (clipping, a non-finite policy, dynamic loss
+                      scaling, the noise scale), for logging; the update is
+                      the same. Default 0 (a struct_size that ends before
+                      it: 0). */
 } clg_config;
 
 /* The one way to make a clg_config: PyTorch's defaults for the optimizer,
@@ -385,6 +391,22 @@ CLG_API const char *clg_model_tensor_name(const clg_model *model, int tensor);
 CLG_API size_t clg_model_tensor_size(const clg_model *model, int tensor);
 CLG_API clg_context *clg_model_context(const clg_model *model);
 CLG_API const clg_config *clg_model_get_config(const clg_model *model);
+
+/* The learning rate after creation: clg_model_set_lr replaces config.lr
+ * (with a schedule, the lr it warms up to and decays from; min_lr stays),
+ * clg_model_set_group_lr_mult a group's lr_mult (clg_model_add_group).
+ * Before or after finalize, and at any point of a cycle: the change counts
+ * from the next update enqueued (the current cycle's, however many of its
+ * micro-steps were taken, a collected cycle pending for clg_finish_cycle
+ * included); updates enqueued before keep theirs. Refused, changing
+ * nothing, as clg_model_create refuses config.lr (finite, >= 0, and >=
+ * schedule.min_lr) and clg_model_add_group an lr_mult (finite, >= 0).
+ * clg_model_get_config shows the new lr. Host only, except that after
+ * finalize a group sharing a chunk with another has its lr_mult written
+ * into the chunk's device table, blocking (behind the work already
+ * enqueued). Checkpoints keep neither: a resumed run sets its own. */
+CLG_API clg_status clg_model_set_lr(clg_model *model, float lr);
+CLG_API clg_status clg_model_set_group_lr_mult(clg_model *model, int group, float lr_mult);
 
 /* Device bytes of the model's arenas (params, accumulators, states, copy),
  * of its live clg_grads buffers (clg_model_estimate leaves grad_buffers 0:

@@ -25,8 +25,8 @@ enum {
     ACCUMULATE_PBASE = 8,
     REDUCE_SRC = 0, REDUCE_PBASE = 3,
     FOLD_WEIGHT = 4,
-    PROLOGUE_WEIGHT_SUM = 3,
-    UPDATE_G = 2, UPDATE_W_LAST = 3, UPDATE_ACC_EMPTY = 4, UPDATE_SEED = 21,
+    PROLOGUE_WEIGHT_SUM = 3, PROLOGUE_LR = 4,
+    UPDATE_G = 2, UPDATE_W_LAST = 3, UPDATE_ACC_EMPTY = 4, UPDATE_LR_MULT = 10, UPDATE_SEED = 21,
 };
 /* clang-format on */
 
@@ -152,7 +152,14 @@ clg_status clg__launch_tensor_sumsq(clg_model *m)
 
 clg_status clg__launch_prologue(clg_model *m, float weight_sum)
 {
-    return run_single(m, CLG_PLAN_PROLOGUE, PROLOGUE_WEIGHT_SUM, weight_sum, "PROLOGUE_WEIGHT_SUM");
+    /* the lr of the update enqueued now (clg_model_set_lr may change it) */
+    const clg_launch *l;
+    clg_status st = clg__plan_part(m, CLG_PLAN_PROLOGUE, CLG_FP32, &l);
+    if (st == CLG_SUCCESS)
+        st = set_arg(m, l, PROLOGUE_LR, sizeof m->cfg.lr, &m->cfg.lr, "PROLOGUE_LR");
+    return st == CLG_SUCCESS ? run_single(m, CLG_PLAN_PROLOGUE, PROLOGUE_WEIGHT_SUM, weight_sum,
+                                          "PROLOGUE_WEIGHT_SUM")
+                             : st;
 }
 
 /* The stochastic-rounding stream of one chunk's update: new with every
@@ -174,7 +181,11 @@ clg_status clg__launch_update(clg_model *m, const clg_grads *last, float w_last,
             continue; /* another shard's */
         cl_mem g = last ? last->arena.chunks[ch] : NULL;
         cl_uint seed = update_seed(m, ch);
+        /* a single-group chunk's lr_mult as it is now (a chunk of several
+         * groups reads the table, clg__plan_tables_write) */
+        float lr_mult = m->groups[m->segments[m->chunk_first_seg[ch]].group].lr_mult;
         SET(&l[ch], UPDATE_G, g);
+        SET(&l[ch], UPDATE_LR_MULT, lr_mult);
         SET(&l[ch], UPDATE_W_LAST, w_last);
         SET(&l[ch], UPDATE_ACC_EMPTY, empty);
         SET(&l[ch], UPDATE_SEED, seed);

@@ -135,16 +135,23 @@ static clg_status check_adding(const clg_model *m, bool args_ok, const char *who
     return CLG_SUCCESS;
 }
 
+clg_status clg__lr_mult_check(clg_context *ctx, float lr_mult, const char *group, const char *who)
+{
+    if (!(isfinite(lr_mult) && lr_mult >= 0.0f))
+        return clg__fail(ctx, CLG_ERR_INVALID_ARGUMENT,
+                         "%s: lr_mult %g of group '%s' must be finite and >= 0", who,
+                         (double)lr_mult, group);
+    return CLG_SUCCESS;
+}
+
 clg_status clg_model_add_group(clg_model *m, const char *name, float lr_mult, float weight_decay,
                                int *group)
 {
     clg_status st = check_adding(m, name != NULL && group != NULL, "clg_model_add_group", "groups");
+    if (st == CLG_SUCCESS)
+        st = clg__lr_mult_check(m->ctx, lr_mult, name, "clg_model_add_group");
     if (st != CLG_SUCCESS)
         return st;
-    if (!(isfinite(lr_mult) && lr_mult >= 0.0f))
-        return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT,
-                         "clg_model_add_group: lr_mult %g of group '%s' must be finite and >= 0",
-                         (double)lr_mult, name);
     if (!isfinite(weight_decay))
         return clg__fail(m->ctx, CLG_ERR_INVALID_ARGUMENT,
                          "clg_model_add_group: weight_decay %g of group '%s' must be finite",

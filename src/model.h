@@ -176,6 +176,10 @@ typedef enum clg_arena_id {
  * (noise scale), finiteness of one micro-step (skip-micro). */
 enum { CLG_REGION_MAIN = 0, CLG_REGION_SMALL = 1, CLG_REGION_CHECK = 2, CLG_REGIONS = 3 };
 
+/* A group's lr_mult is finite and >= 0 (clg_model_add_group and
+ * clg_model_set_group_lr_mult); the message names the group and who. */
+clg_status clg__lr_mult_check(clg_context *ctx, float lr_mult, const char *group, const char *who);
+
 clg_arena *clg__model_arena(clg_model *model, int arena_id);
 /* Blocking copies of one tensor of an arena, raw bytes in the arena's dtype
  * (count * elem_size bytes). */

@@ -104,9 +104,33 @@ static size_t region_base(const clg_model *m, int region, size_t chunk)
 
 /* ------------------------------------------------------------ group tables */
 
+/* Chunk ch's table from the groups' values now, written blocking: on the
+ * in-order queue, behind every update enqueued before (which read the
+ * table as it was). A shard's table is its rows of the chunk's. */
+static clg_status table_write(clg_model *m, size_t ch, const char *who)
+{
+    size_t groups = clg__stream_groups(m->wg, m->chunk_elems[ch] / 4);
+    cl_float2 *rows = calloc(groups, sizeof *rows);
+    if (rows == NULL)
+        return clg__fail(m->ctx, CLG_ERR_OUT_OF_HOST_MEMORY, "%s: out of memory", who);
+    size_t per_group = m->wg * 4;
+    for (size_t s = m->chunk_first_seg[ch]; s < m->n_segments && m->segments[s].chunk == ch; s++) {
+        const clg_segment *seg = &m->segments[s];
+        const clg_group_slot *grp = &m->groups[seg->group];
+        for (size_t gi = seg->offset / per_group; gi < (seg->offset + seg->count) / per_group; gi++)
+            rows[gi] = (cl_float2){{grp->lr_mult, grp->weight_decay}};
+    }
+    size_t n = clg__update_groups(m, ch), row0 = m->own_lo[ch] / per_group;
+    cl_int err = clg__fault_hit(CLG_FAULT_ENQUEUE)
+                     ? CL_OUT_OF_RESOURCES
+                     : clEnqueueWriteBuffer(m->ctx->queue, m->group_params[ch], CL_TRUE, 0,
+                                            n * sizeof *rows, rows + row0, 0, NULL, NULL);
+    free(rows);
+    return err == CL_SUCCESS ? CLG_SUCCESS : clg__cl_fail(m->ctx, err, who, "clEnqueueWriteBuffer");
+}
+
 /* For every chunk with several param groups, (lr_mult, weight decay) per
- * work-group of its update launch: segments are whole work-groups. A
- * shard's table is its rows of the chunk's. */
+ * work-group of its update launch: segments are whole work-groups. */
 clg_status clg__plan_tables(clg_model *m)
 {
     size_t nc = m->n_chunks;
@@ -123,30 +147,20 @@ clg_status clg__plan_tables(clg_model *m)
     for (size_t ch = 0; ch < nc && st == CLG_SUCCESS; ch++) {
         if (m->chunk_segs[ch] < 2 || clg__update_groups(m, ch) == 0)
             continue;
-        size_t groups = clg__stream_groups(m->wg, m->chunk_elems[ch] / 4);
-        cl_float2 *rows = calloc(groups, sizeof *rows);
-        if (rows == NULL)
-            return clg__fail(m->ctx, CLG_ERR_OUT_OF_HOST_MEMORY,
-                             "clg_model_finalize: out of memory");
-        size_t per_group = m->wg * 4;
-        for (size_t s = m->chunk_first_seg[ch]; s < m->n_segments && m->segments[s].chunk == ch;
-             s++) {
-            const clg_segment *seg = &m->segments[s];
-            const clg_group_slot *grp = &m->groups[seg->group];
-            for (size_t gi = seg->offset / per_group; gi < (seg->offset + seg->count) / per_group;
-                 gi++)
-                rows[gi] = (cl_float2){{grp->lr_mult, grp->weight_decay}};
-        }
-        size_t n = clg__update_groups(m, ch), row0 = m->own_lo[ch] / per_group;
-        st = clg__buffer_create(m->ctx, n * sizeof *rows, &m->group_params[ch]);
-        if (st == CLG_SUCCESS) {
-            cl_int err = clEnqueueWriteBuffer(m->ctx->queue, m->group_params[ch], CL_TRUE, 0,
-                                              n * sizeof *rows, rows + row0, 0, NULL, NULL);
-            if (err != CL_SUCCESS)
-                st = clg__cl_fail(m->ctx, err, "clg_model_finalize", "clEnqueueWriteBuffer");
-        }
-        free(rows);
+        st = clg__buffer_create(m->ctx, clg__update_groups(m, ch) * sizeof(cl_float2),
+                                &m->group_params[ch]);
+        if (st == CLG_SUCCESS)
+            st = table_write(m, ch, "clg_model_finalize");
     }
+    return st;
+}
+
+clg_status clg__plan_tables_write(clg_model *m, const char *who)
+{
+    clg_status st = CLG_SUCCESS;
+    for (size_t ch = 0; m->group_params != NULL && ch < m->n_chunks && st == CLG_SUCCESS; ch++)
+        if (m->group_params[ch] != NULL)
+            st = table_write(m, ch, who);
     return st;
 }
 
@@ -187,7 +201,8 @@ static size_t q_local(const clg_model *m)
 
 /* The update of chunk ch over the elements its states cover (the shard's
  * part of the chunk, or all of it), every argument set but those of the
- * cycle (g, w_last, acc_empty, seed). */
+ * cycle (g, w_last, acc_empty, seed) and lr_mult, which the launcher sets
+ * again at every update (clg_model_set_group_lr_mult). */
 static clg_status plan_update(clg_model *m, size_t ch, bool path_c, clg_dtype g_dtype,
                               clg_launch *l)
 {
@@ -293,7 +308,8 @@ static clg_status plan_prologue(clg_model *m, clg_launch *l)
     const clg_args_prologue a = {
         .sb = m->step_block, .partials = m->partials, .n_main = (cl_uint)m->region_size,
         .weight_sum = 0.0f, /* the call's */
-        .lr = c->lr, .warmup = c->schedule.warmup, .total = c->schedule.total,
+        .lr = c->lr, /* set again at every update (clg_model_set_lr) */
+        .warmup = c->schedule.warmup, .total = c->schedule.total,
         .min_lr = c->schedule.min_lr,
         .beta1 = c->beta1, .beta2 = c->beta2, /* bias correction */
         .max_norm = c->clip_norm,

@@ -49,7 +49,7 @@ struct clg_plan {
 static inline bool clg__needs_stats(const clg_config *c)
 {
     return c->clip_norm > 0.0f || c->nonfinite != CLG_NONFINITE_IGNORE ||
-           c->loss_scale == CLG_LOSS_SCALE_DYNAMIC || c->noise_scale;
+           c->loss_scale == CLG_LOSS_SCALE_DYNAMIC || c->noise_scale || c->grad_norm;
 }
 
 /* At finalize, after the layout and the arenas: the update's group tables,
@@ -58,6 +58,9 @@ static inline bool clg__needs_stats(const clg_config *c)
  * paths A and B (the programs finalize built before the plan, so that
  * their build failure shows there). */
 clg_status clg__plan_tables(clg_model *model);
+/* Writes every group table again from the groups' values now (a changed
+ * lr_mult, clg_model_set_group_lr_mult), blocking; who names the call. */
+clg_status clg__plan_tables_write(clg_model *model, const char *who);
 clg_status clg__plan_create(clg_model *model);
 /* The launches of part (over gradients of g_dtype for the parts over
  * gradients), planned at their first use: a model compiles what it runs

@@ -203,7 +203,8 @@ static clg_nonfinite_policy effective_policy(const clg_config *c)
 static int needs_stats(const clg_config *c)
 {
     return c->clip_norm > 0 || effective_policy(c) != CLG_NONFINITE_IGNORE ||
-           c->loss_scale == CLG_LOSS_SCALE_DYNAMIC || c->noise_scale || c->tensor_norms;
+           c->loss_scale == CLG_LOSS_SCALE_DYNAMIC || c->noise_scale || c->tensor_norms ||
+           c->grad_norm;
 }
 
 static double sumsq(const double *x, size_t n, double scale)

@@ -31,6 +31,7 @@ typedef struct combo {
     clg_loss_scale_mode loss_scale;
     float scale_init;
     int tensor_norms;
+    int grad_norm; /* the norm for logging alone: the update as without it */
 } combo;
 
 /* Runs 4 cycles of k = 3; gradients are multiplied by the current loss
@@ -50,6 +51,7 @@ static void run_combo(clg_context *c, const combo *cb)
     if (cb->scale_init > 0)
         cfg.loss_scale_init = cb->scale_init;
     cfg.tensor_norms = cb->tensor_norms;
+    cfg.grad_norm = cb->grad_norm;
     twin tw;
     twin_init(&tw, c, &cfg, &twin_default_layout, 131);
     float *g = tu_xmalloc(tw.n * sizeof(float));
@@ -89,16 +91,22 @@ static void run_combo(clg_context *c, const combo *cb)
 
 static const combo combos[] = {
     {"static scale + clip + tensor norms, adam, path C", CLG_ADAM, PATH_C, 5.0f, 0, CLG_NORM_MEAN,
-     CLG_LOSS_SCALE_STATIC, 4096.0f, 1},
+     CLG_LOSS_SCALE_STATIC, 4096.0f, 1, 0},
     {"dynamic scale + clip, adamw, path A", CLG_ADAMW, PATH_A, 5.0f, 0, CLG_NORM_MEAN,
-     CLG_LOSS_SCALE_DYNAMIC, 0, 0},
-    {"clip norm, sgd, path B", CLG_SGD, PATH_B, 5.0f, 0, CLG_NORM_MEAN, CLG_LOSS_SCALE_NONE, 0, 1},
+     CLG_LOSS_SCALE_DYNAMIC, 0, 0, 0},
+    {"clip norm, sgd, path B", CLG_SGD, PATH_B, 5.0f, 0, CLG_NORM_MEAN, CLG_LOSS_SCALE_NONE, 0, 1,
+     0},
     {"clip value + static scale, sgd, path B", CLG_SGD, PATH_B, 0, 0.4f, CLG_NORM_MEAN,
-     CLG_LOSS_SCALE_STATIC, 256.0f, 0},
+     CLG_LOSS_SCALE_STATIC, 256.0f, 0, 0},
     {"sum mode + clip norm + clip value, adamw, path A", CLG_ADAMW, PATH_A, 20.0f, 1.0f,
-     CLG_NORM_SUM, CLG_LOSS_SCALE_NONE, 0, 1},
+     CLG_NORM_SUM, CLG_LOSS_SCALE_NONE, 0, 1, 0},
     {"sum mode + dynamic scale, lion, path C", CLG_LION, PATH_C, 0, 0, CLG_NORM_SUM,
-     CLG_LOSS_SCALE_DYNAMIC, 0, 0},
+     CLG_LOSS_SCALE_DYNAMIC, 0, 0, 0},
+    /* issue 35: --metrics's norm, nothing else (no clip, no skipping) */
+    {"grad norm alone, adamw, path C", CLG_ADAMW, PATH_C, 0, 0, CLG_NORM_MEAN,
+     CLG_LOSS_SCALE_NONE, 0, 0, 1},
+    {"grad norm alone, sgd, path B", CLG_SGD, PATH_B, 0, 0, CLG_NORM_MEAN, CLG_LOSS_SCALE_NONE, 0,
+     0, 1},
 };
 
 static void test_combo(void **state)
@@ -115,7 +123,7 @@ static void test_chunked_path_b(void **state)
     clg_context *small = tu_context_or_skip();
     unsetenv("CLGRAD_MAX_ALLOC");
     static const combo cb = {"chunked clip, adam, path B", CLG_ADAM, PATH_B, 5.0f, 0, CLG_NORM_MEAN,
-                             CLG_LOSS_SCALE_NONE,          0,        1};
+                             CLG_LOSS_SCALE_NONE,          0,        1, 0};
     run_combo(small, &cb);
     static const combo cc = {"chunked static scale + clip, sgd, path C",
                              CLG_SGD,
@@ -125,7 +133,8 @@ static void test_chunked_path_b(void **state)
                              CLG_NORM_MEAN,
                              CLG_LOSS_SCALE_STATIC,
                              1024.0f,
-                             1};
+                             1,
+                             0};
     run_combo(small, &cc);
     clg_context_destroy(small);
 }

@@ -470,6 +470,14 @@ static const void *const one_image[2] = {F.host, NULL};
       clg_model_add_group(F.unfin, "g", 1.0f, NAN, &int_out))                                      \
     X(group_finalized, "clg_model_add_group", STATE, CTX, NULL, NULL,                              \
       clg_model_add_group(M, "g", 1.0f, 0.0f, &int_out))                                           \
+    X(set_lr_model, "clg_model_set_lr", INV, NOCTX, NULL, NULL, clg_model_set_lr(NULL, 1e-3f))     \
+    X(set_lr_value, "clg_model_set_lr", INV, CTX, "-0.125", NULL, clg_model_set_lr(M, -0.125f))    \
+    X(set_mult_model, "clg_model_set_group_lr_mult", INV, NOCTX, NULL, NULL,                       \
+      clg_model_set_group_lr_mult(NULL, 0, 1.0f))                                                  \
+    X(set_mult_group, "clg_model_set_group_lr_mult", INV, CTX, "no group 7", NULL,                 \
+      clg_model_set_group_lr_mult(M, 7, 1.0f))                                                     \
+    X(set_mult_value, "clg_model_set_group_lr_mult", INV, CTX, "-2.5", NULL,                       \
+      clg_model_set_group_lr_mult(M, 0, -2.5f))                                                    \
     X(tensor_model, "clg_model_add_tensor", INV, NOCTX, NULL, NULL,                                \
       clg_model_add_tensor(NULL, "t", 4, 0, &int_out))                                             \
     X(tensor_name, "clg_model_add_tensor", INV, CTX, NULL, NULL,                                   \
@@ -868,6 +876,8 @@ static const char *const walked[] = {
     "clg_lr_scale",
     "clg_model_create",
     "clg_model_add_group",
+    "clg_model_set_lr",
+    "clg_model_set_group_lr_mult",
     "clg_model_add_tensor",
     "clg_model_set_tensor_shape",
     "clg_model_tensor_shape",

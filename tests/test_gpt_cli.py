@@ -52,6 +52,8 @@ import sys
 import tempfile
 from array import array
 
+from cli_run import check, failures
+
 EXE = sys.argv[1]
 ARGS = sys.argv[2:]
 MPIRUN = None  # --mpirun PATH: the dist test (tests/mpi/meson.build runs it)
@@ -60,7 +62,6 @@ if ARGS[:1] == ["--mpirun"]:
 TMP = tempfile.mkdtemp(prefix="gpt-cli-")
 CORPUS = os.path.join(TMP, "corpus.txt")
 TINY = ["--task", "gpt", "--preset", "tiny", "--data", CORPUS, "--quiet", "--test-limit", "40"]
-failures = []
 
 
 def write_corpus():
@@ -99,11 +100,6 @@ def weights(path):
     return a
 
 
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        failures.append(what)
-
 
 def test_plan():
     out = run("--task", "gpt", "--preset", "gpt2-124m", "--plan", "--memory", "8G",
@@ -135,6 +131,11 @@ def test_learns():
     common = LEARN
     first = run_json(*common, "--steps", "1")["val_loss"]
     r = run_json(*common, "--steps", "100")
+    # Issue 35: the evaluation is timed, and apart from the training
+    check(r["eval_seconds"] > 1e-3 and
+          r["total_seconds"] >= r["train_seconds"] + r["eval_seconds"],
+          "learns: evaluation %.3f s, training %.3f s, in all %.3f s"
+          % (r["eval_seconds"], r["train_seconds"], r["total_seconds"]))
     # the tiny model reaches the unigram's level by 100 updates (2.86 here)
     # and breaks through later (2.52 after 300): both bounds hold with room
     check(r["val_loss"] < 0.6 * first and r["val_loss"] < r["unigram_loss"] + 0.1,
@@ -294,11 +295,18 @@ def test_sample():
     common = TINY + ["--steps", "4", "--batch", "8", "--micro-batch", "4", "--sample", "40",
                      "--prompt", "the ", "--temperature", "0.5"]
     trained = run(*common, "--checkpoint", ck)
-    again = run(*common, "--resume", ck)
+    again = run(*common, "--resume", ck, "--json")
     s1 = trained[trained.index("sample"):trained.index("validation loss")]
-    s2 = again[again.index("sample"):again.index("validation loss")]
+    s2 = again[again.index("sample"):again.index("not evaluated")]
     check(s1 == s2 and len(s1) > 40, "sample: from the finished run's checkpoint: the same text")
     check("after 4 updates" in again, "sample: the resumed run trained nothing more")
+    # Issue 35: the summary names what the run wrote; sampling a finished
+    # run evaluates nothing (it used to evaluate the whole split first)
+    check("\nwrote --checkpoint %s\n" % ck in trained, "sample: the summary names the checkpoint")
+    r = json.loads(again.strip().splitlines()[-1])
+    check(r["val_loss"] is None and r["eval_seconds"] == 0,
+          "sample: of a finished run, no evaluation (val_loss %s, %s s)"
+          % (r["val_loss"], r["eval_seconds"]))
 
 
 def test_profile():

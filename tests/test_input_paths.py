@@ -26,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 
-from cli_run import run_bounded
+from cli_run import finish, run_bounded
 
 LIMIT_S = 2.0
 # A hang is ended here; only LIMIT_S decides the verdict.
@@ -47,7 +47,7 @@ TRAIN_INPUTS = {
 # "grows" (a regular file with more in it than its size: procfs says 0) is
 # no case of --tuning: a tuning file whose content cannot be used is ignored
 # with a warning, as a damaged one is (tests/test_tune.c), and the run goes on.
-TRAIN_OUTPUTS = {"--checkpoint", "--metrics", "--dump-weights", "--save-initial"}
+TRAIN_OUTPUTS = {"--checkpoint", "--metrics", "--dump-weights", "--save-initial", "--log"}
 TRAIN_OTHER = set("""--accum-dtype --allow-over-device-memory --aug-noise --aug-shift
 --auto-micro-batch --bank-size --base-batch --batch --clip --context --contrastive --device
 --dist --dist-timeout --embed-dim --epochs --grad-dtype --grad-path --heads --help --hidden
@@ -182,11 +182,7 @@ def main():
             check_classified(name, exe, ins, outs, other, failures)
             n += walk(name, exe, ins, kinds, failures, env)
             n += walk_outputs(name, exe, outs, out_kinds, failures, env)
-    for f in failures:
-        print("FAIL " + f)
-    print(f"{n - len([f for f in failures if '<' in f])} passed, "
-          f"{len(failures)} failed")
-    return 1 if failures else 0
+    return finish(failures, n - len([f for f in failures if "<" in f]))
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ import os
 import sys
 import tempfile
 
-from cli_run import run_bounded
+from cli_run import finish, run_bounded
 
 OUTPUTS = ["--checkpoint", "--metrics", "--dump-weights", "--save-initial"]
 KILL_S = 60.0
@@ -76,10 +76,7 @@ def main():
                     failures.append(f"{what}: refused, but the input changed")
                 else:
                     print(f"ok  {what}")
-    for f in failures:
-        print("FAIL " + f)
-    print(f"{n - len(failures)} passed, {len(failures)} failed")
-    return 1 if failures else 0
+    return finish(failures, n - len(failures))
 
 
 if __name__ == "__main__":

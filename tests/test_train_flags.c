@@ -317,6 +317,8 @@ static const combination combinations[] = {
      "--loss-scale: not with --task contrastive (its loss gradient is not scaled)"},
     {{"--task", "contrastive", "--metrics", "m.csv"},
      "--metrics: not with --task contrastive (it writes no per-update metrics)"},
+    {{"--task", "contrastive", "--log", "l.jsonl"},
+     "--log: not with --task contrastive (it writes no per-update metrics)"},
     {{"--task", "contrastive", "--auto-micro-batch"},
      "--auto-micro-batch: not with --task contrastive (its activations are allocated once, "
      "for --micro-batch)"},

@@ -3,7 +3,10 @@ carrying the status and clg_last_error's message."""
 import numbers
 import os
 
+import numpy as np
+
 from ._clgrad_cffi import ffi, lib
+from ._host import host_array, is_torch_tensor
 
 
 class Error(RuntimeError):
@@ -110,6 +113,20 @@ def whole(ctx_ptr, value, what, limit=(1 << 64) - 1):
             or not 0 <= value <= limit):
         refuse(ctx_ptr, "clgrad: %s %r must be an integer in [0, %d]" % (what, value, limit))
     return int(value)
+
+
+def real(ctx_ptr, value, what):
+    """value as a Python float (what a C float takes, which the library
+    then range-checks), or a refusal naming it: a str (float() would
+    parse it), a bool, None. A one-element numpy array or torch tensor is
+    its element, as torch.optim takes a tensor lr."""
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, np.ndarray) or is_torch_tensor(value):
+        host = host_array(value, what)
+        if host.size == 1 and host.dtype.kind in "fiu":
+            return float(host.reshape(()))
+    refuse(ctx_ptr, "clgrad: %s %r must be a real number" % (what, value))
 
 
 def _no_nul(ctx_ptr, value, what):

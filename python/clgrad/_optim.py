@@ -12,7 +12,9 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 from ._clgrad_cffi import ffi, lib
-from ._errors import c_path, c_string, check, refuse, whole
+from ._errors import c_path, c_string, check, real, refuse, whole
+from ._groups import ParamGroup
+from ._host import host_array, is_torch_tensor
 
 _DTYPES = {"fp32": lib.CLG_FP32, "fp16": lib.CLG_FP16, "bf16": lib.CLG_BF16,
            "q8": lib.CLG_Q8, "q4": lib.CLG_Q4, None: lib.CLG_DTYPE_NONE}
@@ -32,11 +34,17 @@ def _choice(table, value, what):
                          % (what, sorted(k for k in table if k), value)) from None
 
 
+def _initial_values(name, spec):
+    """The initial values a tensor's spec gives (a numpy array, a torch
+    tensor through numpy), or None for a shape."""
+    if isinstance(spec, np.ndarray) or is_torch_tensor(spec):
+        return host_array(spec, "tensor %r" % (name,))
+    return None
+
+
 def _shape_of(ctx, name, spec):
-    """A tensor's shape from an array, a length or a sequence of dims (each
-    >= 0: a 0 reaches clgrad, which names the empty tensor)."""
-    if isinstance(spec, np.ndarray):
-        return tuple(spec.shape)
+    """A tensor's shape from a length or a sequence of dims (each >= 0: a 0
+    reaches clgrad, which names the empty tensor)."""
     dims = [spec] if np.ndim(spec) == 0 else list(spec)
     return tuple(whole(ctx._ptr, d, "tensor %r: dim" % (name,)) for d in dims)
 
@@ -80,7 +88,7 @@ def _host_array(ctx, shapes, name, host, dtype):
     """host as a C-contiguous numpy array of the tensor's shape and dtype,
     or a refusal naming what is wrong (nothing reaches the device)."""
     _known(ctx, shapes, name)
-    host = np.asarray(host)
+    host = host_array(host, name)
     if host.dtype != dtype:
         refuse(ctx._ptr, "clgrad: %s: dtype %s, expected %s" % (name, host.dtype, np.dtype(dtype)))
     if host.shape != shapes[name]:
@@ -167,27 +175,31 @@ def _config(kind, ctx_ptr, *, lr=None, betas=None, eps=None, weight_decay=None,
     for field, value in (("lr", lr), ("eps", eps), ("weight_decay", weight_decay),
                          ("momentum", momentum), ("dampening", dampening)):
         if value is not None:
-            setattr(cfg, field, value)
+            setattr(cfg, field, real(ctx_ptr, value, field))
     if betas is not None:
-        cfg.beta1, cfg.beta2 = betas
+        if isinstance(betas, (str, bytes)) or np.shape(betas) != (2,):
+            refuse(ctx_ptr, "clgrad: betas %r must be a pair of real numbers" % (betas,))
+        cfg.beta1, cfg.beta2 = (real(ctx_ptr, b, "betas[%d]" % i) for i, b in enumerate(betas))
     cfg.nesterov, cfg.amsgrad, cfg.maximize = bool(nesterov), bool(amsgrad), bool(maximize)
     cfg.accum_steps = whole(ctx_ptr, accum_steps, "accum_steps", 0xFFFFFFFF)
     cfg.normalize = _choice({"mean": lib.CLG_NORM_MEAN, "sum": lib.CLG_NORM_SUM},
                             normalize, "normalize")
     cfg.fuse_last_micro_step = bool(fuse_last_micro_step)
-    cfg.clip_norm, cfg.clip_value = clip_norm, clip_value
+    cfg.clip_norm = real(ctx_ptr, clip_norm, "clip_norm")
+    cfg.clip_value = real(ctx_ptr, clip_value, "clip_value")
     cfg.nonfinite = _choice(_NONFINITE, nonfinite, "nonfinite")
     if loss_scale == "dynamic":
         cfg.loss_scale = lib.CLG_LOSS_SCALE_DYNAMIC
     elif loss_scale is not None:
-        cfg.loss_scale, cfg.loss_scale_init = lib.CLG_LOSS_SCALE_STATIC, float(loss_scale)
+        cfg.loss_scale = lib.CLG_LOSS_SCALE_STATIC
+        cfg.loss_scale_init = real(ctx_ptr, loss_scale, "loss_scale")
     cfg.state_dtype = _choice(_DTYPES, state_dtype, "state_dtype")
     cfg.acc_dtype = _choice(_DTYPES, acc_dtype, "acc_dtype")
     cfg.master_dtype = _choice(_DTYPES, master_dtype, "master_dtype")
     cfg.schedule.kind = _choice(_SCHEDULES, schedule, "schedule")
     cfg.schedule.warmup = whole(ctx_ptr, warmup, "warmup")
     cfg.schedule.total = whole(ctx_ptr, total_steps, "total_steps")
-    cfg.schedule.min_lr = min_lr
+    cfg.schedule.min_lr = real(ctx_ptr, min_lr, "min_lr")
     cfg.noise_scale, cfg.tensor_norms = bool(noise_scale), bool(tensor_norms)
     cfg.seed = whole(ctx_ptr, seed, "seed")
     cfg.allow_over_device_memory = bool(allow_over_device_memory)
@@ -216,13 +228,27 @@ def _takes_config(fn):
     return checked
 
 
+class _Group:
+    """What the optimizer keeps of a parameter group: clgrad's index and
+    the values clgrad holds (float32), for param_groups."""
+
+    def __init__(self, index, names, lr_mult, weight_decay):
+        self.index, self.names = index, names
+        self.lr_mult, self.weight_decay = np.float32(lr_mult), np.float32(weight_decay)
+
+
+# Keywords fixed at creation: opt.<name> = value raises instead of being
+# ignored (the lr is a property that sets).
+_FIXED = {p.name for p in _CONFIG_KEYWORDS} - {"lr"}
+
+
 class Optimizer:
     """Base of AdamW, Adam, SGD and Lion: see their docstrings and
-    python/README.md. params: {name: shape or numpy array} (arrays give the
-    initial values), or a list of groups {"params": {...}, "lr": ...,
-    "weight_decay": ...} as torch.optim takes them (a group's lr becomes a
-    multiplier of the optimizer's). The keywords (lr, betas, ...) are
-    _config's."""
+    python/README.md. params: {name: shape, numpy array or torch tensor}
+    (arrays and tensors give the initial values), or a list of groups
+    {"params": {...}, "lr": ..., "weight_decay": ...} as torch.optim takes
+    them (a group's lr becomes a multiplier of the optimizer's). The
+    keywords (lr, betas, ...) are _config's."""
     _KIND = None
 
     @_takes_config
@@ -233,8 +259,7 @@ class Optimizer:
         check(lib.clg_model_create(ctx._ptr, cfg, out), ctx._ptr)
         # The model's destructor holds the Context: the context outlives it.
         self._model = ffi.gc(out[0], lambda p, keep=ctx: lib.clg_model_destroy(p))
-        self.lr = cfg.lr
-        self.names, self.shapes, self._index, initial = [], {}, {}, {}
+        self.names, self.shapes, self._index, self._groups, initial = [], {}, {}, [], {}
         groups = [{"params": params}] if isinstance(params, dict) else list(params)
         for g, group in enumerate(groups):
             self._add_group(g, group, initial)
@@ -247,33 +272,43 @@ class Optimizer:
         self.grad_acc = _Views(ctx, self.shapes, self.names, lambda i, n: me()._view(
             lib.clg_model_acc_view, i, n, acc_dtype))
         self._own_grads = None
+        self._attached = set()  # Contrastive objects in its checkpoints (attach)
         for name, values in initial.items():
             self.upload(name, values)
+
+    def __setattr__(self, name, value):
+        if name in _FIXED:
+            raise AttributeError("clgrad: %s is fixed when the optimizer is created; only the lr "
+                                 "can be set (opt.lr, opt.param_groups[i]['lr'])" % name)
+        super().__setattr__(name, value)
 
     def _add_group(self, g, group, initial):
         group = dict(group)
         tensors = group.pop("params")
-        index = 0
+        index, wd, lr_mult = 0, self._cfg().weight_decay, 1.0
         if g > 0 or group:
-            wd = group.pop("weight_decay", -1.0)
-            # clgrad keeps a group's lr as a multiple of the optimizer's
-            group_lr = group.pop("lr", self.lr)
-            if self.lr == 0 and group_lr != 0:
-                refuse(self.ctx._ptr, "clgrad: parameter group %d: lr %g cannot be a multiple of "
-                       "the optimizer's lr 0 (give the optimizer a nonzero lr)" % (g, group_lr))
-            lr_mult = group_lr / self.lr if self.lr != 0 else 1.0
+            if "weight_decay" in group:
+                wd = real(self.ctx._ptr, group.pop("weight_decay"),
+                          "parameter group %d: weight_decay" % g)
+                if wd < 0:  # clg_model_add_group would take it as "the optimizer's"
+                    refuse(self.ctx._ptr, "clgrad: parameter group %d: weight_decay %g must be "
+                           ">= 0" % (g, wd))
+            if "lr" in group:
+                lr_mult = self._lr_mult(g, group.pop("lr"))
             if group:
                 raise TypeError("parameter group: unknown keys %s" % sorted(group))
             out = ffi.new("int *")
             check(lib.clg_model_add_group(self._model, b"group%d" % g, lr_mult, wd, out),
                   self.ctx._ptr)
             index = out[0]
+        self._groups.append(_Group(index, list(tensors), lr_mult, wd))
         for name, spec in tensors.items():
             if not isinstance(name, str):
                 refuse(self.ctx._ptr, "clgrad: tensor names must be str, not %s (%r)"
                        % (type(name).__name__, name))
             c_name = c_string(self.ctx._ptr, name, "tensor name")
-            shape = _shape_of(self.ctx, name, spec)
+            values = _initial_values(name, spec)
+            shape = tuple(values.shape) if values is not None else _shape_of(self.ctx, name, spec)
             count = _count(self.ctx, name, shape)
             out = ffi.new("int *")
             check(lib.clg_model_add_tensor(self._model, c_name, count, index, out), self.ctx._ptr)
@@ -283,8 +318,8 @@ class Optimizer:
             self._index[name] = out[0]
             self.names.append(name)
             self.shapes[name] = shape
-            if isinstance(spec, np.ndarray):
-                initial[name] = spec
+            if values is not None:
+                initial[name] = values
 
     def _view(self, fn, i, name, dtype):
         view = ffi.new("clg_view *")
@@ -333,16 +368,39 @@ class Optimizer:
     def step(self, weight=1.0, grads=None):
         """One micro-step. grads None: path B (the backward wrote weight *
         gradient into grad_acc); a Grads of this optimizer, or {name: numpy
-        array} (uploaded into buffers of its own first): paths A/C. Returns
-        whether the cycle ended in an update."""
+        array or torch tensor} (uploaded into buffers of its own first):
+        paths A/C. Returns whether the cycle ended in an update."""
+        return self._micro(lib.clg_step, "step", weight, grads)
+
+    def step_collect(self, weight=1.0, grads=None):
+        """step(), except on the cycle's last micro-step (clg_step_collect):
+        that one only accumulates (never the fused path C, no statistics,
+        no update) and returns True. The cycle is then pending: step,
+        step_collect, flush and save raise StateError until finish_cycle
+        (or reset_cycle, which drops the cycle). In between, grad_acc may be
+        read and overwritten on ctx.queue (e.g. summed across processes)."""
+        return self._micro(lib.clg_step_collect, "step_collect", weight, grads)
+
+    def finish_cycle(self, weight_sum):
+        """The pending cycle's end (clg_finish_cycle): the statistics the
+        configuration needs over grad_acc as it is now, the mean divided by
+        weight_sum (the sum of every weight that went into grad_acc), and the
+        update."""
+        weight_sum = real(self.ctx._ptr, weight_sum, "finish_cycle: weight_sum")
+        check(lib.clg_finish_cycle(self._model, weight_sum, ffi.NULL), self.ctx._ptr)
+
+    def _micro(self, fn, who, weight, grads):
+        """A micro-step of clg_step or clg_step_collect (fn); -> *updated or
+        *cycle_ready."""
+        weight = real(self.ctx._ptr, weight, "%s: weight" % who)
         if isinstance(grads, dict):
             # All checked before any upload: a refused dict changes nothing.
             hosts = {n: _host_array(self.ctx, self.shapes, n, h, np.float32)
                      for n, h in grads.items()}
             missing = [n for n in self.names if n not in hosts]
             if missing:  # its buffer would hold the last micro-step's gradient
-                refuse(self.ctx._ptr, "clgrad: step: grads has no %s (a dict of gradients "
-                       "holds every tensor)" % ", ".join(map(repr, missing)))
+                refuse(self.ctx._ptr, "clgrad: %s: grads has no %s (a dict of gradients "
+                       "holds every tensor)" % (who, ", ".join(map(repr, missing))))
             if self._own_grads is None:
                 self._own_grads = Grads(self)
             for name, host in hosts.items():
@@ -353,11 +411,58 @@ class Optimizer:
         elif isinstance(grads, Grads) and grads._optimizer() is self:
             handle = grads._ptr
         else:
-            refuse(self.ctx._ptr, "clgrad: step: grads must be None, a dict of numpy arrays "
-                   "or this optimizer's own Grads (opt.grads()), not %s" % type(grads).__name__)
-        updated = ffi.new("int *")
-        check(lib.clg_step(self._model, handle, weight, updated, ffi.NULL), self.ctx._ptr)
-        return bool(updated[0])
+            refuse(self.ctx._ptr, "clgrad: %s: grads must be None, a dict of numpy arrays or "
+                   "torch tensors, or this optimizer's own Grads (opt.grads()), not %s"
+                   % (who, type(grads).__name__))
+        done = ffi.new("int *")
+        check(fn(self._model, handle, weight, done, ffi.NULL), self.ctx._ptr)
+        return bool(done[0])
+
+    # ------------------------------------------------------- learning rates
+    def _cfg(self):
+        return lib.clg_model_get_config(self._model)
+
+    @property
+    def lr(self):
+        """The optimizer's lr (clgrad's float32; with a schedule, the lr it
+        warms up to and decays from). Settable, from the next update on
+        (clg_model_set_lr, refused as at creation); every group's lr is a
+        multiple of it (param_groups), so setting it scales them all."""
+        return float(self._cfg().lr)
+
+    @lr.setter
+    def lr(self, value):
+        check(lib.clg_model_set_lr(self._model, real(self.ctx._ptr, value, "lr")),
+              self.ctx._ptr)
+
+    @property
+    def param_groups(self):
+        """torch.optim's param_groups: a dict per group ("params": tensor
+        names, "lr", "weight_decay", the optimizer's hyperparameters);
+        param_groups[i]["lr"] = x sets group i's lr alone, from the next
+        update on. See clgrad._groups."""
+        return [ParamGroup(self, i) for i in range(len(self._groups))]
+
+    def _lr_mult(self, g, lr):
+        """Group g's lr as clgrad keeps it: a multiple of the optimizer's
+        (0 stays 0, whatever the optimizer's lr becomes)."""
+        lr = real(self.ctx._ptr, lr, "parameter group %d: lr" % g)
+        if lr == 0:
+            return 0.0
+        if self.lr == 0:
+            refuse(self.ctx._ptr, "clgrad: parameter group %d: lr %g cannot be a multiple of "
+                   "the optimizer's lr 0 (give the optimizer a nonzero lr)" % (g, lr))
+        return lr / self.lr
+
+    def _group_lr(self, g):
+        """Group g's lr: the optimizer's times the group's multiplier, as
+        the update multiplies them (float32)."""
+        return float(np.float32(self.lr) * self._groups[g].lr_mult)
+
+    def _set_group_lr(self, g, lr):
+        group, lr_mult = self._groups[g], self._lr_mult(g, lr)
+        check(lib.clg_model_set_group_lr_mult(self._model, group.index, lr_mult), self.ctx._ptr)
+        group.lr_mult = np.float32(lr_mult)
 
     def flush(self):
         """Updates now with the partial cycle (its own weights)."""
@@ -418,11 +523,12 @@ class Optimizer:
         return meta
 
 
-def _plan_dict(fn, arg, ctx_ptr=ffi.NULL):
-    plan = ffi.new("clg_model_plan *", lib.clg_model_plan_init())
-    check(fn(arg, plan), ctx_ptr)
-    return {f: int(getattr(plan, f)) for f, _ in ffi.typeof("clg_model_plan").fields
-            if f != "struct_size"}
+def _plan_dict(fn, arg, ctx_ptr=ffi.NULL, plan="clg_model_plan"):
+    """fn(arg, &p) for a plan struct p of that type (set by its _init), as a
+    dict of its fields."""
+    out = ffi.new(plan + " *", getattr(lib, plan + "_init")())
+    check(fn(arg, out), ctx_ptr)
+    return {f: int(getattr(out, f)) for f, _ in ffi.typeof(plan).fields if f != "struct_size"}
 
 
 class AdamW(Optimizer):

@@ -13,8 +13,11 @@ cannot express is not walked: NULL arguments and out-pointers, struct_size,
 tensor and group indices, raw host counts (Python passes an array's own
 size after checking its shape), malformed clg_events, a queue of another
 cl_context (Context(queue=q) passes q's own), and calls the package does not
-expose (sharding, clg_step_collect, state downloads, the param copy,
-tensor norms, clg_lr_scale, programs and caches)."""
+expose (sharding, state downloads, the param copy, tensor norms,
+clg_lr_scale, programs and caches). Beside it, the traps of issue 35: an
+assignment that would be ignored (a fixed hyperparameter, a param_groups
+key), a value of the wrong type read as something else, a group's negative
+weight decay that clgrad would take as "the optimizer's"."""
 import gc
 import os
 import re
@@ -128,6 +131,23 @@ def over_device_memory(w):
     return clgrad.AdamW(w.ctx, {f"w{i}": (per,) for i in range(k)})
 
 
+def pending(w):
+    """An SGD whose collected cycle (k = 1) waits for finish_cycle."""
+    opt = clgrad.SGD(w.ctx, S)
+    assert opt.step_collect(1.0, w.grads())
+    return opt
+
+
+def contrastive(w, computed=False):
+    """A Contrastive of 4 rows of 8, its batch filled and computed if asked."""
+    c = clgrad.Contrastive(w.ctx, 4, 8)
+    if computed:
+        for side in ("query", "key"):
+            c.fill(side, 0, np.eye(4, 8, dtype=np.float32))
+        c.compute(4)
+    return c
+
+
 def half_of(w):
     data = w.saved(w.opt).read_bytes()
     return w.written("trunc.ckpt", data[:len(data) // 2])
@@ -204,6 +224,14 @@ CONFIGS = [
      "clgrad: seed -3 must be an integer in [0, %s]" % U64),
     ("state_dtype_unknown", clgrad.AdamW, dict(state_dtype="fp8"), ValueError,
      "state_dtype must be one of ['bf16', 'fp16', 'fp32', 'q4', 'q8'], not 'fp8'"),
+    # a str is no number (float() would parse "0.1"), betas a pair
+    ("lr_str", clgrad.AdamW, dict(lr="0.1"), INV, "clgrad: lr '0.1' must be a real number"),
+    ("betas_scalar", clgrad.AdamW, dict(betas=0.9), INV,
+     "clgrad: betas 0.9 must be a pair of real numbers"),
+    ("betas_triple", clgrad.Lion, dict(betas=(0.9, 0.99, 0.5)), INV,
+     "clgrad: betas (0.9, 0.99, 0.5) must be a pair of real numbers"),
+    ("loss_scale_str", clgrad.AdamW, dict(loss_scale="static"), INV,
+     "clgrad: loss_scale 'static' must be a real number"),
 ]
 AVAILABLE = "; available: "
 MISUSE = [
@@ -279,6 +307,37 @@ MISUSE = [
          "clg_model_add_group: weight_decay nan of group 'group1' must be finite"),
     case("group_key", create(params=[{"params": {"w": 4}}, {"params": {"v": 4}, "betas": 0}]),
          TypeError, "parameter group: unknown keys ['betas']"),
+    # clg_model_add_group takes a negative weight decay as "the optimizer's"
+    case("group_wd_negative", create(params=[{"params": {"w": 4}},
+                                             {"params": {"v": 4}, "weight_decay": -0.5}]), INV,
+         "clgrad: parameter group 1: weight_decay -0.5 must be >= 0"),
+    # the lr after creation (clg_model_set_lr, _set_group_lr_mult): refused as at creation
+    case("set_lr", lambda w: setattr(w.opt, "lr", -1.0), INV,
+         "clg_model_set_lr: lr -1 must be finite and >= 0"),
+    case("set_lr_nan", lambda w: setattr(w.opt, "lr", float("nan")), INV,
+         "clg_model_set_lr: lr nan must be finite and >= 0"),
+    case("set_lr_str", lambda w: setattr(w.opt, "lr", "0.1"), INV,
+         "clgrad: lr '0.1' must be a real number"),
+    case("set_lr_below_min_lr",
+         lambda w: setattr(create(lr=1e-3, schedule="cosine", total_steps=10, min_lr=1e-4)(w),
+                           "lr", 5e-5), INV,
+         "clg_model_set_lr: schedule min_lr 0.0001 must be in [0, lr = 5e-05]"),
+    case("set_group_lr", lambda w: w.opt.param_groups[0].__setitem__("lr", -1e-3), INV,
+         "clg_model_set_group_lr_mult: lr_mult -1 of group 'default' must be finite and >= 0"),
+    case("set_group_lr_of_zero",
+         lambda w: create(lr=0.0)(w).param_groups[0].__setitem__("lr", 1e-3), INV,
+         "clgrad: parameter group 0: lr 0.001 cannot be a multiple of the optimizer's lr 0 "
+         "(give the optimizer a nonzero lr)"),
+    case("set_group_fixed", lambda w: w.opt.param_groups[0].__setitem__("weight_decay", 0.1),
+         TypeError, "clgrad: param_groups[0]['weight_decay'] is fixed when the optimizer is "
+         "created; only 'lr' can be set"),
+    case("set_group_unknown", lambda w: w.opt.param_groups[0].__setitem__("momentum", 0.9),
+         KeyError, "\"clgrad: param_groups[0] has no key 'momentum' (clgrad would ignore it); "
+         "its keys are ['amsgrad', 'betas', 'eps', 'lr', 'maximize', 'params', "
+         "'weight_decay']\""),
+    case("set_fixed_attribute", lambda w: setattr(w.opt, "weight_decay", 0.1), AttributeError,
+         "clgrad: weight_decay is fixed when the optimizer is created; only the lr can be set "
+         "(opt.lr, opt.param_groups[i]['lr'])"),
     # views and host copies: Python checks names, shapes and dtypes itself
     case("param_view_name", lambda w: w.opt.params["nope"], INV, "clgrad: no tensor named 'nope'"),
     case("acc_view_name", lambda w: w.opt.grad_acc["nope"], INV, "clgrad: no tensor named 'nope'"),
@@ -306,8 +365,8 @@ MISUSE = [
     case("step_winf", lambda w: w.opt.step(float("inf")), INV,
          "clg_step: weight inf must be finite and > 0"),
     case("step_other_grads", lambda w: w.opt.step(1.0, w.fresh.grads()), INV,
-         "clgrad: step: grads must be None, a dict of numpy arrays or this optimizer's own Grads "
-         "(opt.grads()), not Grads"),
+         "clgrad: step: grads must be None, a dict of numpy arrays or torch tensors, or this "
+         "optimizer's own Grads (opt.grads()), not Grads"),
     case("step_grads_missing", lambda w: w.opt.step(1.0, w.grads(b=None)), INV,
          "clgrad: step: grads has no 'b' (a dict of gradients holds every tensor)"),
     case("step_grads_name", lambda w: w.opt.step(1.0, w.grads(nope=np.ones(4, np.float32))),
@@ -319,6 +378,28 @@ MISUSE = [
          "backward has already added them"),
     case("flush_empty", lambda w: w.fresh.flush(), ST,
          "clg_flush: the current cycle holds no gradients"),
+    # the deferred end of cycle (clg_step_collect, clg_finish_cycle)
+    case("collect_pending", lambda w: pending(w).step(1.0, w.grads()), ST,
+         "clg_step: the cycle's last micro-step was collected (clg_step_collect) and is pending; "
+         "call clg_finish_cycle (or clg_reset_cycle to drop it) first"),
+    case("collect_pending_collect", lambda w: pending(w).step_collect(1.0, w.grads()), ST,
+         "clg_step_collect: the cycle's last micro-step was collected (clg_step_collect) and is "
+         "pending; call clg_finish_cycle (or clg_reset_cycle to drop it) first"),
+    case("collect_w0", lambda w: w.opt.step_collect(0.0), INV,
+         "clg_step_collect: weight 0 must be finite and > 0"),
+    case("collect_grads_missing", lambda w: w.opt.step_collect(1.0, w.grads(b=None)), INV,
+         "clgrad: step_collect: grads has no 'b' (a dict of gradients holds every tensor)"),
+    case("collect_skip_micro",
+         lambda w: create(nonfinite="skip_micro")(w).step_collect(1.0, w.grads()), UNS,
+         "clg_step_collect: CLG_NONFINITE_SKIP_MICRO is not supported with a deferred end of "
+         "cycle; use CLG_NONFINITE_SKIP_UPDATE"),
+    case("finish_none_pending", lambda w: w.opt.finish_cycle(1.0), ST,
+         "clg_finish_cycle: no collected cycle is pending (clg_step_collect has not reported "
+         "*cycle_ready = 1 since the last update)"),
+    case("finish_weight_sum", lambda w: pending(w).finish_cycle(0.0), INV,
+         "clg_finish_cycle: weight_sum 0 must be finite and > 0"),
+    case("finish_weight_sum_str", lambda w: pending(w).finish_cycle("1"), INV,
+         "clgrad: finish_cycle: weight_sum '1' must be a real number"),
     # checkpoints
     case("save_dir", lambda w: w.opt.save(w.tmp / "no-such-dir" / "x.ckpt"), clgrad.FileError,
          Like("clg_checkpoint_save: cannot create temporary file '{tmp}/no-such-dir/x.ckpt.tmp.",
@@ -387,6 +468,43 @@ MISUSE = [
          "clg_model_estimate: state_dtype CLG_Q4 with amsgrad is not supported: the fp32 running "
          "max of v would keep every upward 4-bit rounding error of v for good (use CLG_Q8 or "
          "CLG_BF16 states with AMSGrad)", on_ctx=False),
+    # contrastive losses (clg_contrastive_*)
+    case("contrastive_batch", lambda w: clgrad.Contrastive(w.ctx, 0, 8), INV,
+         "clg_contrastive_create: batch 0 is outside 1..16777216"),
+    case("contrastive_temperature", lambda w: clgrad.Contrastive(w.ctx, 4, 8, temperature=0.0),
+         INV, "clg_contrastive_create: temperature 0 must be finite and >= 0.0001"),
+    case("contrastive_dtype", lambda w: clgrad.Contrastive(w.ctx, 4, 8, dtype="fp16"), INV,
+         "clg_contrastive_create: dtype 1 is not CLG_FP32 or CLG_BF16"),
+    case("contrastive_side", lambda w: contrastive(w).fill("value", 0, np.ones((1, 8))),
+         ValueError, "side must be one of ['key', 'query'], not 'value'"),
+    case("contrastive_fill_dim", lambda w: contrastive(w).fill("query", 0, np.ones((2, 7),
+                                                                                    np.float32)),
+         INV, "clgrad: fill: rows: a float32 array of shape (2, 7), expected rows of shape "
+         "(n, 8), float32 or float16, each row contiguous"),
+    case("contrastive_fill_dtype", lambda w: contrastive(w).fill("query", 0, np.ones((2, 8))),
+         INV, "clgrad: fill: rows: a float64 array of shape (2, 8), expected rows of shape "
+         "(n, 8), float32 or float16, each row contiguous"),
+    case("contrastive_fill_empty",
+         lambda w: contrastive(w).fill("query", 0, np.ones((0, 8), np.float32)), INV,
+         "clg_contrastive_fill: rows [0, 0 + 0) are not a non-empty range within the 4 rows of "
+         "the cache"),
+    case("contrastive_fill_rows",
+         lambda w: contrastive(w).fill("key", 3, np.ones((2, 8), np.float32)), INV,
+         "clg_contrastive_fill: rows [3, 3 + 2) are not a non-empty range within the 4 rows of "
+         "the cache"),
+    case("contrastive_compute_unfilled", lambda w: contrastive(w).compute(4), ST,
+         "clg_contrastive_compute: row 0 of the query side is not filled (rows [0, 4) of both "
+         "sides must be, by clg_contrastive_fill since the last compute's batch)"),
+    case("contrastive_loss_first", lambda w: contrastive(w).loss, ST,
+         "clg_contrastive_loss: no loss of the current batch: call clg_contrastive_compute "
+         "first"),
+    case("contrastive_grad_scale", lambda w: contrastive(w, computed=True).grad(
+        "query", 0, 4, scale=float("inf")), INV, "clg_contrastive_grad: scale inf is not finite"),
+    case("contrastive_grad_rows", lambda w: contrastive(w, computed=True).grad("key", 2, 3),
+         INV, "clg_contrastive_grad: rows [2, 2 + 3) are not a non-empty range within the 4 "
+         "rows of the last compute"),
+    case("contrastive_no_banks", lambda w: contrastive(w, computed=True).bank_push(4), ST,
+         "clg_contrastive_bank_push: this clg_contrastive has no banks (its bank_size is 0)"),
     case("max_params_bytes", lambda w: clgrad.max_params(-1), INV,
          "clgrad: max_params: memory_bytes -1 must be an integer in [0, %s]" % U64, on_ctx=False),
     # a model above the device's global memory (2**31 parameters, 32 GiB, or more on a

@@ -170,7 +170,12 @@ static int after_update(loop *L, size_t len, unsigned print, int *rc)
  * params, bitwise); the others go on to the next agreement. */
 static int evaluate(loop *L)
 {
-    return L->h->evaluate && run_rank0(L->r) ? L->h->evaluate(L->task) : 0;
+    if (!L->h->evaluate || !run_rank0(L->r))
+        return 0;
+    double t0 = progress_now();
+    int rc = L->h->evaluate(L->task);
+    L->r->eval_seconds += progress_now() - t0; /* never training time */
+    return rc;
 }
 
 /* The end of a pass that started epoch_t0 seconds into the training:

@@ -113,10 +113,11 @@ int train_options_clg_config(const train_options *o, clg_config *cfg, char *err,
     cfg->loss_scale = o->loss_scale;
     if (o->loss_scale == CLG_LOSS_SCALE_STATIC)
         cfg->loss_scale_init = o->loss_scale_value;
-    /* Loss scaling skips overflowing updates (GradScaler); --metrics wants
-     * the gradient norm, which the skip check computes on the way. */
-    if (o->loss_scale != CLG_LOSS_SCALE_NONE || o->metrics)
+    /* Loss scaling skips overflowing updates (GradScaler). --metrics wants
+     * the gradient norm and nothing else: it changes no training setting. */
+    if (o->loss_scale != CLG_LOSS_SCALE_NONE)
         cfg->nonfinite = CLG_NONFINITE_SKIP_UPDATE;
+    cfg->grad_norm = o->metrics != NULL || o->log != NULL;
     cfg->seed = o->seed;
     cfg->state_dtype = o->state_dtype;
     cfg->state_rounding = o->state_rounding;

@@ -77,6 +77,7 @@ typedef struct train_options {
     int allow_over_memory; /* --allow-over-device-memory: run a plan above the
                               device's global memory (a device that pages) */
     const char *metrics;
+    const char *log; /* --log: JSON Lines, a line per update as it happens (run_log.h) */
     const char *dump_weights;
     int json;
     int quiet;

@@ -179,6 +179,10 @@ static const flag_def rows[] = {
      .help = "one row per update (written to FILE.tmp.* and renamed at\nthe end: the file is "
              "complete or the old one is kept)",
      .kind = FLAG_TEXT, AT(metrics), .output = 1, .expect = "a file name", .example = "m.csv"},
+    {.name = "--log", .metavar = "FILE.jsonl",
+     .help = "JSON Lines: the run's settings, then a line per update and\nper evaluation, "
+             "each written as it happens (tail -f,\nclgrad-plot; appended to on --resume)",
+     .kind = FLAG_TEXT, AT(log), .output = 1, .expect = "a file name", .example = "run.jsonl"},
     {.name = "--dump-weights", .metavar = "FILE",
      .help = "all parameters at the end, little-endian fp32, in model\norder: fc1.weight [h1 x "
              "784], fc1.bias [h1], fc2.weight,\nfc2.bias, ..., weights row-major [out x in]\n"
@@ -240,14 +244,14 @@ static const flag_def rows[] = {
      .example = ""},
     {.name = "--help", .help = "this text", .kind = FLAG_HELP},
     /* Stored settings that are no flag: the optimizer's (clg_config), the
-     * inf/NaN policy (on with --loss-scale or --metrics) and the data. */
+     * inf/NaN policy (on with --loss-scale) and the data. */
     {.stored = 11, .key = "beta1", .label = "beta1 (the optimizer's)", .store = opt_store_config},
     {.stored = 12, .key = "beta2", .label = "beta2 (the optimizer's)", .store = opt_store_config},
     {.stored = 13, .key = "eps", .label = "eps (the optimizer's)", .store = opt_store_config},
     {.stored = 14, .key = "momentum", .label = "momentum (the optimizer's)",
      .store = opt_store_config},
     {.stored = 25, .key = "nonfinite",
-     .label = "nonfinite (skip inf/NaN updates: on with --loss-scale or --metrics)",
+     .label = "nonfinite (skip inf/NaN updates: on with --loss-scale)",
      .store = opt_store_nonfinite},
     {.stored = 28, .key = "data", .label = "data (CRC-32 of the training samples, --data)",
      .store = opt_store_data},

@@ -24,6 +24,17 @@ void progress_init(progress *p, int quiet, uint64_t total_updates)
     p->total_updates = total_updates ? total_updates : 1;
     p->last_print = progress_now();
     p->bar_shown = 0;
+    p->have_first = 0;
+    if (!p->unit) {
+        p->unit = "samples";
+        p->unit_per_sample = 1;
+    }
+}
+
+void progress_unit(progress *p, const char *unit, double per_sample)
+{
+    p->unit = unit;
+    p->unit_per_sample = per_sample;
 }
 
 static void format_eta(char *buf, size_t len, double s)
@@ -51,14 +62,23 @@ int progress_due(const progress *p, uint64_t updates)
 void progress_update(progress *p, uint64_t updates, uint64_t samples, double train_seconds,
                      unsigned epoch, double loss)
 {
+    if (!p->have_first) {
+        p->have_first = 1;
+        p->first_updates = updates;
+        p->first_seconds = train_seconds;
+    }
     if (!progress_due(p, updates))
         return;
     double now = progress_now();
     p->last_print = now;
-    double rate = train_seconds > 0 ? (double)samples / train_seconds : 0;
-    double per_update = updates ? train_seconds / (double)updates : 0;
-    char eta[32];
-    format_eta(eta, sizeof eta, per_update * (double)(p->total_updates - updates));
+    double rate = train_seconds > 0 ? (double)samples * p->unit_per_sample / train_seconds : 0;
+    char eta[32] = "warming up";
+    if (updates >= p->total_updates) {
+        format_eta(eta, sizeof eta, 0);
+    } else if (updates > p->first_updates) {
+        double per_update = (train_seconds - p->first_seconds) / (double)(updates - p->first_updates);
+        format_eta(eta, sizeof eta, per_update * (double)(p->total_updates - updates));
+    }
     double frac = (double)updates / (double)p->total_updates;
     if (p->tty) {
         char bar[BAR_WIDTH + 1];
@@ -66,14 +86,14 @@ void progress_update(progress *p, uint64_t updates, uint64_t samples, double tra
         for (int i = 0; i < BAR_WIDTH; i++)
             bar[i] = i < fill ? '=' : (i == fill ? '>' : ' ');
         bar[BAR_WIDTH] = 0;
-        fprintf(stderr, "\r\033[K[%s] %3.0f%% %llu/%llu updates  epoch %u  loss %.4f  %.0f samples/s  ETA %s",
+        fprintf(stderr, "\r\033[K[%s] %3.0f%% %llu/%llu updates  epoch %u  loss %.4f  %.0f %s/s  ETA %s",
                 bar, frac * 100, (unsigned long long)updates,
-                (unsigned long long)p->total_updates, epoch, loss, rate, eta);
+                (unsigned long long)p->total_updates, epoch, loss, rate, p->unit, eta);
         p->bar_shown = 1;
     } else {
-        fprintf(stderr, "update %llu/%llu (%.0f%%)  epoch %u  loss %.4f  %.0f samples/s  ETA %s\n",
+        fprintf(stderr, "update %llu/%llu (%.0f%%)  epoch %u  loss %.4f  %.0f %s/s  ETA %s\n",
                 (unsigned long long)updates, (unsigned long long)p->total_updates, frac * 100,
-                epoch, loss, rate, eta);
+                epoch, loss, rate, p->unit, eta);
     }
     fflush(stderr);
 }

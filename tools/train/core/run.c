@@ -1,6 +1,7 @@
 /* run.c - the shared part of a run's setup, position and teardown (see
  * run.h). */
 #include "run.h"
+#include "summary.h"
 #include "clgrad_advanced.h"
 #include "atomic_file.h"
 #include "clblast_status.h"
@@ -284,6 +285,7 @@ static int write_weights(run_state *r, const float *host, uint64_t n)
     free(f);
     if (rc != 0)
         return run_fail(r, "--dump-weights: %s", why);
+    train_note_written("--dump-weights", path);
     return 0;
 }
 

@@ -43,6 +43,7 @@ typedef struct run_state {
     writer_lock lock; /* --checkpoint's, held for the run (run_lock_files) */
     const char *save_path; /* run_save's file: --checkpoint's unless set (--save-initial) */
     atomic_file *metrics;  /* --metrics while it is open (rank 0's under --dist) */
+    struct run_log *log;   /* --log while it is open (rank 0's): run_log.h */
 
     clg_context *ctx;
     int own_ctx;
@@ -66,6 +67,7 @@ typedef struct run_state {
     uint64_t samples_at_start;  /* samples of a resumed run before it */
     uint64_t updates_at_start;
     double train_seconds;
+    double eval_seconds; /* the loop's evaluations (rank 0's) */
     progress prog;
     cl_event ahead[2]; /* the ends of the last updates enqueued (run_bound_queue) */
 } run_state;

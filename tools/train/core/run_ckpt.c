@@ -3,6 +3,7 @@
  * under --dist), and --resume's checks of the file's task and settings
  * before its state is loaded. */
 #include "run.h"
+#include "summary.h"
 #include "file_id.h"
 #include "task.h"
 
@@ -63,8 +64,10 @@ int run_save(run_state *r, const char *const *keys, const char *const *values, s
                                        r->dist ? save_dist : NULL, &ds);
     free(k);
     free(v);
-    if (st == CLG_SUCCESS)
+    if (st == CLG_SUCCESS) {
+        train_note_written(flag, path);
         return 0;
+    }
     if (r->dist)
         return run_fail(r, "%s: %s (%s)", flag, ds.msg[0] ? ds.msg : "out of memory",
                         clg_status_string(st));

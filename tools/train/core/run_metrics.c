@@ -3,6 +3,7 @@
  * place at the end (run_release drops it, the previous file kept, when the
  * run fails). */
 #include "run.h"
+#include "summary.h"
 #include "metrics.h"
 
 #include <stdlib.h>
@@ -61,5 +62,8 @@ int run_metrics_close(run_state *r)
     int bad = metrics_close(r->metrics, why, sizeof why);
     free(r->metrics);
     r->metrics = NULL;
-    return bad ? run_fail(r, "--metrics: %s", why) : 0;
+    if (bad)
+        return run_fail(r, "--metrics: %s", why);
+    train_note_written("--metrics", r->opt->metrics);
+    return 0;
 }

@@ -13,7 +13,7 @@
  * grad-path, state-dtype, state-rounding, state-min-size, master-dtype (a
  * checkpoint saved before they were recorded counts as fp32, nearest, 4096,
  * fp32), loss-scale, nonfinite (skip updates with inf/NaN gradients:
- * on with --loss-scale or --metrics), seed, train-limit (training samples
+ * on with --loss-scale), seed, train-limit (training samples
  * used) and data (a CRC-32 of those samples and their labels).
  * Not compared (they do not change the training): --data's path (its
  * content is), --test-limit (evaluation only), --device, --vram (except

@@ -5,6 +5,7 @@
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 void json_print(const json_field *f, size_t n)
 {
@@ -36,4 +37,38 @@ void train_print_resumed(const char *path, const char *overridden)
     if (overridden[0])
         printf("resumed from %s with settings overridden: %s\n",
                errmsg_escape(path, safe, sizeof safe), overridden);
+}
+
+enum { MAX_WRITTEN = 8 };
+static struct {
+    const char *flag;
+    char path[4096];
+} written[MAX_WRITTEN];
+static int n_written;
+
+void train_note_written(const char *flag, const char *path)
+{
+    int i = 0;
+    while (i < n_written && strcmp(written[i].flag, flag) != 0)
+        i++;
+    if (i == MAX_WRITTEN)
+        return;
+    n_written += i == n_written;
+    written[i].flag = flag;
+    snprintf(written[i].path, sizeof written[i].path, "%s", path);
+}
+
+void train_forget_written(void)
+{
+    n_written = 0;
+}
+
+void train_print_written(void)
+{
+    char safe[ERRMSG_ESCAPED_SIZE(4096)];
+    for (int i = 0; i < n_written; i++)
+        printf("%s %s %s", i ? "," : "wrote", written[i].flag,
+               errmsg_escape(written[i].path, safe, sizeof safe));
+    if (n_written)
+        printf("\n");
 }

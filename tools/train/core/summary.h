@@ -49,4 +49,13 @@ void train_print_error(const char *err);
  * was overridden. */
 void train_print_resumed(const char *path, const char *overridden);
 
+/* The files this process's run has written, one per output flag (its last
+ * path): noted where each is put in place, named by the summary
+ * ("wrote --checkpoint ck.st, --dump-weights w.bin"). A process runs one
+ * run at a time; train_check_files starts each run's list afresh. */
+void train_note_written(const char *flag, const char *path);
+void train_forget_written(void);
+/* The line naming them (nothing when there are none). */
+void train_print_written(void);
+
 #endif /* TRAIN_SUMMARY_H */

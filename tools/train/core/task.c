@@ -1,6 +1,7 @@
 /* task.c - --task and the command line of a run with its task's flags
  * (see task.h). */
 #include "task.h"
+#include "summary.h"
 #include "errmsg.h"
 #include "dataset.h"
 #include "outpaths.h"
@@ -106,6 +107,7 @@ void train_cli_usage(FILE *f)
 int train_check_files(task_data_files_fn data_files, const train_options *o, int with_data,
                       char *err, size_t errlen)
 {
+    train_forget_written(); /* a run starts */
     path_list data = {0};
     int rc = 0;
     if (with_data && o->data_dir)

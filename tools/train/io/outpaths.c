@@ -24,8 +24,10 @@ int outpaths_check(const train_options *o, const path_list *data, char *err, siz
     const char *tuning = tuning_spec_file(o->tuning);
     if (tuning && input_check_present("--tuning", tuning, err, errlen) != 0)
         return -1;
-    const char *out_flags[] = {"--checkpoint", "--metrics", "--dump-weights", "--save-initial"};
-    const char *out_paths[] = {o->checkpoint, o->metrics, o->dump_weights, o->save_initial};
+    const char *out_flags[] = {"--checkpoint", "--metrics", "--dump-weights", "--save-initial",
+                               "--log"};
+    const char *out_paths[] = {o->checkpoint, o->metrics, o->dump_weights, o->save_initial,
+                               o->log};
     enum { N_OUT = sizeof out_paths / sizeof *out_paths };
     size_t n_data = data ? data->n : 0, n = 0;
     named_file *f = malloc((N_OUT + 1 + n_data) * sizeof *f);

@@ -30,6 +30,7 @@ static void print_json(const train_options *o, const train_result *r)
         JSON_NUM("params", r->params),
         JSON_NUM("samples_per_s", r->samples_per_s),
         JSON_NUM("train_seconds", r->train_seconds),
+        JSON_NUM("eval_seconds", r->eval_seconds),
         JSON_NUM("total_seconds", r->total_seconds),
         JSON_NUM("peak_device_bytes", r->peak_device_bytes),
         JSON_NUM("data_bytes", r->data_bytes),
@@ -52,6 +53,7 @@ int classify_print_summary(const train_options *opt, const train_result *res)
            res->update_samples < res->batch ? ", the whole training set" : "", res->epochs,
            res->train_seconds, res->samples_per_s, (unsigned long long)res->peak_device_bytes);
     train_print_resumed(opt->resume, res->overridden);
+    train_print_written();
     if (opt->json)
         print_json(opt, res);
     return fflush(stdout) == 0 ? 0 : 1;

@@ -6,6 +6,7 @@
 #include "trainer_internal.h"
 #include "dist.h"
 #include "errmsg.h"
+#include "run_log.h"
 #include "task.h"
 
 #include <errno.h>
@@ -118,6 +119,8 @@ int train_run_dist(const train_options *opt, const train_io *io, train_dist_hook
         goto out;
     if (run_metrics_open(&t->run, run_rank0(&t->run)) != 0)
         goto out;
+    if (run_log_open(&t->run, &(run_log_info){res->device, res->clblast_tuning, NULL}) != 0)
+        goto out;
     if (dist) {
         /* Every rank set up (or the failed one's message on every rank),
          * then the collective part: from here to the end of the loop
@@ -130,6 +133,8 @@ int train_run_dist(const train_options *opt, const train_io *io, train_dist_hook
         goto out;
     t->dist_pending = dist != NULL; /* rank 0's outputs: agreed at `out' */
     if (run_metrics_close(&t->run) != 0)
+        goto out;
+    if (run_log_close(&t->run) != 0)
         goto out;
     clg_stats stats = clg_stats_init();
     clg_status st = clg_model_stats(t->run.model, 1, &stats);
@@ -144,6 +149,7 @@ int train_run_dist(const train_options *opt, const train_io *io, train_dist_hook
     res->micro_steps = t->run.micro_steps;
     res->samples = t->run.samples;
     res->train_seconds = t->run.train_seconds;
+    res->eval_seconds = t->run.eval_seconds;
     res->samples_per_s = run_samples_per_s(&t->run);
     res->peak_device_bytes = clg_context_peak_device_bytes(t->run.ctx);
     res->data_bytes = t->run.dtrain.bytes + t->run.dtest.bytes;
@@ -155,6 +161,7 @@ out:
             rc = -1;
         dist->stop(dist); /* collective: every rank gets here, together */
     }
+    run_log_release(&t->run);
     trainer_teardown(t);
     res->total_seconds = progress_now() - t_start;
     return rc;

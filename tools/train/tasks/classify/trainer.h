@@ -31,7 +31,7 @@ typedef struct train_result {
     unsigned halvings;                 /* --auto-micro-batch halvings */
     uint64_t params;
     float lr;                          /* base lr after --lr-scale */
-    double train_seconds, total_seconds, samples_per_s;
+    double train_seconds, eval_seconds, total_seconds, samples_per_s;
     uint64_t peak_device_bytes;        /* clgrad's peak incl. reservations */
     uint64_t data_bytes;               /* of which the data set on the device */
     uint64_t activation_bytes;         /* of which activations (final b) */

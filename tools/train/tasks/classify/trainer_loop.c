@@ -6,6 +6,7 @@
 #include "trainer_internal.h"
 #include "loop.h"
 #include "position.h"
+#include "run_log.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -147,7 +148,7 @@ static int read_sums(void *task, float *s)
  * rank); rank 0, which alone has the file, writes. */
 static int has_metrics(void *task)
 {
-    return ((trainer *)task)->run.opt->metrics != NULL;
+    return run_logs_every_update(&((trainer *)task)->run);
 }
 
 static int metrics_line(void *task, size_t len, const float *s)
@@ -155,7 +156,8 @@ static int metrics_line(void *task, size_t len, const float *s)
     trainer *t = task;
     if (trainer_clear_update_loss(t) != 0)
         return -1;
-    return run_metrics_row(&t->run, s[2] / (double)len);
+    double loss = s[2] / (double)len;
+    return run_metrics_row(&t->run, loss) != 0 ? -1 : run_log_update(&t->run, loss);
 }
 
 static double running_loss(void *task, const float *s, uint64_t epoch_samples)
@@ -172,7 +174,9 @@ static int save(void *task)
 static int evaluate(void *task)
 {
     trainer *t = task;
-    return trainer_evaluate(t, &t->res->test_loss, &t->res->test_accuracy);
+    if (trainer_evaluate(t, &t->res->test_loss, &t->res->test_accuracy) != 0)
+        return -1;
+    return run_log_eval(&t->run, "test", t->res->test_loss, &t->res->test_accuracy);
 }
 
 static int epoch_end(void *task, const float *s, uint64_t epoch_samples, double secs)

@@ -96,6 +96,7 @@ static const flag_limit limits[] = {
      .why = "its GEMMs read fp32 parameters; it keeps no fp32 copy of bf16 ones"},
     {.flag = "--loss-scale", .why = "its loss gradient is not scaled"},
     {.flag = "--metrics", .why = "it writes no per-update metrics"},
+    {.flag = "--log", .why = "it writes no per-update metrics"},
     {.flag = "--auto-micro-batch", .why = "its activations are allocated once, for --micro-batch"},
     {.flag = "--tuning", .takes = "off", .why = "its GEMMs run on CLBlast's default parameters"},
     {.flag = "--dist", .why = "it does not run under MPI"},

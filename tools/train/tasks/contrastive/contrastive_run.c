@@ -124,6 +124,7 @@ int contrastive_main(const train_options *o, const con_options *c)
     if (!isnan(r.knn_accuracy_init))
         printf("kNN test accuracy before training %.4f\n", r.knn_accuracy_init);
     train_print_resumed(o->resume, r.overridden);
+    train_print_written();
     if (o->json)
         print_json(o, c, &r);
     return fflush(stdout) == 0 ? 0 : 1;

@@ -4,6 +4,7 @@
  * per-epoch line, and checkpoints. */
 #include "gpt_run_internal.h"
 #include "loop.h"
+#include "run_log.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -65,7 +66,7 @@ static int micro(void *task, size_t off, unsigned rows)
     const devdata *d = &t->run.dtrain;
     gpt_tokens tok = {d->images, d->idx, (cl_uint)off, t->shape.context + 1};
     cl_int e = gpt_forward(t->m, &tok, rows, t->sums[GPT_TRAIN_SUMS]);
-    if (e == CL_SUCCESS && t->run.opt->metrics)
+    if (e == CL_SUCCESS && run_logs_every_update(&t->run))
         e = gpt_add_loss(t->m, rows, t->sums[GPT_UPDATE_SUMS]);
     int path_b = t->run.opt->path == GRAD_PATH_B;
     float dscale = path_b ? 1.0f : 1.0f / (float)rows;
@@ -115,7 +116,7 @@ static void profile_collect(gpt_trainer *t)
  * it does not lose precision as the epoch's sums grow. */
 static int has_metrics(void *task)
 {
-    return ((gpt_trainer *)task)->run.opt->metrics != NULL;
+    return run_logs_every_update(&((gpt_trainer *)task)->run);
 }
 
 static int metrics_row(void *task, size_t len, const float *s)
@@ -124,18 +125,19 @@ static int metrics_row(void *task, size_t len, const float *s)
     gpt_trainer *t = task;
     if (zero_sums(t, GPT_UPDATE_SUMS) != 0)
         return -1;
-    return run_metrics_row(&t->run, s[3] > 0 ? s[2] / (double)s[3] : NAN);
+    double loss = s[3] > 0 ? s[2] / (double)s[3] : NAN;
+    return run_metrics_row(&t->run, loss) != 0 ? -1 : run_log_update(&t->run, loss);
 }
 
 /* the epoch's loss and positions, then the update's (zeros without
- * --metrics) */
+ * --metrics or --log) */
 static int read_sums(void *task, float *s)
 {
     gpt_trainer *t = task;
     if (read_sums_of(t, GPT_TRAIN_SUMS, s) != 0)
         return -1;
     s[2] = s[3] = 0.0f;
-    return t->run.opt->metrics ? read_sums_of(t, GPT_UPDATE_SUMS, s + 2) : 0;
+    return run_logs_every_update(&t->run) ? read_sums_of(t, GPT_UPDATE_SUMS, s + 2) : 0;
 }
 
 static double running_loss(void *task, const float *s, uint64_t epoch_samples)
@@ -150,12 +152,21 @@ static int save(void *task)
     return task_settings_save(&t->run, &t->settings);
 }
 
+int gpt_sampling_only(const gpt_trainer *t)
+{
+    return t->g->sample && t->run.updates_at_start >= t->run.total_updates;
+}
+
 /* The evaluation's forwards are no training time: not profiled. */
 static int evaluate(void *task)
 {
     gpt_trainer *t = task;
+    if (gpt_sampling_only(t))
+        return 0;
     profile_collect(t);
     int rc = gpt_evaluate(t);
+    if (rc == 0)
+        rc = run_log_eval(&t->run, "validation", t->res->val_loss, NULL);
     gpt_profile(t->m, t->g->profile);
     return rc;
 }

@@ -3,6 +3,7 @@
  * end), evaluate, --dump-weights, --sample, and the summary and --json. */
 #include "gpt_run_internal.h"
 #include "dist.h"
+#include "run_log.h"
 #include "summary.h"
 #include "task.h"
 
@@ -64,6 +65,9 @@ int gpt_run_dist(const train_options *o, const gpt_options *g, const train_io *i
         goto out;
     if (run_metrics_open(&t->run, run_rank0(&t->run)) != 0)
         goto out;
+    run_log_info log = {res->device, res->clblast_tuning, &t->settings};
+    if (run_log_open(&t->run, &log) != 0)
+        goto out;
     if (dist) {
         /* every rank set up, then the collective part, where every rank
          * fails together */
@@ -78,12 +82,18 @@ int gpt_run_dist(const train_options *o, const gpt_options *g, const train_io *i
     pending = dist != NULL; /* rank 0's outputs: agreed at `out' */
     if (run_metrics_close(&t->run) != 0)
         goto out;
-    res->peak_device_bytes = clg_context_peak_device_bytes(t->run.ctx);
-    double t1 = progress_now();
-    /* the loop evaluated at its end (rank 0) */
-    if (run_rank0(&t->run) && isnan(res->val_loss) && gpt_evaluate(t) != 0)
+    if (run_log_close(&t->run) != 0)
         goto out;
-    res->eval_seconds = progress_now() - t1;
+    res->peak_device_bytes = clg_context_peak_device_bytes(t->run.ctx);
+    /* the loop evaluated at its end (rank 0), unless it had nothing to do;
+     * a --sample of a finished run evaluated nothing (its hook returned) */
+    res->eval_seconds = gpt_sampling_only(t) ? 0 : t->run.eval_seconds;
+    if (run_rank0(&t->run) && isnan(res->val_loss) && !gpt_sampling_only(t)) {
+        double t1 = progress_now();
+        if (gpt_evaluate(t) != 0)
+            goto out;
+        res->eval_seconds += progress_now() - t1;
+    }
     if (run_dump_weights(&t->run, io, run_rank0(&t->run)) != 0)
         goto out;
     if (g->sample && run_rank0(&t->run) && gpt_sample(t) != 0)
@@ -100,6 +110,7 @@ out:
             rc = -1;
         dist->stop(dist); /* collective: every rank gets here, together */
     }
+    run_log_release(&t->run);
     gpt_teardown(t);
     res->total_seconds = progress_now() - t0;
     return rc;
@@ -168,13 +179,19 @@ static int print_summary(const train_options *o, const gpt_options *g, const gpt
 {
     char split[64];
     train_split_text(split, sizeof split, r->update_samples, r->micro_batch);
-    printf("validation loss %.4f nats/byte (%.3f bits; unigram %.3f, bigram %.3f) after %" PRIu64
-           " updates of %u sequences of %u bytes (%s); %.1f s training, %.0f tokens/s, peak "
-           "device bytes %" PRIu64 "\n",
-           r->val_loss, gpt_bits(r->val_loss), gpt_bits(r->base.unigram), gpt_bits(r->base.bigram),
+    if (isnan(r->val_loss))
+        printf("not evaluated (a --sample of a finished run; --resume it without --sample to "
+               "evaluate)");
+    else
+        printf("validation loss %.4f nats/byte (%.3f bits; unigram %.3f, bigram %.3f)",
+               r->val_loss, gpt_bits(r->val_loss), gpt_bits(r->base.unigram),
+               gpt_bits(r->base.bigram));
+    printf(" after %" PRIu64 " updates of %u sequences of %u bytes (%s); %.1f s training, %.0f "
+           "tokens/s, %.1f s evaluating, peak device bytes %" PRIu64 "\n",
            r->updates, r->update_samples, g->context, split, r->train_seconds,
-           r->samples_per_s * g->context, r->peak_device_bytes);
+           r->samples_per_s * g->context, r->eval_seconds, r->peak_device_bytes);
     train_print_resumed(o->resume, r->overridden);
+    train_print_written();
     if (g->profile)
         print_profile(r);
     if (o->json)

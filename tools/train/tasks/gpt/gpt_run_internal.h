@@ -33,6 +33,10 @@ typedef struct gpt_trainer {
 enum { GPT_TRAIN_SUMS = 0, GPT_EVAL_SUMS = 1, GPT_UPDATE_SUMS = 2, GPT_N_SUMS = 3 };
 #define GPT_SUMS_BYTES (GPT_N_SUMS * 2 * sizeof(float)) /* all of them */
 
+/* A --sample of a finished run's checkpoint: no training, and no
+ * evaluation (nobody asked for one; a --resume without --sample gives it). */
+int gpt_sampling_only(const gpt_trainer *t);
+
 #define gpt_fail(t, ...)          run_fail(&(t)->run, __VA_ARGS__)
 #define gpt_fail_clg(t, what, st) run_fail_clg(&(t)->run, what, st)
 #define gpt_fail_cl(t, what, e)   run_fail_cl(&(t)->run, what, e)

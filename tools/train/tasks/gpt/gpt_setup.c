@@ -212,6 +212,7 @@ int gpt_setup(gpt_trainer *t, const train_io *io)
                         o->data_dir);
     if (run_plan_order(&t->run, n_train) != 0 || build_model(t) != 0)
         return -1;
+    progress_unit(&t->run.prog, "tokens", t->shape.context); /* as the summary counts */
     /* the tuning is checked on this run's own GEMM shapes before it is used */
     mlp_gemm_shape shapes[MLP_GEMMS_MAX];
     size_t n_shapes = gpt_gemm_shapes(&t->shape, t->run.b, shapes, MLP_GEMMS_MAX);

@@ -737,8 +737,8 @@ CLG_API clg_status clg_checkpoint_save_gathered(clg_model *model, const char *pa
 
 /* In-batch contrastive losses (InfoNCE, CLIP, dense retrieval), where k
  * micro-batches are not one batch of k times the size: each micro-batch
- * would see only its own negatives. Two fixes (README, "Contrastive
- * losses"; docs/design.md, section 7):
+ * would see only its own negatives. Two fixes (docs/library.md,
+ * "Contrastive losses"; docs/design.md, section 6):
  *  - GradCache (Gao et al. 2021): forward every micro-batch without
  *    building a graph, fill its representations into the cache, compute
  *    the loss of the whole batch and its gradient with respect to every

@@ -1,6 +1,8 @@
-/* main.c - clgrad-train: trains an MLP on Fashion-MNIST with CLBlast and
- * clgrad's gradient accumulation; prints a summary (and with --json a JSON
- * object as the last line) on stdout, progress on stderr. */
+/* main.c - clgrad-train: parses the command line once and runs the task
+ * --task names (classify by default; contrastive, gpt: tasks/tasks.c) with
+ * CLBlast and clgrad's gradient accumulation, under MPI with --dist; prints
+ * a summary (and with --json a JSON object as the last line) on stdout,
+ * progress on stderr. */
 #include "errmsg.h"
 #include "options.h"
 #include "summary.h"

@@ -282,8 +282,8 @@ const flag_table train_flag_table = {
     .rows = rows,
     .n = sizeof rows / sizeof *rows,
     .preface = "usage: clgrad-train [options]\n"
-               "Trains an MLP on Fashion-MNIST with CLBlast and clgrad's gradient "
-               "accumulation.\n",
+               "Trains with CLBlast and clgrad's gradient accumulation: an MLP classifier on\n"
+               "Fashion-MNIST (the default), a contrastive encoder or a byte-level GPT (--task).\n",
     .footer = "A number is the whole argument, in range, and one a float holds (--lr 1e-46 is\n"
               "refused: as a float it is 0). Output paths are checked before the run: their\n"
               "directories must exist and be writable, and no output may name another output\n"

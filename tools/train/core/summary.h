@@ -28,7 +28,7 @@ typedef struct json_field {
     }
 
 /* The shape of a run's updates, from a result struct with these members
- * (train_result, con_result), in the order both tasks print them. */
+ * (train_result, con_result, gpt_result), in the order the tasks print them. */
 #define JSON_RUN_SHAPE(r)                                                                          \
     JSON_NUM("micro_steps", (r)->micro_steps), JSON_NUM("samples", (r)->samples),                  \
         JSON_NUM("epochs", (r)->epochs), JSON_NUM("batch", (r)->batch),                            \

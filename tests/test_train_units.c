@@ -16,6 +16,7 @@
 #include "dataset.h"
 #include "errmsg.h"
 #include "idx.h"
+#include "input_file.h"
 #include "memplan.h"
 #include "metrics.h"
 #include "options.h"
@@ -1181,6 +1182,35 @@ static void test_memplan_refuse(void **state)
     assert_string_equal(err, "");
 }
 
+/* Issue 36: a file that grows between its open and its read is refused,
+ * not read on; one that shrinks too. */
+static void test_input_read_size_changes(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/clgrad-input-XXXXXX";
+    int w = mkstemp(path);
+    assert_true(w >= 0);
+    assert_int_equal(write(w, "0123456789", 10), 10);
+    char why[256], buf[16];
+    size_t size = 0;
+    int fd = input_open(path, UINT64_MAX, &size, why, sizeof why);
+    assert_true(fd >= 0);
+    assert_int_equal(size, 10);
+    assert_int_equal(write(w, "more", 4), 4); /* a writer appends meanwhile */
+    assert_int_equal(input_read(fd, buf, size, why, sizeof why), -1);
+    assert_string_equal(why, "grew while it was read (past its 10 bytes)");
+    close(fd);
+    fd = input_open(path, UINT64_MAX, &size, why, sizeof why);
+    assert_true(fd >= 0);
+    assert_int_equal(size, 14);
+    assert_int_equal(ftruncate(w, 6), 0);
+    assert_int_equal(input_read(fd, buf, size, why, sizeof why), -1);
+    assert_string_equal(why, "shrank while it was read (6 of 14 bytes)");
+    close(fd);
+    close(w);
+    unlink(path);
+}
+
 /* What progress_update prints on stderr (not a terminal), made due. */
 static void progress_line(progress *p, uint64_t updates, uint64_t samples, double secs,
                           char *out, size_t len)
@@ -1254,6 +1284,7 @@ int main(void)
         cmocka_unit_test(test_errmsg_escape),
         cmocka_unit_test(test_memplan_refuse),
         cmocka_unit_test(test_progress_eta),
+        cmocka_unit_test(test_input_read_size_changes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

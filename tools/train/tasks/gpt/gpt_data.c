@@ -128,6 +128,34 @@ int gpt_corpus_files(const char *path, path_list *files, char *err, size_t errle
     return 0;
 }
 
+static int too_small(const char *path, uint64_t n, char *err, size_t errlen)
+{
+    return errmsg_set(err, errlen, "--data: %s: %" PRIu64 " bytes; a corpus needs at least 2",
+                      path, n);
+}
+
+static int no_window(const char *what, uint64_t n, unsigned T, char *err, size_t errlen)
+{
+    return errmsg_set(err, errlen,
+                      "--data: the %s split has %" PRIu64 " bytes, fewer than a window of "
+                      "--context %u + 1",
+                      what, n, T);
+}
+
+int gpt_corpus_fits(const char *path, uint64_t n, unsigned T, char *err, size_t errlen)
+{
+    if (n < 2)
+        return too_small(path, n, err, errlen);
+    size_t w[2];
+    gpt_corpus_windows(n, T, w);
+    uint64_t n_train = gpt_split((size_t)n);
+    if (!w[0])
+        return no_window("training", n_train, T, err, errlen);
+    if (!w[1])
+        return no_window("validation", n - n_train, T, err, errlen);
+    return 0;
+}
+
 int gpt_corpus_read(const path_list *files, const char *path, gpt_corpus *c, char *err,
                     size_t errlen)
 {
@@ -136,8 +164,7 @@ int gpt_corpus_read(const path_list *files, const char *path, gpt_corpus *c, cha
     for (size_t i = 0; rc == 0 && i < files->n; i++)
         rc = append_file(c, files->path[i], err, errlen);
     if (rc == 0 && c->n < 2)
-        rc =
-            errmsg_set(err, errlen, "--data: %s: %zu bytes; a corpus needs at least 2", path, c->n);
+        rc = too_small(path, c->n, err, errlen);
     if (rc != 0) {
         gpt_corpus_free(c);
         return -1;
@@ -187,10 +214,7 @@ int gpt_windows_make(const uint8_t *bytes, size_t n, unsigned T, const char *wha
     memset(w, 0, sizeof *w);
     size_t count = gpt_window_count(n, T), dim = (size_t)T + 1;
     if (count == 0)
-        return errmsg_set(err, errlen,
-                          "--data: the %s split has %zu bytes, fewer than a window "
-                          "of --context %u + 1",
-                          what, n, T);
+        return no_window(what, n, T, err, errlen);
     w->images = malloc(count * dim);
     w->labels = calloc(count, 1);
     if (!w->images || !w->labels) {

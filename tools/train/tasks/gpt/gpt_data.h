@@ -53,6 +53,10 @@ size_t gpt_window_count(size_t n, unsigned T);
 /* The training and validation windows of a corpus of n bytes (gpt_split,
  * gpt_window_count): what a run plans from before it reads the corpus. */
 void gpt_corpus_windows(uint64_t n, unsigned T, size_t windows[2]);
+/* Whether a corpus of n bytes at path gives windows of T + 1 bytes to both
+ * splits, as gpt_corpus_read and gpt_windows_make will require: 0, or -1
+ * with their message (a plan of no window would divide by zero). */
+int gpt_corpus_fits(const char *path, uint64_t n, unsigned T, char *err, size_t errlen);
 /* The host memory the run holds for a corpus of n bytes: the bytes, and
  * the windows (T + 1 bytes each) with their labels. */
 uint64_t gpt_corpus_host_bytes(uint64_t n, unsigned T);

@@ -42,6 +42,8 @@ static int count_windows(gpt_trainer *t, const train_io *io, size_t *n_train, si
         if (gpt_corpus_files(o->data_dir, &t->files, t->run.err, t->run.errlen) != 0)
             return -1;
         uint64_t bytes = path_list_bytes(&t->files);
+        if (gpt_corpus_fits(o->data_dir, bytes, t->shape.context, t->run.err, t->run.errlen) != 0)
+            return -1;
         uint64_t need = gpt_corpus_host_bytes(bytes, t->shape.context);
         uint64_t host = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
         if (need > host)
@@ -112,6 +114,8 @@ static int choose_micro_batch(gpt_trainer *t, size_t n_train, size_t n_test)
         return -1;
     gpt_act_bytes a = gpt_activation_bytes(&t->shape);
     unsigned cap = o->batch < n_train ? o->batch : (unsigned)n_train;
+    if (cap == 0) /* a caller's empty set (the corpus's are checked when listed) */
+        return gpt_fail(t, "--data: no training window to plan a micro-batch for");
     uint64_t device = clg_context_device_info(t->run.ctx)->global_mem_size;
     uint64_t avail = t->g->memory ? t->g->memory : o->vram ? o->vram : device;
     t->run.b = o->micro_batch < cap ? o->micro_batch : cap;

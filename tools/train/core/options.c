@@ -117,7 +117,7 @@ int train_options_clg_config(const train_options *o, clg_config *cfg, char *err,
      * the gradient norm and nothing else: it changes no training setting. */
     if (o->loss_scale != CLG_LOSS_SCALE_NONE)
         cfg->nonfinite = CLG_NONFINITE_SKIP_UPDATE;
-    cfg->grad_norm = o->metrics != NULL || o->log != NULL;
+    cfg->grad_norm = train_options_watch_updates(o);
     cfg->seed = o->seed;
     cfg->state_dtype = o->state_dtype;
     cfg->state_rounding = o->state_rounding;
@@ -143,6 +143,11 @@ void train_split_text(char *buf, size_t len, uint64_t n, unsigned b)
         snprintf(buf, len, "%u + %" PRIu64, b, r);
     else
         snprintf(buf, len, "%" PRIu64 " x %u + %" PRIu64, q, b, r);
+}
+
+int train_options_watch_updates(const train_options *o)
+{
+    return o->metrics != NULL || o->log != NULL;
 }
 
 int train_options_check(train_options *o, char *err, size_t errlen)

@@ -110,6 +110,10 @@ int train_options_parse(int argc, char **argv, train_options *o, char *err, size
  * gradients, ...); parse calls it. */
 int train_options_check(train_options *o, char *err, size_t errlen);
 
+/* Whether the run watches every update (--metrics or --log): it then asks
+ * clgrad for the gradient norm, and reads its statistics after each one. */
+int train_options_watch_updates(const train_options *o);
+
 /* The combinations the limits of table t (the core's, or a task's: the
  * core flags it cannot take) refuse for o (flags.h); parse checks the
  * core's. 0, or -1 with the message. */

@@ -227,7 +227,7 @@ int run_bound_queue(run_state *r);
  * the run; run_release drops it (the previous file stays) when the run did
  * not get there. Each returns 0, or -1 with a message. */
 int run_metrics_open(run_state *r, int writes);
-int run_metrics_row(run_state *r, double loss);
+int run_metrics_row(run_state *r, double loss, const clg_stats *st);
 int run_metrics_close(run_state *r);
 
 /* --tuning (run_tuning.c), before the run's first GEMM (CLBlast builds its

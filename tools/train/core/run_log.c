@@ -20,7 +20,7 @@ struct run_log {
 
 int run_logs_every_update(const run_state *r)
 {
-    return r->opt->metrics != NULL || r->opt->log != NULL;
+    return train_options_watch_updates(r->opt);
 }
 
 /* Wall-clock (Unix) time: a reader compares it with its own clock, e.g.
@@ -149,13 +149,11 @@ int run_log_open(run_state *r, const run_log_info *info)
     return put(r, header(r, info));
 }
 
-int run_log_update(run_state *r, double loss)
+static int log_update(run_state *r, double loss, const clg_stats *stats)
 {
-    clg_stats st;
     if (!r->log)
         return 0;
-    if (read_stats(r, &st) != 0)
-        return -1;
+    const clg_stats st = *stats;
     cJSON *j = line_of(r, "update");
     if (j) {
         cJSON_AddNumberToObject(j, "epoch", (double)r->epoch + 1);
@@ -168,6 +166,17 @@ int run_log_update(run_state *r, double loss)
         add_rate(j, r);
     }
     return put(r, j);
+}
+
+int run_watch_update(run_state *r, double loss)
+{
+    clg_stats st;
+    if (!run_logs_every_update(r))
+        return 0;
+    /* one read of clgrad's statistics for the --metrics row and the line */
+    if (read_stats(r, &st) != 0 || run_metrics_row(r, loss, &st) != 0)
+        return -1;
+    return log_update(r, loss, &st);
 }
 
 int run_log_eval(run_state *r, const char *split, double loss, const double *accuracy)

@@ -37,8 +37,10 @@ int run_logs_every_update(const run_state *r);
 /* Opens --log (on rank 0; nothing without the flag) and writes the
  * header: after the run's settings are built and --resume loaded. */
 int run_log_open(run_state *r, const run_log_info *info);
-/* The line of the update just done: loss is its mean training loss. */
-int run_log_update(run_state *r, double loss);
+/* After the update just done (loss: its mean training loss), with
+ * --metrics or --log: clgrad's statistics read once, then the --metrics
+ * row and the --log line. */
+int run_watch_update(run_state *r, double loss);
 /* An evaluation on split ("test", "validation"); accuracy NULL when the
  * task measures none. */
 int run_log_eval(run_state *r, const char *split, double loss, const double *accuracy);

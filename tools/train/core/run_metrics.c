@@ -24,14 +24,11 @@ int run_metrics_open(run_state *r, int writes)
     return 0;
 }
 
-int run_metrics_row(run_state *r, double loss)
+int run_metrics_row(run_state *r, double loss, const clg_stats *stats)
 {
     if (!r->metrics)
         return 0;
-    clg_stats st = clg_stats_init();
-    clg_status cs = clg_model_stats(r->model, 1, &st);
-    if (cs != CLG_SUCCESS)
-        return run_fail_clg(r, "clg_model_stats", cs);
+    const clg_stats st = *stats;
     metrics_row row = {
         .update = r->updates,
         .micro_steps = r->micro_steps,

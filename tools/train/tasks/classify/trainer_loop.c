@@ -157,7 +157,7 @@ static int metrics_line(void *task, size_t len, const float *s)
     if (trainer_clear_update_loss(t) != 0)
         return -1;
     double loss = s[2] / (double)len;
-    return run_metrics_row(&t->run, loss) != 0 ? -1 : run_log_update(&t->run, loss);
+    return run_watch_update(&t->run, loss);
 }
 
 static double running_loss(void *task, const float *s, uint64_t epoch_samples)

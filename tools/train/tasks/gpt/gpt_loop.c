@@ -126,7 +126,7 @@ static int metrics_row(void *task, size_t len, const float *s)
     if (zero_sums(t, GPT_UPDATE_SUMS) != 0)
         return -1;
     double loss = s[3] > 0 ? s[2] / (double)s[3] : NAN;
-    return run_metrics_row(&t->run, loss) != 0 ? -1 : run_log_update(&t->run, loss);
+    return run_watch_update(&t->run, loss);
 }
 
 /* the epoch's loss and positions, then the update's (zeros without

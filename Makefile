@@ -2,7 +2,8 @@
 #   make run    install what is missing, build, run the main job
 #   make tune   tune CLBlast's GEMMs for the device (clgrad-tune, at most about
 #               3 minutes); `make run` uses the tuning from then on
-#   make test   install what is missing, build, run every test
+#   make test   install what is missing, build, run the tests but the slow ones
+#   make test-slow  the minute-long tests make test leaves out (CI runs both)
 #   make test-rusticl  the device suites again, on Mesa's rusticl (llvmpipe)
 #   make asan   the tests again under AddressSanitizer + UBSan
 #   make clean  remove the build directories
@@ -28,7 +29,7 @@ SANITIZER_ENV = \
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
-.PHONY: all deps build run tune test test-rusticl asan clean
+.PHONY: all deps build run tune test test-slow test-rusticl asan clean
 
 all: build
 
@@ -47,8 +48,14 @@ run: build
 tune: build
 	$(BUILD)/tools/clgrad-tune $(TUNE_ARGS)
 
+# make test leaves out suite 'slow' (the cases of a minute or more: clgrad-tune,
+# the contrastive kernels' 17 builds, the GPT end to end, Oclgrind), which
+# make test-slow runs; CI runs both.
 test: build
-	$(TEST_ENV) meson test -C $(BUILD) --print-errorlogs
+	$(TEST_ENV) meson test -C $(BUILD) --print-errorlogs --no-suite slow
+
+test-slow: build
+	$(TEST_ENV) meson test -C $(BUILD) --print-errorlogs --suite slow --logbase testlog-slow
 
 # The device suites of $(BUILD) on rusticl alone (PoCL hidden); it prints the
 # device first (scripts/test-rusticl.sh).

@@ -3,6 +3,7 @@
  * moved per parameter"). All traffic counts each array read or written once per
  * pass, fp32 unless said otherwise, as STREAM counts its arrays. */
 #include "bytes_model.h"
+#include "clgrad.h"
 
 #include <math.h>
 
@@ -22,11 +23,11 @@ const char *bench_variant_name(bench_variant variant)
 double bm_state_bytes(int state_dtype)
 {
     switch (state_dtype) {
-    case 2: /* CLG_BF16 */
+    case CLG_BF16:
         return 2.0;
-    case 4: /* CLG_Q8: a code, and an absmax per 256 */
+    case CLG_Q8: /* a code, and an absmax per 256 */
         return 1.0 + 4.0 / 256.0;
-    case 5: /* CLG_Q4: half a code, an absmax per 128 */
+    case CLG_Q4: /* half a code, an absmax per 128 */
         return 0.5 + 4.0 / 128.0;
     default:
         return 4.0;

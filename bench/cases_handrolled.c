@@ -3,10 +3,11 @@
  * B the backward wrote into the accumulator), then scal 1/k (and
  * 1/loss_scale), snrm2 per tensor and one blocking read of the norms to
  * compute the clip coefficient on the host, scal by it, a plain update
- * kernel (cl/handrolled.cl: optim.cl's step, one element per work-item,
+ * kernel (bench/cl/handrolled.cl: optim.cl's step, one element per work-item,
  * its scalars from the host) and a zero fill. */
 #include "cycle.h"
 #include "clgrad_advanced.h"
+#include "bench_kernels.h"
 #include "clutil.h"
 
 #include <clblast_c.h>
@@ -76,7 +77,7 @@ static int hr_micro(handrolled *h)
     return 0;
 }
 
-/* plain_update's arguments (cl/handrolled.cl), in order */
+/* plain_update's arguments (bench/cl/handrolled.cl), in order */
 enum {
     UA_P, UA_ACC, UA_S0, UA_S1, UA_OFF, UA_N, UA_SCALE, UA_STEP, UA_LR, UA_WD, UA_DECAY,
     UA_STEP_SIZE, UA_BC2_SQRT, UA_BETA1, UA_BETA2, UA_EPS, UA_MOMENTUM, UA_DAMPENING
@@ -294,7 +295,10 @@ int bench_handrolled_create(bench_cycle *out, clg_context *ctx, const bench_conf
              (int)h->cfg.optimizer, h->cfg.momentum != 0.0f, h->cfg.nesterov != 0,
              h->cfg.maximize != 0);
     cl_program prog;
-    if (!bench_clg_ok(ctx, clg_context_program(ctx, "handrolled", options, &prog, NULL),
+    if (!bench_clg_ok(ctx,
+                      clg_context_program_source(ctx, "handrolled",
+                                                 bench_kernel_source("handrolled"), options,
+                                                 &prog, NULL),
                       "handrolled program"))
         goto fail;
     cl_int err;

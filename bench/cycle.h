@@ -33,7 +33,7 @@ size_t bench_tensor_size(uint64_t n, unsigned tensors, unsigned i);
 int bench_fused_create(bench_cycle *out, clg_context *ctx, const bench_config *bc,
                        uint64_t n, unsigned tensors, int per_tensor, char path, unsigned k);
 
-/* Hand-rolled with CLBlast and cl/handrolled.cl, one launch per tensor and
+/* Hand-rolled with CLBlast and bench/cl/handrolled.cl, one launch per tensor and
  * pass; feed 'A' (saxpy of separate gradient buffers every micro-step) or
  * 'B' (the backward wrote into the accumulator). Buffers are charged to the
  * context's budget. */

@@ -1,5 +1,5 @@
 /* gpt_kernels_bench.c - clgrad-gpt-bench: every kernel of the GPT task
- * (cl/gpt.cl, tools/train/tasks/gpt/gpt_kernels.h) at one model size,
+ * (tools/train/tasks/gpt/gpt.cl, tools/train/tasks/gpt/gpt_kernels.h) at one model size,
  * each against the device's STREAM triad on its own bytes, interleaved.
  *
  *     clgrad-gpt-bench [--rows B] [--context T] [--width C] [--heads NH]
@@ -372,7 +372,7 @@ static int measure(clg_context *ctx, const gpt_bench_opts *o)
     const gpt_bench_dims *d = &o->d;
     gpt_kernels k;
     memset(&k, 0, sizeof k);
-    if (!bench_clg_ok(ctx, gpt_kernels_init(ctx, &k), "building cl/gpt.cl"))
+    if (!bench_clg_ok(ctx, gpt_kernels_init(ctx, &k), "building tools/train/tasks/gpt/gpt.cl"))
         return -1;
     gpt_bench_bufs b;
     bench_stream s;

@@ -1,8 +1,9 @@
-/* stream.c - STREAM copy and triad (cl/stream.cl) on clgrad's context: a
+/* stream.c - STREAM copy and triad (bench/cl/stream.cl) on clgrad's context: a
  * sweep over forms, vector widths and work-group sizes (clpeak's way: the
  * device's ceiling is the best shape), then single timed repetitions. */
 #include "stream.h"
 #include "clgrad_advanced.h"
+#include "bench_kernels.h"
 
 #include "clutil.h"
 #include "timing.h"
@@ -18,6 +19,15 @@ static const char *const kernel_names[N_FORMS] = {"stream_copy", "stream_triad",
 
 /* One STREAM array of value (every page touched now, so that first-use
  * costs stay out of the reps). */
+/* Program "stream" (bench/cl/stream.cl) with options, through clgrad's
+ * kernel cache; 0 when built, -1 with the message printed. */
+static int stream_program(bench_stream *s, const char *options, cl_program *prog)
+{
+    clg_status st = clg_context_program_source(s->ctx, "stream", bench_kernel_source("stream"),
+                                               options, prog, NULL);
+    return bench_clg_ok(s->ctx, st, "STREAM program") ? 0 : -1;
+}
+
 static int make_buffer(bench_stream *s, cl_mem *out, float value)
 {
     return bench_filled_buffer(s->ctx, (size_t)s->n * sizeof(float), &value, sizeof value,
@@ -123,8 +133,7 @@ static int build_sweep(bench_stream *s, sweep *w, unsigned vw, size_t wg)
         char options[64];
         snprintf(options, sizeof options, "-DVW=%u", widths[i]);
         cl_program prog;
-        if (!bench_clg_ok(s->ctx, clg_context_program(s->ctx, "stream", options, &prog, NULL),
-                          "STREAM program"))
+        if (stream_program(s, options, &prog) != 0)
             return -1;
         for (int f = 0; f < N_FORMS; f++) {
             cl_int err;
@@ -290,8 +299,7 @@ double bench_stream_triad_gridstride(bench_stream *s, unsigned groups)
     cl_int err = CL_SUCCESS;
     if (!s->triad_gs) {
         cl_program prog;
-        if (!bench_clg_ok(s->ctx, clg_context_program(s->ctx, "stream", "-DVW=4", &prog, NULL),
-                          "STREAM program"))
+        if (stream_program(s, "-DVW=4", &prog) != 0)
             return -1.0;
         s->triad_gs = clCreateKernel(prog, "stream_triad_gridstride", &err);
         if (!bench_cl_ok(err, "clCreateKernel(stream_triad_gridstride)"))

@@ -3,12 +3,9 @@
  * ACC_DTYPE, and the deterministic work-group reduction of (sum of squares,
  * non-finite flag). The step block's word indices (SB_*) and the kernels'
  * parameter lists (<NAME>_PARAMS) come before it, from clg_layout.cl, which
- * the build generates from cl/layout.py. */
-
-/* dtype codes, as clg_dtype */
-#define DT_FP32 0
-#define DT_FP16 1
-#define DT_BF16 2
+ * the build generates from cl/layout.py, and so do the dtype codes DT_* and
+ * the optimizer codes OPT_*, from clgrad.h's enums clg_dtype and
+ * clg_optimizer. */
 
 inline float sb_float(global const uint *sb, int word) { return as_float(sb[word]); }
 
@@ -65,10 +62,10 @@ CLG_BF16_FUNCS(x4, 4)
 /* ---- variant-selected loads and stores (defaults: fp32) ---- */
 
 #ifndef G_DTYPE
-#define G_DTYPE 0
+#define G_DTYPE DT_FP32
 #endif
 #ifndef ACC_DTYPE
-#define ACC_DTYPE 0
+#define ACC_DTYPE DT_FP32
 #endif
 #ifndef WG
 #define WG 256

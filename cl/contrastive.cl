@@ -30,7 +30,7 @@
 #define DO 128 /* d slice of the gradient one work-group writes */
 #endif
 #ifndef REP_DTYPE
-#define REP_DTYPE 0 /* DT_FP32 or DT_BF16: the cache and the banks */
+#define REP_DTYPE DT_FP32 /* or DT_BF16: the cache and the banks */
 #endif
 #ifndef VW
 #define VW 4 /* vector width of the dot products: DK / VW vectors per chunk */

@@ -8,18 +8,14 @@
  * docs/semantics.md.
  *
  * Variants (-D; the host passes every one, the defaults are the program
- * built with no option): OPT (0 SGD, 1 Adam, 2 AdamW, 3 Lion), MOMENTUM,
+ * built with no option): OPT (a clg_optimizer: OPT_SGD, OPT_ADAM,
+ * OPT_ADAMW, OPT_LION, which clg_layout.cl defines from clgrad.h), MOMENTUM,
  * NESTEROV, AMSGRAD, MAXIMIZE, PATH_C (the last micro-step's gradients are
- * added here), COPY_DTYPE (3 none), CLIP_VALUE, SINGLE_GROUP (lr_mult and
+ * added here), COPY_DTYPE (DT_NONE), CLIP_VALUE, SINGLE_GROUP (lr_mult and
  * weight decay as arguments rather than from group_params), STATE_DTYPE
- * (0 fp32 or 2 bf16: update.cl; 4 Q8 or 5 Q4: update_q.cl), STATE_SR
- * (stochastic rounding of the states), MASTER_DTYPE (0 fp32, 2 bf16
+ * (DT_FP32 or DT_BF16: update.cl; DT_Q8 or DT_Q4: update_q.cl), STATE_SR
+ * (stochastic rounding of the states), MASTER_DTYPE (DT_FP32 or DT_BF16
  * params); G_DTYPE, ACC_DTYPE and WG are common.cl's. */
-
-#define OPT_SGD 0
-#define OPT_ADAM 1
-#define OPT_ADAMW 2
-#define OPT_LION 3
 
 #ifndef OPT
 #define OPT OPT_ADAMW
@@ -40,7 +36,7 @@
 #define PATH_C 0
 #endif
 #ifndef COPY_DTYPE
-#define COPY_DTYPE 3
+#define COPY_DTYPE DT_NONE
 #endif
 #ifndef CLIP_VALUE
 #define CLIP_VALUE 0
@@ -49,13 +45,13 @@
 #define SINGLE_GROUP 1
 #endif
 #ifndef STATE_DTYPE
-#define STATE_DTYPE 0
+#define STATE_DTYPE DT_FP32
 #endif
 #ifndef STATE_SR
 #define STATE_SR 0
 #endif
 #ifndef MASTER_DTYPE
-#define MASTER_DTYPE 0
+#define MASTER_DTYPE DT_FP32
 #endif
 
 /* the optimizer's states: Adam's m and v, else one (SGD's momentum buffer,

@@ -5,8 +5,8 @@
  * params, states and the optional low-precision param copy once. The step
  * itself, its variants (-D) and their defaults are optim.cl's, embedded in
  * front of this file; here: how the params (fp32, or bf16 master weights
- * with llm.c's stochastic rounding) and the states (STATE_DTYPE 0 fp32 or
- * 2 bf16, STATE_SR: stochastic rounding) are stored. Q8/Q4 chunks are
+ * with llm.c's stochastic rounding) and the states (STATE_DTYPE DT_FP32 or
+ * DT_BF16, STATE_SR: stochastic rounding) are stored. Q8/Q4 chunks are
  * update_q.cl's. The parameter list (UPDATE_PARAMS) comes from
  * cl/layout.py. Semantics: docs/semantics.md. */
 

@@ -10,7 +10,7 @@
  * barrier and a gather from a table each cost more than the whole fp32
  * update (measured), so the maps are evaluated arithmetically.
  *
- * Variants (-D): optim.cl's, STATE_DTYPE 4 (Q8; and the default) or 5 (Q4).
+ * Variants (-D): optim.cl's, STATE_DTYPE DT_Q8 (and the default) or DT_Q4.
  * The maps:
  *   Q8: bitsandbytes' create_dynamic_map, evaluated in fp32 as
  *       10^(d-6) * (0.1 + (2k + 1) * 0.45 / n) for the k-th of the n codes
@@ -22,7 +22,7 @@
  * n4 bounds the launch, which is rounded up to whole work-groups. */
 #pragma OPENCL FP_CONTRACT OFF
 
-#define QBLOCK (STATE_DTYPE == 5 ? 128 : 256) /* elements per absmax */
+#define QBLOCK (STATE_DTYPE == DT_Q4 ? 128 : 256) /* elements per absmax */
 #define QSTEPS (QBLOCK / 16)
 /* states that are quantized: m and v of Adam, else the one state (SGD
  * without momentum has none, so never a Q8/Q4 chunk) */
@@ -53,7 +53,7 @@ QFN vu random16(uint seed, uint stream, ulong e)
 
 /* ---- Q8: the dynamic maps, evaluated */
 
-#if STATE_DTYPE != 5
+#if STATE_DTYPE != DT_Q4
 #define Q_01 0x1.99999ap-4f  /* 0.1f */
 #define Q_045 0x1.ccccccp-2f /* 0.45f */
 #define Q_109 0x1.1c71c8p+0f /* 1 / 0.9 (the estimate only) */
@@ -273,7 +273,7 @@ QFN vi q_encode(vf x, int uns, const q8_bounds *b)
  * high one), so that a step's codes are a mask or a shift of the group's
  * bytes and no lane is moved (Oclgrind's --uninitialized check cannot run
  * lane shuffles either). QRAWS: 16-byte groups per block. */
-#if STATE_DTYPE != 5
+#if STATE_DTYPE != DT_Q4
 #define QRAWS QSTEPS
 #define QRAW_OF(j) (j)
 QFN vi q_codes(uchar16 r, int j)
@@ -344,7 +344,7 @@ QFN uchar16 q_group(const vf *news, int r, float absmax, int uns, const q8_bound
                     uint stream, ulong e)
 {
     vi c = q_quantize(news[r * (QSTEPS / QRAWS)], absmax, uns, b, random16(seed, stream, e));
-#if STATE_DTYPE == 5
+#if STATE_DTYPE == DT_Q4
     c |= q_quantize(news[2 * r + 1], absmax, uns, b, random16(seed, stream, e + 1)) << 4;
 #endif
     return convert_uchar16(c);

@@ -195,12 +195,23 @@ typedef enum clg_rounding {
     CLG_ROUND_STOCHASTIC = 1 /* one of the two neighbours, unbiased, seeded by seed */
 } clg_rounding;
 
+/* clg_optimizer and clg_dtype are the one list of their members: the build
+ * makes the kernels' codes (OPT_<X>, DT_<X>) from them, and each member's
+ * name is its own in lower case (CLG_ADAMW: "adamw", CLG_DTYPE_NONE:
+ * "none"). Every member takes an explicit number; a number, once given, is
+ * kept (checkpoints and bindings hold it). Adding an optimizer:
+ * docs/design.md, "Adding an optimizer". */
 typedef enum clg_optimizer {
     CLG_SGD = 0,   /* momentum, dampening, Nesterov, L2 weight decay */
     CLG_ADAM = 1,  /* L2 weight decay added to the gradient, AMSGrad */
     CLG_ADAMW = 2, /* decoupled weight decay, AMSGrad */
     CLG_LION = 3   /* sign update, decoupled weight decay */
 } clg_optimizer;
+
+/* The optimizer's lower-case name as flags, checkpoints and tables spell it
+ * ("sgd", "adam", "adamw", "lion"), "unknown" for anything else. A
+ * constant, never NULL. */
+CLG_API const char *clg_optimizer_name(clg_optimizer optimizer);
 
 typedef enum clg_schedule_kind {
     CLG_SCHED_CONSTANT = 0, /* lr (after warmup) */

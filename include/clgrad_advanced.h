@@ -34,13 +34,30 @@ CLG_API uint64_t clg_context_launches(const clg_context *ctx);
 CLG_API clg_status clg_context_program(clg_context *ctx, const char *name, const char *options,
                                        cl_program *program, int *from_cache);
 
+/* Builds a tool's own kernels as clgrad builds its programs: clgrad's
+ * common source (the step block's layout and cl/common.cl) followed by the
+ * caller's source, chunks (a NULL-terminated array of strings, as
+ * tools/embed-cl.py embeds a file), with extra options, through the same
+ * disk cache (keyed by the whole source and the options) and the same
+ * repair of unusable entries (clg_context_cache_repairs). name is the
+ * program's in messages. The program is owned by ctx: a second call with
+ * the same name, options and source returns it; another source under the
+ * same name (or one of clgrad's program names) is another program. The
+ * options that break IEEE results are refused, as by clg_context_program.
+ * NULL ctx, name, chunks or program, or an empty name:
+ * CLG_ERR_INVALID_ARGUMENT. */
+CLG_API clg_status clg_context_program_source(clg_context *ctx, const char *name,
+                                              const char *const *chunks, const char *options,
+                                              cl_program *program, int *from_cache);
+
 /* Kernel-cache entries this context could not use and rebuilt from
  * source: damaged ones, binaries the driver refused, and binaries of
  * another program (a kernel the program's source does not name). Each is
  * rewritten and counted once; the library prints nothing, so a tool may
  * say so. note (NULL, or size bytes): the last one's description, e.g.
- * "kernel cache: the entry of cl/mlp.cl holds another program: ...;
- * rebuilt from source and the entry rewritten", "" when none. NULL ctx: 0. */
+ * "kernel cache: the entry of cl/update.cl holds another program: ...;
+ * rebuilt from source and the entry rewritten" (for a caller's source:
+ * "the entry of program \"mlp\" ..."), "" when none. NULL ctx: 0. */
 CLG_API uint64_t clg_context_cache_repairs(const clg_context *ctx, char *note, size_t size);
 
 /* The directory of clgrad's on-disk cache (compiled kernels; tools keep

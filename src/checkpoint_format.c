@@ -28,17 +28,6 @@ size_t clg__ckpt_dtype_size(clg_ckpt_dtype dtype)
     return dtype == CLG_CKPT_U8 ? 1 : (dtype == CLG_CKPT_F16 || dtype == CLG_CKPT_BF16) ? 2 : 4;
 }
 
-const char *clg__ckpt_optimizer_name(clg_optimizer optimizer)
-{
-    switch (optimizer) {
-    case CLG_SGD: return "sgd";
-    case CLG_ADAM: return "adam";
-    case CLG_ADAMW: return "adamw";
-    case CLG_LION: return "lion";
-    }
-    return "unknown";
-}
-
 /* ------------------------------------------------------------ configuration */
 
 /* The configuration a checkpoint records, in the order a load compares it:
@@ -132,7 +121,7 @@ static void setting(clg_ckpt_layout *layout, const char *field, const char *fmt,
 void clg__ckpt_layout_config(clg_ckpt_layout *layout, const clg_config *cfg)
 {
     snprintf(layout->optimizer, sizeof layout->optimizer, "%s",
-             clg__ckpt_optimizer_name(cfg->optimizer));
+             clg_optimizer_name(cfg->optimizer));
     layout->n_config = 0;
     layout->loss_scale = (clg_ckpt_loss_scale){cfg->loss_scale, cfg->loss_scale_init,
                                                cfg->loss_scale_min, cfg->loss_scale_max,

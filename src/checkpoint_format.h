@@ -163,7 +163,6 @@ typedef struct clg_ckpt_layout {
 
 const char *clg__ckpt_dtype_name(clg_ckpt_dtype dtype);
 size_t clg__ckpt_dtype_size(clg_ckpt_dtype dtype);
-const char *clg__ckpt_optimizer_name(clg_optimizer optimizer);
 /* True if s is well-formed UTF-8 (JSON headers must be); _n: s[0..n). */
 bool clg__ckpt_utf8_valid(const char *s);
 bool clg__ckpt_utf8_valid_n(const uint8_t *s, size_t n);

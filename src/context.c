@@ -384,3 +384,22 @@ clg_status clg_context_program(clg_context *ctx, const char *name, const char *o
     clg_status st = clg__program(ctx, name, options, program, from_cache);
     return st == CLG_SUCCESS ? st : fail_within(ctx, st, who);
 }
+
+clg_status clg_context_program_source(clg_context *ctx, const char *name,
+                                      const char *const *chunks, const char *options,
+                                      cl_program *program, int *from_cache)
+{
+    const char *who = "clg_context_program_source";
+    if (from_cache)
+        *from_cache = 0;
+    if (program)
+        *program = NULL;
+    if (!ctx || !name || !chunks || !program)
+        return clg__fail(ctx, CLG_ERR_INVALID_ARGUMENT, "%s: %s is NULL", who,
+                         !ctx      ? "ctx"
+                         : !name   ? "name"
+                         : !chunks ? "chunks"
+                                   : "program");
+    clg_status st = clg__program_source(ctx, name, chunks, options, program, from_cache);
+    return st == CLG_SUCCESS ? st : fail_within(ctx, st, who);
+}

@@ -11,10 +11,15 @@
 
 #define CLG_ERROR_MAX 8192
 
-/* A program built for this context, keyed by name and options. */
+/* A program built for this context, keyed by name, options and whose
+ * source it is: clgrad's embedded cl/<name>.cl, or a caller's
+ * (clg_context_program_source), told apart from other sources under the
+ * same name by its SHA-256. */
 typedef struct clg_program_entry {
     char *name;
     char *options;
+    bool caller_source;
+    uint8_t source_digest[32]; /* of the caller's chunks; zero for clgrad's */
     cl_program program;
     struct clg_program_entry *next;
 } clg_program_entry;
@@ -91,6 +96,10 @@ const char *const *clg__kernel_source(const char *name);
  * program. The program stays owned by ctx. */
 clg_status clg__program(clg_context *ctx, const char *name, const char *options,
                         cl_program *program, int *from_cache);
+/* The same for a caller's source (clg_context_program_source): chunks,
+ * NULL-terminated, compiled after common.cl. */
+clg_status clg__program_source(clg_context *ctx, const char *name, const char *const *chunks,
+                               const char *options, cl_program *program, int *from_cache);
 /* Creates a kernel from a program; the caller releases it. */
 clg_status clg__kernel(clg_context *ctx, cl_program program, const char *kernel_name,
                        cl_kernel *kernel);

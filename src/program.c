@@ -1,9 +1,10 @@
-/* program.c - builds clgrad's embedded OpenCL programs for a context, once
- * per (name, options): from the context's list, else from the disk cache,
- * else from source (common.cl in front of cl/<name>.cl). A cache entry that
- * cannot be used (damaged, refused by the driver, or another program's
- * binary) is rebuilt from source and rewritten, and the context notes it
- * (clg_context_cache_repairs). */
+/* program.c - builds clgrad's embedded OpenCL programs, and a caller's
+ * (clg_context_program_source), for a context, once per (name, options,
+ * source): from the context's list, else from the disk cache, else from
+ * source (common.cl in front of cl/<name>.cl or of the caller's chunks). A
+ * cache entry that cannot be used (damaged, refused by the driver, or
+ * another program's binary) is rebuilt from source and rewritten, and the
+ * context notes it (clg_context_cache_repairs). */
 #include "internal.h"
 #include "device_info.h"
 #include "program_cache.h"
@@ -210,12 +211,18 @@ static cl_program load_cached(clg_context *ctx, const uint8_t key[CLG_CACHE_KEY_
 
 /* Records, once per program and context, that a cache entry could not be
  * used and what became of it (clg_context_cache_repairs). */
-static void note_repair(clg_context *ctx, const char *name, const char *unusable, bool rewritten)
+static void note_repair(clg_context *ctx, const char *name, bool caller_source,
+                        const char *unusable, bool rewritten)
 {
+    char what[96];
+    if (caller_source)
+        snprintf(what, sizeof what, "program \"%.64s\"", name);
+    else
+        snprintf(what, sizeof what, "cl/%.64s.cl", name);
     mtx_lock(&ctx->lock);
     ctx->cache_repairs++;
     snprintf(ctx->cache_note, sizeof ctx->cache_note,
-             "kernel cache: the entry of cl/%s.cl %s; rebuilt from source%s", name, unusable,
+             "kernel cache: the entry of %s %s; rebuilt from source%s", what, unusable,
              rewritten ? " and the entry rewritten" : " (the entry could not be rewritten)");
     mtx_unlock(&ctx->lock);
 }
@@ -238,15 +245,16 @@ static bool store_cached(cl_program prog, const uint8_t key[CLG_CACHE_KEY_SIZE])
     return stored;
 }
 
-static clg_status build(clg_context *ctx, const char *name, const char *user_options,
-                        cl_program *out, int *from_cache)
+/* Builds common.cl followed by own (NULL: nothing) with the options, from
+ * the disk cache when it holds a usable entry. */
+static clg_status build(clg_context *ctx, const char *name, const char *const *own,
+                        bool caller_source, const char *user_options, cl_program *out,
+                        int *from_cache)
 {
     const char *const *common = clg__kernel_source("common");
-    const char *const *own = strcmp(name, "common") == 0 ? NULL : clg__kernel_source(name);
-    if (!common || (!own && strcmp(name, "common") != 0))
+    if (!common)
         return clg__fail(ctx, CLG_ERR_INVALID_ARGUMENT,
-                         "clg__program: no kernel file cl/%s.cl is embedded in clgrad",
-                         common ? name : "common");
+                         "clg__program: no kernel file cl/common.cl is embedded in clgrad");
 
     size_t nparts = 0;
     for (const char *const *c = common; *c; c++)
@@ -298,7 +306,7 @@ static clg_status build(clg_context *ctx, const char *name, const char *user_opt
             } else {
                 bool rewritten = store_cached(prog, key);
                 if (unusable[0])
-                    note_repair(ctx, name, unusable, rewritten);
+                    note_repair(ctx, name, caller_source, unusable, rewritten);
             }
             if (st != CLG_SUCCESS) {
                 clReleaseProgram(prog);
@@ -312,32 +320,43 @@ static clg_status build(clg_context *ctx, const char *name, const char *user_opt
     return st;
 }
 
-clg_status clg__program(clg_context *ctx, const char *name, const char *options,
-                        cl_program *program, int *from_cache)
+/* The checks both entry points make; *options becomes "" for NULL. */
+static clg_status check_request(clg_context *ctx, const char *who, const char *name,
+                                const char **options, cl_program *program, int *from_cache)
 {
-    int cached = 0;
     if (from_cache)
         *from_cache = 0;
     if (!ctx || !name || !program)
-        return clg__fail(ctx, CLG_ERR_INVALID_ARGUMENT, "clg__program: %s is NULL",
+        return clg__fail(ctx, CLG_ERR_INVALID_ARGUMENT, "%s: %s is NULL", who,
                          !ctx    ? "ctx"
                          : !name ? "name"
                                  : "program");
     *program = NULL;
-    if (!options)
-        options = "";
+    if (!*options)
+        *options = "";
     for (size_t i = 0; i < sizeof forbidden_options / sizeof forbidden_options[0]; i++)
-        if (strstr(options, forbidden_options[i]))
+        if (strstr(*options, forbidden_options[i]))
             return clg__fail(ctx, CLG_ERR_INVALID_ARGUMENT,
-                             "clg__program(\"%s\"): option -cl-%s is not allowed (it breaks "
+                             "%s(\"%s\"): option -cl-%s is not allowed (it breaks "
                              "the inf/NaN checks and IEEE results)",
-                             name, forbidden_options[i]);
+                             who, name, forbidden_options[i]);
+    return CLG_SUCCESS;
+}
 
+/* The context's program of name, options and source own (NULL: common.cl
+ * alone), built on first use; digest is NULL for clgrad's own cl/<name>.cl,
+ * else the SHA-256 of the caller's chunks own. */
+static clg_status context_program(clg_context *ctx, const char *name, const char *const *own,
+                                  const uint8_t *digest, const char *options,
+                                  cl_program *program, int *from_cache)
+{
     /* The lock is held during a build so that two threads never compile the
      * same program twice; it is recursive, so clg__fail inside is fine. */
     mtx_lock(&ctx->lock);
     for (clg_program_entry *e = ctx->programs; e; e = e->next)
-        if (strcmp(e->name, name) == 0 && strcmp(e->options, options) == 0) {
+        if (strcmp(e->name, name) == 0 && strcmp(e->options, options) == 0 &&
+            e->caller_source == (digest != NULL) &&
+            (!digest || memcmp(e->source_digest, digest, sizeof e->source_digest) == 0)) {
             *program = e->program;
             mtx_unlock(&ctx->lock);
             return CLG_SUCCESS; /* already in memory: not loaded from disk now */
@@ -353,7 +372,8 @@ clg_status clg__program(clg_context *ctx, const char *name, const char *options,
         return clg__fail(ctx, CLG_ERR_OUT_OF_HOST_MEMORY, "clg__program: out of host memory");
     }
     cl_program prog = NULL;
-    clg_status st = build(ctx, name, options, &prog, &cached);
+    int cached = 0;
+    clg_status st = build(ctx, name, own, digest != NULL, options, &prog, &cached);
     if (st != CLG_SUCCESS) {
         free(e);
         free(n);
@@ -363,6 +383,9 @@ clg_status clg__program(clg_context *ctx, const char *name, const char *options,
     }
     e->name = n;
     e->options = o;
+    e->caller_source = digest != NULL;
+    if (digest)
+        memcpy(e->source_digest, digest, sizeof e->source_digest);
     e->program = prog;
     e->next = ctx->programs;
     ctx->programs = e;
@@ -371,6 +394,40 @@ clg_status clg__program(clg_context *ctx, const char *name, const char *options,
     if (from_cache)
         *from_cache = cached;
     return CLG_SUCCESS;
+}
+
+clg_status clg__program(clg_context *ctx, const char *name, const char *options,
+                        cl_program *program, int *from_cache)
+{
+    clg_status st = check_request(ctx, "clg__program", name, &options, program, from_cache);
+    if (st != CLG_SUCCESS)
+        return st;
+    const char *const *own = strcmp(name, "common") == 0 ? NULL : clg__kernel_source(name);
+    if (!own && strcmp(name, "common") != 0)
+        return clg__fail(ctx, CLG_ERR_INVALID_ARGUMENT,
+                         "clg__program: no kernel file cl/%s.cl is embedded in clgrad (a "
+                         "tool builds its own kernels with clg_context_program_source)",
+                         name);
+    return context_program(ctx, name, own, NULL, options, program, from_cache);
+}
+
+clg_status clg__program_source(clg_context *ctx, const char *name, const char *const *chunks,
+                               const char *options, cl_program *program, int *from_cache)
+{
+    const char *who = "clg__program_source";
+    clg_status st = check_request(ctx, who, name, &options, program, from_cache);
+    if (st != CLG_SUCCESS)
+        return st;
+    if (!chunks || !name[0])
+        return clg__fail(ctx, CLG_ERR_INVALID_ARGUMENT, "%s: %s", who,
+                         !chunks ? "chunks is NULL" : "name is empty");
+    uint8_t digest[32];
+    clg_sha256 sha;
+    clg__sha256_init(&sha);
+    for (const char *const *c = chunks; *c; c++)
+        clg__sha256_update(&sha, *c, strlen(*c));
+    clg__sha256_final(&sha, digest);
+    return context_program(ctx, name, chunks, digest, options, program, from_cache);
 }
 
 clg_status clg__kernel(clg_context *ctx, cl_program program, const char *kernel_name,

@@ -1,4 +1,6 @@
-/* status.c - names of clgrad's status codes and of OpenCL's error codes. */
+/* status.c - names of clgrad's status codes, of OpenCL's error codes, and of
+ * the optimizers and dtypes. */
+#include "clg_layout.h"
 #include "internal.h"
 
 #include <stddef.h>
@@ -143,15 +145,20 @@ const char *clg_status_string(clg_status status)
     return cl ? cl : "CLG_UNKNOWN_STATUS";
 }
 
+/* Every member's name comes with the member from clgrad.h (clg_layout.h:
+ * the member's name in lower case), so a new member needs no case here. */
+#define NAME_CASE(c_name, cl_name, name) \
+    case c_name:                         \
+        return name;
+
+const char *clg_optimizer_name(clg_optimizer optimizer)
+{
+    switch (optimizer) { CLG_LAYOUT_OPTIMIZERS(NAME_CASE) }
+    return "unknown";
+}
+
 const char *clg_dtype_name(clg_dtype dtype)
 {
-    switch (dtype) {
-    case CLG_FP32: return "fp32";
-    case CLG_FP16: return "fp16";
-    case CLG_BF16: return "bf16";
-    case CLG_Q8: return "q8";
-    case CLG_Q4: return "q4";
-    case CLG_DTYPE_NONE: break;
-    }
+    switch (dtype) { CLG_LAYOUT_DTYPES(NAME_CASE) }
     return "none";
 }

@@ -4,7 +4,7 @@
  * and without banks (symmetric and one-directional, cosine and dot
  * products, fp32 and bf16 caches, d of one chunk and of two gradient
  * slices), gradient slices in every dtype, the loss and the banks read
- * back; and the trainer's contrastive kernels (cl/contrastive_train.cl),
+ * back; and the trainer's contrastive kernels (tools/train/tasks/contrastive/contrastive_train.cl),
  * one launch each. Checks no numbers: test_contrastive.c and
  * test_train_contrastive.c do.
  *
@@ -23,6 +23,7 @@
  * reports then is about the kernels. */
 #include "oclgrind_contrastive.h"
 #include "clgrad_advanced.h"
+#include "train_kernels.h"
 #include "contrastive.h"
 
 #include <stdio.h>
@@ -156,14 +157,15 @@ static void run(const con_scenario *s)
     clg_contrastive_destroy(c);
 }
 
-/* The trainer's kernels of cl/contrastive_train.cl, one launch each on a
+/* The trainer's kernels of contrastive_train.cl, one launch each on a
  * "data set" of 5 images of 28 x 28. */
 static void run_train_kernels(void)
 {
     fprintf(stderr, "program: contrastive_train\n");
     cl_program prog;
-    if (!check(clg_context_program(ctx, "contrastive_train", "-DIMG_ROWS=28 -DIMG_COLS=28", &prog,
-                                   NULL),
+    if (!check(clg_context_program_source(ctx, "contrastive_train",
+                                          train_kernel_source("contrastive_train"),
+                                          "-DIMG_ROWS=28 -DIMG_COLS=28", &prog, NULL),
                "contrastive_train"))
         return;
     enum { ROWS = 3, PIX = 28 * 28 };

@@ -1,4 +1,4 @@
-/* oclgrind_gpt.c - the GPT task's kernels (cl/gpt.cl) for
+/* oclgrind_gpt.c - the GPT task's kernels (tools/train/tasks/gpt/gpt.cl) for
  * tests/oclgrind_kernels.c: every launcher of gpt_kernels.h once at tiny
  * sizes (B 2, T 5, C 8, 2 heads, V 256), with the in-place variants, beta
  * 0 and 1, and the cross-entropy with and without a loss scale; for both
@@ -20,7 +20,7 @@
 static int failures;
 static clg_context *ctx;
 
-/* The kernels the launches below run; a kernel of cl/gpt.cl missing here
+/* The kernels the launches below run; a kernel of tools/train/tasks/gpt/gpt.cl missing here
  * is a failure. */
 static const char *const covered[] = {
     "gpt_embed",          "gpt_sort_tokens",    "gpt_wte_grad",

@@ -27,6 +27,8 @@
  * then is about the kernels themselves. */
 #include "model.h"
 #include "clgrad_advanced.h"
+#include "bench_kernels.h"
+#include "train_kernels.h"
 #include "oclgrind_contrastive.h"
 #include "oclgrind_gpt.h"
 
@@ -512,11 +514,17 @@ static size_t set_args(cl_kernel k, const char *name, const buffers *b)
     return 0;
 }
 
+/* A client's program (the bench's or the trainer's, built as they build
+ * it), every kernel of it launched once. */
 static void run_aux_program(const char *program_name, const char *options)
 {
     fprintf(stderr, "program: %s%s%s\n", program_name, *options ? " " : "", options);
+    const char *const *source = bench_kernel_source(program_name);
+    if (!source)
+        source = train_kernel_source(program_name);
     cl_program prog;
-    if (!check(clg_context_program(ctx, program_name, options, &prog, NULL), program_name))
+    if (!check(clg_context_program_source(ctx, program_name, source, options, &prog, NULL),
+               program_name))
         return;
     cl_uint nk = 0;
     if (!check_cl(clCreateKernelsInProgram(prog, 0, NULL, &nk), "clCreateKernelsInProgram"))

@@ -1,4 +1,4 @@
-/* ref_gpt.c - the double-precision reference of cl/gpt.cl (ref_gpt.h). */
+/* ref_gpt.c - the double-precision reference of tools/train/tasks/gpt/gpt.cl (ref_gpt.h). */
 #include "ref_gpt.h"
 
 #include <math.h>

@@ -1,4 +1,4 @@
-/* ref_gpt.h - a plain double-precision reference of cl/gpt.cl's kernels
+/* ref_gpt.h - a plain double-precision reference of tools/train/tasks/gpt/gpt.cl's kernels
  * (the GPT task's forward and backward besides the GEMMs), written from
  * the definitions in tools/train/tasks/gpt/gpt_kernels.h rather than from
  * the kernels: LayerNorm's backward through its Jacobian, GELU's by a

@@ -1,6 +1,6 @@
 /* test_abi.c - the structs that grow (clg_config, clg_stats,
  * clg_model_plan, clg_device_info) against consumers built with another
- * layout, and the runtime version.
+ * layout, the runtime version, and the names of the dtypes and optimizers.
  *
  * Each caller's struct is placed so that it ends exactly at a page that is
  * mapped PROT_NONE: a library that read or wrote one byte past the caller's
@@ -8,6 +8,7 @@
  * modelled by a struct with the fields of the first sized layout only
  * (clg_stats without the fields added in 0.2); a newer one by a struct with
  * bytes the library does not know. */
+#include "clg_layout.h"
 #include "clgrad.h"
 #include "testutil.h"
 
@@ -110,6 +111,58 @@ static void test_dtype_names(void **state)
                  {(clg_dtype)99, "none"}, {(clg_dtype)-1, "none"}};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         assert_string_equal(clg_dtype_name(names[i].dtype), names[i].name);
+}
+
+/* The same for the optimizers; "unknown" for anything else. */
+static void test_optimizer_names(void **state)
+{
+    (void)state;
+    static const struct {
+        clg_optimizer optimizer;
+        const char *name;
+    } names[] = {{CLG_SGD, "sgd"}, {CLG_ADAM, "adam"}, {CLG_ADAMW, "adamw"}, {CLG_LION, "lion"},
+                 {(clg_optimizer)99, "unknown"}, {(clg_optimizer)-1, "unknown"}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        assert_string_equal(clg_optimizer_name(names[i].optimizer), names[i].name);
+}
+
+/* Every member of clg_optimizer and of clg_dtype, as clgrad.h lists them
+ * (clg_layout.h's lists, generated from the header, which also give
+ * src/status.c the names), has a name of its own: none is the fallback and
+ * no two are equal (CLG_FOO and CLG_DTYPE_FOO would both be "foo"). The
+ * tables above are the independent record of the names already spelled in
+ * flags and checkpoints. */
+static void test_every_member_named(void **state)
+{
+    (void)state;
+#define OPTIMIZER(c_name, cl_name, name) clg_optimizer_name(c_name),
+#define DTYPE(c_name, cl_name, name) clg_dtype_name(c_name),
+    const char *const optimizers[] = {CLG_LAYOUT_OPTIMIZERS(OPTIMIZER)};
+    const char *const dtypes[] = {CLG_LAYOUT_DTYPES(DTYPE)};
+#undef OPTIMIZER
+#undef DTYPE
+    const size_t n_opt = sizeof optimizers / sizeof optimizers[0];
+    const size_t n_dt = sizeof dtypes / sizeof dtypes[0];
+    int nones = 0;
+    for (size_t i = 0; i < n_opt; i++) {
+        assert_string_not_equal(optimizers[i], "unknown");
+        for (size_t j = 0; j < i; j++)
+            assert_string_not_equal(optimizers[i], optimizers[j]);
+    }
+    /* numbered 0..n-1, so that a client may walk them until "unknown"
+     * (clgrad-bench's test does) */
+#define VALUE(c_name, cl_name, name) (int)(c_name),
+    const int values[] = {CLG_LAYOUT_OPTIMIZERS(VALUE)};
+#undef VALUE
+    for (size_t i = 0; i < n_opt; i++)
+        assert_true(values[i] >= 0 && (size_t)values[i] < n_opt);
+    assert_string_equal(clg_optimizer_name((clg_optimizer)n_opt), "unknown");
+    for (size_t i = 0; i < n_dt; i++) {
+        nones += !strcmp(dtypes[i], "none"); /* CLG_DTYPE_NONE's own name */
+        for (size_t j = 0; j < i; j++)
+            assert_string_not_equal(dtypes[i], dtypes[j]);
+    }
+    assert_int_equal(nones, 1);
 }
 
 /* ------------------------------------------------------------ clg_config */
@@ -339,6 +392,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_version),
         cmocka_unit_test(test_dtype_names),
+        cmocka_unit_test(test_optimizer_names),
+        cmocka_unit_test(test_every_member_named),
         cmocka_unit_test(test_config_exact_size_at_page_end),
         cmocka_unit_test(test_config_defaults_match_header),
         cmocka_unit_test(test_config_too_small_is_refused),

@@ -128,6 +128,30 @@ static void test_memory_per_param(void **state)
     assert_null(bench_config_find("nope"));
 }
 
+/* The configurations follow clgrad.h's optimizers: each one's name starts
+ * with its optimizer's name as the library spells it, and every optimizer
+ * (numbered from 0, test_abi checks) has one, so that a new optimizer is
+ * measured or this test fails. */
+static void test_configs_cover_optimizers(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < bench_config_count; i++) {
+        const char *opt = clg_optimizer_name(bench_configs[i].optimizer);
+        if (strncmp(bench_configs[i].name, opt, strlen(opt)) != 0)
+            fail_msg("config %s measures %s", bench_configs[i].name, opt);
+    }
+    int n = 0;
+    for (; strcmp(clg_optimizer_name((clg_optimizer)n), "unknown") != 0; n++) {
+        int found = 0;
+        for (size_t i = 0; i < bench_config_count; i++)
+            found |= (int)bench_configs[i].optimizer == n;
+        if (!found)
+            fail_msg("no configuration measures %s", clg_optimizer_name((clg_optimizer)n));
+        assert_true(bench_state_count((clg_optimizer)n) >= 1);
+    }
+    assert_true(n >= 4);
+}
+
 typedef struct step_model {
     uint64_t fixed;
     uint64_t per_param;
@@ -873,6 +897,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bytes_design_table), cmocka_unit_test(test_bytes_target_bounds),
         cmocka_unit_test(test_bytes_dtypes_and_k), cmocka_unit_test(test_memory_per_param),
+        cmocka_unit_test(test_configs_cover_optimizers),
         cmocka_unit_test(test_budget_arithmetic),  cmocka_unit_test(test_summaries),
         cmocka_unit_test(test_parse_size),         cmocka_unit_test(test_json_schema),
         cmocka_unit_test(test_paired_fracs),

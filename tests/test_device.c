@@ -559,7 +559,7 @@ static void test_embedded_kernels_from_another_dir(void **state)
     assert_int_equal(chdir("/"), 0);
     setenv("CLGRAD_CACHE_DIR", "off", 1); /* a real build, not a cache hit */
     clg_context *ctx = tu_context_or_skip();
-    const char *names[] = {"common", "stream"};
+    const char *names[] = {"common", "stats"};
     for (size_t i = 0; i < 2; i++) {
         assert_non_null(clg__kernel_source(names[i]));
         cl_program p = NULL;
@@ -581,6 +581,11 @@ static void test_embedded_kernels_from_another_dir(void **state)
                      CLG_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(clg_last_error(ctx), "no_such_file"));
     assert_null(clg__kernel_source("no_such_file"));
+    /* a client's kernels are the client's (test client_kernels): the
+     * message says how a tool builds them */
+    assert_int_equal(clg_context_program(ctx, "gpt", "", &p, NULL), CLG_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clg_last_error(ctx), "no kernel file cl/gpt.cl is embedded"));
+    assert_non_null(strstr(clg_last_error(ctx), "clg_context_program_source"));
     assert_int_equal(clg_context_program(ctx, "common", "-cl-fast-relaxed-math", &p, NULL),
                      CLG_ERR_INVALID_ARGUMENT);
     assert_int_equal(clg_context_program(ctx, "common", "-cl-finite-math-only", &p, NULL),

@@ -90,6 +90,9 @@ static clg_model *model_out;
 static clg_grads *grads_out;
 static clg_context *ctx_out;
 static cl_program program_out;
+/* a caller's source for clg_context_program_source (never built here) */
+static const char *const source_in[] = {"__kernel void mine(__global float *a) { a[0] = 0; }\n",
+                                        NULL};
 static char cache_dir_out[4096], device_key_out[65];
 static clg_stats stats_out;
 static clg_model_plan plan_out;
@@ -389,6 +392,19 @@ static const void *const one_image[2] = {F.host, NULL};
       clg_context_program(tu_ctx, "update", "", NULL, NULL))                                       \
     X(program_option, "clg_context_program", INV, CTX, "-cl-fast-relaxed-math", NULL,              \
       clg_context_program(tu_ctx, "update", "-cl-fast-relaxed-math", &program_out, NULL))          \
+    X(source_ctx, "clg_context_program_source", INV, NOCTX, "ctx", NULL,                           \
+      clg_context_program_source(NULL, "mine", source_in, "", &program_out, NULL))                 \
+    X(source_name, "clg_context_program_source", INV, CTX, "name", NULL,                           \
+      clg_context_program_source(tu_ctx, NULL, source_in, "", &program_out, NULL))                 \
+    X(source_empty_name, "clg_context_program_source", INV, CTX, "name is empty", NULL,            \
+      clg_context_program_source(tu_ctx, "", source_in, "", &program_out, NULL))                   \
+    X(source_chunks, "clg_context_program_source", INV, CTX, "chunks", NULL,                       \
+      clg_context_program_source(tu_ctx, "mine", NULL, "", &program_out, NULL))                    \
+    X(source_out_null, "clg_context_program_source", INV, CTX, "program", NULL,                    \
+      clg_context_program_source(tu_ctx, "mine", source_in, "", NULL, NULL))                       \
+    X(source_option, "clg_context_program_source", INV, CTX, "-cl-finite-math-only", NULL,         \
+      clg_context_program_source(tu_ctx, "mine", source_in, "-cl-finite-math-only",                \
+                                 &program_out, NULL))                                              \
     X(cache_dir_buf, "clg_cache_dir", INV, NOCTX, "buf", NULL, clg_cache_dir(NULL, 64))            \
     X(cache_dir_size, "clg_cache_dir", INV, NOCTX, "needs", "size is 1",                           \
       clg_cache_dir(cache_dir_out, 1))                                                             \
@@ -872,6 +888,7 @@ static const char *const walked[] = {
     "clg_context_set_budget",
     "clg_context_reserve",
     "clg_context_program",
+    "clg_context_program_source",
     "clg_config_init_sized",
     "clg_lr_scale",
     "clg_model_create",

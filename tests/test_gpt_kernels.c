@@ -1,5 +1,5 @@
 /* test_gpt_kernels.c - the GPT task's embedding, LayerNorm, bias, GELU and
- * residual kernels (cl/gpt.cl through gpt_kernels.h) against the double
+ * residual kernels (tools/train/tasks/gpt/gpt.cl through gpt_kernels.h) against the double
  * reference (ref_gpt.c), on the default device (PoCL here): a tiny shape
  * and three real ones (several work-groups, T 131, 37 and 256, C 96, 192
  * and 384, N = B * T in the thousands), views at odd offsets with guards around

@@ -1,5 +1,5 @@
 /* test_handrolled.c - the hand-rolled baseline of clgrad-bench (CLBlast
- * saxpy / scal / nrm2 and cl/handrolled.cl, one launch per tensor and pass)
+ * saxpy / scal / nrm2 and bench/cl/handrolled.cl, one launch per tensor and pass)
  * computes the update it is timed as, so that every speed-up the bench
  * claims over it compares like with like. Every variant the bench runs
  * (bench/cases.c: each configuration of bench/configs.c, fed like path A

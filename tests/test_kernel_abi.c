@@ -1,8 +1,8 @@
 /* test_kernel_abi.c - the host and the device agree on clgrad's kernel
  * interface. Both sides are generated from cl/layout.py by
  * tools/gen-layout.py: clg_layout.h (CLG_SB_*, clg_args_<list> and their
- * setters) for src/, clg_layout.cl (SB_*, <LIST>_PARAMS) in front of every
- * program. This test fails if they drift apart anyway:
+ * setters) for src/, clg_layout.cl (SB_*, <LIST>_PARAMS; OPT_*, DT_* from
+ * clgrad.h's enums) in front of every program. This test fails if they drift apart anyway:
  *   - every kernel of the library programs, built from source with
  *     -cl-kernel-arg-info, has exactly the arguments of its list: their
  *     count, names, type names, address and type qualifiers, as the device
@@ -15,6 +15,8 @@
  *     accepts (a host type of the wrong width fails clSetKernelArg);
  *   - a kernel compiled with the programs' common source sees each SB_*
  *     equal to the C enum CLG_SB_*, and SB_WORDS to CLG_SB_WORDS;
+ *   - every OPT_* and DT_* the kernels see (clg_layout.cl makes them from
+ *     clgrad.h) equals its member of clg_optimizer or clg_dtype;
  *   - the comparison itself catches a swap, a wrong type, a missing
  *     argument, a lost qualifier and a wrong address space (mutated
  *     parameter lists built from the table). */
@@ -228,23 +230,32 @@ static void append(char **s, size_t *len, const char *fmt, ...)
     *len += (size_t)n;
 }
 
-/* A program of the embedded common source (clg_layout.cl and common.cl,
- * exactly what every library program starts with) followed by `tail`. */
-static cl_program build_with_common(const char *tail, const char *options)
+/* Appends the chunks of embedded source `name` to parts[*n..]. */
+static void add_source(const char **parts, size_t *n, size_t cap, const char *name)
 {
-    const char *const *common = clg__kernel_source("common");
-    assert_non_null(common);
+    const char *const *src = clg__kernel_source(name);
+    assert_non_null(src);
+    for (size_t i = 0; src[i]; i++) {
+        assert_true(*n < cap);
+        parts[(*n)++] = src[i];
+    }
+}
+
+/* A program of the embedded common source (clg_layout.cl and common.cl,
+ * exactly what every library program starts with), then library program
+ * `program`'s own source with what the build puts in front of it (NULL:
+ * none), then `tail`. */
+static cl_program build_after(const char *program, const char *tail, const char *options)
+{
+    enum { MAX_PARTS = 256 };
+    const char *parts[MAX_PARTS];
     size_t n = 0;
-    while (common[n])
-        n++;
-    const char **parts = calloc(n + 1, sizeof *parts);
-    assert_non_null(parts);
-    memcpy(parts, common, n * sizeof *parts);
-    parts[n] = tail;
+    add_source(parts, &n, MAX_PARTS - 1, "common");
+    if (program)
+        add_source(parts, &n, MAX_PARTS - 1, program);
+    parts[n++] = tail;
     cl_int err;
-    cl_program p = clCreateProgramWithSource(clg_context_cl(ctx), (cl_uint)(n + 1), parts, NULL,
-                                             &err);
-    free(parts);
+    cl_program p = clCreateProgramWithSource(clg_context_cl(ctx), (cl_uint)n, parts, NULL, &err);
     assert_int_equal(err, CL_SUCCESS);
     cl_device_id dev = clg_context_device(ctx);
     err = clBuildProgram(p, 1, &dev, options, NULL, NULL);
@@ -255,6 +266,42 @@ static cl_program build_with_common(const char *tail, const char *options)
     }
     assert_int_equal(err, CL_SUCCESS);
     return p;
+}
+
+static cl_program build_with_common(const char *tail, const char *options)
+{
+    return build_after(NULL, tail, options);
+}
+
+/* The values n OpenCL C expressions have on the device, compiled after
+ * program's source (build_after), into got[0..n). */
+static void probe(const char *program, const char *const *exprs, size_t n, cl_uint *got)
+{
+    char *src = NULL;
+    size_t len = 0;
+    append(&src, &len, "\nkernel void abi_probe(global uint *out)\n{\n");
+    for (size_t i = 0; i < n; i++)
+        append(&src, &len, "    out[%zu] = %s;\n", i, exprs[i]);
+    append(&src, &len, "}\n");
+    cl_program p = build_after(program, src, "");
+    free(src);
+
+    cl_int err;
+    cl_kernel k = clCreateKernel(p, "abi_probe", &err);
+    assert_int_equal(err, CL_SUCCESS);
+    cl_mem out = clCreateBuffer(clg_context_cl(ctx), CL_MEM_WRITE_ONLY, n * sizeof(cl_uint),
+                                NULL, &err);
+    assert_int_equal(err, CL_SUCCESS);
+    assert_int_equal(clSetKernelArg(k, 0, sizeof out, &out), CL_SUCCESS);
+    size_t one = 1;
+    cl_command_queue q = clg_context_queue(ctx);
+    assert_int_equal(clEnqueueNDRangeKernel(q, k, 1, NULL, &one, &one, 0, NULL, NULL),
+                     CL_SUCCESS);
+    assert_int_equal(clEnqueueReadBuffer(q, out, CL_TRUE, 0, n * sizeof *got, got, 0, NULL, NULL),
+                     CL_SUCCESS);
+    clReleaseMemObject(out);
+    clReleaseKernel(k);
+    clReleaseProgram(p);
 }
 
 static void test_step_block_indices_match(void **state)
@@ -270,32 +317,20 @@ static void test_step_block_indices_match(void **state)
         assert_true(w->type == 'f' || w->type == 'u');
     }
 
-    /* a kernel writes every SB_* the device sees, then SB_WORDS */
-    char *src = NULL;
-    size_t len = 0;
-    append(&src, &len, "\nkernel void sb_probe(global uint *out)\n{\n");
-    for (size_t i = 0; i < clg__layout_n_words; i++)
-        append(&src, &len, "    out[%zu] = SB_%s;\n", i, clg__layout_words[i].name);
-    append(&src, &len, "    out[%zu] = SB_WORDS;\n}\n", clg__layout_n_words);
-    cl_program p = build_with_common(src, "");
-    free(src);
-
+    /* the device's value of every SB_*, then SB_WORDS */
     size_t n = clg__layout_n_words + 1;
-    cl_int err;
-    cl_kernel k = clCreateKernel(p, "sb_probe", &err);
-    assert_int_equal(err, CL_SUCCESS);
-    cl_mem out = clCreateBuffer(clg_context_cl(ctx), CL_MEM_WRITE_ONLY, n * sizeof(cl_uint),
-                                NULL, &err);
-    assert_int_equal(err, CL_SUCCESS);
-    assert_int_equal(clSetKernelArg(k, 0, sizeof out, &out), CL_SUCCESS);
-    size_t one = 1;
-    cl_command_queue q = clg_context_queue(ctx);
-    assert_int_equal(clEnqueueNDRangeKernel(q, k, 1, NULL, &one, &one, 0, NULL, NULL),
-                     CL_SUCCESS);
+    char(*exprs)[64] = calloc(n, sizeof *exprs);
+    const char **ptrs = calloc(n, sizeof *ptrs);
     cl_uint *got = calloc(n, sizeof *got);
-    assert_non_null(got);
-    assert_int_equal(clEnqueueReadBuffer(q, out, CL_TRUE, 0, n * sizeof *got, got, 0, NULL, NULL),
-                     CL_SUCCESS);
+    assert_true(exprs && ptrs && got);
+    for (size_t i = 0; i < n; i++) {
+        if (i < clg__layout_n_words)
+            snprintf(exprs[i], sizeof exprs[i], "SB_%s", clg__layout_words[i].name);
+        else
+            snprintf(exprs[i], sizeof exprs[i], "SB_WORDS");
+        ptrs[i] = exprs[i];
+    }
+    probe(NULL, ptrs, n, got);
     int bad = 0;
     for (size_t i = 0; i < clg__layout_n_words; i++)
         if (got[i] != (cl_uint)clg__layout_words[i].index) {
@@ -311,9 +346,38 @@ static void test_step_block_indices_match(void **state)
     }
     assert_int_equal(bad, 0);
     free(got);
-    clReleaseMemObject(out);
-    clReleaseKernel(k);
-    clReleaseProgram(p);
+    free(ptrs);
+    free(exprs);
+}
+
+/* The codes the kernels switch on (-D OPT, G_DTYPE, STATE_DTYPE, ...) are
+ * clgrad.h's enum values: every member of clg_optimizer and clg_dtype, as
+ * the C compiler sees it, equals the OPT_* or DT_* the device sees after the
+ * update program's source (clg_layout.cl, common.cl, optim.cl, update.cl),
+ * so that a hand copy left in a kernel file shows too. */
+static void test_enum_codes_match(void **state)
+{
+    (void)state;
+#define CODE(c_name, cl_name, name) {#c_name, #cl_name, (cl_uint)(c_name)},
+    static const struct {
+        const char *c_name, *cl_name;
+        cl_uint value;
+    } codes[] = {CLG_LAYOUT_OPTIMIZERS(CODE) CLG_LAYOUT_DTYPES(CODE)};
+#undef CODE
+    enum { N = sizeof codes / sizeof codes[0] };
+    const char *exprs[N];
+    for (size_t i = 0; i < N; i++)
+        exprs[i] = codes[i].cl_name;
+    cl_uint got[N];
+    probe("update", exprs, N, got);
+    int bad = 0;
+    for (size_t i = 0; i < N; i++)
+        if (got[i] != codes[i].value) {
+            print_message("%s is %u on the device, %s is %u on the host\n", codes[i].cl_name,
+                          (unsigned)got[i], codes[i].c_name, (unsigned)codes[i].value);
+            bad++;
+        }
+    assert_int_equal(bad, 0);
 }
 
 /* ------------------------------------------------------------ the check can fail */
@@ -412,6 +476,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_library_kernels_match_lists),
         cmocka_unit_test(test_step_block_indices_match),
+        cmocka_unit_test(test_enum_codes_match),
         cmocka_unit_test(test_comparison_catches_mismatches),
     };
     return cmocka_run_group_tests(tests, setup, tu_group_teardown);

@@ -5,7 +5,10 @@
  * build and are repaired. A binary the driver refuses falls back too, and
  * so does another program's binary under a recomputed digest. Each repair
  * is noted once in the context (clg_context_cache_repairs). Build failures
- * carry the build log.
+ * carry the build log. The programs are a source of the test's own, built
+ * as a tool builds its kernels (clg_context_program_source): a context
+ * keeps one program per name, options and source; clgrad's own programs
+ * (clg_context_program) go through the same cache.
  *
  * This program defines clCreateProgramWithBinary and clBuildProgram itself
  * (forwarding to the ICD loader's): the library is linked statically into
@@ -200,15 +203,46 @@ static void sort_kernel_names(char *names, size_t cap)
 static uint64_t last_repairs;
 static char last_note[512];
 
-/* Loads program name with options in a fresh context; returns from_cache.
- * kernel_names (if not NULL) gets the program's kernel names, sorted. */
-static int load_program(const char *name, const char *options, char *kernel_names, size_t cap)
+/* The program most tests build: a tool's source, in two chunks as
+ * tools/embed-cl.py cuts a file. */
+static const char *const sample_source[] = {
+    "__kernel void sample_copy(__global const float *a, __global float *b)\n"
+    "{\n"
+    "    b[get_global_id(0)] = a[get_global_id(0)];\n"
+    "}\n",
+    "__kernel void sample_scale(__global float *a, float s)\n"
+    "{\n"
+    "    a[get_global_id(0)] *= s;\n"
+    "}\n",
+    NULL};
+/* Another program (another source under the same name; the binary the
+ * forgery passes off as the sample's). */
+static const char *const foreign_source[] = {
+    "__kernel void foreign_fill(__global float *a, float v)\n"
+    "{\n"
+    "    a[get_global_id(0)] = v;\n"
+    "}\n",
+    NULL};
+
+/* Program name: clgrad's own (source NULL) or the caller's source. */
+static clg_status get_program(clg_context *ctx, const char *name, const char *const *source,
+                              const char *options, cl_program *p, int *cached)
+{
+    return source ? clg_context_program_source(ctx, name, source, options, p, cached)
+                  : clg_context_program(ctx, name, options, p, cached);
+}
+
+/* Loads program name of source (NULL: clgrad's own) with options in a
+ * fresh context; returns from_cache. kernel_names (if not NULL) gets the
+ * program's kernel names, sorted. */
+static int load_program(const char *name, const char *const *source, const char *options,
+                        char *kernel_names, size_t cap)
 {
     clg_context *ctx = tu_context_or_skip();
     cl_program p = NULL;
     int cached = -1;
     int loads_before = binary_loads;
-    clg_status st = clg_context_program(ctx, name, options, &p, &cached);
+    clg_status st = get_program(ctx, name, source, options, &p, &cached);
     last_repairs = clg_context_cache_repairs(ctx, last_note, sizeof last_note);
     /* a hit is exactly one binary given to the driver; a miss is none,
      * unless a test's driver refused the binary or the entry was repaired
@@ -216,7 +250,7 @@ static int load_program(const char *name, const char *options, char *kernel_name
     if (st == CLG_SUCCESS && mode == DRIVER_REAL && last_repairs == 0)
         assert_int_equal(binary_loads - loads_before, cached == 1);
     if (st != CLG_SUCCESS)
-        fprintf(stderr, "clg_context_program: %s\n", clg_last_error(ctx));
+        fprintf(stderr, "%s: %s\n", name, clg_last_error(ctx));
     assert_int_equal(st, CLG_SUCCESS);
     assert_non_null(p);
     cl_build_status bs = CL_BUILD_ERROR;
@@ -240,10 +274,10 @@ static int load_program(const char *name, const char *options, char *kernel_name
     return cached;
 }
 
-/* load_program of "stream", the program most tests use. */
+/* load_program of the sample, the program most tests use. */
 static int load(const char *options, char *kernel_names, size_t cap)
 {
-    return load_program("stream", options, kernel_names, cap);
+    return load_program("sample", sample_source, options, kernel_names, cap);
 }
 
 /* The context of the last load() rebuilt one entry, for the reason
@@ -252,7 +286,7 @@ static void expect_repair_noted(const char *unusable)
 {
     char want[512];
     snprintf(want, sizeof want,
-             "kernel cache: the entry of cl/stream.cl %s; rebuilt from source and the entry "
+             "kernel cache: the entry of program \"sample\" %s; rebuilt from source and the entry "
              "rewritten",
              unusable);
     assert_int_equal(last_repairs, 1);
@@ -268,7 +302,7 @@ static void test_second_load_comes_from_cache(void **state)
     assert_int_equal(entries(cache, path, sizeof path, &temps), 1);
     assert_int_equal(temps, 0);
     assert_int_equal(load("-DCLG_TEST_CACHE=1", names2, sizeof names2), 1);
-    assert_non_null(strstr(names1, "stream_copy"));
+    assert_string_equal(names1, "sample_copy;sample_scale");
     assert_string_equal(names1, names2); /* the same program came back */
     assert_int_equal(entries(cache, NULL, 0, NULL), 1);
 
@@ -283,6 +317,83 @@ static void test_second_load_comes_from_cache(void **state)
     assert_int_equal(load("-DCLG_TEST_CACHE=2", NULL, 0), 0);
     assert_int_equal(entries(cache, NULL, 0, NULL), 2);
     assert_int_equal(load("-DCLG_TEST_CACHE=2", NULL, 0), 1);
+}
+
+/* Runs sample_scale of p on {1, -2, 0.5, 4} with s = 3 and checks the
+ * result against the host's: the caller's source is what runs. */
+static void check_sample_runs(clg_context *ctx, cl_program p)
+{
+    cl_int err;
+    cl_kernel k = clCreateKernel(p, "sample_scale", &err);
+    assert_int_equal(err, CL_SUCCESS);
+    float host[4] = {1.0f, -2.0f, 0.5f, 4.0f}, got[4];
+    cl_mem a = clCreateBuffer(clg_context_cl(ctx), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
+                              sizeof host, host, &err);
+    assert_int_equal(err, CL_SUCCESS);
+    float s = 3.0f;
+    size_t global = 4;
+    assert_int_equal(clSetKernelArg(k, 0, sizeof a, &a), CL_SUCCESS);
+    assert_int_equal(clSetKernelArg(k, 1, sizeof s, &s), CL_SUCCESS);
+    assert_int_equal(clEnqueueNDRangeKernel(clg_context_queue(ctx), k, 1, NULL, &global, NULL, 0,
+                                            NULL, NULL),
+                     CL_SUCCESS);
+    assert_int_equal(clEnqueueReadBuffer(clg_context_queue(ctx), a, CL_TRUE, 0, sizeof got, got,
+                                         0, NULL, NULL),
+                     CL_SUCCESS);
+    for (int i = 0; i < 4; i++)
+        assert_true(got[i] == host[i] * s);
+    clReleaseMemObject(a);
+    clReleaseKernel(k);
+}
+
+/* A context keeps one program per name, options and source: the same call
+ * gives the same program; another source under the same name, or a
+ * caller's source under one of clgrad's names, is another program (and
+ * another cache entry). */
+static void test_caller_sources_are_programs_of_their_own(void **state)
+{
+    (void)state;
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s/sources", tmp);
+    setenv("CLGRAD_CACHE_DIR", dir, 1);
+    clg_context *ctx = tu_context_or_skip();
+    const char *opt = "-DCLG_TEST_SOURCE=1";
+    cl_program sample = NULL, again = NULL, foreign = NULL, own = NULL, named_own = NULL;
+    int cached = -1;
+    assert_int_equal(clg_context_program_source(ctx, "sample", sample_source, opt, &sample,
+                                                &cached),
+                     CLG_SUCCESS);
+    assert_int_equal(cached, 0);
+    check_sample_runs(ctx, sample);
+    assert_int_equal(clg_context_program_source(ctx, "sample", sample_source, opt, &again, NULL),
+                     CLG_SUCCESS);
+    assert_ptr_equal(again, sample);
+    assert_int_equal(clg_context_program_source(ctx, "sample", foreign_source, opt, &foreign,
+                                                &cached),
+                     CLG_SUCCESS);
+    assert_int_equal(cached, 0);
+    assert_true(foreign != sample);
+    char names[256] = "";
+    assert_int_equal(
+        clGetProgramInfo(foreign, CL_PROGRAM_KERNEL_NAMES, sizeof names, names, NULL),
+        CL_SUCCESS);
+    assert_string_equal(names, "foreign_fill");
+    assert_int_equal(entries(dir, NULL, 0, NULL), 2);
+    /* clgrad's "stats" (through the same cache: a third entry) and a
+     * caller's source named "stats" (the sample's source: its entry) */
+    assert_int_equal(clg_context_program(ctx, "stats", opt, &own, NULL), CLG_SUCCESS);
+    assert_int_equal(entries(dir, NULL, 0, NULL), 3);
+    assert_int_equal(clg_context_program_source(ctx, "stats", sample_source, opt, &named_own,
+                                                &cached),
+                     CLG_SUCCESS);
+    assert_int_equal(cached, 1);
+    assert_true(named_own != own && named_own != sample);
+    check_sample_runs(ctx, named_own);
+    clg_context_destroy(ctx);
+    /* new contexts find both kinds in the disk cache */
+    assert_int_equal(load_program("sample", sample_source, opt, NULL, 0), 1);
+    assert_int_equal(load_program("stats", NULL, opt, NULL, 0), 1);
+    assert_int_equal(entries(dir, NULL, 0, NULL), 3);
 }
 
 static void test_cache_off(void **state)
@@ -514,7 +625,7 @@ static void test_damaged_entries_fall_back_and_repair(void **state)
 
     char names_ok[4096];
     assert_int_equal(load("-DCLG_TEST_DAMAGE=1", names_ok, sizeof names_ok), 0);
-    assert_non_null(strstr(names_ok, "stream_copy"));
+    assert_string_equal(names_ok, "sample_copy;sample_scale");
     assert_int_equal(entries(dir, path, sizeof path, NULL), 1);
     size_t n;
     unsigned char *good = tu_read_file(path, &n);
@@ -600,7 +711,7 @@ static void test_driver_refusal_falls_back(void **state)
     }
 }
 
-/* The issue's forgery: another program's binary (cl/mlp.cl's) stored
+/* The issue's forgery: another program's binary (foreign_source's) stored
  * under this program's key, with the digest recomputed over it. It passes
  * every check of the entry, so the driver builds it; the program then has
  * kernels its source does not name. Before the check, the cache handed it
@@ -614,7 +725,9 @@ static void test_foreign_binary_is_repaired(void **state)
     snprintf(dir, sizeof dir, "%s/forged", tmp);
     setenv("CLGRAD_CACHE_DIR", dir, 1);
     char foreign_names[4096], names_ok[4096], names[4096];
-    assert_int_equal(load_program("mlp", "", foreign_names, sizeof foreign_names), 0);
+    assert_int_equal(load_program("foreign", foreign_source, "", foreign_names,
+                                  sizeof foreign_names),
+                     0);
     assert_int_equal(entries(dir, foreign_path, sizeof foreign_path, NULL), 1);
     size_t fn;
     unsigned char *foreign = tu_read_file(foreign_path, &fn);
@@ -626,7 +739,7 @@ static void test_foreign_binary_is_repaired(void **state)
     size_t n;
     unsigned char *good = tu_read_file(path, &n);
 
-    /* this entry's header, mlp's binary, the length and digest to match */
+    /* this entry's header, the foreign binary, the length and digest to match */
     size_t bin = fn - HEADER_SIZE, forged_size = HEADER_SIZE + bin;
     unsigned char *forged = tu_xmalloc(forged_size);
     memcpy(forged, good, OFF_LENGTH);
@@ -651,13 +764,13 @@ static void test_foreign_binary_is_repaired(void **state)
     assert_int_equal(load("-DCLG_TEST_FORGED=1", names, sizeof names), 0);
     assert_int_equal(binary_loads, loads + 1);
     assert_string_equal(names, names_ok);
-    /* the kernel named is whichever of mlp's the driver lists first */
+    /* the kernel named is the foreign program's */
     const char *q = strchr(last_note, '\'');
     assert_non_null(q);
     char kernel[128];
     snprintf(kernel, sizeof kernel, "%.*s", (int)strcspn(q + 1, "'"), q + 1);
     assert_non_null(strstr(foreign_names, kernel));
-    assert_int_equal(strncmp(kernel, "mlp_", 4), 0);
+    assert_string_equal(kernel, "foreign_fill");
     char unusable[256];
     snprintf(unusable, sizeof unusable,
              "holds another program: its binary has kernel '%s', which its source does not "
@@ -705,8 +818,8 @@ static void test_build_failure_carries_log(void **state)
     /* The embedded sources are fine; an #error forced in through a macro
      * that the -D value cannot satisfy would need source access, so break
      * the build with a redefinition under -Werror instead. */
-    clg_status st = clg_context_program(
-        ctx, "stream", "-Werror -DCLG_TEST_REDEF=1 -DCLG_TEST_REDEF=2", &p, &cached);
+    clg_status st = clg_context_program_source(
+        ctx, "sample", sample_source, "-Werror -DCLG_TEST_REDEF=1 -DCLG_TEST_REDEF=2", &p, &cached);
     assert_int_equal(st, CLG_ERR_BUILD);
     assert_null(p);
     assert_int_equal(cached, 0);
@@ -715,8 +828,9 @@ static void test_build_failure_carries_log(void **state)
     assert_non_null(strstr(msg, "CLG_TEST_REDEF"));
     assert_int_equal(entries(cache, NULL, 0, NULL), 2); /* nothing cached */
     /* the context is still usable */
-    assert_int_equal(clg_context_program(ctx, "stream", "-DCLG_TEST_CACHE=1", &p, &cached),
-                     CLG_SUCCESS);
+    assert_int_equal(
+        clg_context_program_source(ctx, "sample", sample_source, "-DCLG_TEST_CACHE=1", &p, &cached),
+        CLG_SUCCESS);
     assert_int_equal(cached, 1);
     clg_context_destroy(ctx);
 }
@@ -725,6 +839,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_second_load_comes_from_cache, setup),
+        cmocka_unit_test_setup(test_caller_sources_are_programs_of_their_own, setup),
         cmocka_unit_test_setup(test_cache_off, setup),
         cmocka_unit_test_setup(test_default_locations, setup),
         cmocka_unit_test_setup(test_damaged_entries_fall_back_and_repair, setup),

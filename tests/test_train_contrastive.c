@@ -34,6 +34,7 @@
 #include "dataset.h"
 #include "mlp.h"
 #include "tasks.h"
+#include "train_kernels.h"
 #include "testutil.h"
 
 #include <math.h>
@@ -165,8 +166,9 @@ static void test_replay(void **state)
 {
     (void)state;
     cl_program prog;
-    OK(clg_context_program(tu_ctx, "contrastive_train", "-DIMG_ROWS=28 -DIMG_COLS=28", &prog,
-                           NULL));
+    OK(clg_context_program_source(tu_ctx, "contrastive_train",
+                                  train_kernel_source("contrastive_train"),
+                                  "-DIMG_ROWS=28 -DIMG_COLS=28", &prog, NULL));
     cl_int e;
     /* the device's seeds are clg_sample_seed's */
     cl_kernel ks = clCreateKernel(prog, "con_seeds", &e);

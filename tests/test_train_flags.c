@@ -7,6 +7,7 @@
  * the run configuration a checkpoint stores (written, read back, compared
  * equal; compared with a default run's, the difference is named). Nothing
  * here lists a flag by hand: a row added to a table is tested as it is. */
+#include "clg_layout.h"
 #include "options.h"
 #include "runconfig.h"
 #include "task.h"
@@ -256,6 +257,64 @@ static void test_task_flags(void **state)
     free(help);
 }
 
+/* The core's rows that take an optimizer or a dtype spell each value as
+ * the library names it (clg_optimizer_name, clg_dtype_name: what logs and
+ * checkpoints print), the names parse back to their values, and
+ * --optimizer offers every member of clgrad.h's clg_optimizer (the list
+ * the kernels' OPT_* come from, clg_layout.h), so that a new optimizer is
+ * a choice of the trainer or this test fails. */
+static void test_enum_choice_names(void **state)
+{
+    (void)state;
+    static const struct {
+        size_t offset;
+        int optimizer; /* 1: clg_optimizer, 0: clg_dtype */
+    } fields[] = {
+        {offsetof(train_options, optimizer), 1},
+        {offsetof(train_options, grad_dtype), 0},
+        {offsetof(train_options, state_dtype), 0},
+        {offsetof(train_options, master_dtype), 0},
+        {offsetof(train_options, acc_dtype), 0},
+    };
+#define MEMBER(c_name, cl_name, name) (int)(c_name),
+    static const int optimizers[] = {CLG_LAYOUT_OPTIMIZERS(MEMBER)};
+#undef MEMBER
+    const flag_table *t = &train_flag_table;
+    for (size_t k = 0; k < sizeof fields / sizeof fields[0]; k++) {
+        const flag_def *f = NULL;
+        for (int r = 0; r < t->n; r++)
+            if (t->rows[r].kind == FLAG_CHOICE && t->rows[r].offset == fields[k].offset)
+                f = &t->rows[r];
+        assert_non_null(f);
+        char name[64], err[256];
+        int n = 0;
+        for (; flags_choice_at(f->choices, n, name, sizeof name) == 0; n++) {
+            const char *lib = fields[k].optimizer ? clg_optimizer_name((clg_optimizer)f->values[n])
+                                                  : clg_dtype_name((clg_dtype)f->values[n]);
+            if (strcmp(name, lib) != 0)
+                fail_msg("%s: choice %d is '%s', the library names its value '%s'", f->name, n,
+                         name, lib);
+            cli c;
+            cli_init(&c);
+            assert_int_equal(flags_parse_value(f, lib, &c.o, err, sizeof err), 0);
+            int got;
+            memcpy(&got, (const char *)&c.o + f->offset, sizeof got);
+            assert_int_equal(got, f->values[n]);
+            cli_free(&c);
+        }
+        if (!fields[k].optimizer)
+            continue;
+        for (size_t i = 0; i < sizeof optimizers / sizeof optimizers[0]; i++) {
+            int offered = 0;
+            for (int j = 0; j < n; j++)
+                offered |= f->values[j] == optimizers[i];
+            if (!offered)
+                fail_msg("%s does not offer %s", f->name,
+                         clg_optimizer_name((clg_optimizer)optimizers[i]));
+        }
+    }
+}
+
 /* Every setting a checkpoint stores is a row (a flag or a derived one) and
  * their positions are 1..n without a gap or a repeat, so that the stored
  * order (which resume messages follow) is defined by the table. */
@@ -488,6 +547,7 @@ int main(void)
         cmocka_unit_test(test_core_flags),
         cmocka_unit_test(test_task_flags),
         cmocka_unit_test(test_stored_positions),
+        cmocka_unit_test(test_enum_choice_names),
         cmocka_unit_test(test_combinations),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

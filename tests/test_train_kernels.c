@@ -1,4 +1,4 @@
-/* test_train_kernels.c - the kernels of cl/mlp.cl and the MLP's forward and
+/* test_train_kernels.c - the kernels of tools/train/nn/mlp.cl and the MLP's forward and
  * backward (CLBlast GEMMs + those kernels) against a plain CPU reference in
  * double precision, on the default device (PoCL here). */
 #include <setjmp.h>

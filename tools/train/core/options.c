@@ -45,17 +45,6 @@ void train_options_default(train_options *o)
     o->path = GRAD_PATH_B;
 }
 
-const char *train_optimizer_name(clg_optimizer o)
-{
-    switch (o) {
-    case CLG_SGD: return "sgd";
-    case CLG_ADAM: return "adam";
-    case CLG_ADAMW: return "adamw";
-    case CLG_LION: return "lion";
-    }
-    return "?";
-}
-
 const char *train_path_name(grad_path p)
 {
     return p == GRAD_PATH_A ? "A" : p == GRAD_PATH_B ? "B" : "C";

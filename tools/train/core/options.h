@@ -151,7 +151,6 @@ int train_setting_overridable(const char *name, const char **why);
 /* The names --override accepts, comma-separated. */
 const char *train_setting_names(void);
 
-const char *train_optimizer_name(clg_optimizer o);
 const char *train_schedule_name(clg_schedule_kind s);
 const char *train_path_name(grad_path p); /* "A", "B", "C" */
 

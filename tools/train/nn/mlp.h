@@ -1,6 +1,6 @@
 /* mlp.h - the multilayer perceptron of clgrad-train on a clgrad model:
  * layout of its tensors, seeded init, activation buffers for a micro-batch,
- * and forward/backward passes with CLBlast GEMMs and cl/mlp.cl kernels.
+ * and forward/backward passes with CLBlast GEMMs and tools/train/nn/mlp.cl kernels.
  *
  * Layout (model order, also the --dump-weights order): for each linear
  * layer l = 1..L, "fc<l>.weight" [out x in] row-major, then "fc<l>.bias"
@@ -54,7 +54,7 @@ typedef struct mlp {
  * kernels. On failure returns non-zero with a message in err. */
 /* n_dims widths are 2..MLP_MAX_LAYERS + 1 (the message names who). */
 int mlp_check_widths(const char *who, int n_dims, char *err, size_t errlen);
-/* cl/mlp.cl's kernels (mlp_kernels_init) with a message on failure. */
+/* tools/train/nn/mlp.cl's kernels (mlp_kernels_init) with a message on failure. */
 int mlp_kernels_build(clg_context *ctx, mlp_kernels *k, char *err, size_t errlen);
 
 int mlp_create(clg_context *ctx, const unsigned *dims, int n_dims, mlp **out, char *err,
@@ -106,7 +106,7 @@ cl_int mlp_forward(mlp *m, const mlp_source *src, cl_uint rows, cl_mem scale, si
  * for every tensor (targets[t] in model order: w1, b1, w2, b2, ...). */
 cl_int mlp_backward(mlp *m, cl_uint rows, const clg_view *targets, float beta);
 /* Adds this micro-batch's loss sum and correct count into sums (see
- * mlp_sum_rows in cl/mlp.cl). */
+ * mlp_sum_rows in tools/train/nn/mlp.cl). */
 cl_int mlp_sum(mlp *m, cl_uint rows, cl_mem sums);
 
 #endif /* TRAIN_MLP_H */

@@ -1,6 +1,7 @@
 /* mlp_kernels.c - program loading and launchers for cl/mlp.cl. */
 #include "mlp_kernels.h"
 #include "clgrad_advanced.h"
+#include "train_kernels.h"
 
 #include <string.h>
 
@@ -8,7 +9,8 @@ clg_status mlp_kernels_init(clg_context *ctx, mlp_kernels *k)
 {
     memset(k, 0, sizeof *k);
     cl_program prog = NULL;
-    clg_status st = clg_context_program(ctx, "mlp", "", &prog, NULL);
+    clg_status st = clg_context_program_source(ctx, "mlp", train_kernel_source("mlp"), "", &prog,
+                                                 NULL);
     if (st != CLG_SUCCESS)
         return st;
     k->queue = clg_context_queue(ctx);

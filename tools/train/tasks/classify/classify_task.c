@@ -23,7 +23,7 @@ static void print_json(const train_options *o, const train_result *r)
         JSON_NUM("skipped_updates", r->skipped_updates),
         JSON_RUN_SHAPE(r),
         JSON_NUM("auto_halvings", r->halvings),
-        JSON_STR("optimizer", train_optimizer_name(o->optimizer)),
+        JSON_STR("optimizer", clg_optimizer_name(o->optimizer)),
         JSON_NUM("lr", r->lr),
         JSON_STR("grad_path", train_path_name(o->path)),
         JSON_STR("grad_dtype", clg_dtype_name(o->grad_dtype)),

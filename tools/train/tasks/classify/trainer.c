@@ -102,7 +102,7 @@ int train_run_dist(const train_options *opt, const train_io *io, train_dist_hook
                      res->device, res->update_samples, split,
                      res->update_samples < opt->batch ? " (the whole training set)" : "",
                      t->run.total_updates,
-                     train_optimizer_name(opt->optimizer), res->lr,
+                     clg_optimizer_name(opt->optimizer), res->lr,
                      train_schedule_name(opt->schedule),
                      run_warmup(&t->run),
                      "ABC"[opt->path], clg_dtype_name(opt->grad_dtype));

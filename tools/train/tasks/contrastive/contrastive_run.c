@@ -40,7 +40,7 @@ int contrastive_run(const train_options *o, const con_options *c, const train_io
         progress_log(&t->run.prog, "contrastive %s on %s: updates of %u samples (%s), %" PRIu64
                      " updates, %s lr %g, temperature %g, %s, grad path %c\n",
                      con_method_name(c->method), res->device, res->update_samples, split,
-                     t->run.total_updates, train_optimizer_name(o->optimizer), res->lr,
+                     t->run.total_updates, clg_optimizer_name(o->optimizer), res->lr,
                      (double)c->temperature, c->one_way ? "queries to keys" : "both ways",
                      "ABC"[o->path]);
     }
@@ -94,7 +94,7 @@ static void print_json(const train_options *o, const con_options *c, const con_r
         JSON_NUM("temperature", c->temperature),
         JSON_NUM("embed_dim", c->embed_dim),
         JSON_NUM("bank_size", c->method == CON_CONTACCUM ? c->bank_size : 0),
-        JSON_STR("optimizer", train_optimizer_name(o->optimizer)),
+        JSON_STR("optimizer", clg_optimizer_name(o->optimizer)),
         JSON_NUM("lr", r->lr),
         JSON_STR("grad_path", train_path_name(o->path)),
         JSON_NUM("params", r->params),

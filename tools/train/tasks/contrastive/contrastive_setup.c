@@ -6,6 +6,7 @@
  * kernels, the memory plan, and the teardown. */
 #include "contrastive_internal.h"
 #include "clgrad_advanced.h"
+#include "train_kernels.h"
 #include "clbuf.h"
 #include "memplan.h"
 
@@ -94,7 +95,9 @@ static int build_kernels(con_trainer *t)
 {
     char opt[64];
     snprintf(opt, sizeof opt, "-DIMG_ROWS=%d -DIMG_COLS=%d", DATASET_ROWS, DATASET_COLS);
-    clg_status st = clg_context_program(t->run.ctx, "contrastive_train", opt, &t->program, NULL);
+    clg_status st = clg_context_program_source(t->run.ctx, "contrastive_train",
+                                               train_kernel_source("contrastive_train"), opt,
+                                               &t->program, NULL);
     if (st != CLG_SUCCESS)
         return con_fail_clg(t, "building cl/contrastive_train.cl", st);
     cl_int e1, e2, e3, e4;

@@ -4,6 +4,7 @@
  * (CL_INVALID_VALUE otherwise) before it enqueues. */
 #include "gpt_kernels.h"
 #include "clgrad_advanced.h"
+#include "train_kernels.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -76,7 +77,8 @@ clg_status gpt_kernels_init_rows(clg_context *ctx, gpt_kernels *k, unsigned row_
     snprintf(opts, sizeof opts, "-DGPT_WG=%d -DGPT_RB=%d -DGPT_ROW_W=%u", GPT_WG, GPT_RB,
              row_items);
     cl_program prog = NULL;
-    clg_status st = clg_context_program(ctx, "gpt", opts, &prog, NULL);
+    clg_status st = clg_context_program_source(ctx, "gpt", train_kernel_source("gpt"), opts, &prog,
+                                                 NULL);
     if (st != CLG_SUCCESS)
         return st;
     k->queue = clg_context_queue(ctx);

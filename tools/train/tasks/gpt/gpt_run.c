@@ -27,7 +27,7 @@ static void print_start(gpt_trainer *t)
                  "lr %g (warmup %" PRIu64 ")\n",
                  t->shape.layers, t->shape.heads, t->shape.width, t->shape.context, res->device,
                  res->train_windows, res->val_windows, res->update_samples, split,
-                 t->run.total_updates, train_optimizer_name(o->optimizer), res->lr,
+                 t->run.total_updates, clg_optimizer_name(o->optimizer), res->lr,
                  run_warmup(&t->run));
 }
 
@@ -140,7 +140,7 @@ static void print_json(const train_options *o, const gpt_options *g, const gpt_r
         JSON_NUM("activation_bytes", r->activation_bytes),
         JSON_NUM("model_bytes", r->model_bytes),
         JSON_NUM("data_bytes", r->data_bytes),
-        JSON_STR("optimizer", train_optimizer_name(o->optimizer)),
+        JSON_STR("optimizer", clg_optimizer_name(o->optimizer)),
         JSON_NUM("lr", r->lr),
         JSON_STR("state_dtype", clg_dtype_name(o->state_dtype)),
         JSON_NUM("train_seconds", r->train_seconds),

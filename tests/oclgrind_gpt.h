@@ -4,7 +4,7 @@
 
 #include "clgrad.h"
 
-/* Runs every kernel of cl/gpt.cl; returns the number of failed calls. */
+/* Runs every kernel of gpt.cl; returns the number of failed calls. */
 int oclgrind_gpt(clg_context *ctx);
 
 #endif /* CLGRAD_OCLGRIND_GPT_H */

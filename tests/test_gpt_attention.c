@@ -1,5 +1,5 @@
 /* test_gpt_attention.c - the GPT task's attention and loss kernels
- * (cl/gpt.cl through gpt_kernels.h: head split and merge, causal softmax,
+ * (gpt.cl through gpt_kernels.h: head split and merge, causal softmax,
  * their backwards, the fused cross-entropy and the loss sum) against the
  * double reference (ref_gpt.c), on the default device; and a determinism
  * check of every kernel that reduces (two runs, bit-identical outputs).

@@ -3,9 +3,9 @@
  * missing files, a shape other than the model's), command-line validation
  * (numbers that must survive the conversion to float, flags given or not),
  * the data order (the samples of each effective batch do not depend on the
- * micro-batch), the checks of output paths, the checkpoint writer's lock,
- * all-or-nothing output files, and the run settings compared on resume. No
- * device. */
+ * micro-batch), k and each cycle's length (run_cycle.c), the checks of
+ * output paths, the checkpoint writer's lock, all-or-nothing output files,
+ * and the run settings compared on resume. No device. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,6 +24,7 @@
 #include "file_id.h"
 #include "outpaths.h"
 #include "progress.h"
+#include "run.h"
 #include "runconfig.h"
 #include "testutil.h"
 #include "writer_lock.h"
@@ -82,12 +83,30 @@ static void assert_contains(const char *s, const char *needle)
 
 /* ------------------------------------------------------------ idx_parse */
 
+/* The IDX image of 5 items of 3 x 4 bytes (make_idx). */
+static uint8_t *five_items(size_t *len)
+{
+    static const uint32_t dims[3] = {5, 3, 4};
+    return make_idx(dims, 3, len);
+}
+
+/* idx_parse of len bytes of b, which must fail and leave its output
+ * zeroed (idx.h); its message, in a buffer that the next call overwrites. */
+static const char *parse_error(const uint8_t *b, size_t len)
+{
+    static char err[256];
+    err[0] = 0;
+    idx_file f;
+    assert_int_equal(idx_parse(b, len, &f, err, sizeof err), -1);
+    assert_null(f.data);
+    return err;
+}
+
 static void test_parse_good(void **state)
 {
     (void)state;
-    uint32_t dims[3] = {5, 3, 4};
     size_t len;
-    uint8_t *b = make_idx(dims, 3, &len);
+    uint8_t *b = five_items(&len);
     idx_file f;
     char err[256] = "";
     assert_int_equal(idx_parse(b, len, &f, err, sizeof err), 0);
@@ -102,18 +121,11 @@ static void test_parse_good(void **state)
 static void test_parse_truncated(void **state)
 {
     (void)state;
-    uint32_t dims[3] = {5, 3, 4};
     size_t len;
-    uint8_t *b = make_idx(dims, 3, &len);
-    idx_file f;
-    char err[256];
+    uint8_t *b = five_items(&len);
     /* Every proper prefix is rejected, with the reason for its length. */
-    for (size_t n = 0; n < len; n++) {
-        err[0] = 0;
-        assert_int_equal(idx_parse(b, n, &f, err, sizeof err), -1);
-        assert_contains(err, "truncated");
-        assert_null(f.data);
-    }
+    for (size_t n = 0; n < len; n++)
+        assert_contains(parse_error(b, n), "truncated");
     free(b);
 }
 
@@ -123,21 +135,16 @@ static void test_parse_wrong_magic(void **state)
     uint32_t dims[1] = {4};
     size_t len;
     uint8_t *b = make_idx(dims, 1, &len);
-    idx_file f;
-    char err[256];
     b[0] = 0x1f; /* e.g. a gzip file read raw */
-    assert_int_equal(idx_parse(b, len, &f, err, sizeof err), -1);
-    assert_contains(err, "wrong magic");
+    assert_contains(parse_error(b, len), "wrong magic");
     b[0] = 0;
     b[3] = 0; /* zero dimensions */
-    assert_int_equal(idx_parse(b, len, &f, err, sizeof err), -1);
-    assert_contains(err, "dimensions");
+    assert_contains(parse_error(b, len), "dimensions");
     b[3] = 9;
-    assert_int_equal(idx_parse(b, len, &f, err, sizeof err), -1);
+    parse_error(b, len);
     b[3] = 1;
     b[2] = 0x0d; /* float elements */
-    assert_int_equal(idx_parse(b, len, &f, err, sizeof err), -1);
-    assert_contains(err, "unsupported element type");
+    assert_contains(parse_error(b, len), "unsupported element type");
     free(b);
 }
 
@@ -147,20 +154,16 @@ static void test_parse_wrong_count(void **state)
     uint32_t dims[2] = {6, 2};
     size_t len;
     uint8_t *b = make_idx(dims, 2, &len);
-    idx_file f;
-    char err[256];
     b[7] = 5; /* header says 5 items, 6 follow */
-    assert_int_equal(idx_parse(b, len, &f, err, sizeof err), -1);
-    assert_contains(err, "wrong count");
+    assert_contains(parse_error(b, len), "wrong count");
     b[7] = 7; /* header says 7, only 6 follow */
-    assert_int_equal(idx_parse(b, len, &f, err, sizeof err), -1);
-    assert_contains(err, "truncated");
+    assert_contains(parse_error(b, len), "truncated");
     /* Huge dimensions must not overflow into a small size. */
     b[4] = b[5] = b[6] = b[7] = 0xff;
     b[8] = b[9] = b[10] = b[11] = 0xff;
-    assert_int_equal(idx_parse(b, len, &f, err, sizeof err), -1);
+    parse_error(b, len);
     b[8] = b[9] = b[10] = b[11] = 0; /* zero-sized items */
-    assert_int_equal(idx_parse(b, len, &f, err, sizeof err), -1);
+    parse_error(b, len);
     free(b);
 }
 
@@ -205,6 +208,17 @@ static void write_pair(const char *dir, const char *prefix, uint32_t n, int gz)
     free(lab);
 }
 
+/* dataset_load_shape of "train" in dir for a 4 x 3 input, which must fail;
+ * its message, in a buffer that the next call overwrites. */
+static const char *train_load_error(const char *dir)
+{
+    static char err[1024];
+    err[0] = 0;
+    dataset d;
+    assert_int_equal(dataset_load_shape(dir, "train", 4, 3, &d, err, sizeof err), -1);
+    return err;
+}
+
 static void test_load_good(void **state)
 {
     files_state *s = *state;
@@ -234,9 +248,7 @@ static void test_load_good(void **state)
 static void test_load_missing(void **state)
 {
     files_state *s = *state;
-    dataset d;
-    char err[1024] = "";
-    assert_int_equal(dataset_load_shape(s->dir, "train", 4, 3, &d, err, sizeof err), -1);
+    const char *err = train_load_error(s->dir);
     assert_contains(err, "train-images-idx3-ubyte");
     assert_contains(err, "No such file");
 }
@@ -254,10 +266,7 @@ static void test_load_truncated_gz(void **state)
     size_t cuts[] = {0, 1, 5, 12, len / 2, len - 9, len - 1};
     for (size_t i = 0; i < sizeof cuts / sizeof *cuts; i++) {
         tu_write_file(path, b, cuts[i]);
-        dataset d;
-        char err[1024] = "";
-        assert_int_equal(dataset_load_shape(s->dir, "train", 4, 3, &d, err, sizeof err), -1);
-        assert_contains(err, path);
+        assert_contains(train_load_error(s->dir), path);
     }
     free(b);
 }
@@ -271,9 +280,7 @@ static void test_load_mismatch_and_labels(void **state)
     snprintf(from, sizeof from, "%s/other-labels-idx1-ubyte.gz", s->dir);
     snprintf(to, sizeof to, "%s/train-labels-idx1-ubyte.gz", s->dir);
     assert_int_equal(rename(from, to), 0);
-    dataset d;
-    char err[1024] = "";
-    assert_int_equal(dataset_load_shape(s->dir, "train", 4, 3, &d, err, sizeof err), -1);
+    const char *err = train_load_error(s->dir);
     assert_contains(err, "label/image count mismatch");
     assert_contains(err, "30 images");
     assert_contains(err, "29 labels");
@@ -287,7 +294,7 @@ static void test_load_mismatch_and_labels(void **state)
     lab[8 + 17] = 10;
     write_gz(to, lab, llen);
     free(lab);
-    assert_int_equal(dataset_load_shape(s->dir, "train", 4, 3, &d, err, sizeof err), -1);
+    err = train_load_error(s->dir);
     assert_contains(err, "label 10 of item 17");
     assert_contains(err, "train-labels-idx1-ubyte.gz");
 
@@ -297,8 +304,7 @@ static void test_load_mismatch_and_labels(void **state)
     uint8_t *img = tu_read_file(from, &ilen);
     tu_write_file(to, img, ilen);
     free(img);
-    assert_int_equal(dataset_load_shape(s->dir, "train", 4, 3, &d, err, sizeof err), -1);
-    assert_contains(err, "expected labels");
+    assert_contains(train_load_error(s->dir), "expected labels");
 }
 
 static void test_load_wrong_magic_file(void **state)
@@ -309,9 +315,7 @@ static void test_load_wrong_magic_file(void **state)
     snprintf(path, sizeof path, "%s/train-images-idx3-ubyte.gz", s->dir);
     const char text[] = "this is not an IDX file at all\n";
     write_gz(path, (const uint8_t *)text, sizeof text - 1);
-    dataset d;
-    char err[1024] = "";
-    assert_int_equal(dataset_load_shape(s->dir, "train", 4, 3, &d, err, sizeof err), -1);
+    const char *err = train_load_error(s->dir);
     assert_contains(err, path);
     assert_contains(err, "wrong magic");
 }
@@ -368,10 +372,8 @@ static void test_load_not_regular(void **state)
     char path[1024];
     snprintf(path, sizeof path, "%s/train-images-idx3-ubyte.gz", s->dir);
     assert_int_equal(mkdir(path, 0755), 0);
-    dataset d;
-    char err[1024] = "";
     errno = EEXIST; /* a stale errno must not show */
-    assert_int_equal(dataset_load_shape(s->dir, "train", 4, 3, &d, err, sizeof err), -1);
+    const char *err = train_load_error(s->dir);
     const char *at = strstr(err, path);
     assert_non_null(at);
     if (strcmp(at + strlen(path), ": is a directory, not a regular file") != 0)
@@ -1118,6 +1120,43 @@ static void test_order_batches(void **state)
     order_free(&o);
 }
 
+/* The micro-steps of len samples in micro-batches of at most b, counted
+ * by taking them off one micro-batch at a time: the reference for k. */
+static unsigned micro_steps_by_count(size_t len, unsigned b)
+{
+    unsigned n = 0;
+    for (size_t left = len; left > 0; left -= left < b ? left : b)
+        n++;
+    return n;
+}
+
+/* Issue 34: b, k and each cycle's length have one owner (run_cycle.c).
+ * run_set_micro_batch gives k = ceil(--batch / b); run_begin_cycle gives
+ * a cycle of share samples its micro-steps and clgrad's k schedule
+ * (run_k_of_cycle) the same, whatever the update index; before any
+ * cycle the schedule says 1 (a trainer's checkpoint is at a cycle end). */
+static void test_run_cycle_lengths(void **state)
+{
+    (void)state;
+    train_options o;
+    train_options_default(&o);
+    for (unsigned batch = 1; batch <= 70; batch++) {
+        o.batch = batch;
+        for (unsigned b = 1; b <= batch; b++) {
+            run_state r = {.opt = &o};
+            run_set_micro_batch(&r, b);
+            assert_int_equal(r.b, b);
+            assert_int_equal(r.k, micro_steps_by_count(batch, b));
+            assert_int_equal(run_k_of_cycle(0, &r), 1);
+            for (size_t share = 1; share <= batch; share++) {
+                unsigned want = micro_steps_by_count(share, b);
+                assert_int_equal(run_begin_cycle(&r, share), want);
+                assert_int_equal(run_k_of_cycle(share * 7, &r), want);
+            }
+        }
+    }
+}
+
 /* Issue 24, 8: what the trainer prints of a path (or any message) is one
  * line of valid UTF-8: control characters and bytes outside a valid UTF-8
  * sequence as escapes, the rest (valid multi-byte characters, a
@@ -1281,6 +1320,7 @@ int main(void)
         cmocka_unit_test(test_runconfig),
         cmocka_unit_test(test_order_permutation),
         cmocka_unit_test(test_order_batches),
+        cmocka_unit_test(test_run_cycle_lengths),
         cmocka_unit_test(test_errmsg_escape),
         cmocka_unit_test(test_memplan_refuse),
         cmocka_unit_test(test_progress_eta),

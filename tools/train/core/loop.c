@@ -74,8 +74,7 @@ static int micro_batches(loop *L, size_t start, size_t len, int rc, unsigned *pr
     train_dist_hooks *d = r->dist;
     size_t share = d ? len / (size_t)d->size : len;
     size_t first = start + (d ? (size_t)d->rank * share : 0);
-    size_t km = order_micro_count(share, r->b);
-    r->cycle_k = (unsigned)km;
+    size_t km = run_begin_cycle(r, share);
     int updated = 0;
     for (size_t i = 0; i < km; i++) {
         unsigned rows = (unsigned)order_micro_len(share, r->b, i);

@@ -169,13 +169,6 @@ uint64_t run_warmup(const run_state *r)
     return r->opt->warmup < cap ? r->opt->warmup : cap;
 }
 
-unsigned run_k_of_cycle(uint64_t update_index, void *user)
-{
-    (void)update_index;
-    const run_state *r = user;
-    return r->cycle_k ? r->cycle_k : 1;
-}
-
 int run_done(const run_state *r)
 {
     const train_options *o = r->opt;
@@ -192,7 +185,9 @@ int run_create_model(run_state *r, float *lr, int *no_decay, clg_status *st)
     *lr = cfg.lr;
     cfg.schedule.total = r->total_updates;
     cfg.schedule.warmup = run_warmup(r);
-    cfg.accum_steps = r->k;
+    /* A cycle's length varies (an epoch's partial last batch, a --dist
+     * rank's share): the schedule gives each one, so accum_steps, which
+     * clgrad reads only without a schedule, keeps clg_config_init's. */
     cfg.k_schedule = run_k_of_cycle;
     cfg.k_schedule_user = r;
     cfg.fuse_last_micro_step = o->path == GRAD_PATH_C;

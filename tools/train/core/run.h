@@ -58,8 +58,8 @@ typedef struct run_state {
     clg_grads *grads;
 
     batch_order order;
-    unsigned b, k;    /* micro-batch and micro-steps per update */
-    unsigned cycle_k; /* micro-steps of the current cycle (run_k_of_cycle) */
+    unsigned b, k;    /* micro-batch, micro-steps of a full batch (run_set_micro_batch) */
+    unsigned cycle_k; /* micro-steps of the current cycle (run_begin_cycle) */
     uint64_t total_updates, batches_per_epoch;
 
     uint64_t updates, micro_steps, samples;
@@ -127,8 +127,16 @@ int run_plan_order(run_state *r, size_t n_train);
  * after it. */
 uint64_t run_warmup(const run_state *r);
 
-/* clg_config.k_schedule: the micro-steps of the current cycle (a partial
- * last batch has fewer); user is the run_state. */
+/* run_cycle.c: the one owner of b, k and each cycle's length.
+ * The micro-batch b and k = ceil(--batch / b), the micro-steps of a full
+ * batch: how every task's setup and --auto-micro-batch's halving set them. */
+void run_set_micro_batch(run_state *r, unsigned b);
+/* An update of share samples (an epoch's partial last batch has fewer,
+ * a --dist rank takes its 1/R) begins: its micro-steps, ceil(share / b),
+ * returned and recorded as the cycle's length for clgrad. */
+size_t run_begin_cycle(run_state *r, size_t share);
+/* clg_config.k_schedule: the length run_begin_cycle recorded; user is
+ * the run_state. The one way the trainer gives clgrad a cycle's length. */
 unsigned run_k_of_cycle(uint64_t update_index, void *user);
 
 /* Whether the run is over after an update: --steps (or the epochs) done,

@@ -111,15 +111,15 @@ typedef struct run_loop_hooks {
      * accumulator (path B: rows x the mean gradient) or the gradient
      * buffers (A, C: the mean), and its part of the running sums. The core
      * cuts the effective batch (under --dist this rank's share of it) into
-     * micro-batches of at most r->b, sets r->cycle_k, and hands each to
+     * micro-batches of at most r->b (run_begin_cycle), and hands each to
      * clg_step (under --dist the MPI side's step) with weight rows, so that
      * the batch is one update; it advances the counters. */
     int (*micro)(void *task, size_t off, unsigned rows);
     /* batch (when micro is NULL; plain runs only): the whole effective
      * batch, positions [start, start + len) of the order, as micro-batches
      * the task steps itself (e.g. when the loss needs every micro-batch's
-     * forward first); sets r->cycle_k to its micro-batch count first
-     * (run_k_of_cycle). Advances r->updates, r->micro_steps, r->samples. */
+     * forward first); calls run_begin_cycle(r, len) before its first
+     * clg_step. Advances r->updates, r->micro_steps, r->samples. */
     int (*batch)(void *task, size_t start, size_t len);
     /* After each update's micro-steps are enqueued (NULL: nothing), e.g.
      * the copy of the params the next forward reads. */

@@ -24,7 +24,7 @@ int mlp_kernels_build(clg_context *ctx, mlp_kernels *k, char *err, size_t errlen
 {
     if (mlp_kernels_init(ctx, k) == CLG_SUCCESS)
         return 0;
-    errmsg_set(err, errlen, "building cl/mlp.cl: %s", clg_last_error(ctx));
+    errmsg_set(err, errlen, "building nn/mlp.cl: %s", clg_last_error(ctx));
     return -1;
 }
 

@@ -1,4 +1,4 @@
-/* mlp_kernels.c - program loading and launchers for cl/mlp.cl. */
+/* mlp_kernels.c - program loading and launchers for nn/mlp.cl. */
 #include "mlp_kernels.h"
 #include "clgrad_advanced.h"
 #include "train_kernels.h"

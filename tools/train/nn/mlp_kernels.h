@@ -1,4 +1,4 @@
-/* mlp_kernels.h - launchers of the kernels in cl/mlp.cl (everything of the
+/* mlp_kernels.h - launchers of the kernels in nn/mlp.cl (everything of the
  * MLP except the GEMMs). Each launcher enqueues on the context's queue and
  * returns an OpenCL status; offsets are in elements. */
 #ifndef TRAIN_MLP_KERNELS_H

@@ -1,6 +1,6 @@
 /* trainer.c - train_run (see trainer.h): sets a run up (trainer_setup.c),
  * runs it (core/loop.c with trainer_loop.c's hooks: effective batches of
- * B samples as k micro-batches of b through CLBlast and cl/mlp.cl, each
+ * B samples as k micro-batches of b through CLBlast and nn/mlp.cl, each
  * handed to clg_step; under --dist each rank's share of the batch), and
  * writes the requested outputs. */
 #include "trainer_internal.h"
@@ -48,8 +48,8 @@ int train_run_dist(const train_options *opt, const train_io *io, train_dist_hook
     if (dist)
         dist->zero1 = opt->dist == TRAIN_DIST_ZERO1;
     t->dist_pending = dist != NULL; /* train_run's failures reach the others at `out' */
-    t->run.b = opt->micro_batch ? opt->micro_batch : (opt->batch < 32 ? opt->batch : 32);
-    t->run.k = (opt->batch + t->run.b - 1) / t->run.b;
+    unsigned b = opt->micro_batch ? opt->micro_batch : (opt->batch < 32 ? opt->batch : 32);
+    run_set_micro_batch(&t->run, b);
     progress_init(&t->run.prog, opt->quiet, 1);
     int rc = -1;
 

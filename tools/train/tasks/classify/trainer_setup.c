@@ -133,15 +133,13 @@ int trainer_fit_activations(trainer *t)
                         st == CLG_ERR_OVER_BUDGET ? "over the memory budget" : "device out of memory",
                         t->run.opt->vram ? " set by --vram" : "",
                         t->run.opt->auto_micro_batch ? "" : " or --auto-micro-batch");
-        unsigned nb2 = (t->run.b + 1) / 2;
-        unsigned k2 = (unsigned)((t->run.opt->batch + nb2 - 1) / nb2);
+        unsigned b = t->run.b;
+        run_set_micro_batch(&t->run, (b + 1) / 2);
         progress_log(&t->run.prog,
                      "auto micro-batch: activations for micro-batch %u need %s, %s available "
                      "(%s); retrying with micro-batch %u, k = %u (effective batch %u unchanged)\n",
-                     t->run.b, nb, ab, st == CLG_ERR_OVER_BUDGET ? "over budget" : "out of memory",
-                     nb2, k2, t->run.opt->batch);
-        t->run.b = nb2;
-        t->run.k = k2;
+                     b, nb, ab, st == CLG_ERR_OVER_BUDGET ? "over budget" : "out of memory",
+                     t->run.b, t->run.k, t->run.opt->batch);
         t->res->halvings++;
         if (t->run.model)
             clg_reset_cycle(t->run.model);

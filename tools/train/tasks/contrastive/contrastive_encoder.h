@@ -5,7 +5,7 @@
  * CLBlast call. Its tensors are named and laid out as the classifier's
  * (mlp.h: "fc<l>.weight" [out x in], "fc<l>.bias"), so --dump-weights and
  * docs/pytorch.md read it the same way; its GEMMs go through mlp_gemm and
- * its other kernels are cl/mlp.cl's. */
+ * its other kernels are nn/mlp.cl's. */
 #ifndef TRAIN_CONTRASTIVE_ENCODER_H
 #define TRAIN_CONTRASTIVE_ENCODER_H
 

@@ -21,7 +21,7 @@ typedef struct con_trainer {
     clg_view targets[2 * MLP_MAX_LAYERS]; /* the backward's: accumulator or grads */
     clg_contrastive *cache;
 
-    cl_program program;                   /* cl/contrastive_train.cl (the context owns it) */
+    cl_program program;                   /* contrastive_train.cl (the context owns it) */
     cl_kernel k_views, k_l2norm, k_add_loss;
     cl_mem sums;                          /* loss sum and weight of the epoch */
 

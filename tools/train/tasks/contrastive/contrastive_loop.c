@@ -110,8 +110,7 @@ static int backward_step(con_trainer *t, size_t row, cl_uint rows, size_t n, int
 
 static int run_batch(con_trainer *t, size_t start, size_t len)
 {
-    size_t km = order_micro_count(len, t->run.b);
-    t->run.cycle_k = (unsigned)km;
+    size_t km = run_begin_cycle(&t->run, len);
     int updated = 0;
     clg_status st;
     if (t->c->method == CON_GRADCACHE) {

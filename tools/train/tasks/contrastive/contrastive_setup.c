@@ -99,7 +99,7 @@ static int build_kernels(con_trainer *t)
                                                train_kernel_source("contrastive_train"), opt,
                                                &t->program, NULL);
     if (st != CLG_SUCCESS)
-        return con_fail_clg(t, "building cl/contrastive_train.cl", st);
+        return con_fail_clg(t, "building contrastive_train.cl", st);
     cl_int e1, e2, e3, e4;
     t->k_views = clCreateKernel(t->program, "con_views", &e1);
     t->k_l2norm = clCreateKernel(t->program, "con_l2norm", &e2);
@@ -116,10 +116,8 @@ static int build_kernels(con_trainer *t)
 static void set_micro_batch(con_trainer *t, size_t n_train)
 {
     const train_options *o = t->run.opt;
-    t->run.b = o->micro_batch ? o->micro_batch : (o->batch < 32 ? o->batch : 32);
-    if (n_train && t->run.b > n_train)
-        t->run.b = (unsigned)n_train;
-    t->run.k = (unsigned)((o->batch + t->run.b - 1) / t->run.b);
+    unsigned b = o->micro_batch ? o->micro_batch : (o->batch < 32 ? o->batch : 32);
+    run_set_micro_batch(&t->run, n_train && b > n_train ? (unsigned)n_train : b);
 }
 
 /* The memory plan before the data is loaded or anything allocated (as

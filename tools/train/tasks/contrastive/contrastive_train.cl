@@ -1,6 +1,6 @@
 /* contrastive_train.cl - kernels of clgrad-train's contrastive task
  * (tools/train/contrastive_*.c) besides the GEMMs (CLBlast) and the MLP's
- * own (cl/mlp.cl): the two augmented views of each sample, seeded by
+ * own (nn/mlp.cl): the two augmented views of each sample, seeded by
  * clg_sample_seed's formula so that they are a function of (seed, update,
  * position in the effective batch) alone; row normalization for the kNN
  * evaluation; and the running loss sums. IMG_ROWS x IMG_COLS is the image

@@ -1,5 +1,5 @@
 /* gpt.cl - kernels of clgrad-train's GPT task besides the GEMMs (CLBlast
- * does those) and the row kernels (cl/gpt_rows.cl, which the build puts
+ * does those) and the row kernels (gpt_rows.cl, which the build puts
  * in front of this file, with what both share): embeddings, column sums,
  * bias, GELU, residual, the attention's head split and merge. Launchers
  * and exact semantics: tools/train/tasks/gpt/gpt_kernels.{h,c}.

@@ -1,5 +1,5 @@
-/* gpt_kernels.c - program loading and launchers for cl/gpt_rows.cl and
- * cl/gpt.cl (program "gpt"; semantics in gpt_kernels.h). Every launcher
+/* gpt_kernels.c - program loading and launchers for gpt_rows.cl and
+ * gpt.cl (program "gpt"; semantics in gpt_kernels.h). Every launcher
  * checks that its views hold the elements the shapes say
  * (CL_INVALID_VALUE otherwise) before it enqueues. */
 #include "gpt_kernels.h"

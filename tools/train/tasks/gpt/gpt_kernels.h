@@ -1,4 +1,4 @@
-/* gpt_kernels.h - launchers of the kernels in cl/gpt.cl: everything of the
+/* gpt_kernels.h - launchers of the kernels in gpt.cl: everything of the
  * GPT task's forward and backward except the GEMMs (CLBlast, through
  * mlp_gemm). Each launcher enqueues on k->queue and returns an OpenCL
  * status. Tensors are clg_views (buffer, offset and count in elements), so
@@ -29,10 +29,10 @@ typedef struct gpt_tokens {
 typedef struct gpt_kernels {
     cl_command_queue queue;
     cl_kernel k[24]; /* the program's kernels (gpt_kernels.c names them) */
-    unsigned row_items; /* items per row of the row kernels (cl/gpt_rows.cl) */
+    unsigned row_items; /* items per row of the row kernels (gpt_rows.cl) */
 } gpt_kernels;
 
-/* Builds program "gpt" (cl/gpt_rows.cl + cl/gpt.cl, embedded, kernel
+/* Builds program "gpt" (gpt_rows.cl + gpt.cl, embedded, kernel
  * cache) and creates its kernels. On failure the message is in
  * clg_last_error(ctx). The row kernels reduce a row with a work-group of
  * 64 items on a GPU, with one item on a CPU device (PoCL: measured faster);

@@ -97,7 +97,7 @@ int gpt_create(clg_context *ctx, const gpt_shape *s, unsigned rows, gpt_model **
     m->s = *s;
     m->rows = rows;
     if (gpt_kernels_init(ctx, &m->k) != CLG_SUCCESS) {
-        errmsg_set(err, errlen, "building cl/gpt.cl: %s", clg_last_error(ctx));
+        errmsg_set(err, errlen, "building gpt.cl: %s", clg_last_error(ctx));
         free(m);
         return -1;
     }

@@ -4,7 +4,7 @@
  * (tanh) MLP of 4C, each with a residual), a final LayerNorm and the LM
  * head tied to the token embedding. Its parameters live in clgrad's model
  * (one tensor each, in the order of gpt_tensor); forward and backward are
- * cl/gpt.cl's kernels (gpt_kernels.h) and CLBlast GEMMs (mlp_gemm), the
+ * gpt.cl's kernels (gpt_kernels.h) and CLBlast GEMMs (mlp_gemm), the
  * backward writing every weight gradient straight into clgrad's
  * accumulator with beta = clg_accum_beta (path B), or into other fp32
  * targets with beta 0 (paths A/C: gpt_bind_grads). */
@@ -121,7 +121,7 @@ cl_int gpt_read_logits(gpt_model *m, unsigned b, unsigned t, unsigned T, float *
  * profiling on (each launch then waits for the queue, so only the
  * benchmark turns it on): every CLBlast GEMM (the attention's included),
  * the attention's own kernels (split, merge, causal softmax and their
- * backwards), and every other kernel of cl/gpt.cl. */
+ * backwards), and every other kernel of gpt.cl. */
 typedef struct gpt_profile_times {
     double gemm, attention, other;
 } gpt_profile_times;

@@ -1,6 +1,6 @@
 /* gpt_rows.cl - the GPT task's row kernels (LayerNorm, causal softmax,
  * cross-entropy, their backwards, the loss sum) and what every kernel of
- * the task shares; the build puts it in front of cl/gpt.cl (program
+ * the task shares; the build puts it in front of gpt.cl (program
  * "gpt", launchers in tools/train/tasks/gpt/gpt_kernels.c).
  *
  * A row is reduced by GPT_ROW_W items of a work-group of GPT_WG (item

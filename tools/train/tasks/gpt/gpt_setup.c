@@ -118,17 +118,17 @@ static int choose_micro_batch(gpt_trainer *t, size_t n_train, size_t n_test)
         return gpt_fail(t, "--data: no training window to plan a micro-batch for");
     uint64_t device = clg_context_device_info(t->run.ctx)->global_mem_size;
     uint64_t avail = t->g->memory ? t->g->memory : o->vram ? o->vram : device;
-    t->run.b = o->micro_batch < cap ? o->micro_batch : cap;
+    unsigned b = o->micro_batch < cap ? o->micro_batch : cap;
     if (o->auto_micro_batch) {
-        t->run.b = gpt_fit_micro_batch(&a, avail, p.model.total + p.weights + p.data, cap);
-        if (!t->run.b)
+        b = gpt_fit_micro_batch(&a, avail, p.model.total + p.weights + p.data, cap);
+        if (!b)
             return gpt_fail(t,
                             "--auto-micro-batch: not one sequence fits in %" PRIu64 " B "
                             "(model %" PRIu64 " B, data %" PRIu64 " B, activations %" PRIu64
                             " B per sequence + %" PRIu64 " B)",
                             avail, p.model.total + p.weights, p.data, a.per_seq, a.fixed);
     }
-    t->run.k = (o->batch + t->run.b - 1) / t->run.b;
+    run_set_micro_batch(&t->run, b);
     p.micro_batch = t->run.b;
     p.activations = a.per_seq * t->run.b + a.fixed;
     memplan_total(&p);

@@ -356,15 +356,10 @@ static void test_accumulator_contents(void **state)
     twin_free(&tw);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
+TU_MAIN("accum", tu_group_setup, tu_group_teardown,
         cmocka_unit_test(test_mean_is_exact),         cmocka_unit_test(test_sum_is_exact),
         cmocka_unit_test(test_weighted_mean),         cmocka_unit_test(test_token_weighted),
         cmocka_unit_test(test_partial_window),        cmocka_unit_test(test_variable_k),
         cmocka_unit_test(test_variable_k_counts_skipped_cycles),
         cmocka_unit_test(test_k1_after_longer_cycle), cmocka_unit_test(test_accumulator_contents),
-        cmocka_unit_test(test_reset_cycle),
-    };
-    return cmocka_run_group_tests_name("accum", tests, tu_group_setup, tu_group_teardown);
-}
+        cmocka_unit_test(test_reset_cycle))

@@ -14,6 +14,7 @@
 
 #include "checkpoint.h"
 #include "ckpt_testutil.h"
+#include "testutil.h" /* TU_MAIN only: these tests link no testutil.c */
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -934,9 +935,7 @@ static void test_no_noise_partials(void **state)
     assert_null(strstr(f->header, "small_weight"));
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
+TU_MAIN("checkpoint_format", NULL, NULL,
         cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_other_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_truncated, setup, teardown),
@@ -952,7 +951,4 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_offsets, setup, teardown),
         cmocka_unit_test_setup_teardown(test_crc, setup, teardown),
         cmocka_unit_test_setup_teardown(test_writer_rejects, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_no_noise_partials, setup, teardown),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+        cmocka_unit_test_setup_teardown(test_no_noise_partials, setup, teardown))

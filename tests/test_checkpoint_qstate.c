@@ -36,15 +36,7 @@ enum { N_TENSORS = 4 };
 
 static clg_model *build(const clg_config *c)
 {
-    clg_model *m = NULL;
-    OK(clg_model_create(tu_ctx, c, &m));
-    int g1, t;
-    OK(clg_model_add_group(m, "no_decay", 0.5f, 0.0f, &g1));
-    for (int i = 0; i < N_TENSORS; i++) {
-        char name[16];
-        snprintf(name, sizeof name, "t%d", i);
-        OK(clg_model_add_tensor(m, name, counts[i], groups[i], &t));
-    }
+    clg_model *m = tu_grouped_model(c, N_TENSORS, counts, groups);
     const size_t dims[2] = {90, 100};
     OK(clg_model_set_tensor_shape(m, 0, 2, dims));
     OK(clg_model_finalize(m));
@@ -417,13 +409,8 @@ static void test_forged_values_are_refused(void **state)
                    "optimizer states stay finite");
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
+TU_MAIN("checkpoint_qstate", tu_group_setup_tmpdir, tu_group_teardown,
         cmocka_unit_test(test_resume_is_bit_exact),
         cmocka_unit_test(test_other_formats_are_refused),
         cmocka_unit_test(test_older_fp32_files_load),
-        cmocka_unit_test(test_forged_values_are_refused),
-    };
-    return cmocka_run_group_tests(tests, tu_group_setup_tmpdir, tu_group_teardown);
-}
+        cmocka_unit_test(test_forged_values_are_refused))

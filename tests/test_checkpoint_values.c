@@ -20,6 +20,7 @@
 
 #include "checkpoint.h"
 #include "ckpt_testutil.h"
+#include "testutil.h" /* TU_MAIN only: these tests link no testutil.c */
 
 #include <math.h>
 #include <stdio.h>
@@ -248,9 +249,10 @@ static void test_absmax(void **state)
                  "tensor 'q.state0.absmax': absmax[1] is nan" ABSMAX_RULE);
 }
 
-#define STATE_RULE                                                                                 \
-    ", but under the non-finite policy 'skip_update' an update whose gradient is not finite is "   \
-    "skipped, so the optimizer states stay finite"
+/* What the refusal of a non-finite state says after its policy's name. */
+#define SKIPPED_RULE                                                                               \
+    " an update whose gradient is not finite is skipped, so the optimizer states stay finite"
+#define STATE_RULE ", but under the non-finite policy 'skip_update'" SKIPPED_RULE
 
 static void test_states(void **state)
 {
@@ -271,9 +273,8 @@ static void test_states(void **state)
     /* the error policy skips such updates too */
     rebuild(f, CLG_NONFINITE_ERROR, CLG_LOSS_SCALE_NONE, 1.0f);
     expect_element(f, "w.state0", 1, NAN,
-                 "tensor 'w.state0': element 1 is nan, but under the non-finite policy 'error' "
-                 "an update whose gradient is not finite is skipped, so the optimizer states "
-                 "stay finite");
+                   "tensor 'w.state0': element 1 is nan, but under the non-finite policy 'error'"
+                   SKIPPED_RULE);
     /* "ignore" applies such updates: their states load */
     rebuild(f, CLG_NONFINITE_IGNORE, CLG_LOSS_SCALE_NONE, 1.0f);
     expect_element(f, "w.state0", 1, NAN, NULL);
@@ -281,9 +282,8 @@ static void test_states(void **state)
     /* ... unless a dynamic loss scale upgrades it to skip_update */
     rebuild(f, CLG_NONFINITE_IGNORE, CLG_LOSS_SCALE_DYNAMIC, 65536.0f);
     expect_element(f, "w.state0", 1, NAN,
-                 "tensor 'w.state0': element 1 is nan, but under the non-finite policy 'ignore' "
-                 "with a dynamic loss scale (skip_update)' an update whose gradient is not "
-                 "finite is skipped, so the optimizer states stay finite");
+                   "tensor 'w.state0': element 1 is nan, but under the non-finite policy 'ignore' "
+                   "with a dynamic loss scale (skip_update)'" SKIPPED_RULE);
 }
 
 static void test_dynamic_loss_scale(void **state)
@@ -337,14 +337,9 @@ static void test_fixed_loss_scale(void **state)
                 "the step block's LOSS_SCALE is -inf, but a loss scale is finite and > 0");
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
+TU_MAIN("checkpoint_values", NULL, NULL,
         cmocka_unit_test_setup_teardown(test_valid_file_loads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_absmax, setup, teardown),
         cmocka_unit_test_setup_teardown(test_states, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dynamic_loss_scale, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_fixed_loss_scale, setup, teardown),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+        cmocka_unit_test_setup_teardown(test_fixed_loss_scale, setup, teardown))

@@ -119,9 +119,7 @@ static void test_combo(void **state)
 static void test_chunked_path_b(void **state)
 {
     (void)state;
-    setenv("CLGRAD_MAX_ALLOC", "4096", 1);
-    clg_context *small = tu_context_or_skip();
-    unsetenv("CLGRAD_MAX_ALLOC");
+    clg_context *small = tu_context_with_max_alloc("4096");
     static const combo cb = {"chunked clip, adam, path B", CLG_ADAM, PATH_B, 5.0f, 0, CLG_NORM_MEAN,
                              CLG_LOSS_SCALE_NONE,          0,        1, 0};
     run_combo(small, &cb);

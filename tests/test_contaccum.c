@@ -390,13 +390,8 @@ static void test_attach_rules(void **state)
     clg_model_destroy(m2);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
+TU_MAIN("contaccum", tu_group_setup_tmpdir, tu_group_teardown,
         cmocka_unit_test(test_fifo_order_and_wrap),
         cmocka_unit_test(test_bank_is_constant),
         cmocka_unit_test(test_checkpoint_round_trip),
-        cmocka_unit_test(test_attach_rules),
-    };
-    return cmocka_run_group_tests(tests, tu_group_setup_tmpdir, tu_group_teardown);
-}
+        cmocka_unit_test(test_attach_rules))

@@ -317,7 +317,6 @@ static void test_pending_refuses_then_reset(void **state)
 
 int main(void)
 {
-    setenv("CLGRAD_MAX_ALLOC", MAX_ALLOC, 1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plain_path_a_bitwise),
         cmocka_unit_test(test_plain_path_b_bitwise),
@@ -326,6 +325,5 @@ int main(void)
         cmocka_unit_test(test_doubled_accumulator_same_mean_update),
         cmocka_unit_test(test_pending_refuses_then_reset),
     };
-    return cmocka_run_group_tests_name("cycle_collect", tests, tu_group_setup,
-                                       tu_group_teardown);
+    return TU_RUN_GROUP_MAX_ALLOC("cycle_collect", tests, tu_group_setup, MAX_ALLOC);
 }

@@ -184,14 +184,12 @@ static void test_large_update(void **state)
 
 int main(void)
 {
-    /* before the context exists: the context reads it once */
-    setenv("CLGRAD_MAX_ALLOC", MAX_ALLOC, 1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_large_norm_and_clip_path_a),
         cmocka_unit_test(test_large_norm_and_clip_path_b),
         cmocka_unit_test(test_large_update),
     };
-    int rc = cmocka_run_group_tests_name("large", tests, tu_group_setup, tu_group_teardown);
+    int rc = TU_RUN_GROUP_MAX_ALLOC("large", tests, tu_group_setup, MAX_ALLOC);
     printf("largest relative error: global norm %.3g (rtol %g), per-tensor norm %.3g (rtol %g)\n",
            worst_norm_err, NORM_RTOL, worst_tensor_norm_err, TENSOR_NORM_RTOL);
     return rc;

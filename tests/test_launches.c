@@ -41,21 +41,7 @@ static int setup(void **state)
     int rc = tu_group_setup(state);
     if (rc)
         return rc;
-    const char *old = getenv("CLGRAD_MAX_ALLOC");
-    char *saved = old ? strdup(old) : NULL;
-    setenv("CLGRAD_MAX_ALLOC", SMALL_CHUNKS, 1);
-    clg_status st = clg_context_create(&chunked_ctx, NULL);
-    if (saved) {
-        setenv("CLGRAD_MAX_ALLOC", saved, 1);
-        free(saved);
-    } else {
-        unsetenv("CLGRAD_MAX_ALLOC");
-    }
-    if (st != CLG_SUCCESS) {
-        fprintf(stderr, "context with CLGRAD_MAX_ALLOC=%s: %s\n", SMALL_CHUNKS,
-                clg_last_error(NULL));
-        return -1;
-    }
+    chunked_ctx = tu_context_with_max_alloc(SMALL_CHUNKS);
     return 0;
 }
 
@@ -259,13 +245,8 @@ static void test_launches_skip_micro_and_noise(void **state)
     check("sgd noise scale, path B", &cfg, SHAPE_B_NOISE, 1);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
+TU_MAIN("launches", setup, teardown,
         cmocka_unit_test(test_launches_plain),
         cmocka_unit_test(test_launches_with_statistics),
         cmocka_unit_test(test_launches_path_b),
-        cmocka_unit_test(test_launches_skip_micro_and_noise),
-    };
-    return cmocka_run_group_tests_name("launches", tests, setup, teardown);
-}
+        cmocka_unit_test(test_launches_skip_micro_and_noise))

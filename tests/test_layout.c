@@ -168,9 +168,7 @@ static void test_chunking(void **state)
     }
     /* 4096 bytes = 1024 floats per buffer: the 1009-element tensor still
      * fits (with padding), every other tensor must go to some chunk */
-    setenv("CLGRAD_MAX_ALLOC", "4096", 1);
-    clg_context *small = tu_context_or_skip();
-    unsetenv("CLGRAD_MAX_ALLOC");
+    clg_context *small = tu_context_with_max_alloc("4096");
     assert_int_equal(clg_context_max_alloc(small), 4096);
     assert_true(clg_context_max_alloc(tu_ctx) > 4096);
 
@@ -264,13 +262,8 @@ static void test_budget(void **state)
     assert_int_equal(clg_context_device_bytes(tu_ctx), used);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
+TU_MAIN("layout", tu_group_setup, tu_group_teardown,
         cmocka_unit_test(test_views),
         cmocka_unit_test(test_many_small_tensors),
         cmocka_unit_test(test_chunking),
-        cmocka_unit_test(test_budget),
-    };
-    return cmocka_run_group_tests_name("layout", tests, tu_group_setup, tu_group_teardown);
-}
+        cmocka_unit_test(test_budget))

@@ -188,13 +188,8 @@ static void test_no_scaling_reads_one(void **state)
     twin_free(&tw);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
+TU_MAIN("lossscale", tu_group_setup, tu_group_teardown,
         cmocka_unit_test(test_reference_sequence),
         cmocka_unit_test(test_dynamic_sequence),
         cmocka_unit_test(test_static_scale),
-        cmocka_unit_test(test_no_scaling_reads_one),
-    };
-    return cmocka_run_group_tests_name("lossscale", tests, tu_group_setup, tu_group_teardown);
-}
+        cmocka_unit_test(test_no_scaling_reads_one))

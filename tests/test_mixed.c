@@ -397,13 +397,8 @@ static void test_bf16_sr_edges(void **state)
     twin_free(&tw);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
+TU_MAIN("mixed", tu_group_setup, tu_group_teardown,
         cmocka_unit_test(test_fp16_grads),      cmocka_unit_test(test_bf16_grads),
         cmocka_unit_test(test_fp16_overflow),   cmocka_unit_test(test_param_copy_fp16),
         cmocka_unit_test(test_param_copy_bf16), cmocka_unit_test(test_bf16_stochastic_rounding),
-        cmocka_unit_test(test_bf16_sr_edges),
-    };
-    return cmocka_run_group_tests_name("mixed", tests, tu_group_setup, tu_group_teardown);
-}
+        cmocka_unit_test(test_bf16_sr_edges))

@@ -415,13 +415,8 @@ static void test_error_policy(void **state)
     twin_free(&tw);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
+TU_MAIN("numerics", tu_group_setup, tu_group_teardown,
         cmocka_unit_test(test_clip_norm),   cmocka_unit_test(test_clip_boundary),
         cmocka_unit_test(test_clip_value),  cmocka_unit_test(test_norm_determinism),
         cmocka_unit_test(test_skip_update), cmocka_unit_test(test_skip_update_path_b),
-        cmocka_unit_test(test_skip_micro),  cmocka_unit_test(test_error_policy),
-    };
-    return cmocka_run_group_tests_name("numerics", tests, tu_group_setup, tu_group_teardown);
-}
+        cmocka_unit_test(test_skip_micro),  cmocka_unit_test(test_error_policy))

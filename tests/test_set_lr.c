@@ -370,7 +370,6 @@ static void test_failed_table_write(void **state)
 
 int main(void)
 {
-    setenv("CLGRAD_MAX_ALLOC", MAX_ALLOC, 1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_path_a),
         cmocka_unit_test(test_path_b),
@@ -380,5 +379,5 @@ int main(void)
         cmocka_unit_test(test_refused),
         cmocka_unit_test(test_failed_table_write),
     };
-    return cmocka_run_group_tests(tests, tu_group_setup_tmpdir, tu_group_teardown);
+    return TU_RUN_GROUP_MAX_ALLOC("set_lr", tests, tu_group_setup_tmpdir, MAX_ALLOC);
 }

@@ -626,7 +626,6 @@ static void test_refusals(void **state)
 
 int main(void)
 {
-    setenv("CLGRAD_MAX_ALLOC", MAX_ALLOC, 1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_two_shards_equal_whole_model),
         cmocka_unit_test(test_three_shards_equal_whole_model),
@@ -636,5 +635,5 @@ int main(void)
         cmocka_unit_test(test_checkpoints_cross_sharding),
         cmocka_unit_test(test_refusals),
     };
-    return cmocka_run_group_tests_name("shard", tests, tu_group_setup, tu_group_teardown);
+    return TU_RUN_GROUP_MAX_ALLOC("shard", tests, tu_group_setup, MAX_ALLOC);
 }

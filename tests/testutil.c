@@ -93,6 +93,29 @@ int tu_group_teardown(void **state)
     return 0;
 }
 
+clg_context *tu_context_with_max_alloc(const char *bytes)
+{
+    const char *old = getenv("CLGRAD_MAX_ALLOC");
+    char *saved = old ? strdup(old) : NULL;
+    setenv("CLGRAD_MAX_ALLOC", bytes, 1);
+    clg_context *ctx = tu_context_or_skip();
+    if (saved) {
+        setenv("CLGRAD_MAX_ALLOC", saved, 1);
+        free(saved);
+    } else {
+        unsetenv("CLGRAD_MAX_ALLOC");
+    }
+    return ctx;
+}
+
+int tu_run_group_max_alloc(const char *name, const struct CMUnitTest *tests, size_t n,
+                           int (*setup)(void **), const char *max_alloc)
+{
+    /* before tu_ctx exists: the context reads it once */
+    setenv("CLGRAD_MAX_ALLOC", max_alloc, 1);
+    return _cmocka_run_group_tests(name, tests, n, setup, tu_group_teardown);
+}
+
 void tu_check_ok(clg_status st, const char *what, const char *file, int line)
 {
     if (st != CLG_SUCCESS)

@@ -46,6 +46,33 @@ int tu_group_setup(void **state);
 int tu_group_setup_tmpdir(void **state);
 int tu_group_teardown(void **state);
 
+/* A context made as tu_context_or_skip makes one, with CLGRAD_MAX_ALLOC
+ * set to bytes while it is created (a context reads it once, then) and
+ * restored after: a context whose arenas split into chunks of that size,
+ * beside tu_ctx's. */
+clg_context *tu_context_with_max_alloc(const char *bytes);
+
+/* The run of a test program's group `tests` between setup (tu_group_setup
+ * or tu_group_setup_tmpdir) and tu_group_teardown with CLGRAD_MAX_ALLOC
+ * set to max_alloc for the whole program, so that tu_ctx's arenas split
+ * into chunks of that size; returns cmocka's exit code. */
+struct CMUnitTest;
+#define TU_RUN_GROUP_MAX_ALLOC(name, tests, setup, max_alloc)                                       \
+    tu_run_group_max_alloc((name), (tests), sizeof(tests) / sizeof((tests)[0]), (setup), (max_alloc))
+int tu_run_group_max_alloc(const char *name, const struct CMUnitTest *tests, size_t n,
+                           int (*setup)(void **), const char *max_alloc);
+
+/* The main() of a test program, written once: runs the tests listed
+ * after teardown (cmocka_unit_test(...) entries) as the CMocka group name
+ * between the group fixtures setup and teardown (NULL: none); the
+ * program's exit code is cmocka's. */
+#define TU_MAIN(name, setup, teardown, ...)                                                        \
+    int main(void)                                                                                 \
+    {                                                                                              \
+        const struct CMUnitTest tu_tests[] = {__VA_ARGS__};                                        \
+        return cmocka_run_group_tests_name(name, tu_tests, setup, teardown);                      \
+    }
+
 /* OK(call): fails the test unless call returned CLG_SUCCESS, naming the
  * call, its file and line, the status and tu_ctx's last error (the
  * thread's when tu_ctx is NULL). */

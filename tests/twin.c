@@ -38,6 +38,13 @@ const twin_layout twin_default_layout = {
         }                                                                                          \
     } while (0)
 
+/* "<prefix><i>" in name (32 bytes): the groups' and tensors' names. */
+static const char *numbered(char name[32], const char *prefix, size_t i)
+{
+    snprintf(name, 32, "%s%zu", prefix, i);
+    return name;
+}
+
 void twin_init(twin *tw, clg_context *ctx, const clg_config *cfg, const twin_layout *lay,
                uint64_t seed)
 {
@@ -45,18 +52,17 @@ void twin_init(twin *tw, clg_context *ctx, const clg_config *cfg, const twin_lay
     tw->ctx = ctx;
     tw->seed = seed;
     CHECK_OK(clg_model_create(ctx, cfg, &tw->model));
+    char name[32];
     for (size_t g = 1; g < lay->n_groups; g++) {
-        char name[32];
         int id = -1;
-        snprintf(name, sizeof name, "group%zu", g);
-        CHECK_OK(clg_model_add_group(tw->model, name, lay->lr_mult[g], lay->wd[g], &id));
+        CHECK_OK(clg_model_add_group(tw->model, numbered(name, "group", g), lay->lr_mult[g],
+                                     lay->wd[g], &id));
         assert_int_equal(id, (int)g);
     }
     for (size_t t = 0; t < lay->n_tensors; t++) {
-        char name[32];
         int id = -1;
-        snprintf(name, sizeof name, "t%zu", t);
-        CHECK_OK(clg_model_add_tensor(tw->model, name, lay->counts[t], lay->groups[t], &id));
+        CHECK_OK(clg_model_add_tensor(tw->model, numbered(name, "t", t), lay->counts[t],
+                                      lay->groups[t], &id));
         assert_int_equal(id, (int)t);
     }
     CHECK_OK(clg_model_finalize(tw->model));

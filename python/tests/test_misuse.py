@@ -234,30 +234,40 @@ CONFIGS = [
      "clgrad: loss_scale 'static' must be a real number"),
 ]
 AVAILABLE = "; available: "
+SELECT = "clg_context_create: clg_device_select: "
+
+
+def selector_case(id, selector, exc, message):
+    """clgrad.Context(selector) refused, before any context exists."""
+    return case(id, lambda w: clgrad.Context(selector), exc, message, on_ctx=False)
+
+
+def max_alloc_case(id, value, message, wrap=False):
+    """A context made (or wrapped) with CLGRAD_MAX_ALLOC=value refused."""
+    return case(id, lambda w: w.env_context(value, wrap=wrap), INV, message, on_ctx=False)
+
+
 MISUSE = [
     # devices and contexts (clg_device_select through clg_context_create)
-    case("select_range", lambda w: clgrad.Context("99"), clgrad.NoDevice,
-         Like('clg_context_create: clg_device_select: selector "99" is out of range' + AVAILABLE,
-              ""), on_ctx=False),
-    case("select_index", lambda w: clgrad.Context("1:2:3"), INV,
-         Like('clg_context_create: clg_device_select: selector "1:2:3" is not a valid index '
-              '(use N, P:D or a name substring)' + AVAILABLE, ""), on_ctx=False),
-    case("select_nul", lambda w: clgrad.Context("0\0junk"), INV,
-         "clgrad: Context: device selector contains a NUL character: '0\\x00junk'",
-         on_ctx=False),
-    case("select_blank", lambda w: clgrad.Context("   "), INV,
-         "clg_context_create: clg_device_select: selector is blank", on_ctx=False),
-    case("select_name", lambda w: clgrad.Context("no-such-device-xyz"), clgrad.NoDevice,
-         Like('clg_context_create: clg_device_select: selector "no-such-device-xyz" matches no '
-              'platform, vendor or device name' + AVAILABLE, ""), on_ctx=False),
-    case("create_max_alloc", lambda w: w.env_context("12abc"), INV,
-         'clg_context_create: CLGRAD_MAX_ALLOC="12abc" is not a byte count (decimal digits only)',
-         on_ctx=False),
-    case("create_max_alloc0", lambda w: w.env_context("0"), INV,
-         'clg_context_create: CLGRAD_MAX_ALLOC="0" must be positive', on_ctx=False),
-    case("wrap_max_alloc", lambda w: w.env_context("12abc", wrap=True), INV,
-         'clg_context_wrap: CLGRAD_MAX_ALLOC="12abc" is not a byte count (decimal digits only)',
-         on_ctx=False),
+    selector_case("select_range", "99", clgrad.NoDevice,
+                  Like(SELECT + 'selector "99" is out of range' + AVAILABLE, "")),
+    selector_case("select_index", "1:2:3", INV,
+                  Like(SELECT + 'selector "1:2:3" is not a valid index '
+                       '(use N, P:D or a name substring)' + AVAILABLE, "")),
+    selector_case("select_nul", "0\0junk", INV,
+                  "clgrad: Context: device selector contains a NUL character: '0\\x00junk'"),
+    selector_case("select_blank", "   ", INV, SELECT + "selector is blank"),
+    selector_case("select_name", "no-such-device-xyz", clgrad.NoDevice,
+                  Like(SELECT + 'selector "no-such-device-xyz" matches no '
+                       'platform, vendor or device name' + AVAILABLE, "")),
+    max_alloc_case("create_max_alloc", "12abc",
+                   'clg_context_create: CLGRAD_MAX_ALLOC="12abc" is not a byte count '
+                   '(decimal digits only)'),
+    max_alloc_case("create_max_alloc0", "0",
+                   'clg_context_create: CLGRAD_MAX_ALLOC="0" must be positive'),
+    max_alloc_case("wrap_max_alloc", "12abc",
+                   'clg_context_wrap: CLGRAD_MAX_ALLOC="12abc" is not a byte count '
+                   '(decimal digits only)', wrap=True),
     case("wrap_not_a_queue", lambda w: clgrad.Context(queue=w.ctx.cl_context), INV,
          "clgrad.Context: queue must be a pyopencl.CommandQueue, not Context", on_ctx=False),
     case("budget_below", lambda w: setattr(w.ctx, "budget", 1), clgrad.OverBudget,

@@ -53,7 +53,7 @@ int bench_launch_section(bench_report *r, clg_context *ctx, const bench_options 
 int bench_cases_section(bench_report *r, clg_context *ctx, bench_stream *st,
                         const bench_options *o, uint64_t n, bench_stream_samples *all);
 /* The MLP's GEMM shapes, CLBlast's defaults against the device's tuning
- * (only when built with tools/tune). */
+ * (only when built with tools/gemm). */
 int bench_gemm_section(bench_report *r, clg_context *ctx, const bench_options *o);
 /* End to end with clgrad-train's code (only when built with it). */
 int bench_e2e_section(bench_report *r, clg_context *ctx, const bench_options *o);

@@ -6,7 +6,7 @@
 #include "bench_main.h"
 
 #include "dataset.h"
-#include "trainer.h"
+#include "classify_run.h"
 
 #include <stdio.h>
 
@@ -50,8 +50,8 @@ int bench_e2e_section(bench_report *r, clg_context *ctx, const bench_options *o)
                 k, opt.micro_batch, batch, (unsigned long long)opt.steps,
                 warm ? ", warm-up" : "");
         train_io io = {.train = &train, .test = &test};
-        train_result res = {0};
-        if (train_run(&opt, &io, &res, err, sizeof err)) {
+        classify_result res = {0};
+        if (classify_run(&opt, &io, &res, err, sizeof err)) {
             bench_report_note(r, "--e2e k=%u: %s", k, err);
             continue;
         }
@@ -60,10 +60,10 @@ int bench_e2e_section(bench_report *r, clg_context *ctx, const bench_options *o)
         bench_e2e *e = bench_report_add_e2e(r);
         if (!e)
             break;
-        e->k = res.accum_steps;
-        e->micro_batch = res.micro_batch;
-        e->samples_per_s = res.samples_per_s;
-        e->peak_device_bytes = res.peak_device_bytes;
+        e->k = res.run.accum_steps;
+        e->micro_batch = res.run.micro_batch;
+        e->samples_per_s = res.run.samples_per_s;
+        e->peak_device_bytes = res.run.peak_device_bytes;
     }
     dataset_free(&train);
     dataset_free(&test);

@@ -81,7 +81,7 @@ typedef struct bench_e2e {
     uint64_t peak_device_bytes;
 } bench_e2e;
 
-/* One GEMM shape of clgrad-train's MLP (tools/tune/mlp_gemms.h, row-major
+/* One GEMM shape of clgrad-train's MLP (tools/gemm/mlp_gemms.h, row-major
  * view) through the trainer's own call, with CLBlast's default parameters
  * and with the device's tuning (clgrad-tune), timed in alternating rounds.
  * GFLOP/s from 2 m n k / median time; gflops_triad_bound is what the GEMM

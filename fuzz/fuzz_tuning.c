@@ -1,5 +1,5 @@
 /* fuzz_tuning.c - libFuzzer harness for clgrad-tune's tuning file parser
- * (tools/tune/tuning_file.c), which the trainer runs on whatever file sits
+ * (tools/gemm/tuning_file.c), which the trainer runs on whatever file sits
  * in the cache directory: any bytes are either rejected with a message, or
  * parse into a record that passes tuning_check, whose every kernel record
  * keeps to CLBlast's constraints (tuning_constraints.h: the values a tuner

@@ -2,7 +2,7 @@
  * the per-group runs the update launches over, and allocation of arenas
  * that share that layout. */
 #include "arena.h"
-#include "qstate.h"
+#include "qformat.h"
 
 #include <stdlib.h>
 #include <string.h>

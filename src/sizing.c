@@ -1,6 +1,6 @@
 /* sizing.c - the core's shared geometry (see sizing.h). */
 #include "model.h"
-#include "qstate.h"
+#include "qformat.h"
 
 size_t clg__work_group_size(const clg_context *ctx)
 {

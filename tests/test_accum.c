@@ -16,11 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const float one_lr[] = {1.0f};
-static const float one_wd[] = {-1.0f};
 static const size_t small_counts[] = {1, 1009, 13};
-static const int small_groups[] = {0, 0, 0};
-static const twin_layout small_layout = {1, one_lr, one_wd, 3, small_counts, small_groups};
+static const twin_layout small_layout = TWIN_ONE_GROUP(small_counts);
 
 static clg_config sgd_lr1(unsigned k, clg_normalize norm, int fuse)
 {

@@ -506,16 +506,42 @@ static void make_tmpdir(void)
     assert_non_null(mkdtemp(tmpdir));
 }
 
+/* The bench's three outputs, named in a fresh tmpdir. */
+typedef struct bench_outputs {
+    char json[600], csv[600], png[600];
+} bench_outputs;
+
+/* make_tmpdir(), and <tmpdir>/<stem>.json, .csv and .png. */
+static bench_outputs fresh_outputs(const char *stem)
+{
+    make_tmpdir();
+    bench_outputs o;
+    snprintf(o.json, sizeof o.json, "%s/%s.json", tmpdir, stem);
+    snprintf(o.csv, sizeof o.csv, "%s/%s.csv", tmpdir, stem);
+    snprintf(o.png, sizeof o.png, "%s/%s.png", tmpdir, stem);
+    return o;
+}
+
+/* The number of lines (newlines) of the file at path. */
+static int count_lines(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    int lines = 0, ch;
+    while ((ch = fgetc(f)) != EOF)
+        lines += ch == '\n';
+    fclose(f);
+    return lines;
+}
+
 static void test_json_schema(void **state)
 {
     (void)state;
     bench_report r;
     fill_report(&r);
-    make_tmpdir();
-    char path[512];
-    snprintf(path, sizeof path, "%s/out.json", tmpdir);
-    assert_int_equal(bench_write_json(&r, path), 0);
-    cJSON *root = load_json(path);
+    bench_outputs out = fresh_outputs("out");
+    assert_int_equal(bench_write_json(&r, out.json), 0);
+    cJSON *root = load_json(out.json);
     assert_int_equal(check_schema(root), 4);
     const cJSON *g0 = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "gemm"), 0);
     assert_int_equal(cJSON_GetObjectItem(g0, "k")->valueint, 784);
@@ -534,26 +560,18 @@ static void test_json_schema(void **state)
 
     /* a NaN must be caught by the finiteness check (the check can fail) */
     r.cases[0].gbs = NAN;
-    assert_int_equal(bench_write_json(&r, path), 0);
-    root = load_json(path);
+    assert_int_equal(bench_write_json(&r, out.json), 0);
+    root = load_json(out.json);
     const cJSON *g = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(root, "cases"),
                                                             0),
                                          "gbs");
     assert_true(cJSON_IsNull(g) || !isfinite(g->valuedouble));
     cJSON_Delete(root);
 
-    snprintf(path, sizeof path, "%s/out.csv", tmpdir);
-    assert_int_equal(bench_write_csv(&r, path), 0);
-    FILE *f = fopen(path, "r");
-    assert_non_null(f);
-    int lines = 0, ch;
-    while ((ch = fgetc(f)) != EOF)
-        lines += ch == '\n';
-    fclose(f);
-    assert_int_equal(lines, 1 + 4);
-    remove(path);
-    snprintf(path, sizeof path, "%s/out.json", tmpdir);
-    remove(path);
+    assert_int_equal(bench_write_csv(&r, out.csv), 0);
+    assert_int_equal(count_lines(out.csv), 1 + 4);
+    remove(out.csv);
+    remove(out.json);
     rmdir(tmpdir);
     bench_report_free(&r);
 }
@@ -574,18 +592,16 @@ static int parse_bench(const char *a, const char *b, const char *c, const char *
 static void test_output_paths(void **state)
 {
     (void)state;
-    make_tmpdir();
-    char json[600], csv[600], alias[700];
-    snprintf(json, sizeof json, "%s/b.json", tmpdir);
-    snprintf(csv, sizeof csv, "%s/b.csv", tmpdir);
-    assert_int_equal(parse_bench("--json", json, "--csv", csv), 0);
+    bench_outputs out = fresh_outputs("b");
+    char alias[700];
+    assert_int_equal(parse_bench("--json", out.json, "--csv", out.csv), 0);
     assert_int_equal(parse_bench("--json", "/nonexistent-clgrad/b.json", NULL, NULL), -1);
     assert_int_equal(parse_bench("--csv", "/nonexistent-clgrad/b.csv", NULL, NULL), -1);
     assert_int_equal(parse_bench("--plot", "/nonexistent-clgrad/b.png", NULL, NULL), -1);
     assert_int_equal(parse_bench("--json", tmpdir, NULL, NULL), -1);
-    assert_int_equal(parse_bench("--json", json, "--csv", json), -1);
+    assert_int_equal(parse_bench("--json", out.json, "--csv", out.json), -1);
     snprintf(alias, sizeof alias, "%s/../%s/b.json", tmpdir, strrchr(tmpdir, '/') + 1);
-    assert_int_equal(parse_bench("--json", json, "--plot", alias), -1);
+    assert_int_equal(parse_bench("--json", out.json, "--plot", alias), -1);
     rmdir(tmpdir);
 }
 
@@ -722,14 +738,7 @@ static void test_fit(void **state)
     char path[600];
     snprintf(path, sizeof path, "%s/fit.json", tmpdir);
     assert_int_equal(bench_fit_write_json(f, path), 0);
-    FILE *in = fopen(path, "r");
-    assert_non_null(in);
-    static char text[1 << 16];
-    size_t len = fread(text, 1, sizeof text - 1, in);
-    fclose(in);
-    text[len] = '\0';
-    cJSON *root = cJSON_Parse(text);
-    assert_non_null(root);
+    cJSON *root = load_json(path);
     cJSON *list = cJSON_GetObjectItem(root, "fit");
     assert_true(cJSON_IsArray(list));
     assert_int_equal(cJSON_GetArraySize(list), 64);
@@ -822,19 +831,15 @@ static void check_per_tensor_launches(const cJSON *root)
 static void test_quick_run(void **state)
 {
     (void)state;
-    make_tmpdir();
-    char json[512], csv[512], png[512];
-    snprintf(json, sizeof json, "%s/quick.json", tmpdir);
-    snprintf(csv, sizeof csv, "%s/quick.csv", tmpdir);
-    snprintf(png, sizeof png, "%s/quick.png", tmpdir);
-    int rc = run_bench(json, csv, png);
+    bench_outputs out = fresh_outputs("quick");
+    int rc = run_bench(out.json, out.csv, out.png);
     if (rc == 77) {
         fprintf(stderr, "test_bench: NO OPENCL PLATFORM: smoke run skipped\n");
         exit(77);
     }
     assert_int_equal(rc, 0);
 
-    cJSON *root = load_json(json);
+    cJSON *root = load_json(out.json);
     int n_cases = check_schema(root);
     /* 6 fp32-state configs x 7 runs, less path B of fp16 gradients (3
      * runs), and 3 smaller-state configs x 5 runs (no hand-rolled baseline:
@@ -867,23 +872,17 @@ static void test_quick_run(void **state)
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(root, "gemm")), 8);
     cJSON_Delete(root);
 
-    FILE *f = fopen(csv, "r");
-    assert_non_null(f);
-    int lines = 0, ch;
-    while ((ch = fgetc(f)) != EOF)
-        lines += ch == '\n';
-    fclose(f);
-    assert_int_equal(lines, 1 + n_cases);
+    assert_int_equal(count_lines(out.csv), 1 + n_cases);
 
-    f = fopen(png, "rb");
+    FILE *f = fopen(out.png, "rb");
     assert_non_null(f);
     unsigned char magic[8] = {0};
     assert_int_equal(fread(magic, 1, 8, f), 8);
     fclose(f);
     assert_memory_equal(magic, "\x89PNG\r\n\x1a\n", 8);
-    remove(json);
-    remove(csv);
-    remove(png);
+    remove(out.json);
+    remove(out.csv);
+    remove(out.png);
     rmdir(tmpdir);
 }
 

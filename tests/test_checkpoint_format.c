@@ -935,20 +935,12 @@ static void test_no_noise_partials(void **state)
     assert_null(strstr(f->header, "small_weight"));
 }
 
-TU_MAIN("checkpoint_format", NULL, NULL,
-        cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_other_order, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_truncated, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_header_length, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bad_json, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_header_crc, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_read_meta, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_version1, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_header_mutations, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_config_mismatch, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_config_static_scale, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_counters, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_offsets, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_crc, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_writer_rejects, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_no_noise_partials, setup, teardown))
+/* A case on a fixture of its own: setup before it, teardown after. */
+#define FRESH(test) cmocka_unit_test_setup_teardown(test, setup, teardown)
+
+TU_MAIN("checkpoint_format", NULL, NULL, FRESH(test_round_trip), FRESH(test_other_order),
+        FRESH(test_truncated), FRESH(test_header_length), FRESH(test_bad_json),
+        FRESH(test_header_crc), FRESH(test_read_meta), FRESH(test_version1),
+        FRESH(test_header_mutations), FRESH(test_config_mismatch), FRESH(test_config_static_scale),
+        FRESH(test_counters), FRESH(test_offsets), FRESH(test_crc), FRESH(test_writer_rejects),
+        FRESH(test_no_noise_partials))

@@ -52,20 +52,6 @@ typedef struct pair {
     size_t n;
 } pair;
 
-static clg_config base_config(int stats)
-{
-    clg_config c = clg_config_init(CLG_ADAMW);
-    c.lr = 1e-2f;
-    c.weight_decay = 0.01f;
-    c.accum_steps = K;
-    if (stats) {
-        c.clip_norm = 0.5f;
-        c.loss_scale = CLG_LOSS_SCALE_DYNAMIC;
-        c.loss_scale_init = 1024.0f;
-    }
-    return c;
-}
-
 static clg_model *build(const clg_config *cfg)
 {
     clg_model *m = tu_grouped_model(cfg, N_TENSORS, counts, in_group1);
@@ -224,21 +210,21 @@ static double run_pair(const clg_config *cfg, int path_b, between what, int inf_
 static void test_plain_path_a_bitwise(void **state)
 {
     (void)state;
-    clg_config c = base_config(0); /* clg_step ends on path C */
+    clg_config c = tu_adamw_config(K, 0); /* clg_step ends on path C */
     run_pair(&c, 0, BETWEEN_NOTHING, -1, 1);
 }
 
 static void test_plain_path_b_bitwise(void **state)
 {
     (void)state;
-    clg_config c = base_config(0);
+    clg_config c = tu_adamw_config(K, 0);
     run_pair(&c, 1, BETWEEN_NOTHING, -1, 1);
 }
 
 static void test_clip_dynamic_scale_path_a(void **state)
 {
     (void)state;
-    clg_config c = base_config(1);
+    clg_config c = tu_adamw_config(K, 1);
     double e = run_pair(&c, 0, BETWEEN_NOTHING, 2, 0);
     print_message("path A, clip + dynamic loss scale: largest relative difference %.3g\n", e);
 }
@@ -246,7 +232,7 @@ static void test_clip_dynamic_scale_path_a(void **state)
 static void test_clip_dynamic_scale_path_b_bitwise(void **state)
 {
     (void)state;
-    clg_config c = base_config(1);
+    clg_config c = tu_adamw_config(K, 1);
     run_pair(&c, 1, BETWEEN_NOTHING, 2, 1);
 }
 
@@ -255,7 +241,7 @@ static void test_clip_dynamic_scale_path_b_bitwise(void **state)
 static void test_doubled_accumulator_same_mean_update(void **state)
 {
     (void)state;
-    clg_config c = base_config(1);
+    clg_config c = tu_adamw_config(K, 1);
     pair p;
     pair_init(&p, &c);
     float *g = tu_xmalloc(p.n * sizeof *g);
@@ -289,7 +275,7 @@ static void test_doubled_accumulator_same_mean_update(void **state)
 static void test_pending_refuses_then_reset(void **state)
 {
     (void)state;
-    clg_config c = base_config(0);
+    clg_config c = tu_adamw_config(K, 0);
     c.accum_steps = 1;
     clg_model *m = build(&c);
     int ready = 0;

@@ -50,12 +50,8 @@ static const int groups[] = {0, 1, 0};
 static const twin_layout layout = {2, lr_mult, wd, 3, counts, groups};
 enum { N = 1009 + 37 + 24, N0 = 1009, K = 3 };
 
-static const float small_lr_mult[] = {1.0f};
-static const float small_wd[] = {-1.0f};
 static const size_t small_counts[] = {5};
-static const int small_groups[] = {0};
-static const twin_layout small_layout = {1, small_lr_mult, small_wd, 1, small_counts,
-                                         small_groups};
+static const twin_layout small_layout = TWIN_ONE_GROUP(small_counts);
 
 typedef struct fixture {
     twin tw;           /* AdamW, k = 3, 3 tensors in 2 groups, one micro-step in */

@@ -73,6 +73,14 @@ static clg_model *ready_model(const clg_config *cfg, uint64_t seed)
     return m;
 }
 
+/* The ready model of fault_config(opt), for a test that needs no config of
+ * its own. */
+static clg_model *fault_model(clg_optimizer opt, uint64_t seed)
+{
+    clg_config cfg = fault_config(opt);
+    return ready_model(&cfg, seed);
+}
+
 static clg_status micro_step(clg_model *m, clg_grads *g, unsigned u, unsigned mi)
 {
     size_t n = clg_model_param_count(m);
@@ -135,8 +143,7 @@ static void test_alloc_finalize(void **state)
 static void test_alloc_grads(void **state)
 {
     (void)state;
-    clg_config cfg = fault_config(CLG_ADAMW);
-    clg_model *m = ready_model(&cfg, 1);
+    clg_model *m = fault_model(CLG_ADAMW, 1);
     uint64_t base = clg_context_device_bytes(tu_ctx);
     unsigned n;
     for (n = 1; n <= MAX_N; n++) {
@@ -236,6 +243,22 @@ typedef struct step_case {
 
 enum { RUN_END = 3 * K }; /* three cycles */
 
+/* The fault-free run of cfg from seed's params, micro-steps [0, RUN_END):
+ * its whole state at the end in *want, what every faulted run must end
+ * in. Returns the model's number of chunks. */
+static size_t fault_free_state(const clg_config *cfg, uint64_t seed, full_state *want)
+{
+    clg_model *ref = ready_model(cfg, seed);
+    size_t chunks = ref->n_chunks;
+    clg_grads *g = NULL;
+    OK(clg_grads_create(ref, CLG_FP32, &g));
+    run_steps(ref, g, 0, RUN_END);
+    clg_grads_destroy(g);
+    take_state(ref, want);
+    clg_model_destroy(ref);
+    return chunks;
+}
+
 /* Refused: every call that would advance the cycle says CLG_ERR_STATE and
  * to load a checkpoint, and so does a save of the inconsistent state. */
 static void expect_refused(clg_model *m, clg_grads *g, unsigned at, const char *what)
@@ -265,15 +288,9 @@ static void expect_refused(clg_model *m, clg_grads *g, unsigned at, const char *
 static unsigned enqueue_in_step(const step_case *c)
 {
     char *ckpt = tu_tmp_path("before-step.ckpt");
-    /* the fault-free run */
-    clg_model *ref = ready_model(&c->cfg, 3);
-    assert_int_equal(ref->n_chunks, 1);
-    clg_grads *g = NULL;
-    OK(clg_grads_create(ref, CLG_FP32, &g));
-    run_steps(ref, g, 0, RUN_END);
-    clg_grads_destroy(g);
     full_state want;
-    take_state(ref, &want);
+    assert_int_equal(fault_free_state(&c->cfg, 3, &want), 1);
+    clg_grads *g = NULL;
 
     unsigned n, refused = 0;
     for (n = 1; n <= MAX_N; n++) {
@@ -342,7 +359,6 @@ static unsigned enqueue_in_step(const step_case *c)
                  c->min_enqueues);
     assert_int_equal(refused, tried - 1);
     free_state(&want);
-    clg_model_destroy(ref);
     unlink(ckpt);
     free(ckpt);
     return tried;
@@ -403,16 +419,12 @@ static void test_failed_until_load(void **state)
     clg_config cfg = fault_config(CLG_ADAMW);
     cfg.fuse_last_micro_step = 0;
     char *ckpt = tu_tmp_path("failed.ckpt");
-    clg_model *ref = ready_model(&cfg, 5);
-    clg_grads *g = NULL;
-    OK(clg_grads_create(ref, CLG_FP32, &g));
-    run_steps(ref, g, 0, RUN_END);
-    clg_grads_destroy(g);
     full_state want;
-    take_state(ref, &want);
+    fault_free_state(&cfg, 5, &want);
 
     const unsigned at = 2 * K - 1;
     clg_model *m = ready_model(&cfg, 5);
+    clg_grads *g = NULL;
     OK(clg_grads_create(m, CLG_FP32, &g));
     run_steps(m, g, 0, at);
     OK(clg_checkpoint_save(m, ckpt, NULL, NULL, 0));
@@ -451,7 +463,6 @@ static void test_failed_until_load(void **state)
     free_state(&want);
     clg_grads_destroy(g);
     clg_model_destroy(m);
-    clg_model_destroy(ref);
     unlink(ckpt);
     free(ckpt);
 }
@@ -662,9 +673,8 @@ static void test_write_save(void **state)
 static void test_enqueue_save(void **state)
 {
     (void)state;
-    clg_config cfg = fault_config(CLG_SGD);
     char *path = tu_tmp_path("esave.ckpt");
-    clg_model *m = ready_model(&cfg, 4);
+    clg_model *m = fault_model(CLG_SGD, 4);
     int entries = dir_entries();
     unsigned n;
     for (n = 1; n <= MAX_N; n++) {

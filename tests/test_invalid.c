@@ -207,11 +207,8 @@ static void test_bad_indices_and_steps(void **state)
            "inf", "weight inf");
 
     /* grads of another model (different layout): size mismatch */
-    static const float lr_mult[] = {1.0f};
-    static const float wd[] = {-1.0f};
     static const size_t counts[] = {5};
-    static const int groups[] = {0};
-    const twin_layout other_lay = {1, lr_mult, wd, 1, counts, groups};
+    const twin_layout other_lay = TWIN_ONE_GROUP(counts);
     twin other;
     twin_init(&other, tu_ctx, &cfg, &other_lay, 9);
     expect(clg_step(tw.model, other.grads, 1.0f, &updated, NULL), CLG_ERR_INVALID_ARGUMENT, tu_ctx, NULL,

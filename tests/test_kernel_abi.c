@@ -471,13 +471,6 @@ static void test_comparison_catches_mismatches(void **state)
     }
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_library_kernels_match_lists),
-        cmocka_unit_test(test_step_block_indices_match),
-        cmocka_unit_test(test_enum_codes_match),
-        cmocka_unit_test(test_comparison_catches_mismatches),
-    };
-    return cmocka_run_group_tests(tests, setup, tu_group_teardown);
-}
+TU_MAIN("kernel_abi", setup, tu_group_teardown, cmocka_unit_test(test_library_kernels_match_lists),
+        cmocka_unit_test(test_step_block_indices_match), cmocka_unit_test(test_enum_codes_match),
+        cmocka_unit_test(test_comparison_catches_mismatches))

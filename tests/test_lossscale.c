@@ -45,40 +45,48 @@ static void scaled_cycle(twin *tw, unsigned k, uint64_t cycle, int poison, doubl
     free(g);
 }
 
+/* GradScaler's rule as both sequences below play it: init 2^16, growth 2,
+ * backoff 0.5, interval 3, clamped to [2^14, 2^18]. */
+static void set_clamped_rule(clg_config *cfg)
+{
+    cfg->loss_scale_init = 65536.0f;
+    cfg->loss_scale_growth = 2.0f;
+    cfg->loss_scale_backoff = 0.5f;
+    cfg->loss_scale_interval = 3;
+    cfg->loss_scale_min = 16384.0f;  /* 2^14 */
+    cfg->loss_scale_max = 262144.0f; /* 2^18 */
+}
+
+/* Their cycles, C = clean, I = inf. Reaches the max clamp (2^18) after 6
+ * clean cycles and holds it, backs off to the min clamp (2^14) and holds
+ * it, grows again; a clean run interrupted by an inf resets the growth
+ * tracker. */
+static const char cycle_pattern[] = "CCCCCCCCCIIIIIICCCICCCCCC";
+
 static void test_dynamic_sequence(void **state)
 {
     (void)state;
     clg_config cfg = tu_config(CLG_ADAMW, 1e-2f, 2);
     cfg.loss_scale = CLG_LOSS_SCALE_DYNAMIC;
-    cfg.loss_scale_init = 65536.0f;
-    cfg.loss_scale_growth = 2.0f;
-    cfg.loss_scale_backoff = 0.5f;
-    cfg.loss_scale_interval = 3;
-    cfg.loss_scale_min = 16384.0f;  /* 2^14 */
-    cfg.loss_scale_max = 262144.0f; /* 2^18 */
+    set_clamped_rule(&cfg);
     /* nonfinite stays IGNORE: dynamic scaling upgrades it to skip-update */
     twin tw;
     twin_init(&tw, tu_ctx, &cfg, &twin_default_layout, 101);
 
-    /* C = clean, I = inf. Reaches the max clamp (2^18) after 6 clean
-     * cycles and holds it, backs off to the min clamp (2^14) and holds
-     * it, grows again; a clean run interrupted by an inf resets the
-     * growth tracker. */
-    static const char pattern[] = "CCCCCCCCCIIIIIICCCICCCCCC";
     double prev = tw.ref.loss_scale;
     uint64_t updates = 0, skipped = 0;
     int at_max = 0, at_min = 0;
     float scale = 0;
     OK(clg_model_loss_scale(tw.model, 1, &scale));
     assert_true(scale == 65536.0f);
-    for (size_t c = 0; pattern[c]; c++) {
+    for (size_t c = 0; cycle_pattern[c]; c++) {
         double L = tw.ref.loss_scale;
         /* the device's scale for this cycle, exactly (powers of two) */
         OK(clg_model_loss_scale(tw.model, 1, &scale));
         if ((double)scale != L)
             fail_msg("cycle %zu: loss scale %g, GradScaler gives %g", c, (double)scale, L);
         assert_true(read_scale_view(&tw) == scale);
-        int bad = pattern[c] == 'I';
+        int bad = cycle_pattern[c] == 'I';
         scaled_cycle(&tw, 2, c, bad, L);
         updates += !bad;
         skipped += bad;
@@ -129,13 +137,7 @@ static void test_reference_sequence(void **state)
 {
     (void)state;
     clg_config cfg = clg_config_init(CLG_ADAM);
-    cfg.loss_scale_init = 65536.0f;
-    cfg.loss_scale_growth = 2.0f;
-    cfg.loss_scale_backoff = 0.5f;
-    cfg.loss_scale_interval = 3;
-    cfg.loss_scale_min = 16384.0f;
-    cfg.loss_scale_max = 262144.0f;
-    static const char pattern[] = "CCCCCCCCCIIIIIICCCICCCCCC";
+    set_clamped_rule(&cfg);
     static const double want[] = {65536,  65536,  131072, 131072, 131072, 262144,
                                   262144, 262144, 262144,                         /* C x9 */
                                   131072, 65536,  32768,  16384,  16384,  16384,  /* I x6 */
@@ -143,8 +145,8 @@ static void test_reference_sequence(void **state)
                                   16384,  16384,  32768,  32768,  32768,  65536}; /* C x6 */
     double scale = 65536;
     unsigned tracker = 0;
-    for (size_t c = 0; pattern[c]; c++) {
-        ref_loss_scale_update(&cfg, &scale, &tracker, pattern[c] == 'I');
+    for (size_t c = 0; cycle_pattern[c]; c++) {
+        ref_loss_scale_update(&cfg, &scale, &tracker, cycle_pattern[c] == 'I');
         if (scale != want[c])
             fail_msg("reference GradScaler step %zu: %g, want %g", c, scale, want[c]);
     }

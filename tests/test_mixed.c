@@ -206,11 +206,8 @@ static void param_copy_case(clg_dtype dt)
         1.0f + 0x1p-23f,
     };
     enum { NS = sizeof specials / sizeof specials[0] };
-    static const float lr_mult[] = {1.0f};
-    static const float wd[] = {-1.0f};
     static const size_t counts[] = {NS, 5};
-    static const int groups[] = {0, 0};
-    const twin_layout lay = {1, lr_mult, wd, 2, counts, groups};
+    const twin_layout lay = TWIN_ONE_GROUP(counts);
     cfg = clg_config_init(CLG_SGD);
     cfg.lr = 1e-3f;
     cfg.param_copy_dtype = dt;
@@ -272,11 +269,8 @@ static void bf16_sr_case(int fuse)
     cfg.acc_dtype = CLG_BF16;
     cfg.fuse_last_micro_step = fuse;
     cfg.seed = 12345;
-    static const float lr_mult[] = {1.0f};
-    static const float wd[] = {-1.0f};
     static const size_t counts[] = {N - 5, 5};
-    static const int groups[] = {0, 0};
-    const twin_layout lay = {1, lr_mult, wd, 2, counts, groups};
+    const twin_layout lay = TWIN_ONE_GROUP(counts);
     twin tw;
     twin_init(&tw, tu_ctx, &cfg, &lay, 115);
     float *p = tu_xmalloc(N * sizeof(float));
@@ -336,11 +330,8 @@ static void test_bf16_sr_edges(void **state)
     cfg.acc_dtype = CLG_BF16;
     cfg.fuse_last_micro_step = 0;
     cfg.seed = 777;
-    static const float lr_mult[] = {1.0f};
-    static const float wd[] = {-1.0f};
     static const size_t counts[] = {N};
-    static const int groups[] = {0};
-    const twin_layout lay = {1, lr_mult, wd, 1, counts, groups};
+    const twin_layout lay = TWIN_ONE_GROUP(counts);
     twin tw;
     twin_init(&tw, tu_ctx, &cfg, &lay, 116);
     float *g = tu_xmalloc(N * sizeof(float));

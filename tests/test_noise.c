@@ -26,17 +26,24 @@ enum { N = 4096, B = 8, K = 4, UPDATES = 120 };
 static const double SIGMA = 1.0;
 static const double G_ELEM = 0.5;
 
-static void noise_case(int fuse, clg_optimizer opt)
+/* The noise-scale estimate on, its EMA with alpha 0.9, k micro-steps a
+ * cycle. */
+static clg_config noise_config(clg_optimizer opt, unsigned k)
 {
-    clg_config cfg = tu_config(opt, 1e-3f, K);
+    clg_config cfg = clg_config_init(opt);
+    cfg.accum_steps = k;
     cfg.noise_scale = 1;
     cfg.noise_scale_ema = 0.9f;
+    return cfg;
+}
+
+static void noise_case(int fuse, clg_optimizer opt)
+{
+    clg_config cfg = noise_config(opt, K);
+    cfg.lr = 1e-3f;
     cfg.fuse_last_micro_step = fuse;
-    static const float lr_mult[] = {1.0f};
-    static const float wd[] = {-1.0f};
     static const size_t counts[] = {N - 100, 100};
-    static const int groups[] = {0, 0};
-    const twin_layout lay = {1, lr_mult, wd, 2, counts, groups};
+    const twin_layout lay = TWIN_ONE_GROUP(counts);
     twin tw;
     twin_init(&tw, tu_ctx, &cfg, &lay, 121);
 
@@ -105,10 +112,7 @@ static void test_noise_path_a(void **state)
 static void test_noise_needs_two_sizes(void **state)
 {
     (void)state;
-    clg_config cfg = clg_config_init(CLG_SGD);
-    cfg.accum_steps = 1;
-    cfg.noise_scale = 1;
-    cfg.noise_scale_ema = 0.9f;
+    clg_config cfg = noise_config(CLG_SGD, 1);
     twin tw;
     twin_init(&tw, tu_ctx, &cfg, &twin_default_layout, 123);
     for (unsigned u = 0; u < 3; u++)
@@ -120,12 +124,5 @@ static void test_noise_needs_two_sizes(void **state)
     twin_free(&tw);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_noise_path_c),
-        cmocka_unit_test(test_noise_path_a),
-        cmocka_unit_test(test_noise_needs_two_sizes),
-    };
-    return cmocka_run_group_tests_name("noise", tests, tu_group_setup, tu_group_teardown);
-}
+TU_MAIN("noise", tu_group_setup, tu_group_teardown, cmocka_unit_test(test_noise_path_c),
+        cmocka_unit_test(test_noise_path_a), cmocka_unit_test(test_noise_needs_two_sizes))

@@ -42,16 +42,25 @@ static void run_cycles(twin *tw, unsigned cycles, unsigned k, uint64_t first_cyc
 
 /* ---------------------------------------------------- clipping */
 
+/* Three micro-steps a cycle, clipped to max_norm, the per-tensor norms on:
+ * every norm of the update is computed. */
+static clg_config norms_config(clg_optimizer opt, float max_norm)
+{
+    clg_config cfg = clg_config_init(opt);
+    cfg.accum_steps = 3;
+    cfg.clip_norm = max_norm;
+    cfg.tensor_norms = 1;
+    return cfg;
+}
+
 static void test_clip_norm(void **state)
 {
     (void)state;
     for (int fuse = 0; fuse <= 1; fuse++) {
-        clg_config cfg = clg_config_init(fuse ? CLG_ADAM : CLG_SGD);
+        /* ‖ĝ‖ is about 25: coefficient about 0.2 */
+        clg_config cfg = norms_config(fuse ? CLG_ADAM : CLG_SGD, 5.0f);
         cfg.lr = fuse ? 1e-2f : 0.1f;
         cfg.momentum = 0.9f;
-        cfg.accum_steps = 3;
-        cfg.clip_norm = 5.0f; /* ‖ĝ‖ is about 25: coefficient about 0.2 */
-        cfg.tensor_norms = 1;
         cfg.fuse_last_micro_step = fuse;
         twin tw;
         twin_init(&tw, tu_ctx, &cfg, &twin_default_layout, 51);
@@ -91,12 +100,8 @@ static void test_clip_norm(void **state)
 #define BOUNDARY_RTOL 3e-7
 #define BOUNDARY_ATOL 4e-7
 
-static const float boundary_lr_mult[] = {1.0f};
-static const float boundary_wd[] = {-1.0f};
 static const size_t boundary_counts[] = {100};
-static const int boundary_groups[] = {0};
-static const twin_layout boundary_layout = {1, boundary_lr_mult, boundary_wd, 1,
-                                            boundary_counts, boundary_groups};
+static const twin_layout boundary_layout = TWIN_ONE_GROUP(boundary_counts);
 
 /* One update with max_norm; returns the device's clip coefficient after
  * checking it and the params against the reference. */
@@ -211,10 +216,7 @@ static void test_clip_value(void **state)
 static void test_norm_determinism(void **state)
 {
     (void)state;
-    clg_config cfg = clg_config_init(CLG_ADAM);
-    cfg.accum_steps = 3;
-    cfg.clip_norm = 1.0f;
-    cfg.tensor_norms = 1;
+    clg_config cfg = norms_config(CLG_ADAM, 1.0f);
     twin a, b;
     twin_init(&a, tu_ctx, &cfg, &twin_default_layout, 81);
     twin_init(&b, tu_ctx, &cfg, &twin_default_layout, 81);

@@ -157,11 +157,8 @@ static void test_least_squares(void **state)
     (void)state;
     static lsq ls;
     lsq_make(&ls);
-    static const float lr_mult[] = {1.0f};
-    static const float wd[] = {-1.0f};
     static const size_t counts[] = {D, 1};
-    static const int groups[] = {0, 0};
-    const twin_layout lay = {1, lr_mult, wd, 2, counts, groups};
+    const twin_layout lay = TWIN_ONE_GROUP(counts);
 
     clg_config cfg = clg_config_init(CLG_ADAM);
     cfg.lr = 0.05f;
@@ -223,12 +220,5 @@ static void test_least_squares(void **state)
     twin_free(&one);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_paths_sgd),
-        cmocka_unit_test(test_paths_adamw),
-        cmocka_unit_test(test_least_squares),
-    };
-    return cmocka_run_group_tests_name("paths", tests, tu_group_setup, tu_group_teardown);
-}
+TU_MAIN("paths", tu_group_setup, tu_group_teardown, cmocka_unit_test(test_paths_sgd),
+        cmocka_unit_test(test_paths_adamw), cmocka_unit_test(test_least_squares))

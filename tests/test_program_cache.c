@@ -148,6 +148,40 @@ static int setup(void **state)
     return 0;
 }
 
+/* Points CLGRAD_CACHE_DIR at <tmp>/<name>, a cache of the test's own; its
+ * path in dir. */
+static void use_cache_under_tmp(char *dir, size_t cap, const char *name)
+{
+    snprintf(dir, cap, "%s/%s", tmp, name);
+    setenv("CLGRAD_CACHE_DIR", dir, 1);
+}
+
+/* XDG_CACHE_HOME and HOME pointed under tmp by a test, and the HOME to
+ * give back after it. */
+typedef struct fake_home {
+    char xdg[4200], home[4200];
+    char *saved_home;
+} fake_home;
+
+/* Names <tmp>/<prefix>xdg and <tmp>/<prefix>home and saves HOME; sets
+ * neither variable. */
+static void fake_home_names(fake_home *f, const char *prefix)
+{
+    snprintf(f->xdg, sizeof f->xdg, "%s/%sxdg", tmp, prefix);
+    snprintf(f->home, sizeof f->home, "%s/%shome", tmp, prefix);
+    f->saved_home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+}
+
+/* Unsets XDG_CACHE_HOME and gives HOME back. */
+static void fake_home_restore(fake_home *f)
+{
+    unsetenv("XDG_CACHE_HOME");
+    if (f->saved_home) {
+        setenv("HOME", f->saved_home, 1);
+        free(f->saved_home);
+    }
+}
+
 /* Number of finished entries in dir; the path of the last one in *path. */
 static int entries(const char *dir, char *path, size_t cap, int *temps)
 {
@@ -354,8 +388,7 @@ static void test_caller_sources_are_programs_of_their_own(void **state)
 {
     (void)state;
     char dir[4200];
-    snprintf(dir, sizeof dir, "%s/sources", tmp);
-    setenv("CLGRAD_CACHE_DIR", dir, 1);
+    use_cache_under_tmp(dir, sizeof dir, "sources");
     clg_context *ctx = tu_context_or_skip();
     const char *opt = "-DCLG_TEST_SOURCE=1";
     cl_program sample = NULL, again = NULL, foreign = NULL, own = NULL, named_own = NULL;
@@ -400,26 +433,20 @@ static void test_caller_sources_are_programs_of_their_own(void **state)
 static void test_cache_off(void **state)
 {
     (void)state;
-    char xdg[4200], home[4200];
-    snprintf(xdg, sizeof xdg, "%s/off-xdg", tmp);
-    snprintf(home, sizeof home, "%s/off-home", tmp);
-    char *old_home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
-    setenv("XDG_CACHE_HOME", xdg, 1);
-    setenv("HOME", home, 1);
+    fake_home f;
+    fake_home_names(&f, "off-");
+    setenv("XDG_CACHE_HOME", f.xdg, 1);
+    setenv("HOME", f.home, 1);
     setenv("CLGRAD_CACHE_DIR", "off", 1);
     assert_int_equal(load("-DCLG_TEST_OFF=1", NULL, 0), 0);
     assert_int_equal(load("-DCLG_TEST_OFF=1", NULL, 0), 0);
     setenv("CLGRAD_CACHE_DIR", "OFF", 1);
     assert_int_equal(load("-DCLG_TEST_OFF=1", NULL, 0), 0);
     struct stat st;
-    assert_int_not_equal(stat(xdg, &st), 0);
-    assert_int_not_equal(stat(home, &st), 0);
+    assert_int_not_equal(stat(f.xdg, &st), 0);
+    assert_int_not_equal(stat(f.home, &st), 0);
     assert_int_equal(entries(cache, NULL, 0, NULL), 2); /* only the first test's */
-    unsetenv("XDG_CACHE_HOME");
-    if (old_home) {
-        setenv("HOME", old_home, 1);
-        free(old_home);
-    }
+    fake_home_restore(&f);
 }
 
 /* The first build of CLG_TEST_DEFAULT is compiled and cached in dir
@@ -436,23 +463,18 @@ static void expect_default_cache(const char *parent, const char *sub)
 static void test_default_locations(void **state)
 {
     (void)state;
-    char xdg[4200], home[4200];
-    snprintf(xdg, sizeof xdg, "%s/xdg", tmp);
-    snprintf(home, sizeof home, "%s/home", tmp);
-    char *old_home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+    fake_home f;
+    fake_home_names(&f, "");
     unsetenv("CLGRAD_CACHE_DIR");
 
-    setenv("XDG_CACHE_HOME", xdg, 1);
-    expect_default_cache(xdg, "clgrad");
+    setenv("XDG_CACHE_HOME", f.xdg, 1);
+    expect_default_cache(f.xdg, "clgrad");
 
     unsetenv("XDG_CACHE_HOME");
-    setenv("HOME", home, 1);
-    expect_default_cache(home, ".cache/clgrad");
+    setenv("HOME", f.home, 1);
+    expect_default_cache(f.home, ".cache/clgrad");
 
-    if (old_home) {
-        setenv("HOME", old_home, 1);
-        free(old_home);
-    }
+    fake_home_restore(&f);
 }
 
 /* Every way an entry can go wrong. Each must fail one of clgrad's own checks
@@ -591,16 +613,23 @@ static void write_damaged(damage kind, const char *path, const unsigned char *go
     free(buf);
 }
 
-/* The digest an entry should carry, computed here from the documented
- * layout, independently of src/program_cache.c. */
-static void check_documented_digest(const unsigned char *e, size_t n)
+/* The digest an entry of n bytes should carry, computed here from the
+ * documented layout, independently of src/program_cache.c. */
+static void documented_digest(const unsigned char *e, size_t n, unsigned char d[32])
 {
     clg_sha256 s;
-    unsigned char d[32];
     clg__sha256_init(&s);
     clg__sha256_update(&s, e, OFF_DIGEST);
     clg__sha256_update(&s, e + HEADER_SIZE, n - HEADER_SIZE);
     clg__sha256_final(&s, d);
+}
+
+/* The entry carries its documented digest, length, version and zero
+ * reserved bytes. */
+static void check_documented_digest(const unsigned char *e, size_t n)
+{
+    unsigned char d[32];
+    documented_digest(e, n, d);
     assert_memory_equal(d, e + OFF_DIGEST, 32);
     uint64_t len = 0;
     for (int i = 0; i < 8; i++)
@@ -611,18 +640,35 @@ static void check_documented_digest(const unsigned char *e, size_t n)
         assert_int_equal(e[i], 0);
 }
 
+/* The entry at path, checked to be a documented one (check_documented_digest)
+ * for key; malloc'ed, its size in *n. */
+static unsigned char *read_entry_for(const char *path, const uint8_t *key, size_t *n)
+{
+    unsigned char *e = tu_read_file(path, n);
+    check_documented_digest(e, *n);
+    assert_memory_equal(e + OFF_KEY, key, CLG_CACHE_KEY_SIZE);
+    return e;
+}
+
+/* The only entry in dir, read (its size in *n) and removed. */
+static unsigned char *take_only_entry(const char *dir, size_t *n)
+{
+    char path[4400];
+    assert_int_equal(entries(dir, path, sizeof path, NULL), 1);
+    unsigned char *e = tu_read_file(path, n);
+    assert_int_equal(unlink(path), 0);
+    return e;
+}
+
 static void test_damaged_entries_fall_back_and_repair(void **state)
 {
     (void)state;
-    char dir[4200], path[4400], foreign_path[4400];
-    snprintf(dir, sizeof dir, "%s/damage", tmp);
-    setenv("CLGRAD_CACHE_DIR", dir, 1);
+    char dir[4200], path[4400];
+    use_cache_under_tmp(dir, sizeof dir, "damage");
     /* an entry of another program to pass off as this one */
     assert_int_equal(load("-DCLG_TEST_FOREIGN=1", NULL, 0), 0);
-    assert_int_equal(entries(dir, foreign_path, sizeof foreign_path, NULL), 1);
     size_t fn;
-    unsigned char *foreign = tu_read_file(foreign_path, &fn);
-    assert_int_equal(unlink(foreign_path), 0);
+    unsigned char *foreign = take_only_entry(dir, &fn);
 
     char names_ok[4096];
     assert_int_equal(load("-DCLG_TEST_DAMAGE=1", names_ok, sizeof names_ok), 0);
@@ -670,10 +716,7 @@ static void test_damaged_entries_fall_back_and_repair(void **state)
         assert_int_equal(entries(dir, NULL, 0, &temps), 1);
         assert_int_equal(temps, 0);
         size_t rn;
-        unsigned char *repaired = tu_read_file(path, &rn);
-        check_documented_digest(repaired, rn);
-        assert_memory_equal(repaired + OFF_KEY, key, sizeof key);
-        free(repaired);
+        free(read_entry_for(path, key, &rn));
         assert_int_equal(load("-DCLG_TEST_DAMAGE=1", NULL, 0), 1);
     }
     free(good);
@@ -688,8 +731,7 @@ static void test_driver_refusal_falls_back(void **state)
 {
     (void)state;
     char dir[4200], path[4400];
-    snprintf(dir, sizeof dir, "%s/refusal", tmp);
-    setenv("CLGRAD_CACHE_DIR", dir, 1);
+    use_cache_under_tmp(dir, sizeof dir, "refusal");
     char names_ok[4096], names[4096];
     assert_int_equal(load("-DCLG_TEST_REFUSAL=1", names_ok, sizeof names_ok), 0);
     assert_int_equal(entries(dir, path, sizeof path, NULL), 1);
@@ -722,17 +764,14 @@ static void test_driver_refusal_falls_back(void **state)
 static void test_foreign_binary_is_repaired(void **state)
 {
     (void)state;
-    char dir[4200], path[4400], foreign_path[4400];
-    snprintf(dir, sizeof dir, "%s/forged", tmp);
-    setenv("CLGRAD_CACHE_DIR", dir, 1);
+    char dir[4200], path[4400];
+    use_cache_under_tmp(dir, sizeof dir, "forged");
     char foreign_names[4096], names_ok[4096], names[4096];
     assert_int_equal(load_program("foreign", foreign_source, "", foreign_names,
                                   sizeof foreign_names),
                      0);
-    assert_int_equal(entries(dir, foreign_path, sizeof foreign_path, NULL), 1);
     size_t fn;
-    unsigned char *foreign = tu_read_file(foreign_path, &fn);
-    assert_int_equal(unlink(foreign_path), 0);
+    unsigned char *foreign = take_only_entry(dir, &fn);
     assert_int_equal(load("-DCLG_TEST_FORGED=1", names_ok, sizeof names_ok), 0);
     assert_int_equal(last_repairs, 0);
     assert_string_equal(last_note, "");
@@ -746,11 +785,7 @@ static void test_foreign_binary_is_repaired(void **state)
     memcpy(forged, good, OFF_LENGTH);
     put_len(forged, bin);
     memcpy(forged + HEADER_SIZE, foreign + HEADER_SIZE, bin);
-    clg_sha256 s;
-    clg__sha256_init(&s);
-    clg__sha256_update(&s, forged, OFF_DIGEST);
-    clg__sha256_update(&s, forged + HEADER_SIZE, bin);
-    clg__sha256_final(&s, forged + OFF_DIGEST);
+    documented_digest(forged, forged_size, forged + OFF_DIGEST);
     tu_write_file(path, forged, forged_size);
     check_documented_digest(forged, forged_size);
     uint8_t key[CLG_CACHE_KEY_SIZE];
@@ -781,9 +816,7 @@ static void test_foreign_binary_is_repaired(void **state)
 
     /* the entry is this program's again: a hit, nothing to repair */
     size_t rn;
-    unsigned char *repaired = tu_read_file(path, &rn);
-    check_documented_digest(repaired, rn);
-    assert_memory_equal(repaired + OFF_KEY, key, sizeof key);
+    unsigned char *repaired = read_entry_for(path, key, &rn);
     assert_false(rn == forged_size &&
                  memcmp(repaired + HEADER_SIZE, forged + HEADER_SIZE, bin) == 0);
     free(repaired);

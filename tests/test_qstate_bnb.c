@@ -369,12 +369,5 @@ static void test_adamw8bit_steps(void **state)
     free(f.bytes);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_maps),
-        cmocka_unit_test(test_blockwise),
-        cmocka_unit_test(test_adamw8bit_steps),
-    };
-    return cmocka_run_group_tests(tests, tu_group_setup, tu_group_teardown);
-}
+TU_MAIN("qstate_bnb", tu_group_setup, tu_group_teardown, cmocka_unit_test(test_maps),
+        cmocka_unit_test(test_blockwise), cmocka_unit_test(test_adamw8bit_steps))

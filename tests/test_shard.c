@@ -56,18 +56,6 @@ enum { K = 3, UPDATES = 4, N_TENSORS = 5, MAX_R = 3, INF_CYCLE = 2 };
 static const size_t counts[N_TENSORS] = {400009, 300007, 17, 250001, 1};
 static const int in_group1[N_TENSORS] = {0, 1, 1, 0, 1};
 
-static clg_config config(void)
-{
-    clg_config c = clg_config_init(CLG_ADAMW);
-    c.lr = 1e-2f;
-    c.weight_decay = 0.01f;
-    c.accum_steps = K;
-    c.clip_norm = 0.5f;
-    c.loss_scale = CLG_LOSS_SCALE_DYNAMIC;
-    c.loss_scale_init = 1024.0f;
-    return c;
-}
-
 /* shards 0: the whole model. *bytes: the device bytes finalize took. */
 static clg_model *build(const clg_config *cfg, unsigned index, unsigned shards, uint64_t *bytes)
 {
@@ -88,7 +76,7 @@ static clg_model *build(const clg_config *cfg, unsigned index, unsigned shards, 
  * nothing at the end of the cycle needs the gradient's norm. */
 static clg_config config_without_stats(void)
 {
-    clg_config c = config();
+    clg_config c = tu_adamw_config(K, 1);
     c.clip_norm = 0.0f;
     c.loss_scale = CLG_LOSS_SCALE_NONE;
     c.nonfinite = CLG_NONFINITE_IGNORE;
@@ -233,7 +221,7 @@ typedef struct run {
     clg_model *whole, *shard[MAX_R];
     unsigned shards;
     size_t n;
-    int with_stats; /* config(), an inf cycle; else config_without_stats() */
+    int with_stats; /* tu_adamw_config(K, 1), an inf cycle; else config_without_stats() */
 } run;
 
 static void run_free(run *r)
@@ -246,7 +234,7 @@ static void run_free(run *r)
 /* UPDATES cycles on the whole model (clg_step) and on the shards. */
 static void run_cycles(run *r, unsigned shards, int with_stats)
 {
-    clg_config c = with_stats ? config() : config_without_stats();
+    clg_config c = with_stats ? tu_adamw_config(K, 1) : config_without_stats();
     r->with_stats = with_stats;
     r->shards = shards;
     r->whole = build(&c, 0, 0, NULL);
@@ -369,7 +357,7 @@ static void test_three_shards_equal_whole_model(void **state)
 static void test_state_memory_is_one_shard(void **state)
 {
     (void)state;
-    clg_config c = config();
+    clg_config c = tu_adamw_config(K, 1);
     uint64_t whole_bytes;
     clg_model *w = build(&c, 0, 0, &whole_bytes);
     clg_model_plan pw = clg_model_plan_init();
@@ -470,7 +458,7 @@ static void test_estimate_matches_shards(void **state)
         }
     }
     /* one shard of one is the whole model's estimate */
-    clg_config c = config();
+    clg_config c = tu_adamw_config(K, 1);
     clg_model_plan whole = clg_model_plan_init(), one = clg_model_plan_init();
     OK(clg_model_estimate(&c, 123457, &whole));
     OK(clg_model_estimate_shard(&c, 123457, 0, 1, &one));
@@ -495,7 +483,7 @@ static void test_checkpoints_cross_sharding(void **state)
     OK(clg_checkpoint_save(r.whole, whole, NULL, NULL, 0));
 
     /* the gathered file into an unsharded model: the shards' states */
-    clg_config c = config();
+    clg_config c = tu_adamw_config(K, 1);
     clg_model *u = build(&c, 0, 0, NULL);
     OK(clg_checkpoint_load(u, gathered, NULL, NULL));
     float *want = tu_xmalloc(r.n * sizeof *want);
@@ -561,7 +549,7 @@ static void expect(clg_status got, clg_status want, const char *needle)
 static void test_refusals(void **state)
 {
     (void)state;
-    clg_config c = config();
+    clg_config c = tu_adamw_config(K, 1);
     clg_model *m;
     OK(clg_model_create(tu_ctx, &c, &m));
     int t;
@@ -609,7 +597,7 @@ static void test_refusals(void **state)
     /* what a shard cannot hold yet, named at finalize */
     static const char *const unsupported[] = {"param copy", "per-tensor norms"};
     for (size_t i = 0; i < sizeof unsupported / sizeof *unsupported; i++) {
-        clg_config u = config();
+        clg_config u = tu_adamw_config(K, 1);
         if (i == 0)
             u.param_copy_dtype = CLG_BF16;
         else

@@ -29,6 +29,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "classify_run.h"
 #include "contrastive_encoder.h"
 #include "contrastive_run.h"
 #include "dataset.h"
@@ -98,7 +99,6 @@ static void base(train_options *o, con_options *c, con_method m, unsigned batch,
     o->given |= TRAIN_GIVEN_LR | TRAIN_GIVEN_MICRO_BATCH;
     o->quiet = 1;
     con_options_default(c);
-    c->enabled = 1;
     c->method = m;
     c->embed_dim = EMB;
     c->knn = 5;
@@ -320,14 +320,14 @@ static void test_methods_learn(void **state)
         print_message("%-9s 8 x 16: loss %.3f, kNN %.3f (before %.3f), activations %llu, cache "
                       "%llu, peak %llu\n", con_method_name(ms[i]), r16[i].loss,
                       r16[i].knn_accuracy, r16[i].knn_accuracy_init,
-                      (unsigned long long)r16[i].activation_bytes,
+                      (unsigned long long)r16[i].run.activation_bytes,
                       (unsigned long long)r16[i].cache_bytes,
-                      (unsigned long long)r16[i].peak_device_bytes);
+                      (unsigned long long)r16[i].run.peak_device_bytes);
         assert_true(isfinite(r16[i].loss));
-        assert_int_equal(r16[i].updates, 12);
-        assert_int_equal(r16[i].micro_steps, 12 * 8);
+        assert_int_equal(r16[i].run.updates, 12);
+        assert_int_equal(r16[i].run.micro_steps, 12 * 8);
         assert_true(r16[i].knn_accuracy > 0.5); /* the blobs are easy */
-        assert_true(r16[i].samples_per_s > 0);
+        assert_true(r16[i].run.samples_per_s > 0);
     }
     /* the same batch as 2 x 64: activations x 4, GradCache's cache as is */
     train_options o;
@@ -335,7 +335,7 @@ static void test_methods_learn(void **state)
     base(&o, &c, CON_GRADCACHE, 128, 64);
     o.steps = 2;
     free(run(&o, &c, &r64));
-    assert_int_equal(r64.activation_bytes, 4 * r16[1].activation_bytes);
+    assert_int_equal(r64.run.activation_bytes, 4 * r16[1].run.activation_bytes);
     assert_int_equal(r64.cache_bytes, r16[1].cache_bytes);
     /* ContAccum's banks (the batch's rows per side) come on top of its
      * micro-batch's cache */
@@ -497,8 +497,8 @@ static void test_knn_under_budget(void **state)
     uint64_t features = 4ull * (N_TRAIN + (N_TRAIN + N_TEST) * HID), row = 4ull * N_TRAIN;
     base(&o, &c, CON_GRADCACHE, 64, 32);
     o.steps = 2;
-    o.vram = clg_context_device_bytes(tu_ctx) + r1.model_bytes + r1.cache_bytes +
-             r1.activation_bytes + r1.data_bytes + features + 10 * row;
+    o.vram = clg_context_device_bytes(tu_ctx) + r1.run.model_bytes + r1.cache_bytes +
+             r1.run.activation_bytes + r1.run.data_bytes + features + 10 * row;
     o.given |= TRAIN_GIVEN_VRAM;
     free(run(&o, &c, &r2));
     assert_int_equal(r2.eval_bytes, features + 10 * row);
@@ -506,8 +506,8 @@ static void test_knn_under_budget(void **state)
     /* one row less than the features need: refused, saying why */
     base(&o, &c, CON_GRADCACHE, 64, 32);
     o.steps = 1;
-    o.vram = clg_context_device_bytes(tu_ctx) + r1.model_bytes + r1.cache_bytes +
-             r1.activation_bytes + r1.data_bytes + features;
+    o.vram = clg_context_device_bytes(tu_ctx) + r1.run.model_bytes + r1.cache_bytes +
+             r1.run.activation_bytes + r1.run.data_bytes + features;
     o.given |= TRAIN_GIVEN_VRAM;
     char err[2048] = "";
     float *w = tu_xmalloc(n_params * 4);
@@ -542,7 +542,7 @@ static void test_resume_bit_exact(void **state)
         o.resume = ck;
         con_result r;
         float *resumed = run(&o, &c, &r);
-        assert_int_equal(r.updates, 8);
+        assert_int_equal(r.run.updates, 8);
         assert_memory_equal(straight, resumed, n_params * 4);
         /* another method is refused, naming the flag */
         base(&o, &c, ms[i] == CON_GRADCACHE ? CON_NAIVE : CON_GRADCACHE, 64, 16);
@@ -581,9 +581,9 @@ static void test_resume_other_task(void **state)
     o.stop_after = 0;
     o.resume = con_ck;
     char err[2048] = "", want[2048];
-    train_result tr;
+    classify_result tr;
     train_io io = {tu_ctx, &train_ds, &test_ds, NULL, 0};
-    assert_int_equal(train_run(&o, &io, &tr, err, sizeof err), -1);
+    assert_int_equal(classify_run(&o, &io, &tr, err, sizeof err), -1);
     snprintf(want, sizeof want, "--resume: %s is a checkpoint of --task contrastive, and this run "
              "is --task classify: a checkpoint resumes only in the task that saved it", con_ck);
     assert_string_equal(err, want);
@@ -591,7 +591,7 @@ static void test_resume_other_task(void **state)
     o.resume = NULL;
     o.stop_after = 2;
     o.checkpoint = cls_ck;
-    assert_int_equal(train_run(&o, &io, &tr, err, sizeof err), 0);
+    assert_int_equal(classify_run(&o, &io, &tr, err, sizeof err), 0);
     o.checkpoint = NULL;
     o.stop_after = 0;
     o.resume = cls_ck;
@@ -603,7 +603,7 @@ static void test_resume_other_task(void **state)
     /* its own task's file still resumes */
     o.resume = con_ck;
     free(run(&o, &c, &cr));
-    assert_int_equal(cr.updates, 6);
+    assert_int_equal(cr.run.updates, 6);
     remove(con_ck);
     remove(cls_ck);
     free(con_ck);

@@ -21,7 +21,7 @@
 #include "dataset.h"
 #include "mlp.h"
 #include "options.h"
-#include "trainer.h"
+#include "classify_run.h"
 #include "testutil.h"
 
 #include <dirent.h>
@@ -95,17 +95,17 @@ static void base_options(train_options *o)
 }
 
 /* Runs o (after its cross-flag check) and returns malloc'ed weights. */
-static float *run(train_options *o, train_result *res)
+static float *run(train_options *o, classify_result *res)
 {
     char err[1024] = "";
     assert_int_equal(train_options_check(o, err, sizeof err), 0);
     float *w = tu_xmalloc(n_params * sizeof *w);
     train_io io = {tu_ctx, &train_ds, &test_ds, w, n_params};
-    train_result local;
+    classify_result local;
     if (!res)
         res = &local;
-    if (train_run(o, &io, res, err, sizeof err) != 0)
-        fail_msg("train_run: %s", err);
+    if (classify_run(o, &io, res, err, sizeof err) != 0)
+        fail_msg("classify_run: %s", err);
     return w;
 }
 
@@ -159,18 +159,18 @@ static void test_micro_batch_equivalence(void **state)
             o.optimizer = CLG_SGD;
             o.lr = 0.05f;
         }
-        train_result r1, r4;
+        classify_result r1, r4;
         float *w1 = run(&o, &r1);
         o.micro_batch = 16;
         float *w4 = run(&o, &r4);
-        assert_int_equal(r1.accum_steps, 1);
-        assert_int_equal(r4.accum_steps, 4);
-        assert_int_equal(r1.updates, 7);
-        assert_int_equal(r4.updates, 7);
+        assert_int_equal(r1.run.accum_steps, 1);
+        assert_int_equal(r4.run.accum_steps, 4);
+        assert_int_equal(r1.run.updates, 7);
+        assert_int_equal(r4.run.updates, 7);
         /* 7 updates: 4 x 64, 44, 2 x 64 -> micro-steps 7 vs 4*4 + 3 + 2*4. */
-        assert_int_equal(r1.micro_steps, 7);
-        assert_int_equal(r4.micro_steps, 27);
-        assert_int_equal(r4.samples, 4 * 64 + 44 + 2 * 64);
+        assert_int_equal(r1.run.micro_steps, 7);
+        assert_int_equal(r4.run.micro_steps, 27);
+        assert_int_equal(r4.run.samples, 4 * 64 + 44 + 2 * 64);
         float *w0 = initial_weights(o.seed);
         assert_true(max_rel_diff(w1, w0, n_params) > 1e-3); /* training moved them */
         assert_weights_close(w4, w1, opt ? TOL_SGD : TOL_ADAM, opt ? "sgd 16x4 vs 64" :
@@ -194,7 +194,7 @@ static void test_non_divisible_batch(void **state)
     o.lr = 0.05f;
     o.batch = 50;
     o.micro_batch = 50;
-    train_result ra, rb, rc;
+    classify_result ra, rb, rc;
     float *wa = run(&o, &ra);
     for (int p = GRAD_PATH_B; p <= GRAD_PATH_C; p++) {
         o.path = (grad_path)p;
@@ -203,9 +203,9 @@ static void test_non_divisible_batch(void **state)
         float *wb = run(&o, &rb);
         o.micro_batch = 7; /* 7 x 7 + 1 */
         float *wc = run(&o, &rc);
-        assert_int_equal(rb.accum_steps, 4);
-        assert_int_equal(rc.accum_steps, 8);
-        assert_int_equal(rb.micro_steps, 7 * 4);
+        assert_int_equal(rb.run.accum_steps, 4);
+        assert_int_equal(rc.run.accum_steps, 8);
+        assert_int_equal(rb.run.micro_steps, 7 * 4);
         assert_weights_close(wb, wa, TOL_SGD, "B=50 as 16,16,16,2 vs 50");
         assert_weights_close(wc, wa, TOL_SGD, "B=50 as 7x7+1 vs 50");
         free(wb);
@@ -281,7 +281,7 @@ static void test_loss_scaling(void **state)
     /* fp32 gradients never overflow at 2^16: scaling by a power of two and
      * unscaling must give the unscaled run's weights. */
     o.loss_scale = CLG_LOSS_SCALE_DYNAMIC;
-    train_result rd;
+    classify_result rd;
     float *wd = run(&o, &rd);
     assert_int_equal(rd.skipped_updates, 0);
     assert_weights_close(wd, w, TOL_ADAM, "dynamic loss scale, fp32");
@@ -299,7 +299,7 @@ static void test_loss_scaling(void **state)
      * updates are skipped, counted, and the weights stay finite. */
     o.loss_scale = CLG_LOSS_SCALE_STATIC;
     o.loss_scale_value = 16777216.0f;
-    train_result rh;
+    classify_result rh;
     float *wo = run(&o, &rh);
     assert_true(rh.skipped_updates >= 1);
     for (uint64_t i = 0; i < n_params; i++)
@@ -320,34 +320,34 @@ static void test_auto_micro_batch(void **state)
     train_options o;
     base_options(&o);
     o.micro_batch = 16;
-    train_result r16;
+    classify_result r16;
     float *w16 = run(&o, &r16);
     /* A budget that holds everything of the b = 16 run plus a little, but
      * not the activations of b = 32 or 64. */
     uint64_t a16 = mlp_activation_bytes(dims, 4, 16);
-    uint64_t budget = r16.peak_device_bytes + a16 / 2;
-    assert_true(budget < r16.peak_device_bytes - a16 + mlp_activation_bytes(dims, 4, 32));
+    uint64_t budget = r16.run.peak_device_bytes + a16 / 2;
+    assert_true(budget < r16.run.peak_device_bytes - a16 + mlp_activation_bytes(dims, 4, 32));
 
     o.micro_batch = 64;
     o.vram = budget;
     char err[1024] = "";
     float *w = tu_xmalloc(n_params * sizeof *w);
     train_io io = {tu_ctx, &train_ds, &test_ds, w, n_params};
-    train_result r;
+    classify_result r;
     /* Without the flag: a clear error naming the bytes. */
-    assert_int_not_equal(train_run(&o, &io, &r, err, sizeof err), 0);
+    assert_int_not_equal(classify_run(&o, &io, &r, err, sizeof err), 0);
     if (!strstr(err, "micro-batch 64") || !strstr(err, "need") || !strstr(err, "available"))
         fail_msg("unexpected message: %s", err);
     /* With it: 64 -> 32 -> 16, k 1 -> 4, same effective batch and weights
      * as running at 16 directly. */
     o.auto_micro_batch = 1;
-    if (train_run(&o, &io, &r, err, sizeof err) != 0)
+    if (classify_run(&o, &io, &r, err, sizeof err) != 0)
         fail_msg("auto micro-batch run: %s", err);
-    assert_int_equal(r.micro_batch, 16);
-    assert_int_equal(r.accum_steps, 4);
+    assert_int_equal(r.run.micro_batch, 16);
+    assert_int_equal(r.run.accum_steps, 4);
     assert_int_equal(r.halvings, 2);
-    assert_int_equal(r.micro_steps, r16.micro_steps);
-    assert_true(r.peak_device_bytes <= budget);
+    assert_int_equal(r.run.micro_steps, r16.run.micro_steps);
+    assert_true(r.run.peak_device_bytes <= budget);
     assert_weights_close(w, w16, 0.0, "auto micro-batch vs micro-batch 16");
     /* The context's budget is restored for the next user. */
     assert_true(clg_context_budget(tu_ctx) == 0);
@@ -369,7 +369,7 @@ static void test_outputs(void **state)
     o.micro_batch = 32;
     o.metrics = metrics;
     o.dump_weights = dump;
-    train_result r;
+    classify_result r;
     float *w = run(&o, &r);
     /* Dump: every parameter, little-endian fp32, model order. */
     FILE *f = fopen(dump, "rb");
@@ -408,7 +408,7 @@ static void test_outputs(void **state)
     }
     fclose(f);
     assert_int_equal(rows, 7);
-    assert_int_equal(prev, r.samples);
+    assert_int_equal(prev, r.run.samples);
     assert_true(r.test_accuracy > 0.0 && r.test_accuracy <= 1.0);
     /* Written through temporary files, none of which is left. */
     DIR *d = opendir(dir);
@@ -436,7 +436,7 @@ static void test_learns(void **state)
     o.micro_batch = 8;
     o.lr = 1e-2f;
     o.quiet = getenv("TRAIN_VERBOSE") == NULL;
-    train_result r;
+    classify_result r;
     float *w = run(&o, &r);
     /* Chance is 0.1; the prototypes are easy to separate. */
     if (!(r.test_accuracy >= 0.8))
@@ -469,7 +469,7 @@ static void test_learns_with_small_states(void **state)
         if (accs[i] != CLG_FP32)
             o.path = GRAD_PATH_C; /* as train_options_check picks */
         o.quiet = getenv("TRAIN_VERBOSE") == NULL;
-        train_result r;
+        classify_result r;
         float *w = run(&o, &r);
         if (!(r.test_accuracy >= 0.8))
             fail_msg("states %s, master %s: test accuracy %.3f after 8 epochs",
@@ -498,9 +498,9 @@ static void test_resume(void **state)
     free(half);
     o.stop_after = 0;
     o.resume = ck;
-    train_result r;
+    classify_result r;
     float *resumed = run(&o, &r);
-    assert_int_equal(r.updates, 9);
+    assert_int_equal(r.run.updates, 9);
     /* Same micro-batch all along: bit for bit. */
     assert_memory_equal(resumed, full, n_params * sizeof *full);
     free(resumed);
@@ -515,7 +515,7 @@ static void test_resume(void **state)
     o.save_initial = NULL;
     o.resume = init;
     resumed = run(&o, &r);
-    assert_int_equal(r.updates, 9);
+    assert_int_equal(r.run.updates, 9);
     assert_memory_equal(resumed, full, n_params * sizeof *full);
     free(resumed);
     o.checkpoint = ck;
@@ -530,20 +530,20 @@ static void test_resume(void **state)
     char err[1024] = "";
     float *w = tu_xmalloc(n_params * sizeof *w);
     train_io io = {tu_ctx, &train_ds, &test_ds, w, n_params};
-    assert_int_not_equal(train_run(&o, &io, &r, err, sizeof err), 0);
+    assert_int_not_equal(classify_run(&o, &io, &r, err, sizeof err), 0);
     if (!strstr(err, "--micro-batch") || !strstr(err, "saved 16, now 32") ||
         !strstr(err, "--override micro-batch"))
         fail_msg("unexpected message: %s", err);
     snprintf(o.overrides, sizeof o.overrides, "micro-batch");
     float *b = run(&o, &r);
-    assert_non_null(strstr(r.overridden, "--micro-batch"));
+    assert_non_null(strstr(r.run.overridden, "--micro-batch"));
     assert_weights_close(b, full, TOL_ADAM, "resume with another micro-batch");
     free(b);
     o.overrides[0] = 0;
     o.micro_batch = 16;
     /* A checkpoint of another seed is refused. */
     o.seed = 43;
-    assert_int_not_equal(train_run(&o, &io, &r, err, sizeof err), 0);
+    assert_int_not_equal(classify_run(&o, &io, &r, err, sizeof err), 0);
     assert_non_null(strstr(err, "--seed"));
     free(w);
     free(full);
@@ -1126,13 +1126,13 @@ static void test_cli_summary(void **state)
     if (strstr(cli_out, "128 samples"))
         fail_msg("summary claims 128 samples:\n%s", cli_out);
 }
-/* train_run of o, expected to fail with exactly the message want. */
+/* classify_run of o, expected to fail with exactly the message want. */
 static void expect_refused(const train_options *o, const char *want)
 {
     char err[1024] = "";
     train_io io = {tu_ctx, &train_ds, &test_ds, NULL, 0};
-    train_result r;
-    if (train_run(o, &io, &r, err, sizeof err) == 0)
+    classify_result r;
+    if (classify_run(o, &io, &r, err, sizeof err) == 0)
         fail_msg("the run succeeded; expected: %s", want);
     if (strcmp(err, want) != 0)
         fail_msg("message\n  %s\nexpected\n  %s", err, want);
@@ -1208,9 +1208,9 @@ static void test_checkpoint_lock(void **state)
     o.checkpoint = ck;
     o.metrics = NULL;
     o.steps = 3;
-    train_result r;
+    classify_result r;
     free(run(&o, &r));
-    assert_int_equal(r.updates, 3);
+    assert_int_equal(r.run.updates, 3);
     assert_false(exists(lock));
     free(saved);
     tu_rmdir_tree(dir);
@@ -1372,17 +1372,17 @@ static void test_vram_data(void **state)
     (void)state;
     train_options o;
     base_options(&o);
-    train_result r;
+    classify_result r;
     float *w = run(&o, &r);
     free(w);
     uint64_t data = (uint64_t)N_TRAIN * (DIM + 1 + 4) + (uint64_t)N_TEST * (DIM + 1 + 4);
-    assert_int_equal(r.data_bytes, data);
-    uint64_t model = r.peak_device_bytes - r.data_bytes - r.activation_bytes;
+    assert_int_equal(r.run.data_bytes, data);
+    uint64_t model = r.run.peak_device_bytes - r.run.data_bytes - r.run.activation_bytes;
     o.vram = model + (uint64_t)N_TRAIN * (DIM + 5) / 2;
     char err[1024] = "";
     w = tu_xmalloc(n_params * sizeof *w);
     train_io io = {tu_ctx, &train_ds, &test_ds, w, n_params};
-    assert_int_not_equal(train_run(&o, &io, &r, err, sizeof err), 0);
+    assert_int_not_equal(classify_run(&o, &io, &r, err, sizeof err), 0);
     free(w);
     unsigned long long left = 0;
     const char *at = strstr(err, " has ");

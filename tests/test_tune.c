@@ -27,7 +27,7 @@
 #include "options.h"
 #include "task.h"
 #include "tasks.h"
-#include "trainer.h"
+#include "classify_run.h"
 #include "tune_save.h"
 #include "tuning_apply.h"
 #include "tuning_verify.h"
@@ -419,7 +419,7 @@ static uint8_t test_img[N_TEST * DIM], test_lab[N_TEST];
 
 /* Runs a tiny training; returns its weights (malloc'ed) and what the run
  * wrote to stderr (malloc'ed, in *log). */
-static float *train(const char *tuning_spec, train_result *res, char **log)
+static float *train(const char *tuning_spec, classify_result *res, char **log)
 {
     static int data_made;
     if (!data_made) {
@@ -461,7 +461,7 @@ static float *train(const char *tuning_spec, train_result *res, char **log)
     assert_true(saved >= 0 && fd >= 0);
     dup2(fd, 2);
     close(fd);
-    int rc = train_run(&o, &io, res, err, sizeof err);
+    int rc = classify_run(&o, &io, res, err, sizeof err);
     fflush(stderr);
     dup2(saved, 2);
     close(saved);
@@ -469,7 +469,7 @@ static float *train(const char *tuning_spec, train_result *res, char **log)
     *log = (char *)tu_read_file(logpath, &n);
     free(logpath);
     if (rc != 0)
-        fail_msg("train_run (--tuning %s): %s", tuning_spec ? tuning_spec : "auto", err);
+        fail_msg("classify_run (--tuning %s): %s", tuning_spec ? tuning_spec : "auto", err);
     return w;
 }
 
@@ -479,14 +479,14 @@ static void test_trainer_applies_tuning(void **state)
     char path[1024];
     device_path(path, sizeof path);
     unlink(path);
-    train_result res;
+    classify_result res;
     char *log;
     const unsigned dims[] = {DIM, 32, 16, 10};
     uint64_t np = mlp_param_count(dims, 4);
 
     /* no file: CLBlast's defaults, and the command that would tune */
     float *w0 = train(NULL, &res, &log);
-    assert_string_equal(res.clblast_tuning, "");
+    assert_string_equal(res.run.clblast_tuning, "");
     if (!strstr(log, "CLBlast's default parameters") || !strstr(log, "clgrad-tune --device"))
         fail_msg("start-up lines without a tuning:\n%s", log);
     free(log);
@@ -495,7 +495,7 @@ static void test_trainer_applies_tuning(void **state)
     tuning t = device_tuning();
     save(path, &t);
     float *w1 = train(NULL, &res, &log);
-    assert_string_equal(res.clblast_tuning, path);
+    assert_string_equal(res.run.clblast_tuning, path);
     if (!strstr(log, "tuned for this device by clgrad-tune") || !strstr(log, path))
         fail_msg("start-up lines with a tuning:\n%s", log);
     free(log);
@@ -505,7 +505,7 @@ static void test_trainer_applies_tuning(void **state)
 
     /* --tuning off: CLBlast's defaults again, the same weights as before */
     float *w3 = train("off", &res, &log);
-    assert_string_equal(res.clblast_tuning, "");
+    assert_string_equal(res.run.clblast_tuning, "");
     assert_non_null(strstr(log, "tuning off"));
     free(log);
     assert_memory_equal(w0, w3, np * sizeof *w0);
@@ -533,7 +533,7 @@ static void test_trainer_applies_tuning(void **state)
             save(path, &f);
         }
         float *w = train(NULL, &res, &log);
-        assert_string_equal(res.clblast_tuning, "");
+        assert_string_equal(res.run.clblast_tuning, "");
         if (!strstr(log, "warning: CLBlast tuning") || !strstr(log, cases[c].needle) ||
             !strstr(log, "default parameters"))
             fail_msg("%s file: start-up lines:\n%s", cases[c].what, log);
@@ -554,7 +554,7 @@ static void test_trainer_applies_tuning(void **state)
                  path, forgeries[c].why, info->platform_index, info->device_index);
         if (!strstr(log, want))
             fail_msg("%s: start-up lines:\n%s\nexpected:\n%s", forgeries[c].what, log, want);
-        assert_string_equal(res.clblast_tuning, "");
+        assert_string_equal(res.run.clblast_tuning, "");
         assert_memory_equal(w, w0, np * sizeof *w);
         free(log);
         free(w);
@@ -769,7 +769,7 @@ static void test_clgrad_tune_gpt(void **state)
     train_io io = {.ctx = tu_ctx};
     if (gpt_run(&o, opts[o.task], &io, res, err, sizeof err) != 0)
         fail_msg("gpt_run: %s", err);
-    assert_string_equal(res->clblast_tuning, path);
+    assert_string_equal(res->run.clblast_tuning, path);
     train_cli_free(opts);
     free(res);
     /* the MLP's file is another: none for this device */

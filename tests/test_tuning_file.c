@@ -1,5 +1,5 @@
 /* test_tuning_file.c - clgrad-tune's file format without a device
- * (tools/tune/tuning_file.h): a tuning survives format + parse unchanged;
+ * (tools/gemm/tuning_file.h): a tuning survives format + parse unchanged;
  * every one-bit flip and every truncation of a valid file is rejected; each
  * malformed record (with a correct CRC, so that the record checks
  * themselves are reached) is rejected with a message naming what is wrong;

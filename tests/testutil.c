@@ -177,6 +177,18 @@ clg_config tu_config(clg_optimizer opt, float lr, unsigned accum_steps)
     return c;
 }
 
+clg_config tu_adamw_config(unsigned k, int with_stats)
+{
+    clg_config c = tu_config(CLG_ADAMW, 1e-2f, k);
+    c.weight_decay = 0.01f;
+    if (with_stats) {
+        c.clip_norm = 0.5f;
+        c.loss_scale = CLG_LOSS_SCALE_DYNAMIC;
+        c.loss_scale_init = 1024.0f;
+    }
+    return c;
+}
+
 void tu_upload_uniform_params(clg_model *m, uint64_t seed)
 {
     size_t n = clg_model_param_count(m);

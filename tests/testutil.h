@@ -100,6 +100,11 @@ void tu_fill_normal(float *x, size_t n, uint64_t seed, float stddev);
 /* clg_config_init(opt) with lr and accum_steps set. */
 clg_config tu_config(clg_optimizer opt, float lr, unsigned accum_steps);
 
+/* AdamW with lr 1e-2, weight decay 0.01 and k micro-steps a cycle; with_stats:
+ * also clipping at norm 0.5 and dynamic loss scaling from 1024, so that the
+ * end of each cycle needs the gradient's norm. */
+clg_config tu_adamw_config(unsigned k, int with_stats);
+
 /* Uploads params uniform in [-1, 1) from seed (tu_fill_uniform) to every
  * tensor of the finalized model m; fails the test on error. */
 void tu_upload_uniform_params(clg_model *m, uint64_t seed);

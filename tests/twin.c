@@ -28,6 +28,10 @@ const twin_layout twin_default_layout = {
     .groups = default_groups,
 };
 
+const float twin_one_group_lr_mult[1] = {1.0f};
+const float twin_one_group_wd[1] = {-1.0f};
+const int twin_one_group_groups[TWIN_ONE_GROUP_MAX] = {0};
+
 #define CHECK_OK(call)                                                                             \
     do {                                                                                           \
         clg_status st_ = (call);                                                                   \
@@ -48,6 +52,8 @@ static const char *numbered(char name[32], const char *prefix, size_t i)
 void twin_init(twin *tw, clg_context *ctx, const clg_config *cfg, const twin_layout *lay,
                uint64_t seed)
 {
+    /* TWIN_ONE_GROUP's groups are zeros for TWIN_ONE_GROUP_MAX tensors */
+    assert_true(lay->groups != twin_one_group_groups || lay->n_tensors <= TWIN_ONE_GROUP_MAX);
     memset(tw, 0, sizeof *tw);
     tw->ctx = ctx;
     tw->seed = seed;

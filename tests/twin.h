@@ -24,6 +24,19 @@ typedef struct twin_layout {
  * count, a single element, counts not divisible by 4/8/16. */
 extern const twin_layout twin_default_layout;
 
+/* The layout of the array counts (at most TWIN_ONE_GROUP_MAX tensors): one
+ * group (group 0: lr_mult 1, the config's wd) holding every tensor. A
+ * constant initializer, for a layout at file scope too. */
+#define TWIN_ONE_GROUP_MAX 8
+#define TWIN_ONE_GROUP(counts)                                                                     \
+    {                                                                                              \
+        1, twin_one_group_lr_mult, twin_one_group_wd, sizeof(counts) / sizeof((counts)[0]),        \
+            (counts), twin_one_group_groups                                                        \
+    }
+extern const float twin_one_group_lr_mult[1];
+extern const float twin_one_group_wd[1];
+extern const int twin_one_group_groups[TWIN_ONE_GROUP_MAX];
+
 typedef struct twin {
     clg_context *ctx;
     clg_model *model;

@@ -2,7 +2,7 @@
 """torch_gemm.py - clgrad-train's 8 GEMM shapes (micro-batch 32) in PyTorch
 on the CPU, through the BLAS torch runs (compare.py selects OpenBLAS): the
 per-shape peer of clgrad-bench's GEMM section. Row-major view as
-tools/tune/mlp_gemms.h: C[m x n] = op(A) op(B); each shape is timed as the
+tools/gemm/mlp_gemms.h: C[m x n] = op(A) op(B); each shape is timed as the
 trainer's layers compute it (x @ w.t(), dy.t() @ x, dy @ w). Medians of
 rounds over all shapes. Prints one JSON object on stdout.
 """

@@ -53,11 +53,9 @@ struct clg_dist {
     clg_dist_watch *watch; /* the deadline of every wait (borrowed), or NULL */
 };
 
-/* The model a failure on d is recorded for (NULL when d is). */
-static inline clg_model *clg__dist_model(const clg_dist *d)
-{
-    return d ? d->model : NULL;
-}
+/* The model a failure on d is recorded for (NULL when d is): watch.c,
+ * with clg__dist_fail, below every file that fails. */
+clg_model *clg__dist_model(const clg_dist *d);
 /* Records the message on m's context, where clg_last_error finds it (m NULL:
  * this thread's context-less failure), and returns st. */
 clg_status clg__dist_fail(const clg_model *m, clg_status st, const char *fmt, ...)

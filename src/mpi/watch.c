@@ -24,6 +24,11 @@
 
 /* Failures recorded on the model's context, and the text of an MPI error
  * or of an expired wait: here, below every file that waits. */
+clg_model *clg__dist_model(const clg_dist *d)
+{
+    return d ? d->model : NULL;
+}
+
 clg_status clg__dist_fail(const clg_model *m, clg_status st, const char *fmt, ...)
 {
     /* fmt may print the context's last message itself: format aside */

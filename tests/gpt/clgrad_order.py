@@ -1,7 +1,7 @@
 """clgrad_order.py - clgrad-train's data order in Python, for scripts that
 feed another framework the batches clgrad-train trained on.
 
-A second implementation of tools/train/core/rng.c (xoshiro256** seeded
+A second implementation of tools/common/rng.c (xoshiro256** seeded
 through splitmix64, one stream per (seed, id)) and order.c (a Fisher-Yates
 shuffle per epoch on stream 2^32 + epoch, batches cut in order, micro-batches
 cut in order within a batch). tests/gpt/torch_train_parity.py checks it: a

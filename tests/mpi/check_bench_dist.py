@@ -53,6 +53,36 @@ def fail(msg):
     sys.exit(1)
 
 
+def row_place(row, label):
+    """The row's N and k and its name in messages ("<label>N = .., k = .."),
+    once every float of it is checked finite."""
+    n, k = int(row["n"]), int(row["k"])
+    where = "%sN = %d, k = %d" % (label, n, k)
+    for key, v in row.items():
+        if isinstance(v, float) and not math.isfinite(v):
+            fail("%s: %s is %r" % (where, key, v))
+    return n, k, where
+
+
+def check_bytes_per_update(row, where, side, want, k):
+    """`side`'s bytes sent and received per update are want exactly, the
+    every-micro-step baseline's ("sync") k times that: the ratio is k."""
+    for name, mult in ((side, 1), ("sync", k)):
+        for way in ("sent", "received"):
+            got = row["%s_bytes_%s_per_update" % (name, way)]
+            if got != want * mult:
+                fail("%s: %s bytes %s per update %r, want %d" % (where, name, way, got,
+                                                                 want * mult))
+    if row["bytes_ratio"] != k:
+        fail("%s: bytes_ratio %r, want exactly %d" % (where, row["bytes_ratio"], k))
+
+
+def positive(row, where, keys):
+    for key in keys:
+        if not row[key + "_min"] > 0:
+            fail("%s: %s_min %r is not positive" % (where, key, row[key + "_min"]))
+
+
 def main():
     mpirun, bench, ranks = sys.argv[1], sys.argv[2], int(sys.argv[3])
     with tempfile.TemporaryDirectory() as tmp:
@@ -72,11 +102,7 @@ def main():
     if doc["cases"] or doc["gemm"]:
         fail("--dist ran other sections")
     for row in rows:
-        n, k = int(row["n"]), int(row["k"])
-        where = "N = %d, k = %d" % (n, k)
-        for key, v in row.items():
-            if isinstance(v, float) and not math.isfinite(v):
-                fail("%s: %s is %r" % (where, key, v))
+        n, k, where = row_place(row, "")
         if row["mode"] != "ddp" or row["ranks"] != ranks:
             fail("%s: mode %s ranks %s" % (where, row["mode"], row["ranks"]))
         doc_bytes = 2 * (ranks - 1) / ranks * 4 * n
@@ -84,22 +110,13 @@ def main():
             fail("%s: model_bytes_per_update %r, want %r" % (where, row["model_bytes_per_update"],
                                                              doc_bytes))
         want = expected_bytes(n, ranks)
-        for side, mult in (("ddp", 1), ("sync", k)):
-            for way in ("sent", "received"):
-                got = row["%s_bytes_%s_per_update" % (side, way)]
-                if got != want * mult:
-                    fail("%s: %s bytes %s per update %r, want %d" % (where, side, way, got,
-                                                                     want * mult))
+        check_bytes_per_update(row, where, "ddp", want, k)
         # the accumulator's part alone is the documented figure when R divides the rounds
         divides = all(min(ROUND, n - a) % ranks == 0 for a in range(0, n, ROUND))
         if divides and want - AGREEMENTS * (ranks - 1) * AGREE_RECORD != doc_bytes:
             fail("%s: the exchange is not 2 (R-1)/R x 4 bytes x N" % where)
-        if row["bytes_ratio"] != k:
-            fail("%s: bytes_ratio %r, want exactly %d" % (where, row["bytes_ratio"], k))
-        for key in ("ddp_comm_ms", "sync_comm_ms", "ddp_staging_ms", "sync_staging_ms",
-                    "ddp_update_ms", "sync_update_ms", "comm_ratio"):
-            if not row[key + "_min"] > 0:
-                fail("%s: %s_min %r is not positive" % (where, key, row[key + "_min"]))
+        positive(row, where, ("ddp_comm_ms", "sync_comm_ms", "ddp_staging_ms", "sync_staging_ms",
+                              "ddp_update_ms", "sync_update_ms", "comm_ratio"))
         print("%s, R = %d: %d bytes per update each way (ddp), %d (sync), ratio %g; comm "
               "%.3f ms vs %.3f ms, paired ratio %.2f" % (where, ranks, row["ddp_bytes_sent_per_update"],
                                                        row["sync_bytes_sent_per_update"],
@@ -109,12 +126,6 @@ def main():
     check_zero1(doc, rows, ranks)
 
 
-def positive(row, where, keys):
-    for key in keys:
-        if not row[key + "_min"] > 0:
-            fail("%s: %s_min %r is not positive" % (where, key, row[key + "_min"]))
-
-
 def check_zero1(doc, ddp_rows, ranks):
     rows = doc.get("dist_zero1")
     if not isinstance(rows, list) or len(rows) != len(ddp_rows):
@@ -122,11 +133,7 @@ def check_zero1(doc, ddp_rows, ranks):
                                                        len(ddp_rows)))
     ddp = {(int(r["n"]), int(r["k"])): r for r in ddp_rows}
     for row in rows:
-        n, k = int(row["n"]), int(row["k"])
-        where = "ZeRO-1 N = %d, k = %d" % (n, k)
-        for key, v in row.items():
-            if isinstance(v, float) and not math.isfinite(v):
-                fail("%s: %s is %r" % (where, key, v))
+        n, k, where = row_place(row, "ZeRO-1 ")
         if row["mode"] != "zero1" or row["ranks"] != ranks or (n, k) not in ddp:
             fail("%s: mode %s ranks %s, DDP row %s" % (where, row["mode"], row["ranks"],
                                                        (n, k) in ddp))
@@ -134,19 +141,11 @@ def check_zero1(doc, ddp_rows, ranks):
         if total < n or shard % SEGMENT or abs(shard - total / ranks) > SEGMENT:
             fail("%s: rank 0's shard %d of %d elements is not 1/%d in whole segments"
                  % (where, shard, total, ranks))
-        want = expected_zero1_bytes(total, shard, ranks)
-        for side, mult in (("zero1", 1), ("sync", k)):
-            for way in ("sent", "received"):
-                got = row["%s_bytes_%s_per_update" % (side, way)]
-                if got != want * mult:
-                    fail("%s: %s bytes %s per update %r, want %d" % (where, side, way, got,
-                                                                     want * mult))
+        check_bytes_per_update(row, where, "zero1", expected_zero1_bytes(total, shard, ranks), k)
         ddp_bytes = ddp[(n, k)]["ddp_bytes_sent_per_update"]
         if abs(row["zero1_bytes_sent_per_update"] - ddp_bytes) > 0.01 * ddp_bytes:
             fail("%s: %r bytes per update, not within 1%% of DDP's %r"
                  % (where, row["zero1_bytes_sent_per_update"], ddp_bytes))
-        if row["bytes_ratio"] != k:
-            fail("%s: bytes_ratio %r, want exactly %d" % (where, row["bytes_ratio"], k))
         whole, mine, largest = (row["state_bytes_unsharded"], row["state_bytes_rank0"],
                                 row["state_bytes_max_rank"])
         bound = whole / ranks + STATES * 4 * SEGMENT

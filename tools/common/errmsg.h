@@ -1,7 +1,7 @@
 /* errmsg.h - error messages of the tools' code that does not print
- * (tools/train, tools/tune, bench): a function that can fail takes a
- * caller's buffer (err, errlen) and writes one line saying what was wrong
- * into it. */
+ * (tools/train, tools/gemm, tools/tune, bench): a function that can fail
+ * takes a caller's buffer (err, errlen) and writes one line saying what
+ * was wrong into it. */
 #ifndef CLGRAD_TOOLS_ERRMSG_H
 #define CLGRAD_TOOLS_ERRMSG_H
 

@@ -1,5 +1,5 @@
 /* tuning_spec.h - what a --tuning value names (clgrad-train, clgrad-bench
- * and tools/tune's tuning_setup read it the same way): NULL, "" or "auto"
+ * and tools/gemm's tuning_setup read it the same way): NULL, "" or "auto"
  * (the device's file), "off" (CLBlast's defaults), any case, else a file. */
 #ifndef CLGRAD_TOOLS_TUNING_SPEC_H
 #define CLGRAD_TOOLS_TUNING_SPEC_H

@@ -3,7 +3,7 @@
  * parameter set, progress lines), tune_candidates.c (CLBlast's tuners and
  * their configurations on the real shapes), tune_choose.c (the best
  * combination, the helpers' trial, the confirmation) and tune_search.c (the
- * procedure and the file's records). Not part of tune_core. */
+ * procedure and the file's records). Not part of gemm_runtime (tools/gemm/). */
 #ifndef TUNE_TUNE_INTERNAL_H
 #define TUNE_TUNE_INTERNAL_H
 

@@ -293,7 +293,7 @@ int flags_parse(int argc, char **argv, const flag_table *tables, int n_tables, v
                 flags_parse_value(f, val, opts[t], err, errlen) != 0)
                 return -1;
         }
-        if (f->given && tables[t].given_offset != SIZE_MAX)
+        if (f->given)
             *(unsigned *)((char *)opts[t] + tables[t].given_offset) |= f->given;
         if (seen)
             seen[t] = 1;

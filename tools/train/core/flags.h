@@ -97,7 +97,8 @@ typedef struct flag_limit {
 } flag_limit;
 
 /* A table: a task's rows (or the core's) and the text around them in
- * --help. given_offset: where the given bits go (SIZE_MAX: nowhere).
+ * --help. given_offset: where the given bits of its rows go (only a table
+ * whose rows have them, the core's, sets it).
  * limits: the combinations refused (--help lists them after the rows);
  * scope: what a limit without `when` is under ("--task contrastive"). */
 typedef struct flag_table {

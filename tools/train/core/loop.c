@@ -21,6 +21,9 @@
  * status: it stops at the first agreement point after a failure. */
 #include "loop.h"
 #include "dist.h"
+#include "model_fp32.h"
+#include "run_log.h"
+#include "task_settings.h"
 
 typedef struct loop {
     run_state *r;
@@ -116,24 +119,75 @@ static int update(loop *L, size_t start, size_t len, int rc, unsigned *print)
     return run_agree(L->r, rc, NULL);
 }
 
-/* The task's running sums, over every rank: an agreement point. */
-static int read_sums(loop *L, int rc, float *s)
+int run_clear_sums(run_state *r, const run_sums *s)
 {
+    float z = 0.0f;
+    cl_int e = clEnqueueFillBuffer(clg_context_queue(r->ctx), s->buf, &z, sizeof z,
+                                   s->first * sizeof z, s->n * sizeof z, 0, NULL, NULL);
+    return e == CL_SUCCESS ? 0 : run_fail_cl(r, "clearing sums", e);
+}
+
+int run_read_sums(run_state *r, const run_sums *s, float *out)
+{
+    cl_int e = clEnqueueReadBuffer(clg_context_queue(r->ctx), s->buf, CL_TRUE,
+                                   s->first * sizeof(float), s->n * sizeof(float), out, 0, NULL,
+                                   NULL);
+    return e == CL_SUCCESS ? 0 : run_fail_cl(r, "reading sums", e);
+}
+
+/* The epoch's sums into s, and with update (--metrics, --log) the
+ * update's after them, over every rank: an agreement point. */
+static int read_sums(loop *L, int rc, int update, float *s)
+{
+    run_state *r = L->r;
+    unsigned n = r->epoch_sums.n, nu = update && r->update_sums.buf ? r->update_sums.n : 0;
     if (rc == 0)
-        rc = L->h->read_sums(L->task, s);
-    return run_sum(L->r, rc, s, L->h->n_sums);
+        rc = run_read_sums(r, &r->epoch_sums, s);
+    if (rc == 0 && nu)
+        rc = run_read_sums(r, &r->update_sums, s + n);
+    return run_sum(r, rc, s, (int)(n + nu));
+}
+
+/* A pass starts: the epoch's sums (and the update's) from zero. */
+static int clear_epoch_sums(run_state *r)
+{
+    if (r->result)
+        r->result->epochs = (unsigned)r->epoch + 1;
+    if (run_clear_sums(r, &r->epoch_sums) != 0)
+        return -1;
+    return r->update_sums.buf ? run_clear_sums(r, &r->update_sums) : 0;
+}
+
+/* --metrics and --log after an update of len samples from the update's
+ * sums u (every rank reads them; rank 0 writes), which start again. */
+static int watch_update(loop *L, size_t len, const float *u)
+{
+    run_state *r = L->r;
+    if (r->update_sums.buf && run_clear_sums(r, &r->update_sums) != 0)
+        return -1;
+    return run_watch_update(r, L->h->mean_loss(L->task, u, len));
+}
+
+/* After the task's own: the fp32 copy of bf16 master weights the next
+ * forward reads, then the bound on the queue. */
+static int updated(loop *L)
+{
+    int rc = L->h->updated ? L->h->updated(L->task) : 0;
+    if (rc == 0 && L->r->master)
+        rc = model_fp32_widen(L->r, L->r->master);
+    return rc == 0 ? run_bound_queue(L->r) : rc;
 }
 
 /* --checkpoint: every rank's work went through (else there is nothing to
- * save), then the task's save; under --dist rank 0 writes the one file,
- * durably (temp file, fsync, rename): the file on disk is the old one or
- * the new one whatever happens to any rank. Every rank learns whether the
- * write succeeded. */
+ * save), then run_save with the task's settings (r->settings); under
+ * --dist rank 0 writes the one file, durably (temp file, fsync, rename):
+ * the file on disk is the old one or the new one whatever happens to any
+ * rank. Every rank learns whether the write succeeded. */
 static int save(loop *L, int rc)
 {
     if (run_agree(L->r, rc, NULL) != 0)
         return -1;
-    return run_agree(L->r, L->h->save(L->task), NULL);
+    return run_agree(L->r, task_settings_save(L->r, L->r->settings), NULL);
 }
 
 /* After an update: what must be read back, then a --save-every
@@ -143,19 +197,19 @@ static int after_update(loop *L, size_t len, unsigned print, int *rc)
 {
     run_state *r = L->r;
     const run_loop_hooks *h = L->h;
-    int every = h->sync_every_update && h->sync_every_update(L->task);
+    int every = run_logs_every_update(r);
     int save_due = r->opt->save_every && r->updates % r->opt->save_every == 0;
     if (*rc == 0 && (every || print || save_due))
         *rc = sync_time(L);
     if (every || print) {
         float s[RUN_LOOP_MAX_SUMS] = {0};
-        if (read_sums(L, *rc, s) != 0)
+        if (read_sums(L, *rc, every, s) != 0)
             return -1;
-        *rc = every && h->after_update ? h->after_update(L->task, len, s) : 0;
+        *rc = every ? watch_update(L, len, s + r->epoch_sums.n) : 0;
         if (print && *rc == 0)
             progress_update(&r->prog, r->updates, r->samples - r->samples_at_start,
                             r->train_seconds, (unsigned)r->epoch + 1,
-                            h->running_loss(L->task, s, L->epoch_samples));
+                            h->mean_loss(L->task, s, L->epoch_samples));
     }
     if (save_due) {
         if (save(L, *rc) != 0)
@@ -185,7 +239,7 @@ static int end_pass(loop *L, double epoch_t0, int *rc)
     if (*rc == 0)
         *rc = sync_time(L);
     float s[RUN_LOOP_MAX_SUMS] = {0};
-    if (read_sums(L, *rc, s) != 0)
+    if (read_sums(L, *rc, 0, s) != 0)
         return -1;
     *rc = evaluate(L);
     if (*rc == 0)
@@ -196,8 +250,8 @@ static int end_pass(loop *L, double epoch_t0, int *rc)
 int run_loop(run_state *r, const run_loop_hooks *h, void *task)
 {
     /* the sums live in fixed arrays on the stack (RUN_LOOP_MAX_SUMS) */
-    if (!h->read_sums || h->n_sums > RUN_LOOP_MAX_SUMS)
-        return run_fail(r, "internal: a task's loop hooks need read_sums and at most %d sums",
+    if (!r->epoch_sums.buf || r->epoch_sums.n + r->update_sums.n > RUN_LOOP_MAX_SUMS)
+        return run_fail(r, "internal: a task's loop needs epoch sums and at most %d sums",
                         RUN_LOOP_MAX_SUMS);
     if (r->dist && !h->micro)
         return run_fail(r, "--dist: this task steps whole batches (it has no micro hook)");
@@ -219,7 +273,7 @@ int run_loop(run_state *r, const run_loop_hooks *h, void *task)
         if (rc == 0 && (e = devdata_set_order(&r->dtrain, r->order.perm)) != CL_SUCCESS)
             rc = run_fail_cl(r, "uploading the data order", e);
         if (rc == 0)
-            rc = h->epoch_start(task);
+            rc = clear_epoch_sums(r);
         double epoch_t0 = r->train_seconds;
         L.epoch_samples = 0;
         /* The host waits for the device only when it reads something back;
@@ -231,7 +285,7 @@ int run_loop(run_state *r, const run_loop_hooks *h, void *task)
             order_batch(&r->order, r->next_batch, &start, &len);
             if (update(&L, start, len, rc, &print) != 0)
                 return -1;
-            rc = h->updated ? h->updated(task) : 0;
+            rc = updated(&L);
             r->next_batch++;
             L.epoch_samples += len;
             if (after_update(&L, len, print, &rc) != 0)

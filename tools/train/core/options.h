@@ -71,7 +71,7 @@ typedef struct train_options {
     clg_lr_rule lr_scale;
     uint64_t base_batch;
     const char *device;
-    const char *tuning;   /* --tuning: NULL/"auto", "off" or a file (tools/tune/tuning_apply.h) */
+    const char *tuning;   /* --tuning: NULL/"auto", "off" or a file (tools/gemm/tuning_apply.h) */
     uint64_t vram;        /* 0: no budget */
     int auto_micro_batch;
     int allow_over_memory; /* --allow-over-device-memory: run a plan above the

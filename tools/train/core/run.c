@@ -133,7 +133,7 @@ uint64_t run_grad_buffer_bytes(const train_options *o, uint64_t n)
     return n * (o->grad_dtype == CLG_FP32 ? 4 : 2);
 }
 
-int run_open_context(run_state *r, const train_io *io, char *device, size_t len)
+int run_open_context(run_state *r, const train_io *io)
 {
     const train_options *o = r->opt;
     if (io && io->ctx) {
@@ -146,7 +146,8 @@ int run_open_context(run_state *r, const train_io *io, char *device, size_t len)
                             clg_last_error(NULL));
         r->own_ctx = 1;
     }
-    snprintf(device, len, "%s", clg_context_device_info(r->ctx)->name);
+    snprintf(r->result->device, sizeof r->result->device, "%s",
+             clg_context_device_info(r->ctx)->name);
     if (o->vram && clg_context_set_budget(r->ctx, o->vram) != CLG_SUCCESS)
         return run_fail(r, "--vram: %s", clg_last_error(r->ctx));
     return 0;
@@ -176,13 +177,13 @@ int run_done(const run_state *r)
            (o->stop_after && r->updates - r->updates_at_start >= o->stop_after);
 }
 
-int run_create_model(run_state *r, float *lr, int *no_decay, clg_status *st)
+int run_create_model(run_state *r, clg_status *st)
 {
     const train_options *o = r->opt;
     clg_config cfg;
     if (train_options_clg_config(o, &cfg, r->err, r->errlen) != 0)
         return -1;
-    *lr = cfg.lr;
+    r->result->lr = cfg.lr;
     cfg.schedule.total = r->total_updates;
     cfg.schedule.warmup = run_warmup(r);
     /* A cycle's length varies (an epoch's partial last batch, a --dist
@@ -195,14 +196,14 @@ int run_create_model(run_state *r, float *lr, int *no_decay, clg_status *st)
     *st = clg_model_create(r->ctx, &cfg, &r->model);
     if (*st != CLG_SUCCESS)
         return run_fail_clg(r, "creating the model", *st);
-    *st = clg_model_add_group(r->model, "no_decay", 1.0f, 0.0f, no_decay);
+    *st = clg_model_add_group(r->model, "no_decay", 1.0f, 0.0f, &r->no_decay);
     return 0;
 }
 
-int run_init_params(run_state *r, run_param_init init, const void *arg, uint64_t *params)
+int run_init_params(run_state *r, run_param_init init, const void *arg)
 {
     uint64_t n = clg_model_param_count(r->model);
-    *params = n;
+    r->result->params = n;
     float *host = malloc(n * sizeof *host);
     if (!host)
         return run_fail(r, "out of host memory (%" PRIu64 " parameters)", n);
@@ -386,4 +387,6 @@ void run_release(run_state *r)
         clg_context_set_budget(r->ctx, r->old_budget);
     if (r->own_ctx)
         clg_context_destroy(r->ctx);
+    if (r->result) /* the run's wall time, set-up and release included */
+        r->result->total_seconds = progress_now() - r->started;
 }

@@ -19,6 +19,7 @@
 #include "position.h"
 #include "progress.h"
 #include "runconfig.h"
+#include "summary.h"
 #include "writer_lock.h"
 
 #include <stddef.h>
@@ -34,12 +35,35 @@ typedef struct train_io {
     size_t weights_cap;   /* model order (weights_cap floats at most) */
 } train_io;
 
+/* A task's running sums on the device: n floats from float first of buf
+ * (its buffer; buf NULL: none). */
+typedef struct run_sums {
+    cl_mem buf;
+    size_t first;
+    unsigned n;
+} run_sums;
+
+struct task_settings;
+struct model_fp32;
+
 typedef struct run_state {
     const train_options *opt;
     const char *task; /* the task's --task name: a --resume file must be its */
     char *err;
     size_t errlen;
     train_dist_hooks *dist; /* --dist: this rank's MPI side (dist.h), else NULL */
+    int dist_pending;       /* --dist: in a phase whose failures the next agreement
+                               (at the latest run_end's) must still carry */
+    run_result *result;     /* the task's result's shared part (summary.h) */
+    double started;         /* progress_now() at run_start: total_seconds' origin */
+    /* the task's: its stored settings (task_settings.h; NULL: none), which
+     * checkpoints and --log carry, and its fp32 copy of bf16 master weights
+     * (model_fp32.h; NULL: none), widened after every update */
+    const struct task_settings *settings;
+    struct model_fp32 *master;
+    /* the loop's running sums (loop.h): the epoch's, cleared when a pass
+     * starts, and the update's (--metrics, --log), cleared after each one */
+    run_sums epoch_sums, update_sums;
     writer_lock lock; /* --checkpoint's, held for the run (run_lock_files) */
     const char *save_path; /* run_save's file: --checkpoint's unless set (--save-initial) */
     atomic_file *metrics;  /* --metrics while it is open (rank 0's under --dist) */
@@ -55,6 +79,7 @@ typedef struct run_state {
     clg_config cfg;    /* the model's configuration */
     run_config config; /* the settings stored in checkpoints (runconfig.h) */
     clg_model *model;
+    int no_decay; /* the model's parameter group of weight decay 0 (run_create_model) */
     clg_grads *grads;
 
     batch_order order;
@@ -72,12 +97,34 @@ typedef struct run_state {
     cl_event ahead[2]; /* the ends of the last updates enqueued (run_bound_queue) */
 } run_state;
 
+/* A task's run begins: r (zeroed) for the task named task on the options,
+ * under --dist its MPI side dist (else NULL), the result's shared part
+ * res (zeroed by the caller) filled as the run goes, failures into err;
+ * progress on a single step until run_plan_order knows the run's. */
+void run_start(run_state *r, const char *task, const train_options *o, train_dist_hooks *dist,
+               run_result *res, char *err, size_t errlen);
+
+/* The result's shape of the updates, its data and model bytes, once the
+ * run is set up (run_plan_order, the micro-batch, the model, the data). */
+void run_result_setup(run_state *r);
+
+/* The one-line memory plan on the progress log (not under --quiet) of a
+ * set-up run from its result: "memory plan on DEVICE: model M (P
+ * parameters)MODEL_EXTRA, activations A (ROWS), data D; total TOTAL of the
+ * budget or the device's memory". */
+void run_print_plan_line(run_state *r, const char *model_extra, const char *rows,
+                         uint64_t total);
+
 /* Message into r->err; return -1. */
 int run_fail(run_state *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* "what: clgrad's last error (status)" / "what: OpenCL status (code)",
  * CLBlast's own statuses under CLBlast's names (clblast_status.h). */
 int run_fail_clg(run_state *r, const char *what, clg_status st);
 int run_fail_cl(run_state *r, const char *what, cl_int e);
+/* The same for a task's state t, whose run_state is its member run. */
+#define task_fail(t, ...) run_fail(&(t)->run, __VA_ARGS__)
+#define task_fail_clg(t, what, st) run_fail_clg(&(t)->run, what, st)
+#define task_fail_cl(t, what, e) run_fail_cl(&(t)->run, what, e)
 
 /* Before any device work: --checkpoint's lock (writer_lock.h), taken when
  * this process writes it (writes: 0 on a --dist rank other than 0) and
@@ -116,8 +163,8 @@ int run_estimate_model(run_state *r, uint64_t n, unsigned shard, unsigned shards
 uint64_t run_grad_buffer_bytes(const train_options *o, uint64_t n);
 
 /* The caller's context, else one on --device; --vram's budget; the
- * device's name into device (len bytes). */
-int run_open_context(run_state *r, const train_io *io, char *device, size_t len);
+ * device's name into the result. */
+int run_open_context(run_state *r, const train_io *io);
 
 /* The data order of n_train samples in batches of --batch, the updates
  * the run takes (--steps, else --epochs' worth) and progress over them. */
@@ -144,19 +191,20 @@ unsigned run_k_of_cycle(uint64_t update_index, void *user);
 int run_done(const run_state *r);
 
 /* clgrad's model of the run: its configuration from the options
- * (train_options_clg_config; its lr after --lr-scale into *lr) with the
- * schedule over the run's updates and k micro-steps per update (fewer in
- * a partial last batch), created on the context, with the parameter group
- * "no_decay" (weight decay 0: biases) as *no_decay. Returns -1 with a
- * message when the model cannot be created; else 0, with the group's
- * status in *st for the task to report with the rest of its model. */
-int run_create_model(run_state *r, float *lr, int *no_decay, clg_status *st);
+ * (train_options_clg_config; its lr after --lr-scale into the result)
+ * with the schedule over the run's updates and k micro-steps per update
+ * (fewer in a partial last batch), created on the context, with the
+ * parameter group "no_decay" (weight decay 0: biases) as r->no_decay.
+ * Returns -1 with a message when the model cannot be created; else 0,
+ * with the group's status in *st for the task to report with the rest of
+ * its model. */
+int run_create_model(run_state *r, clg_status *st);
 
 /* The model's initial parameters: init(arg, --seed, host) fills all of
  * them in model order (e.g. mlp_init_shape), then they are uploaded; their
- * count into *params. */
+ * count into the result. */
 typedef void (*run_param_init)(const void *arg, uint64_t seed, float *host);
-int run_init_params(run_state *r, run_param_init init, const void *arg, uint64_t *params);
+int run_init_params(run_state *r, run_param_init init, const void *arg);
 
 /* Training samples of this run (not of a resumed one's past) per second
  * of training. */
@@ -251,7 +299,7 @@ int run_apply_tuning(run_state *r, const char *task, const struct mlp_gemm_shape
 
 /* Releases everything above (model, gradients, data, order, context or
  * its budget, the checkpoint's lock); what a task added it releases
- * first. */
+ * first. The result's total_seconds: the time since run_start. */
 void run_release(run_state *r);
 
 #endif /* TRAIN_RUN_H */

@@ -25,6 +25,13 @@ void json_print(const json_field *f, size_t n)
     cJSON_Delete(j);
 }
 
+int train_print_json(int json, const json_field *f, size_t n)
+{
+    if (json)
+        json_print(f, n);
+    return fflush(stdout) == 0 ? 0 : 1;
+}
+
 void train_print_error(const char *err)
 {
     static char safe[ERRMSG_ESCAPED_SIZE(4096)];
@@ -37,6 +44,12 @@ void train_print_resumed(const char *path, const char *overridden)
     if (overridden[0])
         printf("resumed from %s with settings overridden: %s\n",
                errmsg_escape(path, safe, sizeof safe), overridden);
+}
+
+void train_print_outputs(const char *resume, const run_result *r)
+{
+    train_print_resumed(resume, r->overridden);
+    train_print_written();
 }
 
 enum { MAX_WRITTEN = 8 };

@@ -93,18 +93,19 @@ typedef struct train_task {
 int train_check_files(task_data_files_fn data_files, const train_options *o, int with_data,
                       char *err, size_t errlen);
 
-/* Inside main, a task's run: its state embeds a run_state (run.h) set up
- * with the core's steps (run_load_data, run_open_context, run_plan_order,
- * run_create_model, run_init_params, run_reserve_buffer), and trains with
- * run_loop (loop.h), which calls these hooks with the task's state. Under
- * --dist every rank calls them (and must reach the same core calls in the
- * same order): the core sums what the task reads back over the ranks, and
- * evaluates on rank 0 alone. */
+/* Inside main, a task's run: its state embeds a run_state (run.h) begun
+ * with run_start and set up with the core's steps (run_load_data,
+ * run_open_context, run_plan_order, run_create_model, run_init_params,
+ * run_reserve_buffer), and trains with run_train (loop.h), whose loop
+ * calls these hooks with the task's state. The core keeps the rest of
+ * the loop: the running sums (r->epoch_sums, r->update_sums: cleared,
+ * read back, under --dist summed over the ranks), the --metrics rows and
+ * --log lines, the checkpoints (with r->settings), the fp32 copy of bf16
+ * master weights (r->master) and the bound on the queue. Under --dist
+ * every rank calls them (and must reach the same core calls in the same
+ * order); the core evaluates on rank 0 alone. */
 #define RUN_LOOP_MAX_SUMS 8
 typedef struct run_loop_hooks {
-    /* An epoch's pass starts (its order is on the device): clear the
-     * epoch's running sums. */
-    int (*epoch_start)(void *task);
     /* An update's work, in one of two forms. micro (needed for --dist):
      * one micro-batch, rows samples from position off of the epoch's
      * order: its forward and backward writing its gradients into clgrad's
@@ -121,32 +122,20 @@ typedef struct run_loop_hooks {
      * forward first); calls run_begin_cycle(r, len) before its first
      * clg_step. Advances r->updates, r->micro_steps, r->samples. */
     int (*batch)(void *task, size_t start, size_t len);
-    /* After each update's micro-steps are enqueued (NULL: nothing), e.g.
-     * the copy of the params the next forward reads. */
+    /* After each update's micro-steps are enqueued (NULL: nothing), before
+     * the core widens r->master and bounds the queue, e.g. a --profile
+     * wait. */
     int (*updated)(void *task);
-    /* The epoch's running sums: n_sums (at most RUN_LOOP_MAX_SUMS) floats
-     * read back from the device into s, e.g. the loss and the correct
-     * answers so far. Under --dist the core sums them over the ranks
-     * before it hands them to after_update, running_loss and epoch_end. */
-    int n_sums;
-    int (*read_sums)(void *task, float *s);
-    /* Whether the queue must be finished after every update, the same on
-     * every rank (NULL: no); then what to do with the update of len samples
-     * and the sums (NULL: nothing), e.g. a --metrics row (rank 0's file). */
-    int (*sync_every_update)(void *task);
-    int (*after_update)(void *task, size_t len, const float *s);
-    /* The epoch's mean loss for the progress line from the sums (NaN: none
-     * yet), epoch_samples samples into the pass. */
-    double (*running_loss)(void *task, const float *s, uint64_t epoch_samples);
-    /* --checkpoint now (--save-every, and at the end of the run): run_save
-     * (collective under --dist). */
-    int (*save)(void *task);
+    /* The mean loss of sums s (the epoch's, or the update's) gathered over
+     * samples samples (NaN: none yet): the progress line's, the --metrics
+     * row's and the --log line's. */
+    double (*mean_loss)(void *task, const float *s, uint64_t samples);
     /* The test set's evaluation with the params as they are (NULL: none
      * in the loop), after each pass and when a resumed run is already at
      * its end; on rank 0 alone under --dist. */
     int (*evaluate)(void *task);
     /* The pass is over (the queue finished, evaluated): its summary from
-     * the sums; seconds of training in this pass. */
+     * the epoch's sums s; seconds of training in this pass. */
     int (*epoch_end)(void *task, const float *s, uint64_t epoch_samples, double seconds);
 } run_loop_hooks;
 

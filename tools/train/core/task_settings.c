@@ -26,6 +26,8 @@ void task_settings_build(task_settings *s, const flag_table *t, const char *task
 int task_settings_save(run_state *r, const task_settings *s)
 {
     const char *keys[TASK_SETTINGS_MAX], *values[TASK_SETTINGS_MAX];
+    if (!s)
+        return run_save(r, NULL, NULL, 0);
     for (int i = 0; i < s->n; i++) {
         keys[i] = s->keys[i];
         values[i] = s->values[i];

@@ -24,7 +24,8 @@ typedef struct task_settings {
 void task_settings_build(task_settings *s, const flag_table *t, const char *task,
                          const flag_run *r);
 
-/* --checkpoint with the task's settings (run_save). */
+/* --checkpoint with the task's settings (run_save; s NULL: a task
+ * without any). */
 int task_settings_save(run_state *r, const task_settings *s);
 
 /* --resume: run_resume_load with the task's settings compared (a

@@ -215,7 +215,7 @@ clg_status mlp_alloc_activations(mlp *m, unsigned cap)
     return CLG_SUCCESS;
 }
 
-/* Through mlp_gemm (tools/tune/mlp_gemms.h), the call clgrad-tune tunes
+/* Through mlp_gemm (tools/gemm/mlp_gemms.h), the call clgrad-tune tunes
  * and clgrad-bench measures. CLBlast statuses share OpenCL's codes; its own
  * (-1024..-2048) pass through as is. */
 static cl_int gemm(mlp *m, CLBlastTranspose ta, CLBlastTranspose tb, size_t M, size_t N, size_t K,

@@ -4,12 +4,12 @@
 #define TRAIN_CLASSIFY_TASK_H
 
 #include "task.h"
-#include "trainer.h"
+#include "classify_run.h"
 
 extern const train_task classify_task;
 
 /* The summary line (and --json's) of a finished run on stdout. Returns the
  * exit status (1 when stdout cannot be written). */
-int classify_print_summary(const train_options *opt, const train_result *res);
+int classify_print_summary(const train_options *opt, const classify_result *res);
 
 #endif /* TRAIN_CLASSIFY_TASK_H */

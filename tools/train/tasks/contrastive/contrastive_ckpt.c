@@ -1,5 +1,5 @@
 /* contrastive_ckpt.c - checkpoints of a contrastive run, as the
- * classifier's (trainer_loop.c): the model (with ContAccum's banks, which
+ * classifier's (classify_loop.c): the model (with ContAccum's banks, which
  * clg_contrastive_attach put into it), the run's position (position.h), the
  * common settings (runconfig.h, "train.config.*", compared on --resume with
  * --override as usual) and this task's own ("train.contrastive.*": method,
@@ -13,16 +13,12 @@ void con_build_settings(con_trainer *t)
 {
     const flag_run r = {.o = t->run.opt, .cfg = &t->run.cfg, .opts = t->c};
     task_settings_build(&t->settings, &con_flag_table, CONTRASTIVE_TASK_NAME, &r);
+    t->run.settings = &t->settings; /* its checkpoints' (the core saves them) */
     run_build_config(&t->run);
-}
-
-int con_save(con_trainer *t)
-{
-    return task_settings_save(&t->run, &t->settings);
 }
 
 int con_resume(con_trainer *t)
 {
-    return task_settings_resume(&t->run, &t->settings, t->res->overridden,
-                                sizeof t->res->overridden);
+    return task_settings_resume(&t->run, &t->settings, t->res->run.overridden,
+                                sizeof t->res->run.overridden);
 }

@@ -28,15 +28,11 @@ typedef struct con_trainer {
     task_settings settings;               /* train.contrastive.*: this task's */
 } con_trainer;
 
-/* Message into t->run.err; return -1 (run.h). */
-#define con_fail(t, ...) run_fail(&(t)->run, __VA_ARGS__)
-#define con_fail_clg(t, what, st) run_fail_clg(&(t)->run, what, st)
-#define con_fail_cl(t, what, e) run_fail_cl(&(t)->run, what, e)
-
 /* contrastive_setup.c */
 int con_setup(con_trainer *t, const train_io *io);
 void con_print_plan(con_trainer *t);
-void con_teardown(con_trainer *t);
+/* run_end's release: the run's state (a con_trainer), then run_release */
+void con_teardown(void *task);
 
 /* contrastive_loop.c */
 int con_loop(con_trainer *t);
@@ -47,7 +43,6 @@ cl_int con_views(con_trainer *t, size_t start, size_t pos0, cl_uint rows, uint64
 
 /* contrastive_ckpt.c */
 void con_build_settings(con_trainer *t);
-int con_save(con_trainer *t);
 int con_resume(con_trainer *t);
 
 /* contrastive_knn.c */

@@ -58,22 +58,24 @@ static int allocate(con_trainer *t, knn_buffers *k, size_t n_train, size_t n_tes
     uint64_t budget = clg_context_budget(t->run.ctx), used = clg_context_device_bytes(t->run.ctx);
     k->chunk = CHUNK;
     if (budget && (used + fixed + row > budget))
-        return con_fail(t, "kNN evaluation: the features of %zu training and %zu test samples "
-                        "(%" PRIu64 " B) and one row of similarities do not fit the budget "
-                        "(%" PRIu64 " B in use of %" PRIu64 "); use a smaller --train-limit or "
-                        "--knn-on embedding", n_train, n_test, fixed, used, budget);
+        return task_fail(t,
+                         "kNN evaluation: the features of %zu training and %zu test samples "
+                         "(%" PRIu64 " B) and one row of similarities do not fit the budget "
+                         "(%" PRIu64 " B in use of %" PRIu64 "); use a smaller --train-limit or "
+                         "--knn-on embedding",
+                         n_train, n_test, fixed, used, budget);
     if (budget && (budget - used - fixed) / row < k->chunk)
         k->chunk = (size_t)((budget - used - fixed) / row);
     uint64_t bytes = fixed + row * k->chunk;
     clg_status st = clg_context_reserve(t->run.ctx, bytes);
     if (st != CLG_SUCCESS)
-        return con_fail(t, "kNN evaluation: %" PRIu64 " B of features and similarities: %s",
-                        bytes, clg_last_error(t->run.ctx));
+        return task_fail(t, "kNN evaluation: %" PRIu64 " B of features and similarities: %s", bytes,
+                         clg_last_error(t->run.ctx));
     k->bytes = bytes;
     t->res->eval_bytes = bytes;
     int32_t *ident = malloc(n_train * sizeof *ident);
     if (!ident)
-        return con_fail(t, "out of host memory");
+        return task_fail(t, "out of host memory");
     for (size_t i = 0; i < n_train; i++)
         ident[i] = (int32_t)i;
     cl_context cl = clg_context_cl(t->run.ctx);
@@ -85,7 +87,7 @@ static int allocate(con_trainer *t, knn_buffers *k, size_t n_train, size_t n_tes
     k->sims = clCreateBuffer(cl, CL_MEM_READ_WRITE, k->chunk * n_train * 4, NULL, &e[3]);
     for (int i = 0; i < 4; i++)
         if (e[i] != CL_SUCCESS)
-            return con_fail_cl(t, "kNN evaluation buffers", e[i]);
+            return task_fail_cl(t, "kNN evaluation buffers", e[i]);
     return 0;
 }
 
@@ -105,7 +107,7 @@ static int embed(con_trainer *t, cl_mem images, cl_mem idx, size_t n, cl_mem emb
             e = clEnqueueCopyBuffer(q, t->enc->act[layer], emb, 0, off * d * 4,
                                     rows * d * 4, 0, NULL, NULL);
         if (e != CL_SUCCESS)
-            return con_fail_cl(t, "kNN evaluation: embedding", e);
+            return task_fail_cl(t, "kNN evaluation: embedding", e);
     }
     cl_uint rows = (cl_uint)n, dim = (cl_uint)d;
     cl_int e = clSetKernelArg(t->k_l2norm, 0, sizeof emb, &emb);
@@ -114,7 +116,7 @@ static int embed(con_trainer *t, cl_mem images, cl_mem idx, size_t n, cl_mem emb
     size_t global = n;
     if (e == CL_SUCCESS)
         e = clEnqueueNDRangeKernel(q, t->k_l2norm, 1, NULL, &global, NULL, 0, NULL, NULL);
-    return e == CL_SUCCESS ? 0 : con_fail_cl(t, "kNN evaluation: normalizing", e);
+    return e == CL_SUCCESS ? 0 : task_fail_cl(t, "kNN evaluation: normalizing", e);
 }
 
 /* The vote of one test row's similarities to n training samples. */
@@ -161,7 +163,7 @@ int con_knn_eval(con_trainer *t, double *accuracy)
         goto out;
     sims = malloc(kb.chunk * n_train * sizeof *sims);
     if (!sims) {
-        con_fail(t, "out of host memory for the kNN evaluation");
+        task_fail(t, "out of host memory for the kNN evaluation");
         goto out;
     }
     if (embed(t, t->run.dtrain.images, kb.ident, n_train, kb.emb_train) != 0 ||
@@ -178,14 +180,14 @@ int con_knn_eval(con_trainer *t, double *accuracy)
                                            kb.sims, 0, n_train, &q, NULL);
         if (s != CLBlastSuccess) {
             char name[64];
-            con_fail(t, "kNN evaluation: CLBlastSgemm failed (%s)",
-                     clblast_status_text((int)s, name, sizeof name));
+            task_fail(t, "kNN evaluation: CLBlastSgemm failed (%s)",
+                      clblast_status_text((int)s, name, sizeof name));
             goto out;
         }
         cl_int e = clEnqueueReadBuffer(q, kb.sims, CL_TRUE, 0, rows * n_train * 4, sims, 0, NULL,
                                        NULL);
         if (e != CL_SUCCESS) {
-            con_fail_cl(t, "kNN evaluation: reading similarities", e);
+            task_fail_cl(t, "kNN evaluation: reading similarities", e);
             goto out;
         }
         for (size_t r = 0; r < rows; r++)

@@ -65,7 +65,7 @@ static int forward(con_trainer *t, size_t start, size_t p0, cl_uint rows)
     cl_int e = con_views(t, start, p0, rows, t->run.updates);
     if (e == CL_SUCCESS)
         e = con_encoder_forward(t->enc, 2 * rows);
-    return e == CL_SUCCESS ? 0 : con_fail_cl(t, "encoder forward", e);
+    return e == CL_SUCCESS ? 0 : task_fail_cl(t, "encoder forward", e);
 }
 
 /* The embeddings of the last forward into cache rows [row, row + rows). */
@@ -78,7 +78,7 @@ static int fill(con_trainer *t, size_t row, cl_uint rows)
     if (st == CLG_SUCCESS)
         st = clg_contrastive_fill(t->cache, CLG_SIDE_KEY, row, rows, out, rows * d, d, CLG_FP32,
                                   NULL);
-    return st == CLG_SUCCESS ? 0 : con_fail_clg(t, "filling the cache", st);
+    return st == CLG_SUCCESS ? 0 : task_fail_clg(t, "filling the cache", st);
 }
 
 /* Backward of the last forward with cache rows [row, row + rows)'s
@@ -95,14 +95,14 @@ static int backward_step(con_trainer *t, size_t row, cl_uint rows, size_t n, int
         st = clg_contrastive_grad(t->cache, CLG_SIDE_KEY, row, rows, scale, out, rows * d, d,
                                   CLG_FP32, NULL);
     if (st != CLG_SUCCESS)
-        return con_fail_clg(t, "the cache's gradient", st);
+        return task_fail_clg(t, "the cache's gradient", st);
     float beta = path_b ? clg_accum_beta(t->run.model) : 0.0f;
     cl_int e = con_encoder_backward(t->enc, 2 * rows, t->targets, beta);
     if (e != CL_SUCCESS)
-        return con_fail_cl(t, "encoder backward", e);
+        return task_fail_cl(t, "encoder backward", e);
     st = clg_step(t->run.model, path_b ? NULL : t->run.grads, (float)rows, updated, NULL);
     if (st != CLG_SUCCESS)
-        return con_fail_clg(t, "clg_step", st);
+        return task_fail_clg(t, "clg_step", st);
     t->run.micro_steps++;
     t->run.samples += rows;
     return 0;
@@ -120,9 +120,9 @@ static int run_batch(con_trainer *t, size_t start, size_t len)
                 return -1;
         }
         if ((st = clg_contrastive_compute(t->cache, len, NULL)) != CLG_SUCCESS)
-            return con_fail_clg(t, "clg_contrastive_compute", st);
+            return task_fail_clg(t, "clg_contrastive_compute", st);
         if (add_loss(t, 1.0f) != CL_SUCCESS)
-            return con_fail(t, "summing the loss");
+            return task_fail(t, "summing the loss");
         for (size_t i = 0; i < km; i++) { /* the same views again: the replay */
             cl_uint rows = (cl_uint)order_micro_len(len, t->run.b, i);
             if (forward(t, start, i * t->run.b, rows) != 0 ||
@@ -135,68 +135,41 @@ static int run_batch(con_trainer *t, size_t start, size_t len)
             if (forward(t, start, i * t->run.b, rows) != 0 || fill(t, 0, rows) != 0)
                 return -1;
             if ((st = clg_contrastive_compute(t->cache, rows, NULL)) != CLG_SUCCESS)
-                return con_fail_clg(t, "clg_contrastive_compute", st);
+                return task_fail_clg(t, "clg_contrastive_compute", st);
             if (add_loss(t, (float)rows / (float)len) != CL_SUCCESS)
-                return con_fail(t, "summing the loss");
+                return task_fail(t, "summing the loss");
             if (t->c->method == CON_CONTACCUM &&
                 (st = clg_contrastive_bank_push(t->cache, rows, NULL)) != CLG_SUCCESS)
-                return con_fail_clg(t, "clg_contrastive_bank_push", st);
+                return task_fail_clg(t, "clg_contrastive_bank_push", st);
             if (backward_step(t, 0, rows, rows, &updated) != 0)
                 return -1;
         }
     }
     if (!updated && (st = clg_flush(t->run.model, NULL)) != CLG_SUCCESS)
-        return con_fail_clg(t, "clg_flush", st);
+        return task_fail_clg(t, "clg_flush", st);
     t->run.updates++;
     return 0;
 }
 
-static int zero_sums(con_trainer *t)
-{
-    float z = 0.0f;
-    cl_int e = clEnqueueFillBuffer(clg_context_queue(t->run.ctx), t->sums, &z, sizeof z, 0,
-                                   2 * sizeof z, 0, NULL, NULL);
-    return e == CL_SUCCESS ? 0 : con_fail_cl(t, "clearing the loss", e);
-}
-
 /* The loop's hooks (task.h) for the contrastive task. */
-static int epoch_start(void *task)
-{
-    return zero_sums(task);
-}
-
 static int batch(void *task, size_t start, size_t len)
 {
     return run_batch(task, start, len);
 }
 
-/* the weighted InfoNCE and its weight */
-static int read_sums(void *task, float *s)
-{
-    con_trainer *t = task;
-    cl_int e = clEnqueueReadBuffer(clg_context_queue(t->run.ctx), t->sums, CL_TRUE, 0,
-                                   2 * sizeof(float), s, 0, NULL, NULL);
-    return e == CL_SUCCESS ? 0 : con_fail_cl(t, "reading the loss", e);
-}
-
-static double running_loss(void *task, const float *s, uint64_t epoch_samples)
+/* the weighted InfoNCE and its weight (they carry the samples) */
+static double mean_loss(void *task, const float *s, uint64_t samples)
 {
     (void)task;
-    (void)epoch_samples; /* the sums carry their weight */
+    (void)samples;
     return s[1] > 0 ? s[0] / s[1] : NAN;
-}
-
-static int save(void *task)
-{
-    return con_save(task);
 }
 
 static int epoch_end(void *task, const float *s, uint64_t epoch_samples, double secs)
 {
     (void)secs;
     con_trainer *t = task;
-    t->res->loss = running_loss(t, s, epoch_samples);
-    t->res->epochs = (unsigned)t->run.epoch + 1;
+    t->res->loss = mean_loss(t, s, epoch_samples);
     progress_log(&t->run.prog,
                  "epoch %" PRIu64 ": InfoNCE %.4f (%s), %" PRIu64 " updates, %.1f s\n",
                  t->run.epoch + 1, t->res->loss, con_method_name(t->c->method), t->run.updates,
@@ -207,13 +180,10 @@ static int epoch_end(void *task, const float *s, uint64_t epoch_samples, double 
 int con_loop(con_trainer *t)
 {
     static const run_loop_hooks hooks = {
-        .epoch_start = epoch_start,
         .batch = batch,
-        .n_sums = 2,
-        .read_sums = read_sums,
-        .running_loss = running_loss,
-        .save = save,
+        .mean_loss = mean_loss,
         .epoch_end = epoch_end,
     };
-    return run_loop(&t->run, &hooks, t);
+    t->run.epoch_sums = (run_sums){t->sums, 0, 2};
+    return run_train(&t->run, &hooks, t);
 }

@@ -109,7 +109,6 @@ const flag_table con_flag_table = {
                "--embed-dim)\ntrained with InfoNCE on two augmented views of each image, "
                "evaluated by kNN test\naccuracy on its embeddings:\n",
     .footer = "--json adds loss, knn_accuracy and the cache's bytes.\n",
-    .given_offset = SIZE_MAX,
     .limits = limits,
     .n_limits = sizeof limits / sizeof *limits,
     .scope = "--task contrastive",
@@ -117,8 +116,6 @@ const flag_table con_flag_table = {
 
 int con_options_check(con_options *c, const train_options *o, char *err, size_t errlen)
 {
-    if (!c->enabled)
-        return 0; /* its flags without the task: train_cli_parse refuses them */
     /* the core flags it cannot take: con_flag_table's limits (train_cli_parse) */
     if (c->method != CON_CONTACCUM && c->bank_size) {
         errmsg_set(err, errlen, "--bank-size: only --contrastive contaccum has banks");

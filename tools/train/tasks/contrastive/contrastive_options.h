@@ -17,7 +17,6 @@ typedef enum con_method {
 } con_method;
 
 typedef struct con_options {
-    int enabled;        /* --task contrastive (default: classify) */
     con_method method;  /* --contrastive naive|gradcache|contaccum (gradcache) */
     float temperature;  /* --temperature (0.1) */
     unsigned embed_dim; /* --embed-dim: width of the encoder's output (128) */

@@ -7,42 +7,30 @@
 #define TRAIN_CONTRASTIVE_RUN_H
 
 #include "contrastive_options.h"
-#include "trainer.h"
+#include "run.h"
 
 /* The task's --task name (contrastive_task.c), which its checkpoints record
  * (contrastive_options.c's row "task") and its --resume files must have. */
 #define CONTRASTIVE_TASK_NAME "contrastive"
 
 typedef struct con_result {
+    run_result run;           /* what every task reports (summary.h); its
+                                 peak_device_bytes: the context's high-water
+                                 mark during training (before the final
+                                 evaluation's buffers), its activation_bytes the
+                                 encoder's, for 2 x micro-batch rows */
     double loss;              /* mean InfoNCE of the last epoch's updates (naive and
                                  contaccum: their micro-batches' losses) */
     double knn_accuracy;      /* on the test embeddings after training */
     double knn_accuracy_init; /* before the first update (--knn-init), else NaN */
-    uint64_t updates, micro_steps, samples;
-    unsigned epochs;          /* epochs started */
-    unsigned batch, micro_batch, accum_steps, update_samples;
-    uint64_t params;
-    float lr;
-    double train_seconds, eval_seconds, total_seconds, samples_per_s;
-    uint64_t peak_device_bytes; /* the context's high-water mark during training
-                                   (before the final evaluation's buffers) */
-    uint64_t activation_bytes;  /* the encoder's, for 2 x micro-batch rows */
-    uint64_t cache_bytes;       /* the clg_contrastive (clg_contrastive_memory) */
-    uint64_t model_bytes;       /* clgrad's arenas and gradient buffers */
-    uint64_t data_bytes;
-    uint64_t eval_bytes;        /* the kNN evaluation's buffers (freed after) */
-    char device[128];
-    char overridden[512];
+    uint64_t cache_bytes;     /* the clg_contrastive (clg_contrastive_memory) */
+    uint64_t eval_bytes;      /* the kNN evaluation's buffers (freed after) */
 } con_result;
 
 /* Runs the task. io may give the context, data sets and a buffer for the
- * final parameters (trainer.h). Returns 0, or -1 with a message in err. */
+ * final parameters (run.h). Returns 0, or -1 with a message in err. */
 int contrastive_run(const train_options *o, const con_options *c, const train_io *io,
                     con_result *res, char *err, size_t errlen);
-
-/* The command line's run: summary on stdout, --json as its last line.
- * Returns the exit status. */
-int contrastive_main(const train_options *o, const con_options *c);
 
 /* The task as clgrad-train runs it (task.h; contrastive_task.c). */
 extern const struct train_task contrastive_task;

@@ -21,28 +21,28 @@ static int load_data(con_trainer *t, const train_io *io)
     if (run_load_data(&t->run, io) != 0)
         return -1;
     if (t->run.train->dim != DATASET_ROWS * DATASET_COLS || t->run.test->dim != t->run.train->dim)
-        return con_fail(t, "the contrastive task's views need %dx%d images; the data has %zu "
-                        "and %zu pixels", DATASET_ROWS, DATASET_COLS, t->run.train->dim,
-                        t->run.test->dim);
+        return task_fail(t,
+                         "the contrastive task's views need %dx%d images; the data has %zu "
+                         "and %zu pixels",
+                         DATASET_ROWS, DATASET_COLS, t->run.train->dim, t->run.test->dim);
     return 0;
 }
 
 static int build_model(con_trainer *t)
 {
     const train_options *o = t->run.opt;
-    int no_decay = 0;
     clg_status st;
-    if (run_create_model(&t->run, &t->res->lr, &no_decay, &st) != 0)
+    if (run_create_model(&t->run, &st) != 0)
         return -1;
     if (st == CLG_SUCCESS)
-        st = con_encoder_add_tensors(t->enc, t->run.model, no_decay);
+        st = con_encoder_add_tensors(t->enc, t->run.model, t->run.no_decay);
     if (st == CLG_SUCCESS)
         st = clg_model_finalize(t->run.model);
     if (st == CLG_SUCCESS)
         st = con_encoder_bind(t->enc, t->run.model);
     if (st != CLG_SUCCESS)
-        return con_fail_clg(t, "building the model", st);
-    if (run_init_params(&t->run, mlp_init_shape, &t->shape, &t->res->params) != 0)
+        return task_fail_clg(t, "building the model", st);
+    if (run_init_params(&t->run, mlp_init_shape, &t->shape) != 0)
         return -1;
 
     /* the backward's targets: the accumulator in place (path B) or clgrad's
@@ -50,12 +50,12 @@ static int build_model(con_trainer *t)
     int nt = 2 * t->enc->n_layers;
     if (o->path != GRAD_PATH_B &&
         (st = clg_grads_create(t->run.model, CLG_FP32, &t->run.grads)) != CLG_SUCCESS)
-        return con_fail_clg(t, "creating the gradient buffers", st);
+        return task_fail_clg(t, "creating the gradient buffers", st);
     for (int i = 0; i < nt; i++) {
         st = t->run.grads ? clg_grads_view(t->run.grads, i, &t->targets[i])
                       : clg_model_acc_view(t->run.model, i, &t->targets[i]);
         if (st != CLG_SUCCESS)
-            return con_fail_clg(t, "gradient views", st);
+            return task_fail_clg(t, "gradient views", st);
     }
     return 0;
 }
@@ -80,13 +80,13 @@ static int build_cache(con_trainer *t, size_t n_train)
     clg_contrastive_config cc = cache_config(t, n_train);
     clg_status st = clg_contrastive_create(t->run.ctx, &cc, &t->cache);
     if (st != CLG_SUCCESS)
-        return con_fail_clg(t, "creating the representation cache", st);
+        return task_fail_clg(t, "creating the representation cache", st);
     if (cc.bank_size && (st = clg_contrastive_attach(t->cache, t->run.model, "contrastive")) !=
                             CLG_SUCCESS)
-        return con_fail_clg(t, "attaching the banks to the checkpoints", st);
+        return task_fail_clg(t, "attaching the banks to the checkpoints", st);
     clg_contrastive_plan p = clg_contrastive_plan_init();
     if ((st = clg_contrastive_memory(t->cache, &p)) != CLG_SUCCESS)
-        return con_fail_clg(t, "clg_contrastive_memory", st);
+        return task_fail_clg(t, "clg_contrastive_memory", st);
     t->res->cache_bytes = p.total;
     return 0;
 }
@@ -99,7 +99,7 @@ static int build_kernels(con_trainer *t)
                                                train_kernel_source("contrastive_train"), opt,
                                                &t->program, NULL);
     if (st != CLG_SUCCESS)
-        return con_fail_clg(t, "building contrastive_train.cl", st);
+        return task_fail_clg(t, "building contrastive_train.cl", st);
     cl_int e1, e2, e3, e4;
     t->k_views = clCreateKernel(t->program, "con_views", &e1);
     t->k_l2norm = clCreateKernel(t->program, "con_l2norm", &e2);
@@ -108,7 +108,7 @@ static int build_kernels(con_trainer *t)
     t->sums = clCreateBuffer(clg_context_cl(t->run.ctx), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
                              sizeof zeros, zeros, &e4);
     cl_int e = e1 != CL_SUCCESS ? e1 : e2 != CL_SUCCESS ? e2 : e3 != CL_SUCCESS ? e3 : e4;
-    return e == CL_SUCCESS ? 0 : con_fail_cl(t, "the contrastive task's kernels", e);
+    return e == CL_SUCCESS ? 0 : task_fail_cl(t, "the contrastive task's kernels", e);
 }
 
 /* The micro-batch of a run on n_train samples (at most all of them) and
@@ -136,7 +136,7 @@ static int check_plan(con_trainer *t, const train_io *io)
     clg_contrastive_plan cp = clg_contrastive_plan_init();
     clg_status st = clg_contrastive_estimate(&cc, &cp);
     if (st != CLG_SUCCESS)
-        return con_fail_clg(t, "the representation cache's memory plan", st);
+        return task_fail_clg(t, "the representation cache's memory plan", st);
     p.model.total += cp.total; /* the representation cache with the model */
     p.activations = con_encoder_activation_bytes(t->shape.dims, t->shape.n_dims, 2 * t->run.b);
     p.data = devdata_bytes(n_train, t->shape.dims[0]) + devdata_bytes(n_test, t->shape.dims[0]);
@@ -155,7 +155,7 @@ int con_setup(con_trainer *t, const train_io *io)
     for (int i = 0; i < o->n_hidden; i++)
         t->shape.dims[t->shape.n_dims++] = o->hidden[i];
     t->shape.dims[t->shape.n_dims++] = t->c->embed_dim;
-    if (run_open_context(&t->run, io, t->res->device, sizeof t->res->device) != 0 ||
+    if (run_open_context(&t->run, io) != 0 ||
         check_plan(t, io) != 0 || load_data(t, io) != 0)
         return -1;
     size_t n_train, n_test;
@@ -173,51 +173,34 @@ int con_setup(con_trainer *t, const train_io *io)
     /* the two views of a micro-batch, stacked */
     clg_status st = con_encoder_alloc(t->enc, 2 * t->run.b);
     if (st != CLG_SUCCESS)
-        return con_fail(t, "activations for 2 x %u rows need %" PRIu64 " B: %s%s", t->run.b,
-                        con_encoder_activation_bytes(t->shape.dims, t->shape.n_dims, 2 * t->run.b),
-                        clg_status_string(st),
-                        st == CLG_ERR_OVER_BUDGET ? "; use a smaller --micro-batch" : "");
+        return task_fail(t, "activations for 2 x %u rows need %" PRIu64 " B: %s%s", t->run.b,
+                         con_encoder_activation_bytes(t->shape.dims, t->shape.n_dims, 2 * t->run.b),
+                         clg_status_string(st),
+                         st == CLG_ERR_OVER_BUDGET ? "; use a smaller --micro-batch" : "");
     if (build_kernels(t) != 0)
         return -1;
-    con_result *r = t->res;
-    r->micro_batch = t->run.b;
-    r->accum_steps = t->run.k;
-    r->batch = o->batch;
-    r->update_samples = n_train < o->batch ? (unsigned)n_train : o->batch;
-    r->activation_bytes = t->enc->act_bytes;
-    r->data_bytes = t->run.dtrain.bytes + t->run.dtest.bytes;
-    clg_model_plan mp = clg_model_plan_init();
-    if (clg_model_memory(t->run.model, &mp) == CLG_SUCCESS)
-        r->model_bytes = mp.total;
+    run_result_setup(&t->run);
+    t->res->run.activation_bytes = t->enc->act_bytes;
     con_build_settings(t);
     return 0;
 }
 
 void con_print_plan(con_trainer *t)
 {
-    if (t->run.opt->quiet)
-        return;
     const con_result *r = t->res;
-    uint64_t total = r->model_bytes + r->cache_bytes + r->activation_bytes + r->data_bytes;
-    uint64_t cap = clg_context_budget(t->run.ctx);
-    char a[32], b[32], c[32], d[32], e[32], f[32];
-    memplan_bytes(a, sizeof a, r->model_bytes);
-    memplan_bytes(b, sizeof b, r->cache_bytes);
-    memplan_bytes(c, sizeof c, r->activation_bytes);
-    memplan_bytes(d, sizeof d, r->data_bytes);
-    memplan_bytes(e, sizeof e, total);
-    memplan_bytes(f, sizeof f, cap ? cap : clg_context_device_info(t->run.ctx)->global_mem_size);
-    progress_clear(&t->run.prog);
-    progress_log(&t->run.prog,
-                 "memory plan on %s: model %s (%" PRIu64 " parameters), representation cache "
-                 "%s (%s rows of %u), activations %s (2 x %u rows), data %s; total %s of %s%s\n",
-                 r->device, a, r->params, b,
-                 t->c->method == CON_GRADCACHE ? "batch" : "micro-batch", t->c->embed_dim, c,
-                 t->run.b, d, e, f, cap ? " (--vram)" : "");
+    char cache[32], extra[96], rows[32];
+    memplan_bytes(cache, sizeof cache, r->cache_bytes);
+    snprintf(extra, sizeof extra, ", representation cache %s (%s rows of %u)", cache,
+             t->c->method == CON_GRADCACHE ? "batch" : "micro-batch", t->c->embed_dim);
+    snprintf(rows, sizeof rows, "2 x %u rows", t->run.b);
+    run_print_plan_line(&t->run, extra, rows,
+                        r->run.model_bytes + r->cache_bytes + r->run.activation_bytes +
+                            r->run.data_bytes);
 }
 
-void con_teardown(con_trainer *t)
+void con_teardown(void *task)
 {
+    con_trainer *t = task;
     cl_kernel *kernels[] = {&t->k_views, &t->k_l2norm, &t->k_add_loss};
     cl_mem *sums[] = {&t->sums};
     clbuf_release_kernels(kernels, 3);

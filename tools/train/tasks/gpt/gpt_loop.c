@@ -1,7 +1,7 @@
 /* gpt_loop.c - the GPT's part of a run's loop (core/loop.c): a
  * micro-batch of windows through the model into clgrad's accumulator
- * (path B) or gradient buffers (A/C), the loss sums, the evaluation on the validation windows, the
- * per-epoch line, and checkpoints. */
+ * (path B) or gradient buffers (A/C), the loss sums, the evaluation on the
+ * validation windows, the per-epoch line, and --profile's split. */
 #include "gpt_run_internal.h"
 #include "loop.h"
 #include "run_log.h"
@@ -10,25 +10,16 @@
 #include <math.h>
 #include <stdio.h>
 
-/* Sums i (GPT_TRAIN_SUMS, GPT_EVAL_SUMS) cleared. */
-static int zero_sums(gpt_trainer *t, int i)
+/* Sums i (GPT_TRAIN_SUMS, ...): the loss sum and the positions. */
+static run_sums sums_of(const gpt_trainer *t, int i)
 {
-    float z = 0.0f;
-    cl_int e = clEnqueueFillBuffer(clg_context_queue(t->run.ctx), t->sums[i], &z, sizeof z, 0,
-                                   2 * sizeof z, 0, NULL, NULL);
-    return e == CL_SUCCESS ? 0 : gpt_fail_cl(t, "clearing sums", e);
-}
-
-static int read_sums_of(gpt_trainer *t, int i, float *s)
-{
-    cl_int e = clEnqueueReadBuffer(clg_context_queue(t->run.ctx), t->sums[i], CL_TRUE, 0,
-                                   2 * sizeof(float), s, 0, NULL, NULL);
-    return e == CL_SUCCESS ? 0 : gpt_fail_cl(t, "reading sums", e);
+    return (run_sums){t->sums[i], 0, 2};
 }
 
 int gpt_evaluate(gpt_trainer *t)
 {
-    if (zero_sums(t, GPT_EVAL_SUMS) != 0)
+    const run_sums eval = sums_of(t, GPT_EVAL_SUMS);
+    if (run_clear_sums(&t->run, &eval) != 0)
         return -1;
     cl_int e = CL_SUCCESS;
     const devdata *v = &t->run.dtest;
@@ -38,19 +29,12 @@ int gpt_evaluate(gpt_trainer *t)
         e = gpt_forward(t->m, &tok, rows, t->sums[GPT_EVAL_SUMS]);
     }
     if (e != CL_SUCCESS)
-        return gpt_fail_cl(t, "evaluation", e);
+        return task_fail_cl(t, "evaluation", e);
     float s[2];
-    if (read_sums_of(t, GPT_EVAL_SUMS, s) != 0)
+    if (run_read_sums(&t->run, &eval, s) != 0)
         return -1;
     t->res->val_loss = s[1] > 0 ? s[0] / (double)s[1] : NAN;
     return 0;
-}
-
-static int epoch_start(void *task)
-{
-    gpt_trainer *t = task;
-    t->res->epochs = (unsigned)t->run.epoch + 1;
-    return zero_sums(t, GPT_TRAIN_SUMS) != 0 ? -1 : zero_sums(t, GPT_UPDATE_SUMS);
 }
 
 /* rows windows from position off of the epoch's order: forward (their
@@ -77,7 +61,7 @@ static int micro(void *task, size_t off, unsigned rows)
         e = clFinish(clg_context_queue(t->run.ctx));
         t->micro_done = progress_now(); /* the core's clg_step comes next */
     }
-    return e == CL_SUCCESS ? 0 : gpt_fail_cl(t, "micro-step", e);
+    return e == CL_SUCCESS ? 0 : task_fail_cl(t, "micro-step", e);
 }
 
 /* After the update was enqueued: with --profile, waited for, its time
@@ -85,15 +69,13 @@ static int micro(void *task, size_t off, unsigned rows)
 static int updated(void *task)
 {
     gpt_trainer *t = task;
-    if (t->g->profile) {
-        cl_int e = clFinish(clg_context_queue(t->run.ctx));
-        if (e != CL_SUCCESS)
-            return gpt_fail_cl(t, "the update", e);
-        t->res->optimizer_seconds += progress_now() - t->micro_done;
-    }
-    if (model_fp32_widen(&t->run, &t->weights) != 0) /* bf16 master: the next forward's copy */
-        return -1;
-    return run_bound_queue(&t->run);
+    if (!t->g->profile)
+        return 0;
+    cl_int e = clFinish(clg_context_queue(t->run.ctx));
+    if (e != CL_SUCCESS)
+        return task_fail_cl(t, "the update", e);
+    t->res->optimizer_seconds += progress_now() - t->micro_done;
+    return 0;
 }
 
 /* --profile: the model's times so far into the result, its profiling
@@ -109,47 +91,13 @@ static void profile_collect(gpt_trainer *t)
     gpt_profile(t->m, 0);
 }
 
-/* --metrics: every rank reads its sums after every update (the flag is the
- * same on every rank), the core adds them up over the ranks, and rank 0,
- * which alone has the file, writes the update's mean loss over its
- * positions. The update's loss is summed apart from the epoch's, so that
- * it does not lose precision as the epoch's sums grow. */
-static int has_metrics(void *task)
-{
-    return run_logs_every_update(&((gpt_trainer *)task)->run);
-}
-
-static int metrics_row(void *task, size_t len, const float *s)
-{
-    (void)len;
-    gpt_trainer *t = task;
-    if (zero_sums(t, GPT_UPDATE_SUMS) != 0)
-        return -1;
-    double loss = s[3] > 0 ? s[2] / (double)s[3] : NAN;
-    return run_watch_update(&t->run, loss);
-}
-
-/* the epoch's loss and positions, then the update's (zeros without
- * --metrics or --log) */
-static int read_sums(void *task, float *s)
-{
-    gpt_trainer *t = task;
-    if (read_sums_of(t, GPT_TRAIN_SUMS, s) != 0)
-        return -1;
-    s[2] = s[3] = 0.0f;
-    return run_logs_every_update(&t->run) ? read_sums_of(t, GPT_UPDATE_SUMS, s + 2) : 0;
-}
-
-static double running_loss(void *task, const float *s, uint64_t epoch_samples)
+/* the loss sum and its positions (the epoch's, or the update's: with
+ * --metrics or --log the update's loss is summed apart from the epoch's,
+ * so that it does not lose precision as the epoch's sums grow) */
+static double mean_loss(void *task, const float *s, uint64_t samples)
 {
     (void)task;
-    return epoch_samples && s[1] > 0 ? s[0] / (double)s[1] : NAN;
-}
-
-static int save(void *task)
-{
-    gpt_trainer *t = task;
-    return task_settings_save(&t->run, &t->settings);
+    return samples && s[1] > 0 ? s[0] / (double)s[1] : NAN;
 }
 
 int gpt_sampling_only(const gpt_trainer *t)
@@ -188,20 +136,16 @@ static int epoch_end(void *task, const float *s, uint64_t epoch_samples, double 
 int gpt_loop(gpt_trainer *t)
 {
     static const run_loop_hooks hooks = {
-        .epoch_start = epoch_start,
         .micro = micro,
         .updated = updated,
-        .n_sums = 4,
-        .read_sums = read_sums,
-        .sync_every_update = has_metrics,
-        .after_update = metrics_row,
-        .running_loss = running_loss,
-        .save = save,
+        .mean_loss = mean_loss,
         .evaluate = evaluate,
         .epoch_end = epoch_end,
     };
+    t->run.epoch_sums = sums_of(t, GPT_TRAIN_SUMS);
+    t->run.update_sums = sums_of(t, GPT_UPDATE_SUMS);
     gpt_profile(t->m, t->g->profile);
-    int rc = run_loop(&t->run, &hooks, t);
+    int rc = run_train(&t->run, &hooks, t);
     profile_collect(t);
     return rc;
 }

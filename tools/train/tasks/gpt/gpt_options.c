@@ -146,7 +146,6 @@ const flag_table gpt_flag_table = {
                "\n--lr " STR(GPT_LR) " (for every --optimizer):\n",
     .footer = "It prints the validation loss in nats and bits per byte beside the unigram and\n"
               "bigram baselines of the same targets; --json adds them.\n",
-    .given_offset = SIZE_MAX,
     .limits = limits,
     .n_limits = sizeof limits / sizeof *limits,
     .scope = "--task gpt",
@@ -154,8 +153,6 @@ const flag_table gpt_flag_table = {
 
 int gpt_options_check(gpt_options *g, const train_options *o, char *err, size_t errlen)
 {
-    if (!g->enabled)
-        return 0; /* its flags without the task: train_cli_parse refuses them */
     const gpt_shape *p = &presets[g->preset];
     g->layers = g->layers ? g->layers : p->layers;
     g->heads = g->heads ? g->heads : p->heads;

@@ -22,7 +22,6 @@ typedef enum gpt_preset {
 } gpt_preset;
 
 typedef struct gpt_options {
-    int enabled;                            /* --task gpt */
     gpt_preset preset;                      /* --preset (small) */
     unsigned layers, heads, width, context; /* 0: the preset's; gpt_options_check
                                                resolves them */

@@ -37,14 +37,11 @@ enum { GPT_TRAIN_SUMS = 0, GPT_EVAL_SUMS = 1, GPT_UPDATE_SUMS = 2, GPT_N_SUMS = 
  * evaluation (nobody asked for one; a --resume without --sample gives it). */
 int gpt_sampling_only(const gpt_trainer *t);
 
-#define gpt_fail(t, ...)          run_fail(&(t)->run, __VA_ARGS__)
-#define gpt_fail_clg(t, what, st) run_fail_clg(&(t)->run, what, st)
-#define gpt_fail_cl(t, what, e)   run_fail_cl(&(t)->run, what, e)
-
 /* gpt_setup.c */
 int gpt_setup(gpt_trainer *t, const train_io *io);
 void gpt_print_run_plan(gpt_trainer *t);
-void gpt_teardown(gpt_trainer *t);
+/* run_end's release: the run's state (a gpt_trainer), then run_release */
+void gpt_teardown(void *task);
 
 /* gpt_plan.c: the largest micro-batch whose activations fit in avail
  * bytes beside fixed ones (0: none fits), capped at cap. */

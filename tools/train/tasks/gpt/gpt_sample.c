@@ -49,9 +49,9 @@ int gpt_sample(gpt_trainer *t)
         e = e2;
     int rc = 0;
     if (!text || !logits)
-        rc = gpt_fail(t, "--sample: out of host memory");
+        rc = task_fail(t, "--sample: out of host memory");
     else if (e != CL_SUCCESS)
-        rc = gpt_fail_cl(t, "--sample: its buffers", e);
+        rc = task_fail_cl(t, "--sample: its buffers", e);
     if (rc == 0) {
         memcpy(text, g->prompt, plen);
         train_rng rng = train_rng_seed(t->run.opt->seed, 3);
@@ -68,7 +68,7 @@ int gpt_sample(gpt_trainer *t)
             if (e == CL_SUCCESS)
                 e = gpt_read_logits(t->m, 0, tc - 1, tc, logits);
             if (e != CL_SUCCESS) {
-                rc = gpt_fail_cl(t, "--sample", e);
+                rc = task_fail_cl(t, "--sample", e);
                 break;
             }
             double u = (double)(train_rng_u64(&rng) >> 11) * 0x1p-53;

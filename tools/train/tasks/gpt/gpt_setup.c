@@ -21,7 +21,7 @@ static int rebuild_train_bytes(gpt_trainer *t, const dataset *w)
     gpt_corpus *c = &t->corpus;
     c->n = c->n_train = w->count * T + 1;
     if (!(c->bytes = malloc(c->n)))
-        return gpt_fail(t, "out of host memory");
+        return task_fail(t, "out of host memory");
     for (size_t i = 0; i < w->count; i++)
         memcpy(c->bytes + i * T, w->images + i * w->dim, w->dim);
     return 0;
@@ -47,11 +47,11 @@ static int count_windows(gpt_trainer *t, const train_io *io, size_t *n_train, si
         uint64_t need = gpt_corpus_host_bytes(bytes, t->shape.context);
         uint64_t host = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
         if (need > host)
-            return gpt_fail(t,
-                            "--data %s: its %" PRIu64 " bytes need %" PRIu64 " B of host "
-                            "memory as windows of --context %u, more than the host's %" PRIu64
-                            " B",
-                            o->data_dir, bytes, need, t->shape.context, host);
+            return task_fail(t,
+                             "--data %s: its %" PRIu64 " bytes need %" PRIu64 " B of host "
+                             "memory as windows of --context %u, more than the host's %" PRIu64
+                             " B",
+                             o->data_dir, bytes, need, t->shape.context, host);
         gpt_corpus_windows(bytes, t->shape.context, w);
     }
     *n_train = run_limited(w[0], o->limit_train);
@@ -80,10 +80,10 @@ static int load_data(gpt_trainer *t, const train_io *io, train_io *own)
         t->res->corpus_bytes = c->n;
     }
     if (own->train->dim != (size_t)t->shape.context + 1 || own->test->dim != own->train->dim)
-        return gpt_fail(t,
-                        "the GPT's samples are windows of --context %u + 1 bytes; the data "
-                        "has %zu and %zu",
-                        t->shape.context, own->train->dim, own->test->dim);
+        return task_fail(t,
+                         "the GPT's samples are windows of --context %u + 1 bytes; the data "
+                         "has %zu and %zu",
+                         t->shape.context, own->train->dim, own->test->dim);
     if (!t->corpus.bytes && rebuild_train_bytes(t, own->train) != 0)
         return -1;
     return run_load_data(&t->run, own);
@@ -115,18 +115,18 @@ static int choose_micro_batch(gpt_trainer *t, size_t n_train, size_t n_test)
     gpt_act_bytes a = gpt_activation_bytes(&t->shape);
     unsigned cap = o->batch < n_train ? o->batch : (unsigned)n_train;
     if (cap == 0) /* a caller's empty set (the corpus's are checked when listed) */
-        return gpt_fail(t, "--data: no training window to plan a micro-batch for");
+        return task_fail(t, "--data: no training window to plan a micro-batch for");
     uint64_t device = clg_context_device_info(t->run.ctx)->global_mem_size;
     uint64_t avail = t->g->memory ? t->g->memory : o->vram ? o->vram : device;
     unsigned b = o->micro_batch < cap ? o->micro_batch : cap;
     if (o->auto_micro_batch) {
         b = gpt_fit_micro_batch(&a, avail, p.model.total + p.weights + p.data, cap);
         if (!b)
-            return gpt_fail(t,
-                            "--auto-micro-batch: not one sequence fits in %" PRIu64 " B "
-                            "(model %" PRIu64 " B, data %" PRIu64 " B, activations %" PRIu64
-                            " B per sequence + %" PRIu64 " B)",
-                            avail, p.model.total + p.weights, p.data, a.per_seq, a.fixed);
+            return task_fail(t,
+                             "--auto-micro-batch: not one sequence fits in %" PRIu64 " B "
+                             "(model %" PRIu64 " B, data %" PRIu64 " B, activations %" PRIu64
+                             " B per sequence + %" PRIu64 " B)",
+                             avail, p.model.total + p.weights, p.data, a.per_seq, a.fixed);
     }
     run_set_micro_batch(&t->run, b);
     p.micro_batch = t->run.b;
@@ -147,28 +147,28 @@ static int choose_micro_batch(gpt_trainer *t, size_t n_train, size_t n_test)
 
 static int build_model(gpt_trainer *t)
 {
-    int no_decay = 0;
     clg_status st;
-    if (run_create_model(&t->run, &t->res->lr, &no_decay, &st) != 0)
+    if (run_create_model(&t->run, &st) != 0)
         return -1;
     for (int i = 0; st == CLG_SUCCESS && i < gpt_tensor_count(&t->shape); i++) {
         gpt_tensor_info ti;
         gpt_tensor(&t->shape, i, &ti);
         size_t count = ti.ndim == 2 ? ti.dims[0] * ti.dims[1] : ti.dims[0];
         int idx = -1;
-        st = clg_model_add_tensor(t->run.model, ti.name, count, ti.decay ? 0 : no_decay, &idx);
+        st = clg_model_add_tensor(t->run.model, ti.name, count, ti.decay ? 0 : t->run.no_decay,
+                                  &idx);
         if (st == CLG_SUCCESS)
             st = clg_model_set_tensor_shape(t->run.model, idx, (size_t)ti.ndim, ti.dims);
     }
     if (st == CLG_SUCCESS)
         st = clg_model_finalize(t->run.model);
     if (st != CLG_SUCCESS)
-        return gpt_fail_clg(t, "building the model", st);
-    if (run_init_params(&t->run, gpt_init_params, &t->shape, &t->res->params) != 0)
+        return task_fail_clg(t, "building the model", st);
+    if (run_init_params(&t->run, gpt_init_params, &t->shape) != 0)
         return -1;
     if (t->run.opt->loss_scale != CLG_LOSS_SCALE_NONE &&
         (st = clg_model_loss_scale_view(t->run.model, &t->scale)) != CLG_SUCCESS)
-        return gpt_fail_clg(t, "the loss scale's view", st);
+        return task_fail_clg(t, "the loss scale's view", st);
     return 0;
 }
 
@@ -179,7 +179,7 @@ static int bind_model(gpt_trainer *t)
 {
     clg_status st = gpt_bind(t->m, t->run.model);
     if (st != CLG_SUCCESS)
-        return gpt_fail_clg(t, "binding the model's views", st);
+        return task_fail_clg(t, "binding the model's views", st);
     if (model_fp32_master(&t->run, &t->weights) != 0)
         return -1;
     if (t->weights.buf)
@@ -188,11 +188,11 @@ static int bind_model(gpt_trainer *t)
         return 0;
     st = clg_grads_create(t->run.model, CLG_FP32, &t->run.grads);
     if (st != CLG_SUCCESS)
-        return gpt_fail_clg(t, "creating the gradient buffers", st);
+        return task_fail_clg(t, "creating the gradient buffers", st);
     clg_view grads[GPT_MAX_TENSORS];
     for (int i = 0; i < gpt_tensor_count(&t->shape); i++)
         if ((st = clg_grads_view(t->run.grads, i, &grads[i])) != CLG_SUCCESS)
-            return gpt_fail_clg(t, "gradient buffer view", st);
+            return task_fail_clg(t, "gradient buffer view", st);
     gpt_bind_grads(t->m, grads);
     return 0;
 }
@@ -204,7 +204,7 @@ int gpt_setup(gpt_trainer *t, const train_io *io)
     /* the plan from the corpus's size, refused before it is read */
     size_t n_train = 0, n_test = 0, got_train, got_test;
     if (count_windows(t, io, &n_train, &n_test) != 0 ||
-        run_open_context(&t->run, io, t->res->device, sizeof t->res->device) != 0 ||
+        run_open_context(&t->run, io) != 0 ||
         choose_micro_batch(t, n_train, n_test) != 0)
         return -1;
     train_io own;
@@ -212,16 +212,16 @@ int gpt_setup(gpt_trainer *t, const train_io *io)
         return -1;
     run_limits(&t->run, &got_train, &got_test);
     if (got_train != n_train || got_test != n_test)
-        return gpt_fail(t, "--data %s: its files changed between their listing and their reading",
-                        o->data_dir);
+        return task_fail(t, "--data %s: its files changed between their listing and their reading",
+                         o->data_dir);
     if (run_plan_order(&t->run, n_train) != 0 || build_model(t) != 0)
         return -1;
     progress_unit(&t->run.prog, "tokens", t->shape.context); /* as the summary counts */
     /* the tuning is checked on this run's own GEMM shapes before it is used */
     mlp_gemm_shape shapes[MLP_GEMMS_MAX];
     size_t n_shapes = gpt_gemm_shapes(&t->shape, t->run.b, shapes, MLP_GEMMS_MAX);
-    if (run_apply_tuning(&t->run, GPT_TASK_NAME, shapes, n_shapes, t->res->clblast_tuning,
-                         sizeof t->res->clblast_tuning) != 0)
+    if (run_apply_tuning(&t->run, GPT_TASK_NAME, shapes, n_shapes, t->res->run.clblast_tuning,
+                         sizeof t->res->run.clblast_tuning) != 0)
         return -1;
     if (gpt_create(t->run.ctx, &t->shape, t->run.b, &t->m, t->run.err, t->run.errlen) != 0)
         return -1;
@@ -238,51 +238,35 @@ int gpt_setup(gpt_trainer *t, const train_io *io)
     gpt_baselines_compute(t->corpus.bytes, t->corpus.n_train, val, n_test, &r->base);
     r->train_windows = n_train;
     r->val_windows = n_test;
-    r->micro_batch = t->run.b;
-    r->accum_steps = t->run.k;
-    r->batch = o->batch;
-    r->update_samples = n_train < o->batch ? (unsigned)n_train : o->batch;
+    run_result_setup(&t->run);
     gpt_act_bytes a = gpt_activation_bytes(&t->shape);
-    r->activation_bytes = a.per_seq * t->run.b + a.fixed;
-    r->data_bytes = t->run.dtrain.bytes + t->run.dtest.bytes;
-    clg_model_plan mp = clg_model_plan_init();
-    if (clg_model_memory(t->run.model, &mp) == CLG_SUCCESS)
-        r->model_bytes = mp.total;
+    r->run.activation_bytes = a.per_seq * t->run.b + a.fixed;
     const flag_run fr = {.o = o, .cfg = &t->run.cfg, .opts = t->g};
     task_settings_build(&t->settings, &gpt_flag_table, GPT_TASK_NAME, &fr);
+    t->run.settings = &t->settings; /* its checkpoints' and --log's */
     run_build_config(&t->run);
     return 0;
 }
 
 void gpt_print_run_plan(gpt_trainer *t)
 {
-    if (t->run.opt->quiet)
-        return;
-    const gpt_result *r = t->res;
+    const run_result *r = &t->res->run;
     uint64_t copy = t->weights.bytes;
-    uint64_t total = r->model_bytes + copy + r->activation_bytes + r->data_bytes + GPT_SUMS_BYTES;
-    uint64_t cap = clg_context_budget(t->run.ctx);
-    char a[32], b[32], c[32], d[32], f[32], w[64] = "";
-    memplan_bytes(a, sizeof a, r->model_bytes);
+    char w[64] = "", rows[48];
     if (copy) {
         char cb[32];
         memplan_bytes(cb, sizeof cb, copy);
         snprintf(w, sizeof w, ", fp32 copy of the bf16 weights %s", cb);
     }
-    memplan_bytes(b, sizeof b, r->activation_bytes);
-    memplan_bytes(c, sizeof c, r->data_bytes);
-    memplan_bytes(d, sizeof d, total);
-    memplan_bytes(f, sizeof f, cap ? cap : clg_context_device_info(t->run.ctx)->global_mem_size);
-    progress_clear(&t->run.prog);
-    progress_log(&t->run.prog,
-                 "memory plan on %s: model %s (%" PRIu64 " parameters)%s, "
-                 "activations %s (%u sequences of %u), data %s; total %s of %s%s\n",
-                 r->device, a, r->params, w, b, t->run.b, t->shape.context, c, d, f,
-                 cap ? " (--vram)" : "");
+    snprintf(rows, sizeof rows, "%u sequences of %u", t->run.b, t->shape.context);
+    run_print_plan_line(&t->run, w, rows,
+                        r->model_bytes + copy + r->activation_bytes + r->data_bytes +
+                            GPT_SUMS_BYTES);
 }
 
-void gpt_teardown(gpt_trainer *t)
+void gpt_teardown(void *task)
 {
+    gpt_trainer *t = task;
     gpt_destroy(t->m);
     t->m = NULL;
     model_fp32_release(&t->run, &t->weights);

@@ -1,9 +1,9 @@
-/* trainer_loop.c - the classifier's part of a clgrad-train run's loop
+/* classify_loop.c - the classifier's part of a clgrad-train run's loop
  * (core/loop.c, plain or --dist): a micro-batch through the MLP into
  * clgrad's accumulator, the loss and accuracy sums, the evaluation, the
- * per-epoch line, --metrics rows, and checkpoints with the run's position
+ * per-epoch line, and --resume's checks of the run's position
  * (position.h). */
-#include "trainer_internal.h"
+#include "classify_internal.h"
 #include "loop.h"
 #include "position.h"
 #include "run_log.h"
@@ -15,13 +15,14 @@
 
 /* ------------------------------------------------------------ checkpoints */
 
-int trainer_resume(trainer *t)
+int classify_resume(classify_trainer *t)
 {
     train_position p;
-    if (run_resume_load(&t->run, NULL, t->res->overridden, sizeof t->res->overridden, &p) != 0)
+    if (run_resume_load(&t->run, NULL, t->res->run.overridden,
+                        sizeof t->res->run.overridden, &p) != 0)
         return -1;
     if (p.seed != t->run.opt->seed || p.batch != t->run.opt->batch || p.n_train != t->run.order.n)
-        return trainer_fail(
+        return task_fail(
             t,
             "--resume: %s was saved with --seed %" PRIu64 " --batch %" PRIu64 " and %" PRIu64
             " training samples; resume with the same values (now %" PRIu64 ", %u, %zu)",
@@ -33,39 +34,26 @@ int trainer_resume(trainer *t)
     clg_stats ls = clg_stats_init();
     clg_status lst = clg_model_stats(t->run.model, 1, &ls);
     if (lst != CLG_SUCCESS)
-        return trainer_fail_clg(t, "--resume: reading the loaded counters", lst);
+        return task_fail_clg(t, "--resume: reading the loaded counters", lst);
     if (ls.cycles != p.updates || ls.micro_steps != p.micro_steps)
-        return trainer_fail(t,
-                    "--resume: %s is inconsistent: its metadata says %" PRIu64 " updates and %" PRIu64
-                    " micro-steps, the training state %" PRIu64 " and %" PRIu64,
-                    t->run.opt->resume, p.updates, p.micro_steps, ls.cycles, ls.micro_steps);
+        return task_fail(t,
+                         "--resume: %s is inconsistent: its metadata says %" PRIu64
+                         " updates and %" PRIu64 " micro-steps, the training state %" PRIu64
+                         " and %" PRIu64,
+                         t->run.opt->resume, p.updates, p.micro_steps, ls.cycles, ls.micro_steps);
     if (p.next_batch > t->run.batches_per_epoch)
-        return trainer_fail(t, "--resume: %s: batch position %" PRIu64 " beyond the epoch's %" PRIu64,
-                    t->run.opt->resume, p.next_batch, t->run.batches_per_epoch);
+        return task_fail(t, "--resume: %s: batch position %" PRIu64 " beyond the epoch's %" PRIu64,
+                         t->run.opt->resume, p.next_batch, t->run.batches_per_epoch);
     run_set_position(&t->run, &p);
     return model_fp32_widen(&t->run, &t->weights); /* bf16 master: the loaded params */
 }
 
 /* ------------------------------------------------------------ training */
 
-static int trainer_zero_sums(trainer *t, cl_mem sums)
+static int classify_evaluate(classify_trainer *t, double *loss, double *acc)
 {
-    float z = 0.0f;
-    cl_int e = clEnqueueFillBuffer(clg_context_queue(t->run.ctx), sums, &z, sizeof z, 0,
-                                   4 * sizeof z, 0, NULL, NULL);
-    return e == CL_SUCCESS ? 0 : trainer_fail_cl(t, "clearing sums", e);
-}
-
-static int trainer_read_sums(trainer *t, cl_mem sums, float out[4])
-{
-    cl_int e = clEnqueueReadBuffer(clg_context_queue(t->run.ctx), sums, CL_TRUE, 0,
-                                   4 * sizeof(float), out, 0, NULL, NULL);
-    return e == CL_SUCCESS ? 0 : trainer_fail_cl(t, "reading sums", e);
-}
-
-static int trainer_evaluate(trainer *t, double *loss, double *acc)
-{
-    if (trainer_zero_sums(t, t->eval_sums) != 0)
+    const run_sums eval = {t->eval_sums, 0, 4};
+    if (run_clear_sums(&t->run, &eval) != 0)
         return -1;
     unsigned cap = t->net->cap;
     for (size_t off = 0; off < t->run.dtest.n; off += cap) {
@@ -75,39 +63,24 @@ static int trainer_evaluate(trainer *t, double *loss, double *acc)
         if (e == CL_SUCCESS)
             e = mlp_sum(t->net, rows, t->eval_sums);
         if (e != CL_SUCCESS)
-            return trainer_fail_cl(t, "evaluation", e);
+            return task_fail_cl(t, "evaluation", e);
     }
     float s[4];
-    if (trainer_read_sums(t, t->eval_sums, s) != 0)
+    if (run_read_sums(&t->run, &eval, s) != 0)
         return -1;
     *loss = s[0] / (double)t->run.dtest.n;
     *acc = s[1] / (double)t->run.dtest.n;
     return 0;
 }
 
-/* sums[2] holds the loss of the update since the last row. */
-static int trainer_clear_update_loss(trainer *t)
-{
-    float z = 0.0f;
-    cl_int e = clEnqueueFillBuffer(clg_context_queue(t->run.ctx), t->sums, &z, sizeof z,
-                                   2 * sizeof z, sizeof z, 0, NULL, NULL);
-    return e == CL_SUCCESS ? 0 : trainer_fail_cl(t, "clearing sums", e);
-}
-
 /* The loop's hooks (task.h) for the classifier. */
-static int epoch_start(void *task)
-{
-    trainer *t = task;
-    t->res->epochs = (unsigned)t->run.epoch + 1;
-    return trainer_zero_sums(t, t->sums);
-}
 
 /* One micro-batch: rows samples from position off of the epoch's order
  * through the MLP, its loss and accuracy into the sums, its gradients
  * into clgrad's accumulator (path B) or the gradient buffers (A, C). */
 static int micro(void *task, size_t off, unsigned rows)
 {
-    trainer *t = task;
+    classify_trainer *t = task;
     const train_options *o = t->run.opt;
     mlp_source src = {t->run.dtrain.images, t->run.dtrain.labels, t->run.dtrain.idx, (cl_uint)off};
     /* Path B: the backward writes rows x mean gradient (the sum) into
@@ -126,62 +99,28 @@ static int micro(void *task, size_t off, unsigned rows)
                         t->grad_view[j].mem, t->grad_view[j].offset,
                         (cl_uint)t->scratch.view[j].count);
     if (e != CL_SUCCESS)
-        return trainer_fail_cl(t, "micro-step", e);
+        return task_fail_cl(t, "micro-step", e);
     return 0;
 }
 
-static int updated(void *task)
-{
-    trainer *t = task;
-    if (model_fp32_widen(&t->run, &t->weights) != 0) /* bf16 master: the next forward's copy */
-        return -1;
-    return run_bound_queue(&t->run);
-}
-
-/* loss, correct answers, the loss since the last --metrics row, unused */
-static int read_sums(void *task, float *s)
-{
-    return trainer_read_sums(task, ((trainer *)task)->sums, s);
-}
-
-/* --metrics: every rank reads the sums (the option is the same on every
- * rank); rank 0, which alone has the file, writes. */
-static int has_metrics(void *task)
-{
-    return run_logs_every_update(&((trainer *)task)->run);
-}
-
-static int metrics_line(void *task, size_t len, const float *s)
-{
-    trainer *t = task;
-    if (trainer_clear_update_loss(t) != 0)
-        return -1;
-    double loss = s[2] / (double)len;
-    return run_watch_update(&t->run, loss);
-}
-
-static double running_loss(void *task, const float *s, uint64_t epoch_samples)
+/* s[0]: the loss of the samples (the epoch's sums, or the update's) */
+static double mean_loss(void *task, const float *s, uint64_t samples)
 {
     (void)task;
-    return epoch_samples ? s[0] / (double)epoch_samples : NAN;
-}
-
-static int save(void *task)
-{
-    return run_save(&((trainer *)task)->run, NULL, NULL, 0);
+    return samples ? s[0] / (double)samples : NAN;
 }
 
 static int evaluate(void *task)
 {
-    trainer *t = task;
-    if (trainer_evaluate(t, &t->res->test_loss, &t->res->test_accuracy) != 0)
+    classify_trainer *t = task;
+    if (classify_evaluate(t, &t->res->test_loss, &t->res->test_accuracy) != 0)
         return -1;
     return run_log_eval(&t->run, "test", t->res->test_loss, &t->res->test_accuracy);
 }
 
 static int epoch_end(void *task, const float *s, uint64_t epoch_samples, double secs)
 {
-    trainer *t = task;
+    classify_trainer *t = task;
     const train_options *o = t->run.opt;
     t->res->train_loss = epoch_samples ? s[0] / (double)epoch_samples : 0;
     t->res->train_accuracy = epoch_samples ? s[1] / (double)epoch_samples : 0;
@@ -203,20 +142,16 @@ static int epoch_end(void *task, const float *s, uint64_t epoch_samples, double 
     return 0;
 }
 
-int trainer_loop(trainer *t)
+int classify_loop(classify_trainer *t)
 {
     static const run_loop_hooks hooks = {
-        .epoch_start = epoch_start,
         .micro = micro,
-        .updated = updated,
-        .n_sums = 4,
-        .read_sums = read_sums,
-        .sync_every_update = has_metrics,
-        .after_update = metrics_line,
-        .running_loss = running_loss,
-        .save = save,
+        .mean_loss = mean_loss,
         .evaluate = evaluate,
         .epoch_end = epoch_end,
     };
-    return run_loop(&t->run, &hooks, t);
+    /* the epoch's loss and correct answers, the update's loss (sums[2]) */
+    t->run.epoch_sums = (run_sums){t->sums, 0, 2};
+    t->run.update_sums = (run_sums){t->sums, 2, 1};
+    return run_train(&t->run, &hooks, t);
 }

@@ -21,8 +21,9 @@
  * be the last one. Parsing is strict: a missing, repeated or unknown
  * record, a malformed number, a name CLBlast could not have, a value out of
  * range or one CLBlast's kernels cannot take (tuning_constraints.h) or a
- * wrong CRC rejects the whole file, with a message saying what was wrong. gemm lines use the trainer's row-major view (tools/tune/
- * mlp_gemms.h): C[m x n] = op(A)[m x k] op(B)[k x n], ta/tb 'N' or 'T';
+ * wrong CRC rejects the whole file, with a message saying what was wrong.
+ * gemm lines use the trainer's row-major view (mlp_gemms.h):
+ * C[m x n] = op(A)[m x k] op(B)[k x n], ta/tb 'N' or 'T';
  * "4x16" is 4 calls of a strided batched GEMM of 16 such products each. */
 #ifndef TUNE_TUNING_FILE_H
 #define TUNE_TUNING_FILE_H

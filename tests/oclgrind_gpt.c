@@ -1,16 +1,20 @@
-/* oclgrind_gpt.c - the GPT task's kernels (tools/train/tasks/gpt/gpt.cl) for
- * tests/oclgrind_kernels.c: every launcher of gpt_kernels.h once at tiny
- * sizes (B 2, T 5, C 8, 2 heads, V 256), with the in-place variants, beta
- * 0 and 1, and the cross-entropy with and without a loss scale; for both
- * builds of the row kernels (a work-group of 64 per row, and 16 rows of 4
- * items: rows that end inside a work-group). Checks no
- * numbers (test_gpt_kernels.c and test_gpt_attention.c do); fails on a
- * kernel of the program that no launch here covers.
+/* oclgrind_gpt.c - the GPT task's kernels (tools/train/tasks/gpt/gpt.cl and
+ * gpt_flash.cl) for tests/oclgrind_kernels.c: every launcher of
+ * gpt_kernels.h once at tiny sizes (B 2, T 5, C 8, 2 heads, V 256), with
+ * the in-place variants, beta 0 and 1, and the cross-entropy with and
+ * without a loss scale; for both builds of the row kernels (a work-group of
+ * 64 per row, and 16 rows of 4 items: rows that end inside a work-group).
+ * The attention of gpt_flash.h at the same sizes (HS 4) for two tilings
+ * (4 rows and key tiles of 2: work-groups and tiles that end past T; 2
+ * rows and tiles of 4). Checks no numbers (test_gpt_kernels.c,
+ * test_gpt_attention.c and test_gpt_flash.c do); fails on a kernel of
+ * either program that no launch here covers.
  *
  * Every buffer is created from host memory (Oclgrind 21.10 keeps memory
  * that clEnqueueFillBuffer wrote "uninitialized", see oclgrind_kernels.c). */
 #include "oclgrind_gpt.h"
 #include "clgrad_advanced.h"
+#include "gpt_flash.h"
 #include "gpt_kernels.h"
 
 #include <stdio.h>
@@ -31,6 +35,10 @@ static const char *const covered[] = {
     "gpt_attn_split",     "gpt_attn_split_backward", "gpt_attn_merge",
     "gpt_attn_merge_backward", "gpt_softmax_causal", "gpt_softmax_causal_backward",
     "gpt_xent",           "gpt_loss_sum",
+};
+/* and those of tools/train/tasks/gpt/gpt_flash.cl */
+static const char *const covered_flash[] = {
+    "gpt_flash_forward", "gpt_flash_backward_dq", "gpt_flash_backward_dkdv",
 };
 
 static void check(cl_int err, const char *what)
@@ -64,12 +72,12 @@ static cl_mem host_bytes(const void *h, size_t bytes)
     return m;
 }
 
-/* Every kernel of program "gpt" (the one gpt_kernels_init built) is in
- * covered[]. */
-static void check_coverage(const gpt_kernels *k)
+/* Every kernel of the program of kernel (n names in list) is in the list;
+ * file names the program's source. */
+static void check_coverage(cl_kernel kernel, const char *const *list, size_t n, const char *file)
 {
     cl_program prog;
-    check(clGetKernelInfo(k->k[0], CL_KERNEL_PROGRAM, sizeof prog, &prog, NULL),
+    check(clGetKernelInfo(kernel, CL_KERNEL_PROGRAM, sizeof prog, &prog, NULL),
           "CL_KERNEL_PROGRAM");
     char names[4096] = "";
     check(clGetProgramInfo(prog, CL_PROGRAM_KERNEL_NAMES, sizeof names, names, NULL),
@@ -77,10 +85,10 @@ static void check_coverage(const gpt_kernels *k)
     for (char *save = NULL, *name = strtok_r(names, ";", &save); name;
          name = strtok_r(NULL, ";", &save)) {
         size_t i = 0;
-        while (i < sizeof covered / sizeof *covered && strcmp(covered[i], name))
+        while (i < n && strcmp(list[i], name))
             i++;
-        if (i == sizeof covered / sizeof *covered) {
-            fprintf(stderr, "UNKNOWN KERNEL: %s in gpt.cl: add it to oclgrind_gpt.c\n", name);
+        if (i == n) {
+            fprintf(stderr, "UNKNOWN KERNEL: %s in %s: add it to oclgrind_gpt.c\n", name, file);
             failures++;
         }
     }
@@ -95,7 +103,7 @@ static void run(unsigned row_items)
         failures++;
         return;
     }
-    check_coverage(&k);
+    check_coverage(k.k[0], covered, sizeof covered / sizeof *covered, "gpt.cl");
     enum { B = 2, T = 5, C = 8, NH = 2, HS = 4, V = 256, N = B * T, R = B * NH };
     uint8_t windows[4 * 8];
     for (int i = 0; i < 4 * 8; i++)
@@ -161,11 +169,43 @@ static void run(unsigned row_items)
     gpt_kernels_release(&k);
 }
 
+/* The attention of gpt_flash.h, forward and backward, R 4 heads of T 5. */
+static void run_flash(unsigned rows, unsigned tile)
+{
+    fprintf(stderr, "program: gpt_flash (%u rows, key tiles of %u)\n", rows, tile);
+    enum { R = 4, T = 5, HS = 4, N = R * T * HS };
+    gpt_flash f;
+    clg_status st = gpt_flash_init_tiles(ctx, HS, rows, tile, &f);
+    if (st != CLG_SUCCESS) {
+        fprintf(stderr, "FAILED: gpt_flash: gpt_flash_init_tiles: status %d (%s)\n", (int)st,
+                clg_last_error(ctx));
+        failures++;
+        return;
+    }
+    check_coverage(f.forward, covered_flash, sizeof covered_flash / sizeof *covered_flash,
+                   "gpt_flash.cl");
+    clg_view t[10];
+    for (int i = 0; i < 10; i++) { /* q k v y dy dq dk dv, then lse dsum; each at offset 1 */
+        size_t n = i < 8 ? N : R * T;
+        t[i] = (clg_view){floats(n + 1), 1, n};
+    }
+    check(gpt_flash_forward(&f, R, T, 0.5f, t[0], t[1], t[2], t[3], t[8]), "gpt_flash_forward");
+    check(gpt_flash_backward(&f, R, T, 0.5f, t[0], t[1], t[2], t[3], t[8], t[4], t[9], t[5], t[6],
+                             t[7]),
+          "gpt_flash_backward");
+    check(clFinish(f.queue), "clFinish");
+    for (int i = 0; i < 10; i++)
+        clReleaseMemObject(t[i].mem);
+    gpt_flash_release(&f);
+}
+
 int oclgrind_gpt(clg_context *context)
 {
     ctx = context;
     failures = 0;
     run(64);
     run(4);
+    run_flash(4, 2);
+    run_flash(2, 4);
     return failures;
 }

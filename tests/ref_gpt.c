@@ -221,3 +221,77 @@ void ref_gpt_xent(unsigned N, unsigned V, const float *logits, const int *target
                     (exp(l[j] - m) / s - (j == (unsigned)target[n] ? 1.0 : 0.0)) * mult;
     }
 }
+
+/* p[j] = softmax over j <= i of scale q_i . k_j of head r (p has i + 1
+ * elements); returns the log-sum-exp. */
+static double flash_row_probs(unsigned T, unsigned HS, double scale, const float *q,
+                              const float *k, size_t r, unsigned i, double *p)
+{
+    const float *qi = q + ((size_t)r * T + i) * HS;
+    double m = -INFINITY, s = 0;
+    for (unsigned j = 0; j <= i; j++) {
+        const float *kj = k + ((size_t)r * T + j) * HS;
+        double dot = 0;
+        for (unsigned d = 0; d < HS; d++)
+            dot += (double)qi[d] * kj[d];
+        p[j] = scale * dot;
+        m = fmax(m, p[j]);
+    }
+    for (unsigned j = 0; j <= i; j++)
+        s += exp(p[j] - m);
+    for (unsigned j = 0; j <= i; j++)
+        p[j] = exp(p[j] - m) / s;
+    return m + log(s);
+}
+
+void ref_gpt_flash_forward(unsigned R, unsigned T, unsigned HS, double scale, const float *q,
+                           const float *k, const float *v, double *y, double *lse)
+{
+    double *p = malloc((T ? T : 1) * sizeof *p);
+    for (size_t r = 0; r < R; r++)
+        for (unsigned i = 0; i < T; i++) {
+            lse[r * T + i] = flash_row_probs(T, HS, scale, q, k, r, i, p);
+            double *yi = y + (r * T + i) * HS;
+            for (unsigned d = 0; d < HS; d++) {
+                yi[d] = 0;
+                for (unsigned j = 0; j <= i; j++)
+                    yi[d] += p[j] * v[(r * T + j) * HS + d];
+            }
+        }
+    free(p);
+}
+
+void ref_gpt_flash_backward(unsigned R, unsigned T, unsigned HS, double scale, const float *q,
+                            const float *k, const float *v, const float *dy, double *dq,
+                            double *dk, double *dv)
+{
+    size_t n = (size_t)R * T * HS;
+    memset(dk, 0, n * sizeof *dk);
+    memset(dv, 0, n * sizeof *dv);
+    double *p = malloc((T ? T : 1) * sizeof *p), *dp = malloc((T ? T : 1) * sizeof *dp);
+    for (size_t r = 0; r < R; r++)
+        for (unsigned i = 0; i < T; i++) {
+            flash_row_probs(T, HS, scale, q, k, r, i, p);
+            size_t row_i = (r * T + i) * HS;
+            double D = 0;
+            for (unsigned j = 0; j <= i; j++) {
+                dp[j] = 0;
+                for (unsigned d = 0; d < HS; d++)
+                    dp[j] += (double)dy[row_i + d] * v[(r * T + j) * HS + d];
+                D += p[j] * dp[j];
+            }
+            for (unsigned d = 0; d < HS; d++)
+                dq[row_i + d] = 0;
+            for (unsigned j = 0; j <= i; j++) {
+                size_t row_j = (r * T + j) * HS;
+                double ds = p[j] * (dp[j] - D);
+                for (unsigned d = 0; d < HS; d++) {
+                    dq[row_i + d] += scale * ds * k[row_j + d];
+                    dk[row_j + d] += scale * ds * q[row_i + d];
+                    dv[row_j + d] += p[j] * dy[row_i + d];
+                }
+            }
+        }
+    free(p);
+    free(dp);
+}

@@ -58,6 +58,17 @@ void ref_gpt_softmax_causal(unsigned R, unsigned T, double scale, const float *p
 void ref_gpt_softmax_causal_backward(unsigned R, unsigned T, double scale, const float *att,
                                      const float *datt, double *dpreatt);
 
+/* Causal attention of R heads (gpt_flash.h), plainly: for q, k, v
+ * [R x T x HS], p_ij = softmax over j <= i of scale q_i . k_j; y = p v
+ * [R x T x HS], lse [R x T] the rows' log-sum-exp. The backward from q, k,
+ * v and dy alone (p recomputed, D_i = sum_j p_ij dp_ij as the softmax's
+ * backward has it): dq, dk, dv [R x T x HS]. */
+void ref_gpt_flash_forward(unsigned R, unsigned T, unsigned HS, double scale, const float *q,
+                           const float *k, const float *v, double *y, double *lse);
+void ref_gpt_flash_backward(unsigned R, unsigned T, unsigned HS, double scale, const float *q,
+                            const float *k, const float *v, const float *dy, double *dq,
+                            double *dk, double *dv);
+
 /* Cross-entropy of N rows of V logits against target: row_loss [N], and
  * dlogits = (softmax - onehot) * mult when dlogits is not NULL. */
 void ref_gpt_xent(unsigned N, unsigned V, const float *logits, const int *target, double mult,

@@ -4,7 +4,8 @@
 
 #include "clgrad.h"
 
-/* Runs every kernel of gpt.cl; returns the number of failed calls. */
+/* Runs every kernel of gpt.cl and gpt_flash.cl; returns the number of
+ * failed calls. */
 int oclgrind_gpt(clg_context *ctx);
 
 #endif /* CLGRAD_OCLGRIND_GPT_H */

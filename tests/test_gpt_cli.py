@@ -337,6 +337,11 @@ def test_dist():
                                 EXE] + common + ["--dist", mode, "--dump-weights", path],
                                capture_output=True, text=True, errors="replace")
             ok = p.returncode == 0 and os.path.exists(path)
+            if not ok:
+                # the ranks' whole stderr on ours: a sanitizer's report, or
+                # LeakSanitizer's tracer crash that make asan's
+                # scripts/lsan-retry.sh reads from it and runs again
+                sys.stderr.write(p.stderr)
             e = rel_l2(weights(path), weights(one)) if ok else float("inf")
             check(e <= 1e-6, "dist %s, %d ranks: rel L2 %.2e against one process%s" % (
                 mode, ranks, e, "" if ok else ": " + p.stderr[-500:]))

@@ -42,8 +42,7 @@ int classify_run_dist(const train_options *opt, const train_io *io, train_dist_h
     t->run.master = &t->weights;
     if (dist)
         dist->zero1 = opt->dist == TRAIN_DIST_ZERO1;
-    unsigned b = opt->micro_batch ? opt->micro_batch : (opt->batch < 32 ? opt->batch : 32);
-    run_set_micro_batch(&t->run, b);
+    run_set_micro_batch(&t->run, opt->micro_batch); /* train_options_check's default */
     int rc = -1;
 
     /* Before any work: outputs that cannot be written, or that would

@@ -115,8 +115,7 @@ static int build_kernels(con_trainer *t)
  * the micro-steps of a full batch. */
 static void set_micro_batch(con_trainer *t, size_t n_train)
 {
-    const train_options *o = t->run.opt;
-    unsigned b = o->micro_batch ? o->micro_batch : (o->batch < 32 ? o->batch : 32);
+    unsigned b = t->run.opt->micro_batch; /* train_options_check's default */
     run_set_micro_batch(&t->run, n_train && b > n_train ? (unsigned)n_train : b);
 }
 

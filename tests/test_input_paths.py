@@ -43,6 +43,8 @@ TRAIN_INPUTS = {
                 ["fifo", "zero", "dangling", "loop", "grows"])],
     "--tuning": [(["--steps", "1"], ["fifo", "zero", "dir", "dangling", "loop"])],
     "--resume": [(["--steps", "1"], ["fifo", "zero", "dir", "dangling", "loop", "grows"])],
+    # a Hugging Face directory (config.json, model.safetensors): a directory is its kind
+    "--init-from": [(["--task", "gpt", "--steps", "1"], ["fifo", "zero", "dangling", "loop"])],
 }
 # "grows" (a regular file with more in it than its size: procfs says 0) is
 # no case of --tuning: a tuning file whose content cannot be used is ignored
@@ -56,6 +58,10 @@ TRAIN_OTHER = set("""--accum-dtype --allow-over-device-memory --aug-noise --aug-
 --sample --save-every --schedule --seed --state-dtype --state-min-size --state-rounding
 --steps --stop-after --task --temperature --test-limit --train-limit --vram --warmup
 --weight-decay --width""".split())
+# --export-hf names a directory it writes two files into (made if missing):
+# an existing directory is its valid kind, so it is no case of the output
+# walk; the refusals of its files are tests/test_gpt_hf.c's.
+TRAIN_OTHER.add("--export-hf")
 
 BENCH_INPUTS = {"--tuning": [(["--quick", "--no-cases"], ["fifo", "zero", "dir", "dangling",
                                                            "loop"])]}

@@ -122,6 +122,18 @@ static const flag_def rows[] = {
              "kernels and the optimizer's update (each\nlaunch waited for: a slower run; a plain "
              "run only)",
      .kind = FLAG_SWITCH, AT(profile), .example = ""},
+    /* Hugging Face GPT-2 in and out (gpt_hf.h); not stored: a --resume
+     * takes its weights from the checkpoint */
+    {.name = "--init-from", .metavar = "DIR",
+     .help = "start from a Hugging Face GPT-2 directory (config.json,\nmodel.safetensors) "
+             "instead of the random init; the shape is\nits config's (--layers, --heads, --width, "
+             "--context, if\ngiven, must agree; --preset is not used)",
+     .kind = FLAG_TEXT, AT(init_from), .expect = "a directory", .example = "gpt2"},
+    {.name = "--export-hf", .metavar = "DIR",
+     .help = "after training, write the weights as a Hugging Face GPT-2\ndirectory (config.json, "
+             "model.safetensors; DIR is made if\nmissing) that GPT2LMHeadModel.from_pretrained "
+             "loads",
+     .kind = FLAG_TEXT, AT(export_hf), .output = 1, .expect = "a directory", .example = "out"},
     {.stored = 5, .key = "task", .label = "task", .store = store_task},
 };
 
@@ -153,6 +165,7 @@ const flag_table gpt_flag_table = {
 
 int gpt_options_check(gpt_options *g, const train_options *o, char *err, size_t errlen)
 {
+    g->shape_flags = gpt_options_shape(g); /* --init-from's config must agree (gpt_hf.c) */
     const gpt_shape *p = &presets[g->preset];
     g->layers = g->layers ? g->layers : p->layers;
     g->heads = g->heads ? g->heads : p->heads;

@@ -31,6 +31,12 @@ typedef struct gpt_options {
     int plan;                               /* --plan: print the memory plan and exit, no device */
     uint64_t memory;                        /* --memory: bytes the plan fits (0: --vram, or none) */
     int profile;                            /* --profile: the step time split (gpt_profile) */
+    /* Hugging Face GPT-2 in and out (gpt_hf.h) */
+    const char *init_from;                  /* --init-from DIR: the initial weights */
+    const char *export_hf;                  /* --export-hf DIR: the final weights */
+    gpt_shape shape_flags;                  /* --layers .. --context as given (0: not),
+                                               set by gpt_options_check, which --init-from's
+                                               config must agree with */
 } gpt_options;
 
 void gpt_options_default(gpt_options *g);

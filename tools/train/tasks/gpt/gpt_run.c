@@ -2,6 +2,7 @@
  * train (gpt_loop.c, with --checkpoint at its end), evaluate,
  * --dump-weights and --sample. */
 #include "gpt_run_internal.h"
+#include "gpt_hf.h"
 #include "dist.h"
 #include "loop.h"
 #include "summary.h"
@@ -45,10 +46,15 @@ int gpt_run_dist(const train_options *o, const gpt_options *g, const train_io *i
     res->val_loss = res->train_loss = NAN;
     run_start(&t->run, GPT_TASK_NAME, o, dist, &res->run, err, errlen);
     t->run.master = &t->weights;
-    t->g = g;
+    /* --init-from: the shape its config gives (gpt_hf.h) */
+    gpt_options hf = *g;
+    t->g = &hf;
     t->res = res;
     int rc = -1;
-    if (train_check_files(gpt_corpus_files, o, !(io && io->train && io->test), err, errlen) != 0 ||
+    const char *corpus = io && io->train && io->test ? NULL : o->data_dir; /* --export-hf's check */
+    if (gpt_hf_apply_options(&hf, err, errlen) != 0 ||
+        (g->export_hf && gpt_hf_check_export(g->export_hf, corpus, err, errlen) != 0) ||
+        train_check_files(gpt_corpus_files, o, !(io && io->train && io->test), err, errlen) != 0 ||
         run_lock_files(&t->run, run_rank0(&t->run)) != 0 ||
         gpt_setup(t, io) != 0 || run_dist_check(&t->run) != 0)
         goto out;
@@ -71,6 +77,9 @@ int gpt_run_dist(const train_options *o, const gpt_options *g, const train_io *i
         res->run.eval_seconds += progress_now() - t1;
     }
     if (run_dump_weights(&t->run, io, run_rank0(&t->run)) != 0)
+        goto out;
+    if (g->export_hf && run_rank0(&t->run) &&
+        gpt_hf_export_run(&t->run, g->export_hf, &t->shape) != 0) /* gpt_hf.h */
         goto out;
     if (g->sample && run_rank0(&t->run) && gpt_sample(t) != 0)
         goto out;

@@ -5,6 +5,7 @@
  * tensors, the model's activations, the data on the device, the sums, the
  * baselines, and the teardown. */
 #include "gpt_run_internal.h"
+#include "gpt_hf.h"
 #include "memplan.h"
 
 #include <inttypes.h>
@@ -164,7 +165,10 @@ static int build_model(gpt_trainer *t)
         st = clg_model_finalize(t->run.model);
     if (st != CLG_SUCCESS)
         return task_fail_clg(t, "building the model", st);
-    if (run_init_params(&t->run, gpt_init_params, &t->shape) != 0)
+    /* --init-from: a Hugging Face GPT-2's weights (gpt_hf.h) */
+    const char *hf = t->g->init_from;
+    if ((hf ? gpt_hf_init_params(&t->run, hf, &t->shape)
+            : run_init_params(&t->run, gpt_init_params, &t->shape)) != 0)
         return -1;
     if (t->run.opt->loss_scale != CLG_LOSS_SCALE_NONE &&
         (st = clg_model_loss_scale_view(t->run.model, &t->scale)) != CLG_SUCCESS)

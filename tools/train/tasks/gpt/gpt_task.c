@@ -2,6 +2,7 @@
  * and the core's defaults it changes (gpt_options.c), their checks, and
  * the command line's run (gpt_run.c, or --plan's) with its summary,
  * --profile's split and --json. */
+#include "gpt_hf.h"
 #include "gpt_options.h"
 #include "gpt_run.h"
 #include "summary.h"
@@ -104,7 +105,9 @@ static int run_main(const train_options *o, const void *opts)
     const gpt_options *g = opts;
     char err[4096] = "";
     if (g->plan) {
-        if (gpt_print_plan(o, g, err, sizeof err) == 0)
+        gpt_options hf = *g; /* --init-from: its config's shape (gpt_hf.h) */
+        if (gpt_hf_apply_options(&hf, err, sizeof err) == 0 &&
+            gpt_print_plan(o, &hf, err, sizeof err) == 0)
             return 0;
         train_print_error(err);
         return 1;
@@ -134,7 +137,10 @@ static int run_dist(const train_options *o, const void *opts, train_dist_hooks *
 static int gemms(const train_options *o, const void *g, task_gemms *out, char *err,
                  size_t errlen)
 {
-    gpt_shape s = gpt_options_shape(g);
+    gpt_options hf = *(const gpt_options *)g; /* --init-from: its config's shape */
+    if (gpt_hf_apply_options(&hf, err, errlen) != 0)
+        return -1;
+    gpt_shape s = gpt_options_shape(&hf);
     out->n = gpt_gemm_shapes(&s, o->micro_batch, out->shape, MLP_GEMMS_MAX);
     if (out->n > MLP_GEMMS_MAX) {
         snprintf(err, errlen, "--task gpt: %zu GEMM shapes, more than the %d a tuning holds",

@@ -25,43 +25,19 @@ cd "$root"
 build=${CLGRAD_BUILD:-build}
 train=$build/tools/train/clgrad-train
 logits=$build/tests/gpt_hf_logits
-venv=${CLGRAD_VENV:-.venv}
 # transformers 4.40.2 is the last release that runs on torch 1.13 here; it
 # takes tokenizers 0.19.x (0.19.1, which the tokenizer script pins too).
 # safetensors 0.8.0 as check-torch-interop.sh pins it in the same venv.
 pins="transformers==4.40.2 tokenizers==0.19.1 huggingface-hub==0.36.2 safetensors==0.8.0"
-system_python=/usr/bin/python3
 start=$(date +%s)
-
-fail() {
-    echo "check-hf-gpt2: $*" >&2
-    exit 1
-}
+check_name=check-hf-gpt2
+. scripts/venv-pins.sh
 
 [ -x "$train" ] || fail "no trainer at $train (build first, or set CLGRAD_BUILD)"
 [ -x "$logits" ] || fail "no $logits (build with -Dtests=enabled, or set CLGRAD_BUILD)"
-[ -x "$system_python" ] || fail "$system_python not found (scripts/install-deps.sh)"
-"$system_python" -c "import torch, numpy" 2>/dev/null ||
-    fail "Debian's python3 cannot import torch and numpy: install python3-torch (scripts/install-deps.sh)"
-
-# A venv of another Python (or one without the system's packages) cannot see
-# Debian's torch: make it again.
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import torch" 2>/dev/null; then
-    echo "check-hf-gpt2: creating $venv (--system-site-packages, $system_python)"
-    "$system_python" -m venv --clear --system-site-packages "$venv"
-fi
-py="$venv/bin/python"
-# installed only when a pin is not what the venv holds
+need_system_torch
 # shellcheck disable=SC2086
-if ! "$py" - $pins <<'PY' 2>/dev/null
-import sys
-from importlib.metadata import version
-sys.exit(any(version(p.split("==")[0]) != p.split("==")[1] for p in sys.argv[1:]))
-PY
-then
-    # shellcheck disable=SC2086
-    "$py" -m pip install --disable-pip-version-check -q $pins
-fi
+venv_with $pins
 
 echo "== tests/gpt/hf_gpt2_check.py"
 "$py" tests/gpt/hf_gpt2_check.py --train "$train" --logits "$logits" --data docs/semantics.md

@@ -15,29 +15,16 @@ set -eu
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-venv=${CLGRAD_VENV:-.venv}
 corpus=${CLGRAD_FORTUNES:-/usr/share/games/fortunes}
 # 0.19.1: the release transformers 4.40.x requires, so that installing that
 # transformers into the same venv later does not change it.
 tokenizers_version=0.19.1
-system_python=/usr/bin/python3
 start=$(date +%s)
+check_name=check-tokens
+. scripts/venv-pins.sh
 
-fail() {
-    echo "check-tokens: $*" >&2
-    exit 1
-}
-
-[ -x "$system_python" ] || fail "$system_python not found (scripts/install-deps.sh)"
 [ -d "$corpus" ] || fail "no corpus at $corpus (install fortunes: scripts/install-deps.sh)"
-if [ ! -x "$venv/bin/python" ]; then
-    echo "check-tokens: creating $venv (--system-site-packages, $system_python)"
-    "$system_python" -m venv --clear --system-site-packages "$venv"
-fi
-if ! "$venv/bin/python" -c "import sys, tokenizers; sys.exit(tokenizers.__version__ != '$tokenizers_version')" 2>/dev/null; then
-    "$venv/bin/python" -m pip install --disable-pip-version-check -q "tokenizers==$tokenizers_version"
-fi
-py="$(cd "$venv/bin" && pwd)/python"
+venv_with "tokenizers==$tokenizers_version"
 
 echo "== tests/python/test_prepare_tokens.py on $corpus"
 "$py" tests/python/test_prepare_tokens.py --corpus "$corpus"

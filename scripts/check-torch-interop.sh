@@ -17,32 +17,15 @@ set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 train=${CLGRAD_TRAIN:-build/tools/train/clgrad-train}
-venv=${CLGRAD_VENV:-.venv}
 # 0.8.0 loads torch 1.13's tensors and works with Debian 12's numpy 1.24.
 safetensors_version=0.8.0
-system_python=/usr/bin/python3
 start=$(date +%s)
-
-fail() {
-    echo "check-torch-interop: $*" >&2
-    exit 1
-}
+check_name=check-torch-interop
+. scripts/venv-pins.sh
 
 [ -x "$train" ] || fail "no trainer at $train (build first, or set CLGRAD_TRAIN)"
-[ -x "$system_python" ] || fail "$system_python not found (scripts/install-deps.sh)"
-"$system_python" -c "import torch, numpy" 2>/dev/null ||
-    fail "Debian's python3 cannot import torch and numpy: install python3-torch (scripts/install-deps.sh)"
-
-# A venv of another Python (or one without the system's packages) cannot see
-# Debian's torch: make it again.
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import torch" 2>/dev/null; then
-    echo "check-torch-interop: creating $venv (--system-site-packages, $system_python)"
-    "$system_python" -m venv --clear --system-site-packages "$venv"
-fi
-if ! "$venv/bin/python" -c "import sys, safetensors; sys.exit(safetensors.__version__ != '$safetensors_version')" 2>/dev/null; then
-    "$venv/bin/python" -m pip install --disable-pip-version-check -q "safetensors==$safetensors_version"
-fi
-py="$venv/bin/python"
+need_system_torch
+venv_with "safetensors==$safetensors_version"
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM

@@ -13,6 +13,7 @@
  * the device's bandwidth it reaches; at small sizes the launch's own cost
  * is part of it, as it is in training. */
 #include "clutil.h"
+#include "gpt_flash.h"
 #include "gpt_kernels.h"
 #include "stream.h"
 #include "timing.h"
@@ -27,10 +28,10 @@ typedef struct gpt_bench_dims {
 
 /* The buffers every launch reads or writes, large enough for all. */
 typedef struct gpt_bench_bufs {
-    cl_mem act[6];  /* [N x 4C] floats each */
-    cl_mem att[2];  /* [B NH T T] */
-    cl_mem par[4];  /* [max(V, T, 4) x 4C]: weights, biases, their gradients */
-    cl_mem rows[3]; /* [N]: mean, rstd, row losses */
+    cl_mem act[6];    /* [N x 4C] floats each */
+    gpt_flash *flash; /* the attention's program for the head size */
+    cl_mem par[4];    /* [max(V, T, 4) x 4C]: weights, biases, their gradients */
+    cl_mem rows[3];   /* [N]: mean, rstd, row losses */
     cl_mem windows, idx, scratch, sort, sums;
 } gpt_bench_bufs;
 
@@ -132,66 +133,34 @@ static cl_int l_residual(const gpt_kernels *k, const gpt_bench_bufs *b, const gp
                         view(b->act[2], n));
 }
 
-/* q, k, v in act[0..2], qkv in act[3] (3C of its 4C columns used as rows of 3C) */
-static cl_int l_split(const gpt_kernels *k, const gpt_bench_bufs *b, const gpt_bench_dims *d,
+/* The attention (gpt_flash.h) in the model's layout: qkv [N x 3C] in
+ * act[3] (3C of its 4C columns used as rows of 3C), y [N x C] in act[1],
+ * dy in act[2], dqkv in act[0], each row's log-sum-exp in act[4] and the
+ * backward's dsum in act[5] (B NH T floats each, within N x 4C). */
+static cl_int l_flash(const gpt_kernels *k, const gpt_bench_bufs *b, const gpt_bench_dims *d,
                       const gpt_tokens *tok)
 {
-    (void)tok;
-    size_t nc = N_ROWS(d) * d->C;
-    return gpt_attn_split(k, d->B, d->T, d->NH, d->C / d->NH, view(b->act[3], 3 * nc),
-                          view(b->act[0], nc), view(b->act[1], nc), view(b->act[2], nc));
+    (void)k, (void)tok;
+    size_t nc = N_ROWS(d) * d->C, r = (size_t)d->B * d->NH;
+    clg_view qkv = view(b->act[3], 3 * nc);
+    clg_view kv = {qkv.mem, d->C, 3 * nc - d->C}, vv = {qkv.mem, 2 * d->C, 3 * nc - 2 * d->C};
+    return gpt_flash_forward(b->flash, (cl_uint)r, d->T, 0.125f,
+                             gpt_flash_model_layout(d->NH, d->C), view(b->par[1], 3 * d->C), qkv,
+                             kv, vv, view(b->act[1], nc), view(b->act[4], r * d->T));
 }
 
-static cl_int l_split_bw(const gpt_kernels *k, const gpt_bench_bufs *b, const gpt_bench_dims *d,
+static cl_int l_flash_bw(const gpt_kernels *k, const gpt_bench_bufs *b, const gpt_bench_dims *d,
                          const gpt_tokens *tok)
 {
-    (void)tok;
-    size_t nc = N_ROWS(d) * d->C;
-    return gpt_attn_split_backward(k, d->B, d->T, d->NH, d->C / d->NH, view(b->act[0], nc),
-                                   view(b->act[1], nc), view(b->act[2], nc),
-                                   view(b->act[4], 3 * nc));
-}
-
-static cl_int l_merge(const gpt_kernels *k, const gpt_bench_bufs *b, const gpt_bench_dims *d,
-                      const gpt_tokens *tok)
-{
-    (void)tok;
-    size_t nc = N_ROWS(d) * d->C;
-    return gpt_attn_merge(k, d->B, d->T, d->NH, d->C / d->NH, view(b->act[0], nc),
-                          view(b->act[1], nc));
-}
-
-static cl_int l_merge_bw(const gpt_kernels *k, const gpt_bench_bufs *b, const gpt_bench_dims *d,
-                         const gpt_tokens *tok)
-{
-    (void)tok;
-    size_t nc = N_ROWS(d) * d->C;
-    return gpt_attn_merge_backward(k, d->B, d->T, d->NH, d->C / d->NH, view(b->act[1], nc),
-                                   view(b->act[2], nc));
-}
-
-static size_t att_count(const gpt_bench_dims *d)
-{
-    return (size_t)d->B * d->NH * d->T * d->T;
-}
-
-static cl_int l_softmax(const gpt_kernels *k, const gpt_bench_bufs *b, const gpt_bench_dims *d,
-                        const gpt_tokens *tok)
-{
-    (void)tok;
-    size_t n = att_count(d);
-    return gpt_softmax_causal(k, d->B * d->NH, d->T, 0.125f, view(b->att[0], n),
-                              view(b->att[1], n));
-}
-
-static cl_int l_softmax_bw(const gpt_kernels *k, const gpt_bench_bufs *b,
-                           const gpt_bench_dims *d, const gpt_tokens *tok)
-{
-    (void)tok;
-    size_t n = att_count(d);
-    /* datt in att[0] becomes dpreatt in place, as the model runs it */
-    return gpt_softmax_causal_backward(k, d->B * d->NH, d->T, 0.125f, view(b->att[1], n),
-                                       view(b->att[0], n), view(b->att[0], n));
+    (void)k, (void)tok;
+    size_t nc = N_ROWS(d) * d->C, r = (size_t)d->B * d->NH, C = d->C;
+    clg_view qkv = view(b->act[3], 3 * nc), dqkv = view(b->act[0], 3 * nc);
+    clg_view kv = {qkv.mem, C, 3 * nc - C}, vv = {qkv.mem, 2 * C, 3 * nc - 2 * C};
+    clg_view dk = {dqkv.mem, C, 3 * nc - C}, dv = {dqkv.mem, 2 * C, 3 * nc - 2 * C};
+    return gpt_flash_backward(b->flash, (cl_uint)r, d->T, 0.125f,
+                              gpt_flash_model_layout(d->NH, d->C), view(b->par[1], 3 * C), qkv, kv,
+                              vv, view(b->act[1], nc), view(b->act[4], r * d->T),
+                              view(b->act[2], nc), view(b->act[5], r * d->T), dqkv, dk, dv);
 }
 
 static cl_int l_xent(const gpt_kernels *k, const gpt_bench_bufs *b, const gpt_bench_dims *d,
@@ -216,8 +185,7 @@ static cl_int l_loss_sum(const gpt_kernels *k, const gpt_bench_bufs *b, const gp
 static size_t gpt_bench_kernels(const gpt_bench_dims *d, gpt_bench_kernel *out)
 {
     double n = (double)N_ROWS(d), c = d->C, v = d->V, t = d->T;
-    double nc = n * c * F4, h = 4 * nc, att = (double)att_count(d) * F4;
-    double tri = (double)d->B * d->NH * t * (t + 1) / 2 * F4; /* the causal triangle */
+    double nc = n * c * F4, h = 4 * nc, lse = n * d->NH * F4;
     size_t i = 0;
     out[i++] = (gpt_bench_kernel){"embed", n + v * c * F4 + t * c * F4 + nc, l_embed};
     out[i++] = (gpt_bench_kernel){"embed_backward", n + nc + 2 * (v + t) * c * F4, l_embed_bw};
@@ -230,12 +198,10 @@ static size_t gpt_bench_kernels(const gpt_bench_dims *d, gpt_bench_kernel *out)
     out[i++] = (gpt_bench_kernel){"gelu (4C)", 2 * h, l_gelu};
     out[i++] = (gpt_bench_kernel){"gelu_backward (4C)", 3 * h, l_gelu_bw};
     out[i++] = (gpt_bench_kernel){"residual", 3 * nc, l_residual};
-    out[i++] = (gpt_bench_kernel){"attn_split", 6 * nc, l_split};
-    out[i++] = (gpt_bench_kernel){"attn_split_backward", 6 * nc, l_split_bw};
-    out[i++] = (gpt_bench_kernel){"attn_merge", 2 * nc, l_merge};
-    out[i++] = (gpt_bench_kernel){"attn_merge_backward", 2 * nc, l_merge_bw};
-    out[i++] = (gpt_bench_kernel){"softmax_causal", tri + att, l_softmax};
-    out[i++] = (gpt_bench_kernel){"softmax_causal_backward", 2 * tri + att, l_softmax_bw};
+    /* q, k, v read, y and the log-sum-exps written; and q, k, v, y, dy and
+     * the log-sum-exps read, dq, dk, dv written, dsum written and read */
+    out[i++] = (gpt_bench_kernel){"attention (flash)", 4 * nc + lse, l_flash};
+    out[i++] = (gpt_bench_kernel){"attention backward (flash)", 8 * nc + 3 * lse, l_flash_bw};
     out[i++] = (gpt_bench_kernel){"xent (with backward)", n + 2 * n * v * F4 + n * F4, l_xent};
     out[i++] = (gpt_bench_kernel){"loss_sum", n * F4, l_loss_sum};
     return i;
@@ -313,9 +279,6 @@ static int alloc_bufs(clg_context *ctx, const gpt_bench_dims *d, gpt_bench_bufs 
     for (int i = 0; i < 6 && rc == 0; i++)
         rc = bench_filled_buffer(ctx, h * sizeof(float), &one, sizeof one, "activations",
                                  &b->act[i]);
-    for (int i = 0; i < 2 && rc == 0; i++)
-        rc = bench_filled_buffer(ctx, att_count(d) * sizeof(float), &one, sizeof one, "attention",
-                                 &b->att[i]);
     for (int i = 0; i < 4 && rc == 0; i++)
         rc = bench_filled_buffer(ctx, rows_p * 4 * d->C * sizeof(float), &one, sizeof one,
                                  "params", &b->par[i]);
@@ -360,7 +323,8 @@ static int alloc_bufs(clg_context *ctx, const gpt_bench_dims *d, gpt_bench_bufs 
 static void free_bufs(gpt_bench_bufs *b)
 {
     bench_release_mems(b->act, 6);
-    bench_release_mems(b->att, 2);
+    if (b->flash)
+        gpt_flash_release(b->flash);
     bench_release_mems(b->par, 4);
     bench_release_mems(b->rows, 3);
     cl_mem rest[] = {b->windows, b->idx, b->scratch, b->sort, b->sums};
@@ -377,6 +341,12 @@ static int measure(clg_context *ctx, const gpt_bench_opts *o)
     gpt_bench_bufs b;
     bench_stream s;
     int rc = alloc_bufs(ctx, d, &b);
+    gpt_flash flash;
+    if (rc == 0 && !bench_clg_ok(ctx, gpt_flash_init(ctx, d->C / d->NH, &flash),
+                                 "building tools/train/tasks/gpt/gpt_flash.cl"))
+        rc = -1;
+    else if (rc == 0)
+        b.flash = &flash;
     int have_stream = 0;
     if (rc == 0)
         rc = bench_stream_init(&s, ctx, (uint64_t)1 << 24, 0, 0, 3);

@@ -7,7 +7,8 @@
  * accumulator tensor written to the file named by argv[1].
  * Checked here, against the model itself: the activation buffers are what
  * gpt_activation_bytes plans (and a budget one byte short refuses them);
- * a second forward + backward gives bit-identical gradients; beta 1 with
+ * a second forward + backward gives bit-identical gradients, and so does
+ * each --recompute mode (none, block) against the default (norm); beta 1 with
  * dscale 0.5 and a loss scale of 2 adds exactly the same gradient again;
  * the logits of shorter forwards (sampling) equal the full forward's
  * where causality says they must; the init has GPT-2's spread. */
@@ -98,7 +99,7 @@ static void check_init(const gpt_shape *s, const float *p)
 static int setup(void **state)
 {
     tu_group_setup(state);
-    F.s = (gpt_shape){L, NH, C, T};
+    F.s = (gpt_shape){L, NH, C, T, GPT_RECOMPUTE_NORM};
     char err[256];
     assert_int_equal(gpt_shape_check(&F.s, err, sizeof err), 0);
     F.model = build_model(&F.s);
@@ -142,28 +143,44 @@ static int teardown(void **state)
     return tu_group_teardown(state);
 }
 
-/* The plan's formula (written out again here, as the report states it):
- * per sequence 4 bytes times L (10 T C + 4 T + NH T^2) per block, plus
- * 11 T C + 260 T + NH T^2 + 4 C ceil(T / 16) + 257 for the whole model
- * (the kernels' scratch: 4C per 16 positions; the sort: 257 + T), at
- * the test's shape, GPT-2 124M's at T = 1024 (1.2 GiB a sequence) and a
+/* The plan's formula (written out again here, as the report states it),
+ * in floats per sequence: each block keeps 10 T C + 4 T + NH T (qkv 3 T C,
+ * the attention's output, res2 and res3 T C each, fch 4 T C, two
+ * LayerNorms' mean and rstd, each attention row's log-sum-exp); --recompute
+ * none 6 T C more (ln_1's, ln_2's and GELU's outputs); block keeps res3
+ * alone past block 0 (T C). The whole model adds 7 T C + 260 T + NH T +
+ * 5 C ceil(T / 16) + 257 (the embeddings, GELU's output, the residual's
+ * gradient, the other gradient; ln_f's stats, the logits, the losses; the
+ * attention backward's dy . y; the kernels' scratch: 5C per 16 positions;
+ * the sort: 257 + T). At the test's shape, GPT-2 124M's at T = 1024 and a
  * single position. */
-static uint64_t plan_formula(uint64_t Lb, uint64_t nh, uint64_t c, uint64_t t)
+static uint64_t plan_formula(const gpt_shape *s)
 {
-    uint64_t block = 10 * t * c + 4 * t + nh * t * t;
-    return 4 * (Lb * block + 11 * t * c + 260 * t + nh * t * t + 4 * c * ((t + 15) / 16) + 257);
+    uint64_t nh = s->heads, c = s->width, t = s->context, total = 0;
+    uint64_t block = 10 * t * c + 4 * t + nh * t;
+    for (unsigned l = 0; l < s->layers; l++) {
+        if (s->recompute == GPT_RECOMPUTE_NONE)
+            total += block + 6 * t * c;
+        else if (s->recompute == GPT_RECOMPUTE_BLOCK && l > 0)
+            total += t * c;
+        else
+            total += block;
+    }
+    return 4 * (total + 7 * t * c + 260 * t + nh * t + 5 * c * ((t + 15) / 16) + 257);
 }
 
 static void test_plan_formula(void **state)
 {
     (void)state;
-    const gpt_shape shapes[] = {{L, NH, C, T}, {12, 12, 768, 1024}, {3, 5, 40, 1}};
-    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
-        const gpt_shape *s = &shapes[i];
-        gpt_act_bytes ab = gpt_activation_bytes(s);
-        assert_int_equal(ab.fixed, 0);
-        assert_int_equal(ab.per_seq, plan_formula(s->layers, s->heads, s->width, s->context));
-    }
+    const gpt_shape shapes[] = {{L, NH, C, T, 0}, {12, 12, 768, 1024, 0}, {3, 5, 40, 1, 0}};
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
+        for (int r = 0; r < GPT_RECOMPUTE_MODES; r++) {
+            gpt_shape sh = shapes[i];
+            sh.recompute = (gpt_recompute)r;
+            gpt_act_bytes ab = gpt_activation_bytes(&sh);
+            assert_int_equal(ab.fixed, 0);
+            assert_int_equal(ab.per_seq, plan_formula(&sh));
+        }
 }
 
 /* A budget one byte short is refused; then the activation buffers are
@@ -187,6 +204,8 @@ static void test_plan(void **state)
     uint64_t held = 0;
     for (int i = 0; i < F.gm->n_bufs; i++) {
         size_t bytes;
+        if (!F.gm->buf[i]) /* a kind the mode does not keep */
+            continue;
         assert_int_equal(clGetMemObjectInfo(F.gm->buf[i], CL_MEM_SIZE, sizeof bytes, &bytes, NULL),
                          CL_SUCCESS);
         held += bytes;
@@ -298,12 +317,106 @@ static void test_grads(void **state)
     free(logits);
 }
 
+static void clear_sums(void)
+{
+    const float zero[2] = {0, 0};
+    assert_int_equal(clEnqueueWriteBuffer(clg_context_queue(tu_ctx), F.sums, CL_TRUE, 0,
+                                          sizeof zero, zero, 0, NULL, NULL),
+                     CL_SUCCESS);
+}
+
+/* --recompute none and block: the same loss and gradients as norm (the
+ * fixture's model), bit for bit, from their own activations. */
+static void test_recompute_modes(void **state)
+{
+    (void)state;
+    size_t n = F.n_params;
+    float *want = tu_xmalloc(n * 4), *got = tu_xmalloc(n * 4), sums[2], want_sums[2];
+    gpt_model *norm = F.gm;
+    clear_sums();
+    step(0.0f, 1.0f, 0, want, NULL);
+    tu_buffer_read(F.sums, 0, want_sums, sizeof want_sums);
+    const gpt_recompute modes[] = {GPT_RECOMPUTE_NONE, GPT_RECOMPUTE_BLOCK};
+    for (size_t i = 0; i < sizeof modes / sizeof *modes; i++) {
+        gpt_shape s = F.s;
+        s.recompute = modes[i];
+        char err[256];
+        if (gpt_create(tu_ctx, &s, B, &F.gm, err, sizeof err) != 0)
+            fail_msg("gpt_create (--recompute %s): %s", gpt_recompute_name(modes[i]), err);
+        OK(gpt_bind(F.gm, F.model));
+        clear_sums();
+        step(0.0f, 1.0f, 0, got, NULL);
+        tu_buffer_read(F.sums, 0, sums, sizeof sums);
+        gpt_destroy(F.gm);
+        F.gm = norm;
+        assert_memory_equal(sums, want_sums, sizeof sums);
+        for (size_t e = 0; e < n; e++)
+            if (memcmp(&got[e], &want[e], 4) != 0)
+                fail_msg("--recompute %s: gradient %zu is %.9g, norm's %.9g",
+                         gpt_recompute_name(modes[i]), e, got[e], want[e]);
+    }
+    free(want);
+    free(got);
+}
+
+/* Launches of one micro-step (forward and backward, gpt_launches) per
+ * block and for the rest, written out from gpt_forward.c and
+ * gpt_backward.c (each CLBlast GEMM call counted once; a column sum is its
+ * partials and their last pass), so that a pass that grows shows:
+ *   forward per block   LAUNCHES_FWD_BLOCK: 4 GEMMs, the attention, the
+ *                       residual + next LayerNorm twice, bias + GELU
+ *   backward per block  LAUNCHES_BWD_BLOCK (--recompute norm): 10 GEMMs,
+ *                       3 bias partials (one fused with GELU's backward)
+ *                       and 2 pairs' last passes, 2 LayerNorm backwards of
+ *                       2, the attention's 2, GELU and 2 LayerNorms again;
+ *                       none runs those 3 fewer; block also
+ *                       LAUNCHES_AGAIN_BLOCK for each block but the last
+ *                       (the forward up to fch, ln_1 first)
+ * measured as the difference of models of 2 and 1 blocks. Before the
+ * attention in O(T) memory and the fusions it was 18 + 33 (test_launches
+ * prints today's). */
+enum { LAUNCHES_FWD_BLOCK = 8, LAUNCHES_BWD_BLOCK = 23, LAUNCHES_AGAIN_BLOCK = 7 };
+
+static uint64_t micro_step_launches(unsigned layers, gpt_recompute r)
+{
+    gpt_shape s = {layers, NH, C, T, r};
+    clg_model *model = build_model(&s);
+    gpt_model *gm = NULL;
+    char err[256];
+    if (gpt_create(tu_ctx, &s, B, &gm, err, sizeof err) != 0)
+        fail_msg("gpt_create: %s", err);
+    OK(gpt_bind(gm, model));
+    uint64_t l0 = gpt_launches(gm);
+    assert_int_equal(gpt_forward(gm, &F.tok, B, NULL), CL_SUCCESS);
+    assert_int_equal(gpt_backward(gm, &F.tok, B, 1.0f, (clg_view){0}, 0.0f), CL_SUCCESS);
+    uint64_t n = gpt_launches(gm) - l0;
+    assert_int_equal(clFinish(clg_context_queue(tu_ctx)), CL_SUCCESS);
+    gpt_destroy(gm);
+    clg_model_destroy(model);
+    return n;
+}
+
+static void test_launches(void **state)
+{
+    (void)state;
+    const int fwd = LAUNCHES_FWD_BLOCK, bwd = LAUNCHES_BWD_BLOCK;
+    const int per_block[] = {[GPT_RECOMPUTE_NORM] = fwd + bwd,
+                             [GPT_RECOMPUTE_NONE] = fwd + bwd - 3,
+                             [GPT_RECOMPUTE_BLOCK] = fwd + bwd + LAUNCHES_AGAIN_BLOCK};
+    for (int r = 0; r < GPT_RECOMPUTE_MODES; r++) {
+        uint64_t one = micro_step_launches(1, (gpt_recompute)r),
+                 two = micro_step_launches(2, (gpt_recompute)r);
+        print_message("--recompute %s: %llu launches a micro-step of 1 block, %llu of 2\n",
+                      gpt_recompute_name((gpt_recompute)r), (unsigned long long)one,
+                      (unsigned long long)two);
+        assert_int_equal(two - one, per_block[r]);
+    }
+}
+
 /* gpt_gemm_shapes: the FLOPs of a micro-step's GEMMs, 3 x 2 N (12 C^2 L +
  * V C) for N positions (forward, dW, dX of each linear layer: 3C^2 + C^2 +
- * 4C^2 + 4C^2 per block; the head V C) and 6 x 2 B T^2 C per block for the
- * attention's batched ones (B x heads products of T x T x C/heads each:
- * scores and outputs forward, four gradients backward), and every call
- * counted. */
+ * 4C^2 + 4C^2 per block; the head V C; the attention runs none), and every
+ * call counted. */
 static void test_gemm_shapes(void **state)
 {
     (void)state;
@@ -316,9 +429,8 @@ static void test_gemm_shapes(void **state)
         flops += sh[i].count * mlp_gemm_flops(&sh[i]);
         calls += sh[i].count;
     }
-    assert_true(flops == 3 * 2 * N * (12.0 * C * C * L + (double)GPT_VOCAB * C) +
-                             6 * 2 * (double)B * T * T * C * L);
-    assert_int_equal(calls, 3 * (4 * L + 1) + 6 * L);
+    assert_true(flops == 3 * 2 * N * (12.0 * C * C * L + (double)GPT_VOCAB * C));
+    assert_int_equal(calls, 3 * (4 * L + 1));
 }
 
 int main(int argc, char **argv)
@@ -329,10 +441,9 @@ int main(int argc, char **argv)
     }
     out_path = argv[1];
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_plan_formula),
-        cmocka_unit_test(test_plan),
-        cmocka_unit_test(test_grads),
-        cmocka_unit_test(test_gemm_shapes),
+        cmocka_unit_test(test_plan_formula), cmocka_unit_test(test_plan),
+        cmocka_unit_test(test_grads),        cmocka_unit_test(test_recompute_modes),
+        cmocka_unit_test(test_launches),     cmocka_unit_test(test_gemm_shapes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

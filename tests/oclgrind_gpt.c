@@ -1,7 +1,8 @@
 /* oclgrind_gpt.c - the GPT task's kernels (tools/train/tasks/gpt/gpt.cl and
  * gpt_flash.cl) for tests/oclgrind_kernels.c: every launcher of
  * gpt_kernels.h once at tiny sizes (B 2, T 5, C 8, 2 heads, V 256), with
- * the in-place variants, beta 0 and 1, and the cross-entropy with and
+ * the in-place variants, beta 0 and 1, the fusions (gpt_residual_layernorm
+ * in place and without its bias), and the cross-entropy with and
  * without a loss scale; for both builds of the row kernels (a work-group of
  * 64 per row, and 16 rows of 4 items: rows that end inside a work-group).
  * The attention of gpt_flash.h at the same sizes (HS 4) for two tilings
@@ -29,12 +30,10 @@ static clg_context *ctx;
 static const char *const covered[] = {
     "gpt_embed",          "gpt_sort_tokens",    "gpt_wte_grad",
     "gpt_wpe_grad",       "gpt_layernorm",      "gpt_layernorm_backward",
-    "gpt_layernorm_dwdb",
     "gpt_colsum_partial", "gpt_colsum_final",   "gpt_bias_add",
     "gpt_gelu",           "gpt_gelu_backward",  "gpt_residual",
-    "gpt_attn_split",     "gpt_attn_split_backward", "gpt_attn_merge",
-    "gpt_attn_merge_backward", "gpt_softmax_causal", "gpt_softmax_causal_backward",
     "gpt_xent",           "gpt_loss_sum",
+    "gpt_residual_layernorm", "gpt_bias_gelu",  "gpt_gelu_backward_colsum",
 };
 /* and those of tools/train/tasks/gpt/gpt_flash.cl */
 static const char *const covered_flash[] = {
@@ -104,7 +103,7 @@ static void run(unsigned row_items)
         return;
     }
     check_coverage(k.k[0], covered, sizeof covered / sizeof *covered, "gpt.cl");
-    enum { B = 2, T = 5, C = 8, NH = 2, HS = 4, V = 256, N = B * T, R = B * NH };
+    enum { B = 2, T = 5, C = 8, V = 256, N = B * T };
     uint8_t windows[4 * 8];
     for (int i = 0; i < 4 * 8; i++)
         windows[i] = (uint8_t)(i * 97 % 7 * 30); /* a few repeated bytes */
@@ -124,12 +123,9 @@ static void run(unsigned row_items)
     T_(mean, N);
     T_(rstd, N);
     T_(h, N * 4 * C);
-    T_(qkv, N * 3 * C);
+    T_(h2, N * 4 * C);
     T_(q, N * C);
-    T_(kk, N * C);
     T_(v, N * C);
-    T_(att, R * T * T);
-    T_(datt, R * T * T);
     T_(logits, N * V);
     T_(loss, N);
     T_(scale, 1);
@@ -138,20 +134,27 @@ static void run(unsigned row_items)
     check(gpt_embed_backward(&k, &tok, B, T, C, x, sort, wte, 0.0f, wpe, 1.0f, scratch),
           "gpt_embed_backward");
     check(gpt_layernorm(&k, N, C, x, w, b, y, mean, rstd), "gpt_layernorm");
-    check(gpt_layernorm_backward(&k, N, C, y, x, w, mean, rstd, x, w, b, 1.0f, scratch),
+    check(gpt_layernorm_backward(&k, N, C, y, x, w, mean, rstd, q, w, b, 1.0f, scratch),
           "gpt_layernorm_backward");
     check(gpt_bias_add(&k, N, 4 * C, h, b), "gpt_bias_add");
     check(gpt_bias_grad(&k, N, 4 * C, h, b, 0.0f, scratch), "gpt_bias_grad");
     check(gpt_gelu(&k, N * 4 * C, h, h), "gpt_gelu");
     check(gpt_gelu_backward(&k, N * C, x, y, y), "gpt_gelu_backward");
     check(gpt_residual(&k, N * C, x, y, x), "gpt_residual");
-    check(gpt_attn_split(&k, B, T, NH, HS, qkv, q, kk, v), "gpt_attn_split");
-    check(gpt_attn_split_backward(&k, B, T, NH, HS, q, kk, v, qkv), "gpt_attn_split_backward");
-    check(gpt_attn_merge(&k, B, T, NH, HS, v, y), "gpt_attn_merge");
-    check(gpt_attn_merge_backward(&k, B, T, NH, HS, y, v), "gpt_attn_merge_backward");
-    check(gpt_softmax_causal(&k, R, T, 0.5f, att, att), "gpt_softmax_causal");
-    check(gpt_softmax_causal_backward(&k, R, T, 0.5f, att, datt, datt),
-          "gpt_softmax_causal_backward");
+    /* the fusions: res = a (the read of a[0] before lane 0 writes it), and
+     * without the bias; in place GELU backward */
+    check(gpt_residual_layernorm(&k, N, C, x, v, b, x, w, b, y, mean, rstd),
+          "gpt_residual_layernorm (res = a)");
+    check(gpt_residual_layernorm(&k, N, C, x, v, (clg_view){NULL, 0, 0}, q, w, b, y, mean, rstd),
+          "gpt_residual_layernorm (no bias)");
+    check(gpt_bias_gelu(&k, N, 4 * C, h, b, h2), "gpt_bias_gelu");
+    check(gpt_gelu_backward_bias_grad(&k, N, 4 * C, h, h2, h2, b, 1.0f, scratch),
+          "gpt_gelu_backward_bias_grad");
+    /* a pair of bias gradients (C columns, then 4C) finished in one launch */
+    check(gpt_bias_grad_partial(&k, N, C, x, scratch, 5 * C, 0), "gpt_bias_grad_partial");
+    check(gpt_gelu_backward_partial(&k, N, 4 * C, h, h2, h2, scratch, 5 * C, C),
+          "gpt_gelu_backward_partial");
+    check(gpt_bias_grad_pair(&k, N, 5 * C, C, scratch, w, b, 0.5f), "gpt_bias_grad_pair");
     check(gpt_xent(&k, &tok, B, T, V, logits, loss, 0, 1.0f, (clg_view){NULL, 0, 0},
                    (clg_view){NULL, 0, 0}),
           "gpt_xent forward");
@@ -159,8 +162,7 @@ static void run(unsigned row_items)
           "gpt_xent backward");
     check(gpt_loss_sum(&k, N, loss, sums, scratch), "gpt_loss_sum");
     check(clFinish(k.queue), "clFinish");
-    clg_view all[] = {wte, wpe, x, y, w, b, mean, rstd, h, qkv, q, kk, v, att, datt, logits,
-                      loss, scale};
+    clg_view all[] = {wte, wpe, x, y, w, b, mean, rstd, h, h2, q, v, logits, loss, scale};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         clReleaseMemObject(all[i].mem);
     cl_mem bufs[] = {tok.windows, tok.idx, sort, scratch, sums};
@@ -169,11 +171,13 @@ static void run(unsigned row_items)
     gpt_kernels_release(&k);
 }
 
-/* The attention of gpt_flash.h, forward and backward, R 4 heads of T 5. */
+/* The attention of gpt_flash.h, forward and backward, in the model's
+ * layout (gpt_flash_model_layout) with c_attn's bias: 2 sequences of 2
+ * heads (R 4) of T 5. */
 static void run_flash(unsigned rows, unsigned tile)
 {
     fprintf(stderr, "program: gpt_flash (%u rows, key tiles of %u)\n", rows, tile);
-    enum { R = 4, T = 5, HS = 4, N = R * T * HS };
+    enum { R = 4, NH = 2, T = 5, HS = 4, C = NH * HS, N = R / NH * T, N3 = 3 * N * C, N1 = N * C };
     gpt_flash f;
     clg_status st = gpt_flash_init_tiles(ctx, HS, rows, tile, &f);
     if (st != CLG_SUCCESS) {
@@ -184,17 +188,22 @@ static void run_flash(unsigned rows, unsigned tile)
     }
     check_coverage(f.forward, covered_flash, sizeof covered_flash / sizeof *covered_flash,
                    "gpt_flash.cl");
-    clg_view t[10];
-    for (int i = 0; i < 10; i++) { /* q k v y dy dq dk dv, then lse dsum; each at offset 1 */
-        size_t n = i < 8 ? N : R * T;
-        t[i] = (clg_view){floats(n + 1), 1, n};
-    }
-    check(gpt_flash_forward(&f, R, T, 0.5f, t[0], t[1], t[2], t[3], t[8]), "gpt_flash_forward");
-    check(gpt_flash_backward(&f, R, T, 0.5f, t[0], t[1], t[2], t[3], t[8], t[4], t[9], t[5], t[6],
-                             t[7]),
+    /* qkv, dqkv, y, dy, lse, dsum; each at offset 1 */
+    const size_t n[6] = {N3, N3, N1, N1, R * T, R * T};
+    clg_view t[6];
+    for (int i = 0; i < 6; i++)
+        t[i] = (clg_view){floats(n[i] + 1), 1, n[i]};
+    clg_view q = t[0], k = {q.mem, 1 + C, N3 - C}, v = {q.mem, 1 + 2 * C, N3 - 2 * C};
+    clg_view dq = t[1], dk = {dq.mem, 1 + C, N3 - C}, dv = {dq.mem, 1 + 2 * C, N3 - 2 * C};
+    gpt_flash_layout lay = gpt_flash_model_layout(NH, C);
+    clg_view bias = {floats(3 * C + 1), 1, 3 * C};
+    check(gpt_flash_forward(&f, R, T, 0.5f, lay, bias, q, k, v, t[2], t[4]), "gpt_flash_forward");
+    check(gpt_flash_backward(&f, R, T, 0.5f, lay, bias, q, k, v, t[2], t[4], t[3], t[5], dq, dk,
+                             dv),
           "gpt_flash_backward");
     check(clFinish(f.queue), "clFinish");
-    for (int i = 0; i < 10; i++)
+    clReleaseMemObject(bias.mem);
+    for (int i = 0; i < 6; i++)
         clReleaseMemObject(t[i].mem);
     gpt_flash_release(&f);
 }

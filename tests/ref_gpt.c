@@ -109,6 +109,13 @@ void ref_gpt_colsum(unsigned N, unsigned OC, const float *src, double *sum)
     }
 }
 
+void ref_gpt_residual_bias(unsigned N, unsigned C, const float *a, const float *b,
+                           const float *bias, double *res)
+{
+    for (size_t i = 0; i < (size_t)N * C; i++)
+        res[i] = (double)a[i] + b[i] + (bias ? bias[i % C] : 0.0);
+}
+
 double ref_gpt_gelu(double x)
 {
     return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
@@ -120,88 +127,6 @@ double ref_gpt_gelu_grad(double x)
 {
     const double h = 1e-5;
     return (ref_gpt_gelu(x + h) - ref_gpt_gelu(x - h)) / (2 * h);
-}
-
-void ref_gpt_attn_split(unsigned B, unsigned T, unsigned NH, unsigned HS, const float *qkv,
-                        double *q, double *k, double *v)
-{
-    size_t C = (size_t)NH * HS, i = 0;
-    for (unsigned b = 0; b < B; b++)
-        for (unsigned h = 0; h < NH; h++)
-            for (unsigned t = 0; t < T; t++)
-                for (unsigned d = 0; d < HS; d++, i++) {
-                    const float *row = qkv + ((size_t)b * T + t) * 3 * C + (size_t)h * HS + d;
-                    q[i] = row[0];
-                    k[i] = row[C];
-                    v[i] = row[2 * C];
-                }
-}
-
-void ref_gpt_attn_split_backward(unsigned B, unsigned T, unsigned NH, unsigned HS,
-                                 const float *dq, const float *dk, const float *dv, double *dqkv)
-{
-    size_t C = (size_t)NH * HS, i = 0;
-    for (unsigned b = 0; b < B; b++)
-        for (unsigned h = 0; h < NH; h++)
-            for (unsigned t = 0; t < T; t++)
-                for (unsigned d = 0; d < HS; d++, i++) {
-                    double *row = dqkv + ((size_t)b * T + t) * 3 * C + (size_t)h * HS + d;
-                    row[0] = dq[i];
-                    row[C] = dk[i];
-                    row[2 * C] = dv[i];
-                }
-}
-
-void ref_gpt_attn_merge(unsigned B, unsigned T, unsigned NH, unsigned HS, const float *y,
-                        double *out)
-{
-    size_t C = (size_t)NH * HS, i = 0;
-    for (unsigned b = 0; b < B; b++)
-        for (unsigned h = 0; h < NH; h++)
-            for (unsigned t = 0; t < T; t++)
-                for (unsigned d = 0; d < HS; d++, i++)
-                    out[((size_t)b * T + t) * C + (size_t)h * HS + d] = y[i];
-}
-
-void ref_gpt_attn_merge_backward(unsigned B, unsigned T, unsigned NH, unsigned HS,
-                                 const float *dout, double *dy)
-{
-    size_t C = (size_t)NH * HS, i = 0;
-    for (unsigned b = 0; b < B; b++)
-        for (unsigned h = 0; h < NH; h++)
-            for (unsigned t = 0; t < T; t++)
-                for (unsigned d = 0; d < HS; d++, i++)
-                    dy[i] = dout[((size_t)b * T + t) * C + (size_t)h * HS + d];
-}
-
-void ref_gpt_softmax_causal(unsigned R, unsigned T, double scale, const float *preatt,
-                            double *att)
-{
-    for (size_t row = 0; row < (size_t)R * T; row++) {
-        unsigned i = (unsigned)(row % T);
-        const float *p = preatt + row * T;
-        double *a = att + row * T, m = -INFINITY, s = 0;
-        for (unsigned j = 0; j <= i; j++)
-            m = fmax(m, scale * p[j]);
-        for (unsigned j = 0; j <= i; j++)
-            s += exp(scale * p[j] - m);
-        for (unsigned j = 0; j < T; j++)
-            a[j] = j <= i ? exp(scale * p[j] - m) / s : 0.0;
-    }
-}
-
-void ref_gpt_softmax_causal_backward(unsigned R, unsigned T, double scale, const float *att,
-                                     const float *datt, double *dpreatt)
-{
-    for (size_t row = 0; row < (size_t)R * T; row++) {
-        unsigned i = (unsigned)(row % T);
-        const float *a = att + row * T, *da = datt + row * T;
-        double s = 0;
-        for (unsigned j = 0; j <= i; j++)
-            s += (double)a[j] * da[j];
-        for (unsigned j = 0; j < T; j++)
-            dpreatt[row * T + j] = j <= i ? scale * a[j] * (da[j] - s) : 0.0;
-    }
 }
 
 void ref_gpt_xent(unsigned N, unsigned V, const float *logits, const int *target, double mult,

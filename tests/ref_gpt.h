@@ -35,28 +35,14 @@ void ref_gpt_layernorm_backward(unsigned N, unsigned C, const float *dout, const
 void ref_gpt_bias_add(unsigned N, unsigned OC, const float *out, const float *bias, double *res);
 void ref_gpt_colsum(unsigned N, unsigned OC, const float *src, double *sum);
 
+/* res [N x C] = a + b + bias (bias [C] over the rows; NULL: none), the
+ * residual stream after a projection and its bias. */
+void ref_gpt_residual_bias(unsigned N, unsigned C, const float *a, const float *b,
+                           const float *bias, double *res);
+
 /* GELU (tanh approximation) and its derivative. */
 double ref_gpt_gelu(double x);
 double ref_gpt_gelu_grad(double x);
-
-/* qkv [N x 3C] <-> q, k, v [B x NH x T x HS]; y [B x NH x T x HS] <->
- * out [N x C]. */
-void ref_gpt_attn_split(unsigned B, unsigned T, unsigned NH, unsigned HS, const float *qkv,
-                        double *q, double *k, double *v);
-void ref_gpt_attn_split_backward(unsigned B, unsigned T, unsigned NH, unsigned HS,
-                                 const float *dq, const float *dk, const float *dv,
-                                 double *dqkv);
-void ref_gpt_attn_merge(unsigned B, unsigned T, unsigned NH, unsigned HS, const float *y,
-                        double *out);
-void ref_gpt_attn_merge_backward(unsigned B, unsigned T, unsigned NH, unsigned HS,
-                                 const float *dout, double *dy);
-
-/* Causal softmax of R matrices [T x T] (reads j <= i only) and its
- * backward with the scale folded in. */
-void ref_gpt_softmax_causal(unsigned R, unsigned T, double scale, const float *preatt,
-                            double *att);
-void ref_gpt_softmax_causal_backward(unsigned R, unsigned T, double scale, const float *att,
-                                     const float *datt, double *dpreatt);
 
 /* Causal attention of R heads (gpt_flash.h), plainly: for q, k, v
  * [R x T x HS], p_ij = softmax over j <= i of scale q_i . k_j; y = p v

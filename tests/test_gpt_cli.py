@@ -12,11 +12,18 @@ small generated corpus and tiny models (seconds each on 2 PoCL cores):
   determinism two runs, bit-identical --dump-weights;
   accumulate  micro-batch 4 x k 4 against micro-batch 16 x k 1 on the same
               data: params rel L2 <= 1e-5 after 10 updates;
+  plan_json   --plan --json: one JSON object whose fields (the issue's:
+              activation_bytes_per_sequence, fixed_bytes, state_bytes,
+              micro_batch, k, total_bytes, recompute) agree with the table
+              for every state dtype, under each --recompute mode;
+  recompute   --recompute none, norm and block: bit-identical --dump-weights
+              after 4 updates of 2 micro-steps, and none > norm > block in
+              the plan's activation bytes;
   plan_truth  for several shapes and micro-batches, and with bf16 master
               weights (the task's fp32 copy) or a bf16 accumulator (clgrad's
               fp32 gradient buffers of path C), the --plan figures (no
               device) added up for the run's configuration against the run's
-              measured peak device bytes: within 2%;
+              measured peak device bytes: within 2%, under each --recompute;
   auto        --auto-micro-batch --memory M: the largest micro-batch the
               plan fits in M;
   resume      a run cut after 3 of 6 updates (4 micro-steps each) and
@@ -174,16 +181,74 @@ def plan_of(args, b):
     return total + data + fixed + b * per
 
 
+SMALL3 = ["--layers", "3", "--heads", "3", "--width", "48", "--context", "40"]
+
+
+def plan_json(*args):
+    return json.loads(run(*args, "--plan", "--json"))
+
+
+def test_plan_json():
+    base = ["--task", "gpt", "--preset", "gpt2-124m", "--memory", "8G", "--batch", "64"]
+    per_mode = {}
+    for mode in ("none", "norm", "block"):
+        args = base + ["--recompute", mode]
+        j, out = plan_json(*args), run(*args, "--plan")
+        per = int(re.search(r"activations per sequence (\d+) B", out).group(1))
+        data = int(re.search(r"data on the device (\d+) B", out).group(1))
+        check(j["recompute"] == mode and j["activation_bytes_per_sequence"] == per and
+              j["fixed_bytes"] == 0 and j["data_bytes"] == data and j["state_dtype"] == "fp32",
+              "plan_json %s: the table's activations %d and data %d" % (mode, per, data))
+        for r in j["by_state_dtype"]:
+            row = re.search(r"^%s +\d+ +\d+ +(\d+) +\d+ +(\d+) (\d+) x (\d+)$" % r["state_dtype"],
+                            out, re.M)
+            states, model, b, k = map(int, row.groups())
+            check((r["state_bytes"], r["model_bytes"], r["micro_batch"], r["k"]) ==
+                  (states, model, b, k) and
+                  r["total_bytes"] == model + data + b * per <= 8 << 30,
+                  "plan_json %s %s: %s against the table's %d x %d" % (
+                      mode, r["state_dtype"], r, b, k))
+        fp32 = j["by_state_dtype"][0]
+        check(all(j[key] == fp32[key] for key in ("micro_batch", "k", "total_bytes", "state_bytes")),
+              "plan_json %s: the top level is the fp32 row" % mode)
+        per_mode[mode] = j
+        print("plan_json: gpt2-124m, 8 GiB, batch 64, --recompute %s: %.1f MiB a sequence, "
+              "micro-batch %d x %d (fp32 states)" % (
+                  mode, j["activation_bytes_per_sequence"] / 2**20, j["micro_batch"], j["k"]))
+    q8 = plan_json(*base, "--state-dtype", "q8")
+    check(q8["state_dtype"] == "q8" and q8["micro_batch"] == q8["by_state_dtype"][2]["micro_batch"],
+          "plan_json: --state-dtype q8's row at the top level")
+    # without --memory: the run's own --micro-batch
+    j = plan_json(*TINY, "--batch", "8", "--micro-batch", "3")
+    check(j["memory_bytes"] is None and j["micro_batch"] == 3 and j["k"] == 3 and
+          j["fits"] is None, "plan_json: no --memory: micro-batch 3 x 3, %s" % j)
+
+
+def test_recompute():
+    args = TINY + SMALL3 + ["--steps", "4", "--batch", "8", "--micro-batch", "4"]
+    dumps, per = {}, {}
+    for mode in ("none", "norm", "block"):
+        dumps[mode] = os.path.join(TMP, "recompute-%s.bin" % mode)
+        run(*args, "--recompute", mode, "--dump-weights", dumps[mode])
+        per[mode] = plan_json(*args, "--recompute", mode)["activation_bytes_per_sequence"]
+    for mode in ("none", "block"):
+        with open(dumps[mode], "rb") as a, open(dumps["norm"], "rb") as b:
+            check(a.read() == b.read(), "recompute: %s's weights bit-identical to norm's" % mode)
+    check(per["none"] > per["norm"] > per["block"],
+          "recompute: activations none %d > norm %d > block %d" % (
+              per["none"], per["norm"], per["block"]))
+
+
 def test_plan_truth():
-    shapes = [[], ["--layers", "3", "--heads", "3", "--width", "48", "--context", "40"],
+    shapes = [[], SMALL3,
               ["--layers", "1", "--heads", "4", "--width", "64", "--context", "17"],
+              SMALL3 + ["--recompute", "none"], SMALL3 + ["--recompute", "block"],
               ["--master-dtype", "bf16"], ["--accum-dtype", "bf16"],
-              ["--layers", "3", "--heads", "3", "--width", "48", "--context", "40",
-               "--master-dtype", "bf16", "--accum-dtype", "bf16"]]
+              SMALL3 + ["--master-dtype", "bf16", "--accum-dtype", "bf16"]]
     for shape in shapes:
         # two micro-batches where the shape alone changes the plan, one where
         # a dtype does: the per-sequence and the fixed part apart
-        for b in (2, 8) if shape in shapes[:3] else (8,):
+        for b in (2, 8) if shape in shapes[:5] else (8,):
             args = TINY + shape + ["--batch", "8", "--micro-batch", str(b)]
             planned = plan_of(args, b)
             r = run_json(*args, "--steps", "2")
@@ -196,8 +261,7 @@ def test_plan_truth():
 def test_auto():
     """--auto-micro-batch --memory M: the largest micro-batch the plan fits
     in M (here room for 3 sequences and a half), and the run within M."""
-    args = TINY + ["--layers", "3", "--heads", "3", "--width", "48", "--context", "40",
-                   "--batch", "8"]
+    args = TINY + SMALL3 + ["--batch", "8"]
     out = run(*args, "--plan")
     per = int(re.search(r"activations per sequence (\d+) B", out).group(1))
     base = plan_of(args, 0)
@@ -350,7 +414,8 @@ def test_dist():
 def main():
     write_corpus()
     try:
-        names = ARGS or ["plan", "learns", "determinism", "accumulate", "plan_truth", "auto",
+        names = ARGS or ["plan", "plan_json", "recompute", "learns", "determinism", "accumulate",
+                         "plan_truth", "auto",
                          "bounded", "resume", "sample", "mixed", "profile"]
         for name in names:
             globals()["test_" + name]()

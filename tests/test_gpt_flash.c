@@ -1,10 +1,11 @@
 /* test_gpt_flash.c - the attention in O(T) memory (gpt_flash.cl through
  * gpt_flash.h) on the default device: against the double reference
- * (ref_gpt_flash_forward/backward), against today's path (q k^T and att v
- * through CLBlast's batched GEMM as gpt_forward.c and gpt_backward.c run
- * them, gpt_softmax_causal and its backward), two runs bit for bit, and
- * the launchers' refusals. The group runs three times, today's softmax
- * built for each of its row widths (gt_run_both).
+ * (ref_gpt_flash_forward/backward), two runs bit for bit, the model's
+ * layout (qkv and y in the GEMMs' rows, c_attn's bias added as q, k and v
+ * are read) against the split layout bit for bit, and the launchers'
+ * refusals. (Against the attention it replaced, q k^T and att v through
+ * CLBlast's batched GEMMs around a causal softmax kernel, it agreed within
+ * 2.7e-6 of each head's largest magnitude, before that path was removed.)
  *
  * Shapes: T 1, 7, 37 and 130, HS 8, 16, 48, 64 and 128, one with scores
  * near +-100 (exp overflows unless the max is subtracted); each with the
@@ -28,13 +29,7 @@
  *                                            max|dy| max|v|, sum_j p_ij = 1)
  *   dk_j  2 scale HS max|dy| max|v| max|q| (T - j).
  * The test prints the largest error found as a fraction of its bound.
- *
- * Against today's path: for every head's [T x HS] matrix of y, dq, dk and
- * dv, the largest difference within 1e-5 of the matrix's largest
- * magnitude (the issue's 1e-5 relative). Not row by row nor element by
- * element: sum_j ds_ij = 0, so a row of dq cancels, to 1e-7 of its head's
- * size where the scores reach +-100 and one key takes the whole row,
- * and both paths then hold rounding noise there. */
+ */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -43,7 +38,6 @@
 
 #include "gpt_flash.h"
 #include "gpt_testutil.h"
-#include "mlp_gemms.h"
 #include "ref_gpt.h"
 #include "testutil.h"
 
@@ -70,6 +64,7 @@ static const tiles TILES[] = {{0, 0}, {8, 4}, {3, 5}};
 enum { N_TILES = sizeof TILES / sizeof TILES[0] };
 
 static const double EPS = 0x1p-24;
+static const clg_view NO_BIAS = {NULL, 0, 0};
 
 /* ------------------------------------------------------------ inputs and runs */
 
@@ -111,57 +106,22 @@ static void free_outputs(outputs *o) { free(o->y), free(o->lse), free(o->dq), fr
 
 /* The flash forward and backward; outputs start NaN in guarded views
  * (gt_view), so an element never written or one written outside shows. */
-static void run_flash(const gpt_flash *f, const shape *s, const inputs *in, outputs *o)
+static void run_flash(gpt_flash *f, const shape *s, const inputs *in, outputs *o)
 {
     size_t n = in->n, rows = in->rows;
     clg_view q = gt_view(in->q, n, 1), k = gt_view(in->k, n, 2), v = gt_view(in->v, n, 3),
              dy = gt_view(in->dy, n, 4), y = gt_view(NULL, n, 5), lse = gt_view(NULL, rows, 6),
              dsum = gt_view(NULL, rows, 7), dq = gt_view(NULL, n, 8), dk = gt_view(NULL, n, 9),
              dv = gt_view(NULL, n, 1);
-    assert_int_equal(gpt_flash_forward(f, s->R, s->T, in->scale, q, k, v, y, lse), CL_SUCCESS);
-    assert_int_equal(gpt_flash_backward(f, s->R, s->T, in->scale, q, k, v, y, lse, dy, dsum, dq,
-                                        dk, dv),
+    gpt_flash_layout lay = gpt_flash_split_layout(s->HS);
+    assert_int_equal(gpt_flash_forward(f, s->R, s->T, in->scale, lay, NO_BIAS, q, k, v, y, lse),
+                     CL_SUCCESS);
+    assert_int_equal(gpt_flash_backward(f, s->R, s->T, in->scale, lay, NO_BIAS, q, k, v, y, lse, dy,
+                                        dsum, dq, dk, dv),
                      CL_SUCCESS);
     gt_read(y, o->y), gt_read(lse, o->lse), gt_read(dq, o->dq), gt_read(dk, o->dk);
     gt_read(dv, o->dv);
     clg_view all[] = {q, k, v, dy, y, lse, dsum, dq, dk, dv};
-    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
-        gt_free(all[i]);
-}
-
-/* C_r = op(A_r) op(B_r) for the R heads (mlp_gemm_batched's form). */
-static void batched(int ta, int tb, size_t M, size_t N, size_t K, clg_view a, size_t lda,
-                    size_t sa, clg_view b, size_t ldb, size_t sb, clg_view c, size_t ldc,
-                    size_t sc, size_t R)
-{
-    assert_int_equal(mlp_gemm_batched(gk.queue, ta, tb, M, N, K, 1.0f, a.mem, a.offset, lda, sa,
-                                      b.mem, b.offset, ldb, sb, 0.0f, c.mem, c.offset, ldc, sc,
-                                      R, NULL),
-                     CL_SUCCESS);
-}
-
-/* Today's path on the split layout, in gpt_forward.c's and
- * gpt_backward.c's order: preatt = q k^T, att = the causal softmax,
- * y = att v; datt = dy v^T, dv = att^T dy, dpreatt = the softmax's
- * backward (scale folded in, in place), dq = dpreatt k, dk = dpreatt^T q. */
-static void run_today(const shape *s, const inputs *in, outputs *o)
-{
-    size_t n = in->n, T = s->T, HS = s->HS, R = s->R, THS = T * HS, TT = T * T;
-    clg_view q = gt_view(in->q, n, 1), k = gt_view(in->k, n, 2), v = gt_view(in->v, n, 3),
-             dy = gt_view(in->dy, n, 4), y = gt_view(NULL, n, 5), preatt = gt_view(NULL, R * TT, 6),
-             att = gt_view(NULL, R * TT, 7), datt = gt_view(NULL, R * TT, 8),
-             dq = gt_view(NULL, n, 9), dk = gt_view(NULL, n, 1), dv = gt_view(NULL, n, 2);
-    batched(0, 1, T, T, HS, q, HS, THS, k, HS, THS, preatt, T, TT, R);
-    assert_int_equal(gpt_softmax_causal(&gk, s->R, s->T, in->scale, preatt, att), CL_SUCCESS);
-    batched(0, 0, T, HS, T, att, T, TT, v, HS, THS, y, HS, THS, R);
-    batched(0, 1, T, T, HS, dy, HS, THS, v, HS, THS, datt, T, TT, R);
-    batched(1, 0, T, HS, T, att, T, TT, dy, HS, THS, dv, HS, THS, R);
-    assert_int_equal(gpt_softmax_causal_backward(&gk, s->R, s->T, in->scale, att, datt, datt),
-                     CL_SUCCESS);
-    batched(0, 0, T, HS, T, datt, T, TT, k, HS, THS, dq, HS, THS, R);
-    batched(1, 0, T, HS, T, datt, T, TT, q, HS, THS, dk, HS, THS, R);
-    gt_read(y, o->y), gt_read(dq, o->dq), gt_read(dk, o->dk), gt_read(dv, o->dv);
-    clg_view all[] = {q, k, v, dy, y, preatt, att, datt, dq, dk, dv};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         gt_free(all[i]);
 }
@@ -228,29 +188,6 @@ static double check_reference(const shape *s, const inputs *in, const outputs *o
     return worst;
 }
 
-/* Head by head: max |got - today| <= 1e-5 max |today| over the head's
- * [T x HS] matrix; returns the largest ratio of the two maxima. */
-static double check_today_heads(const char *what, const shape *s, const float *got,
-                                const float *today)
-{
-    double worst = 0;
-    size_t per_head = (size_t)s->T * s->HS;
-    for (size_t r = 0; r < s->R; r++) {
-        const float *g = got + r * per_head, *t = today + r * per_head;
-        double diff = 0, size = 0;
-        for (size_t i = 0; i < per_head; i++) {
-            diff = fmax(diff, fabs((double)g[i] - t[i]));
-            size = fmax(size, fabs((double)t[i]));
-        }
-        if (!(diff <= 1e-5 * size))
-            fail_msg("%s: head %zu: flash and today's path differ by %.3g, the head's size %.3g "
-                     "(relative %.3g > 1e-5)",
-                     what, r, diff, size, diff / size);
-        worst = fmax(worst, size > 0 ? diff / size : 0);
-    }
-    return worst;
-}
-
 /* ------------------------------------------------------------ tests */
 
 /* check(shape, inputs, outputs) on every shape with every tiling, after
@@ -282,23 +219,15 @@ static void test_against_reference(void **state)
                                     "bound\n");
 }
 
-static double check_today(const shape *s, const inputs *in, const outputs *flash)
+/* a and b (runs on the inputs in) hold the same bytes. */
+static void same_outputs(const inputs *in, const outputs *a, const outputs *b)
 {
-    outputs today = alloc_outputs(in);
-    run_today(s, in, &today);
-    double worst = check_today_heads("y", s, flash->y, today.y);
-    worst = fmax(worst, check_today_heads("dq", s, flash->dq, today.dq));
-    worst = fmax(worst, check_today_heads("dk", s, flash->dk, today.dk));
-    worst = fmax(worst, check_today_heads("dv", s, flash->dv, today.dv));
-    free_outputs(&today);
-    return worst;
-}
-
-static void test_against_today(void **state)
-{
-    (void)state;
-    over_cases(40, check_today, "against today's path: largest relative difference %.3g "
-                                "(limit 1e-5)\n");
+    size_t bytes = in->n * sizeof(float);
+    assert_memory_equal(a->y, b->y, bytes);
+    assert_memory_equal(a->lse, b->lse, in->rows * sizeof(float));
+    assert_memory_equal(a->dq, b->dq, bytes);
+    assert_memory_equal(a->dk, b->dk, bytes);
+    assert_memory_equal(a->dv, b->dv, bytes);
 }
 
 /* Two runs of the same build on the same inputs give the same bytes. */
@@ -313,15 +242,138 @@ static void test_repeatable(void **state)
         outputs a = alloc_outputs(&in), b = alloc_outputs(&in);
         run_flash(&f, s, &in, &a);
         run_flash(&f, s, &in, &b);
-        size_t bytes = in.n * sizeof(float);
-        assert_memory_equal(a.y, b.y, bytes);
-        assert_memory_equal(a.lse, b.lse, in.rows * sizeof(float));
-        assert_memory_equal(a.dq, b.dq, bytes);
-        assert_memory_equal(a.dk, b.dk, bytes);
-        assert_memory_equal(a.dv, b.dv, bytes);
+        same_outputs(&in, &a, &b);
         free_outputs(&a), free_outputs(&b), free_inputs(&in);
         gpt_flash_release(&f);
     }
+}
+
+/* ------------------------------------------------------------ the model's layout */
+
+/* The heads of shape s as the model holds them: B = R / NH sequences, q,
+ * k and v side by side in rows of 3C (C = NH HS), y and dy in rows of C. */
+typedef struct model_shape {
+    size_t NH, B, C, N; /* N = B T rows */
+} model_shape;
+
+static model_shape model_shape_of(const shape *s)
+{
+    model_shape m;
+    m.NH = s->R % 2 == 0 ? 2 : s->R; /* R 4: two sequences of two heads */
+    m.B = s->R / m.NH;
+    m.C = m.NH * s->HS;
+    m.N = m.B * s->T;
+    return m;
+}
+
+/* Element (head r, row t, d) of the split layout in a model tensor of
+ * row stride ld whose heads start at col. */
+static size_t model_index(const shape *s, const model_shape *m, size_t ld, size_t col, size_t i)
+{
+    size_t d = i % s->HS, t = i / s->HS % s->T, r = i / ((size_t)s->HS * s->T);
+    return (r / m->NH * s->T + t) * ld + col + r % m->NH * s->HS + d;
+}
+
+/* split into model (to_model) or back, for the n = R T HS elements. */
+static void relayout(const shape *s, const model_shape *m, size_t ld, size_t col, float *split,
+                     float *model, int to_model)
+{
+    for (size_t i = 0; i < (size_t)s->R * s->T * s->HS; i++) {
+        size_t j = model_index(s, m, ld, col, i);
+        if (to_model)
+            model[j] = split[i];
+        else
+            split[i] = model[j];
+    }
+}
+
+/* The flash kernels on the model's layout (gpt_flash_model_layout): qkv
+ * and dqkv [N x 3C], y and dy [N x C]; the outputs put back in the split
+ * layout into o. bias: c_attn's [3C] for the kernels to add, or NULL. */
+static void run_flash_model(gpt_flash *f, const shape *s, const inputs *in, const float *bias,
+                            outputs *o)
+{
+    model_shape m = model_shape_of(s);
+    size_t C = m.C, n3 = m.N * 3 * C, n1 = m.N * C;
+    float *qkv = gt_uniform(n3, 0, 0, 0), *dy_m = gt_uniform(n1, 0, 0, 0);
+    float *split[] = {in->q, in->k, in->v};
+    for (size_t w = 0; w < 3; w++)
+        relayout(s, &m, 3 * C, w * C, split[w], qkv, 1);
+    relayout(s, &m, C, 0, in->dy, dy_m, 1);
+    clg_view qkv_v = gt_view(qkv, n3, 3), dy = gt_view(dy_m, n1, 4), y = gt_view(NULL, n1, 5),
+             lse = gt_view(NULL, in->rows, 6), dsum = gt_view(NULL, in->rows, 7),
+             dqkv = gt_view(NULL, n3, 8);
+    clg_view q = {qkv_v.mem, qkv_v.offset, n3}, k = {qkv_v.mem, qkv_v.offset + C, n3 - C},
+             v = {qkv_v.mem, qkv_v.offset + 2 * C, n3 - 2 * C};
+    clg_view dq = {dqkv.mem, dqkv.offset, n3}, dk = {dqkv.mem, dqkv.offset + C, n3 - C},
+             dv = {dqkv.mem, dqkv.offset + 2 * C, n3 - 2 * C};
+    gpt_flash_layout lay = gpt_flash_model_layout((cl_uint)m.NH, (cl_uint)C);
+    clg_view b = bias ? gt_view(bias, 3 * C, 2) : NO_BIAS;
+    assert_int_equal(gpt_flash_forward(f, s->R, s->T, in->scale, lay, b, q, k, v, y, lse),
+                     CL_SUCCESS);
+    assert_int_equal(
+        gpt_flash_backward(f, s->R, s->T, in->scale, lay, b, q, k, v, y, lse, dy, dsum, dq, dk, dv),
+        CL_SUCCESS);
+    if (bias)
+        gt_free(b);
+    float *y_m = gt_uniform(n1, 0, 0, 0), *dqkv_m = gt_uniform(n3, 0, 0, 0);
+    gt_read(y, y_m), gt_read(lse, o->lse), gt_read(dqkv, dqkv_m);
+    relayout(s, &m, C, 0, o->y, y_m, 0);
+    float *grads[] = {o->dq, o->dk, o->dv};
+    for (size_t w = 0; w < 3; w++)
+        relayout(s, &m, 3 * C, w * C, grads[w], dqkv_m, 0);
+    clg_view all[] = {qkv_v, dy, y, lse, dsum, dqkv};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        gt_free(all[i]);
+    free(qkv), free(dy_m), free(y_m), free(dqkv_m);
+}
+
+/* in with c_attn's bias added on the host as a bias add would (float),
+ * each head's part to its rows, in the split layout. */
+static inputs biased_inputs(const shape *s, const inputs *in, const float *bias)
+{
+    model_shape m = model_shape_of(s);
+    inputs b = *in;
+    const float *src[] = {in->q, in->k, in->v};
+    float **dst[] = {&b.q, &b.k, &b.v};
+    for (size_t w = 0; w < 3; w++) {
+        *dst[w] = gt_uniform(in->n, 0, 0, 0);
+        for (size_t i = 0; i < in->n; i++)
+            (*dst[w])[i] = src[w][i] + bias[model_index(s, &m, 3 * m.C, w * m.C, i) % (3 * m.C)];
+    }
+    b.dy = gt_uniform(in->n, 0, 0, 0);
+    memcpy(b.dy, in->dy, in->n * sizeof *b.dy);
+    return b;
+}
+
+/* The model's layout gives the split layout's bytes (the same arithmetic
+ * in the same order; only the addresses differ), with and without c_attn's
+ * bias added by the kernels, every element written (the outputs start
+ * NaN) and nothing outside the views (gt_read's guards). */
+static void test_model_layout(void **state)
+{
+    (void)state;
+    for (int t = 0; t < N_TILES; t++)
+        for (int i = 0; i < N_SHAPES; i++) {
+            const shape *s = &SHAPES[i];
+            gpt_flash f;
+            flash_init(&TILES[t], s->HS, &f);
+            inputs in = make_inputs(s, 90 + 4 * (uint64_t)i);
+            float *bias = gt_uniform(3 * model_shape_of(s).C, 95 + (uint64_t)i, -1, 1);
+            for (int with_bias = 0; with_bias < 2; with_bias++) {
+                /* the split layout on the inputs with the bias added */
+                inputs want = with_bias ? biased_inputs(s, &in, bias) : in;
+                outputs a = alloc_outputs(&in), b = alloc_outputs(&in);
+                run_flash(&f, s, &want, &a);
+                run_flash_model(&f, s, &in, with_bias ? bias : NULL, &b);
+                same_outputs(&in, &a, &b);
+                free_outputs(&a), free_outputs(&b);
+                if (with_bias)
+                    free_inputs(&want);
+            }
+            free(bias), free_inputs(&in);
+            gpt_flash_release(&f);
+        }
 }
 
 /* Views that hold fewer elements than the shapes say, and tiles or head
@@ -341,19 +393,50 @@ static void test_refusals(void **state)
     size_t n = (size_t)R * T * 8;
     clg_view x = gt_view(NULL, n, 0), small = gt_view(NULL, n - 1, 0),
              rows = gt_view(NULL, R * T, 0), few = gt_view(NULL, R * T - 1, 0);
-    assert_int_equal(gpt_flash_forward(&f, R, T, 0.5f, x, x, small, x, rows), CL_INVALID_VALUE);
-    assert_int_equal(gpt_flash_forward(&f, R, T, 0.5f, x, x, x, x, few), CL_INVALID_VALUE);
-    assert_int_equal(gpt_flash_backward(&f, R, T, 0.5f, x, x, x, x, rows, x, few, x, x, x),
+    gpt_flash_layout split = gpt_flash_split_layout(8);
+    assert_int_equal(gpt_flash_forward(&f, R, T, 0.5f, split, NO_BIAS, x, x, small, x, rows),
                      CL_INVALID_VALUE);
-    assert_int_equal(gpt_flash_backward(&f, R, T, 0.5f, x, x, x, x, rows, x, rows, x, x, small),
+    assert_int_equal(gpt_flash_forward(&f, R, T, 0.5f, split, NO_BIAS, x, x, x, x, few),
                      CL_INVALID_VALUE);
+    assert_int_equal(
+        gpt_flash_backward(&f, R, T, 0.5f, split, NO_BIAS, x, x, x, x, rows, x, few, x, x, x),
+        CL_INVALID_VALUE);
+    assert_int_equal(
+        gpt_flash_backward(&f, R, T, 0.5f, split, NO_BIAS, x, x, x, x, rows, x, rows, x, x, small),
+        CL_INVALID_VALUE);
+    /* layouts: heads that do not divide R, strides below the heads' row */
+    gpt_flash_layout three = {3, 24, 24}, narrow = {2, 15, 16}, narrow_y = {2, 48, 15};
+    assert_int_equal(gpt_flash_forward(&f, R, T, 0.5f, three, NO_BIAS, x, x, x, x, rows),
+                     CL_INVALID_VALUE);
+    assert_int_equal(gpt_flash_forward(&f, R, T, 0.5f, narrow, NO_BIAS, x, x, x, x, rows),
+                     CL_INVALID_VALUE);
+    assert_int_equal(gpt_flash_forward(&f, R, T, 0.5f, narrow_y, NO_BIAS, x, x, x, x, rows),
+                     CL_INVALID_VALUE);
+    /* the model's layout (one sequence of two heads: rows of 48 and 16):
+     * v at element 16 of qkv reaches its last row's element 47, y its 79; heads of 8 */
+    gpt_flash_layout model = gpt_flash_model_layout(2, 16);
+    clg_view qkv = gt_view(NULL, 3 * T * 16, 0), y = gt_view(NULL, T * 16, 0);
+    clg_view q = {qkv.mem, 0, 3 * T * 16}, v = {qkv.mem, 32, 3 * T * 16 - 32};
+    clg_view v_short = {qkv.mem, 32, 3 * T * 16 - 33}, y_short = {y.mem, 0, T * 16 - 1};
+    assert_int_equal(gpt_flash_forward(&f, R, T, 0.5f, model, NO_BIAS, q, q, v_short, y, rows),
+                     CL_INVALID_VALUE);
+    assert_int_equal(gpt_flash_forward(&f, R, T, 0.5f, model, NO_BIAS, q, q, v, y_short, rows),
+                     CL_INVALID_VALUE);
+    /* a bias shorter than 3 x 2 heads x 8 */
+    clg_view bias = gt_view(NULL, 48, 0), bias_short = {bias.mem, 0, 47};
+    assert_int_equal(gpt_flash_forward(&f, R, T, 0.5f, model, bias_short, q, q, v, y, rows),
+                     CL_INVALID_VALUE);
+    assert_int_equal(gpt_flash_forward(&f, R, T, 0.5f, model, bias, q, q, v, y, rows), CL_SUCCESS);
+    gt_free(bias);
+    assert_int_equal(clFinish(gk.queue), CL_SUCCESS);
+    gt_free(qkv), gt_free(y);
     gt_free(x), gt_free(small), gt_free(rows), gt_free(few);
     gpt_flash_release(&f);
 }
 
 static const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_against_reference), cmocka_unit_test(test_against_today),
-    cmocka_unit_test(test_repeatable), cmocka_unit_test(test_refusals)};
+    cmocka_unit_test(test_against_reference), cmocka_unit_test(test_repeatable),
+    cmocka_unit_test(test_model_layout), cmocka_unit_test(test_refusals)};
 
 /* Three times, with today's softmax built for each of its row widths. */
 int main(void) { return gt_run_both(tests, sizeof tests / sizeof *tests); }

@@ -57,7 +57,7 @@ TRAIN_OTHER = set("""--accum-dtype --allow-over-device-memory --aug-noise --aug-
 --micro-batch --one-way --optimizer --override --plan --preset --profile --prompt --quiet
 --sample --save-every --schedule --seed --state-dtype --state-min-size --state-rounding
 --steps --stop-after --task --temperature --test-limit --train-limit --vram --warmup
---weight-decay --width""".split())
+--weight-decay --width --recompute""".split())
 # --export-hf names a directory it writes two files into (made if missing):
 # an existing directory is its valid kind, so it is no case of the output
 # walk; the refusals of its files are tests/test_gpt_hf.c's.

@@ -1,7 +1,8 @@
 /* gpt.cl - kernels of clgrad-train's GPT task besides the GEMMs (CLBlast
  * does those) and the row kernels (gpt_rows.cl, which the build puts
  * in front of this file, with what both share): embeddings, column sums,
- * bias, GELU, residual, the attention's head split and merge. Launchers
+ * bias, GELU, residual, bias + GELU and GELU's backward + the bias
+ * gradient's partials fused, the attention's head split and merge. Launchers
  * and exact semantics: tools/train/tasks/gpt/gpt_kernels.{h,c}.
  *
  * Buffers come with element offsets (clgrad views: a kernel may read the
@@ -10,8 +11,9 @@
  *  - elementwise kernels: one item per element, in 2D or 3D ranges whose
  *    first dimension is the contiguous one (no division per element);
  *  - column reductions (bias, LayerNorm weight and position gradients):
- *    blocks of GPT_RB rows into partial sums in scratch, then one pass that
- *    sums the blocks in order and applies beta;
+ *    blocks of GPT_RB rows into partial sums in scratch (LayerNorm's in
+ *    gpt_rows.cl, in the launch of its backward), then one pass that sums
+ *    the blocks in order and applies beta;
  *  - the token embedding's gradient: a stable counting sort of the tokens,
  *    then each (byte, channel) sums its positions in order.
  * beta == 0 never reads the target (clgrad's accumulator may hold anything
@@ -121,48 +123,43 @@ __kernel void gpt_wpe_grad(uint B, uint T, uint C, global const float *dout, ulo
 
 /* ------------------------------------------------------------ column sums */
 
-/* scratch[blk * OC + c] = sum over the rows of block blk (GPT_RB rows, in
- * order) of src[n, c]. Item (c, blk). */
+/* Item (c, blk) of a column sum's partials over N rows of OC columns:
+ * its column, block and the block's rows [*first, *end); 0 for an item
+ * outside them. */
+inline int gpt_col_block(uint N, uint OC, uint *c, uint *blk, uint *first, uint *end)
+{
+    *c = get_global_id(0);
+    *blk = get_global_id(1);
+    if (*c >= OC || *blk >= (N + GPT_RB - 1) / GPT_RB)
+        return 0;
+    *first = *blk * GPT_RB;
+    *end = min(N, *first + GPT_RB);
+    return 1;
+}
+
+/* scratch[blk * ld + col + c] = sum over the rows of block blk (GPT_RB
+ * rows, in order) of src[n, c] (ld OC and col 0 for one sum; two side by
+ * side for gpt_colsum_final to finish in one launch). Item (c, blk). */
 __kernel void gpt_colsum_partial(uint N, uint OC, global const float *src, ulong src_off,
-                                 global float *scratch)
+                                 global float *scratch, uint ld, uint col)
 {
-    uint c = get_global_id(0), blk = get_global_id(1);
-    if (c >= OC || blk >= (N + GPT_RB - 1) / GPT_RB)
+    uint c, blk, first, end;
+    if (!gpt_col_block(N, OC, &c, &blk, &first, &end))
         return;
-    uint end = min(N, (blk + 1) * GPT_RB);
     float s = 0.0f;
-    for (uint n = blk * GPT_RB; n < end; n++)
+    for (uint n = first; n < end; n++)
         s += src[src_off + (size_t)n * OC + c];
-    scratch[(size_t)blk * OC + c] = s;
+    scratch[(size_t)blk * ld + col + c] = s;
 }
 
-/* LayerNorm's weight and bias gradients, per block of GPT_RB rows:
- * scratch[blk * 2C + c] = sum of dout * xhat, scratch[blk * 2C + C + c] =
- * sum of dout, xhat = (inp - mean) rstd. Item (c, blk). */
-__kernel void gpt_layernorm_dwdb(uint N, uint C, global const float *dout, ulong dout_off,
-                                 global const float *inp, ulong inp_off, global const float *mean,
-                                 ulong mean_off, global const float *rstd, ulong rstd_off,
-                                 global float *scratch)
-{
-    uint c = get_global_id(0), blk = get_global_id(1);
-    if (c >= C || blk >= (N + GPT_RB - 1) / GPT_RB)
-        return;
-    uint end = min(N, (blk + 1) * GPT_RB);
-    float sw = 0.0f, sb = 0.0f;
-    for (uint n = blk * GPT_RB; n < end; n++) {
-        size_t i = (size_t)n * C + c;
-        float d = dout[dout_off + i];
-        sw += d * ((inp[inp_off + i] - mean[mean_off + n]) * rstd[rstd_off + n]);
-        sb += d;
-    }
-    scratch[(size_t)blk * 2 * C + c] = sw;
-    scratch[(size_t)blk * 2 * C + C + c] = sb;
-}
-
-/* dst[c] = beta * dst[c] + sum over blk < nb (in order) of
- * scratch[soff + blk * ld + c], c < cols. */
+/* The column sums' last pass: column c < cols of the partials,
+ * sum over blk < nb (in order) of scratch[soff + blk * ld + c], goes to
+ * dst[c] = beta * dst[c] + sum for c < split and to dst2[c - split] the
+ * same way above (LayerNorm's dw and db in one launch; a single target
+ * has split = cols). */
 __kernel void gpt_colsum_final(global const float *scratch, uint soff, uint ld, uint nb,
-                               uint cols, global float *dst, ulong dst_off, float beta)
+                               uint cols, uint split, global float *dst, ulong dst_off,
+                               global float *dst2, ulong dst2_off, float beta)
 {
     size_t c = get_global_id(0);
     if (c >= cols)
@@ -170,7 +167,8 @@ __kernel void gpt_colsum_final(global const float *scratch, uint soff, uint ld, 
     float s = 0.0f;
     for (uint blk = 0; blk < nb; blk++)
         s += scratch[soff + (size_t)blk * ld + c];
-    dst[dst_off + c] = beta == 0.0f ? s : beta * dst[dst_off + c] + s;
+    global float *d = c < split ? dst + dst_off + c : dst2 + dst2_off + (c - split);
+    *d = beta == 0.0f ? s : beta * *d + s;
 }
 
 /* ------------------------------------------------------------ elementwise */
@@ -197,18 +195,31 @@ inline float gpt_gelu_sigmoid(float x, float *slope)
     return a >= 0.0f ? r : e * r;
 }
 
+/* gelu(x), and gelu'(x) d = (sigmoid + x slope) d: the fused kernels
+ * below use these, so that they round as gpt_gelu and gpt_gelu_backward. */
+inline float gpt_gelu_of(float x)
+{
+    float slope;
+    return x * gpt_gelu_sigmoid(x, &slope);
+}
+inline float gpt_gelu_backward_of(float x, float d)
+{
+    float slope;
+    float s = gpt_gelu_sigmoid(x, &slope);
+    return (s + x * slope) * d;
+}
+
 __kernel void gpt_gelu(uint n, global const float *inp, ulong inp_off, global float *out,
                        ulong out_off)
 {
     size_t i = get_global_id(0);
     if (i >= n)
         return;
-    float x = inp[inp_off + i], slope;
-    out[out_off + i] = x * gpt_gelu_sigmoid(x, &slope);
+    out[out_off + i] = gpt_gelu_of(inp[inp_off + i]);
 }
 
-/* dinp = gelu'(x) dout = (sigmoid + x slope) dout. dinp may be dout: each
- * item reads its element before writing it. */
+/* dinp = gelu'(x) dout. dinp may be dout: each item reads its element
+ * before writing it. */
 __kernel void gpt_gelu_backward(uint n, global const float *inp, ulong inp_off,
                                 global const float *dout, ulong dout_off, global float *dinp,
                                 ulong dinp_off)
@@ -216,9 +227,55 @@ __kernel void gpt_gelu_backward(uint n, global const float *inp, ulong inp_off,
     size_t i = get_global_id(0);
     if (i >= n)
         return;
-    float x = inp[inp_off + i], slope;
-    float s = gpt_gelu_sigmoid(x, &slope);
-    dinp[dinp_off + i] = (s + x * slope) * dout[dout_off + i];
+    dinp[dinp_off + i] = gpt_gelu_backward_of(inp[inp_off + i], dout[dout_off + i]);
+}
+
+/* c_fc's bias and GELU in one pass: x = inout[n, c] + bias[c] is stored
+ * back (GELU's input, kept for the backward) and out[n, c] = gelu(x);
+ * the roundings of gpt_bias_add, then gpt_gelu. Item (c, n). */
+__kernel void gpt_bias_gelu(uint N, uint OC, global float *inout, ulong inout_off,
+                            global const float *bias, ulong bias_off, global float *out,
+                            ulong out_off)
+{
+    uint c = get_global_id(0), n = get_global_id(1);
+    if (c >= OC || n >= N)
+        return;
+    size_t i = (size_t)n * OC + c;
+    float x = inout[inout_off + i] + bias[bias_off + c];
+    inout[inout_off + i] = x;
+    out[out_off + i] = gpt_gelu_of(x);
+}
+
+/* GELU's backward and the partials of c_fc's bias gradient in one pass:
+ * dinp[n, c] = gelu'(inp[n, c]) dout[n, c], and scratch[blk * ld + col + c]
+ * the sum of those over the rows of block blk in order, as
+ * gpt_colsum_partial would sum them (gpt_colsum_final finishes).
+ * dinp may be dout (an item reads each element before writing it).
+ * Item (c, blk). */
+__kernel void gpt_gelu_backward_colsum(uint N, uint OC, global const float *inp, ulong inp_off,
+                                       global const float *dout, ulong dout_off,
+                                       global float *dinp, ulong dinp_off,
+                                       global float *scratch, uint ld, uint col)
+{
+    uint c, blk, first, end;
+    if (!gpt_col_block(N, OC, &c, &blk, &first, &end))
+        return;
+    /* a fixed trip count, unrolled: PoCL then vectorizes across the items
+     * (with `n < end` as the loop's bound it did not, and the kernel ran 1.8
+     * times slower than gpt_gelu_backward + gpt_bias_grad; unrolled, 0.8
+     * times their time) */
+    float s = 0.0f;
+#pragma unroll
+    for (uint j = 0; j < GPT_RB; j++) {
+        uint n = first + j;
+        if (n < end) {
+            size_t i = (size_t)n * OC + c;
+            float d = gpt_gelu_backward_of(inp[inp_off + i], dout[dout_off + i]);
+            dinp[dinp_off + i] = d;
+            s += d;
+        }
+    }
+    scratch[(size_t)blk * ld + col + c] = s;
 }
 
 /* out = a + b (out may be a or b). */
@@ -229,66 +286,4 @@ __kernel void gpt_residual(uint n, global const float *a, ulong a_off, global co
     if (i >= n)
         return;
     out[out_off + i] = a[a_off + i] + b[b_off + i];
-}
-
-/* ------------------------------------------------------------ attention */
-
-/* Item (d, t, bh) of a [B x NH x T x HS] tensor, bh = b * NH + h: its
- * index there (*i) and in a row-major [B * T x W] matrix whose rows hold
- * the heads side by side (W = C for y, 3C for qkv; + C for k, + 2C for v).
- * 0 for an item outside the tensor. */
-inline int gpt_head_item(uint T, uint NH, uint HS, uint BNH, uint W, size_t *i, size_t *m)
-{
-    uint d = get_global_id(0), t = get_global_id(1), bh = get_global_id(2);
-    if (d >= HS || t >= T || bh >= BNH)
-        return 0;
-    uint h, b = (uint)gpt_divmod(bh, NH, &h);
-    *i = ((size_t)bh * T + t) * HS + d;
-    *m = ((size_t)b * T + t) * W + (size_t)h * HS + d;
-    return 1;
-}
-
-__kernel void gpt_attn_split(uint B, uint T, uint NH, uint HS, global const float *qkv,
-                             ulong qkv_off, global float *q, ulong q_off, global float *k,
-                             ulong k_off, global float *v, ulong v_off)
-{
-    size_t i, s;
-    uint C = NH * HS;
-    if (!gpt_head_item(T, NH, HS, B * NH, 3 * C, &i, &s))
-        return;
-    s += qkv_off;
-    q[q_off + i] = qkv[s];
-    k[k_off + i] = qkv[s + C];
-    v[v_off + i] = qkv[s + 2 * C];
-}
-
-__kernel void gpt_attn_split_backward(uint B, uint T, uint NH, uint HS, global const float *dq,
-                                      ulong dq_off, global const float *dk, ulong dk_off,
-                                      global const float *dv, ulong dv_off, global float *dqkv,
-                                      ulong dqkv_off)
-{
-    size_t i, s;
-    uint C = NH * HS;
-    if (!gpt_head_item(T, NH, HS, B * NH, 3 * C, &i, &s))
-        return;
-    s += dqkv_off;
-    dqkv[s] = dq[dq_off + i];
-    dqkv[s + C] = dk[dk_off + i];
-    dqkv[s + 2 * C] = dv[dv_off + i];
-}
-
-__kernel void gpt_attn_merge(uint B, uint T, uint NH, uint HS, global const float *y,
-                             ulong y_off, global float *out, ulong out_off)
-{
-    size_t i, m;
-    if (gpt_head_item(T, NH, HS, B * NH, NH * HS, &i, &m))
-        out[out_off + m] = y[y_off + i];
-}
-
-__kernel void gpt_attn_merge_backward(uint B, uint T, uint NH, uint HS, global const float *dout,
-                                      ulong dout_off, global float *dy, ulong dy_off)
-{
-    size_t i, m;
-    if (gpt_head_item(T, NH, HS, B * NH, NH * HS, &i, &m))
-        dy[dy_off + i] = dout[dout_off + m];
 }

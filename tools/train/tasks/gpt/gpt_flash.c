@@ -138,64 +138,99 @@ void gpt_flash_release(gpt_flash *f)
 
 /* ------------------------------------------------------------ launching */
 
-/* Every kernel takes (T, scale) and then its tensors, each a buffer and an
- * offset in elements; it runs in work-groups of f->rows items over the T
- * rows it owns (dimension 0) and the R heads (dimension 1). */
-static cl_int launch(const gpt_flash *f, cl_kernel kern, cl_uint R, cl_uint T, float scale,
-                     const clg_view *views, cl_uint n_views)
+/* Every kernel takes (T, scale, NH, ld_qkv, ld_y), the bias, and then its
+ * tensors, each a buffer and an offset in elements (views[0] the bias,
+ * whose buffer may be NULL: OpenCL passes a NULL pointer); it runs in
+ * work-groups of f->rows items over the T rows it owns (dimension 0) and
+ * the R heads (dimension 1). */
+static cl_int launch(gpt_flash *f, cl_kernel kern, cl_uint R, cl_uint T, float scale,
+                     gpt_flash_layout lay, const clg_view *views, cl_uint n_views)
 {
+    enum { SHAPE_ARGS = 5 };
     cl_int e = clSetKernelArg(kern, 0, sizeof(cl_uint), &T);
     if (e == CL_SUCCESS)
         e = clSetKernelArg(kern, 1, sizeof(cl_float), &scale);
+    const cl_uint ints[] = {lay.heads, lay.ld_qkv, lay.ld_y};
+    for (cl_uint i = 0; i < 3 && e == CL_SUCCESS; i++)
+        e = clSetKernelArg(kern, 2 + i, sizeof(cl_uint), &ints[i]);
     for (cl_uint i = 0; i < n_views && e == CL_SUCCESS; i++) {
         cl_ulong off = views[i].offset;
-        e = clSetKernelArg(kern, 2 + 2 * i, sizeof(cl_mem), &views[i].mem);
+        e = clSetKernelArg(kern, SHAPE_ARGS + 2 * i, sizeof(cl_mem), &views[i].mem);
         if (e == CL_SUCCESS)
-            e = clSetKernelArg(kern, 3 + 2 * i, sizeof off, &off);
+            e = clSetKernelArg(kern, SHAPE_ARGS + 1 + 2 * i, sizeof off, &off);
     }
     if (e != CL_SUCCESS || R == 0 || T == 0)
         return e;
     size_t global[2] = {((size_t)T + f->rows - 1) / f->rows * f->rows, R};
     size_t local[2] = {f->rows, 1};
-    return clEnqueueNDRangeKernel(f->queue, kern, 2, NULL, global, local, 0, NULL, NULL);
+    e = clEnqueueNDRangeKernel(f->queue, kern, 2, NULL, global, local, 0, NULL, NULL);
+    f->launches += e == CL_SUCCESS;
+    return e;
 }
 
-/* Any of the n views missing or holding fewer than its count. */
+/* Elements a view of R heads of T rows at stride ld must hold: up to the
+ * last head's last row (0 when R or T is 0). */
+static size_t extent(const gpt_flash *f, cl_uint R, cl_uint T, cl_uint heads, cl_uint ld)
+{
+    if (R == 0 || T == 0)
+        return 0;
+    size_t seqs = R / heads;
+    return (seqs * T - 1) * ld + (size_t)(heads - 1) * f->hs + f->hs;
+}
+
+/* Any of the n views missing or holding fewer than its count; the bias
+ * (views[0]) may be missing. */
 static int short_views(const clg_view *views, const size_t *counts, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        if (views[i].mem == NULL || views[i].count < counts[i])
+        if ((views[i].mem == NULL && i > 0) || (views[i].mem && views[i].count < counts[i]))
             return 1;
     return 0;
 }
 
-#define N_OF(a) ((cl_uint)(sizeof(a) / sizeof *(a)))
-
-cl_int gpt_flash_forward(const gpt_flash *f, cl_uint R, cl_uint T, float scale, clg_view q,
-                         clg_view k, clg_view v, clg_view y, clg_view lse)
+/* A layout that does not fit the heads: a stride below a head's row or
+ * below the heads side by side, or R not whole sequences. */
+static int bad_layout(const gpt_flash *f, cl_uint R, gpt_flash_layout lay)
 {
-    size_t n = (size_t)R * T * f->hs, rows = (size_t)R * T;
-    const clg_view views[] = {q, k, v, y, lse};
-    const size_t counts[] = {n, n, n, n, rows};
-    if (short_views(views, counts, N_OF(views)))
-        return CL_INVALID_VALUE;
-    return launch(f, f->forward, R, T, scale, views, N_OF(views));
+    size_t row = (size_t)lay.heads * f->hs;
+    return lay.heads == 0 || R % lay.heads != 0 || lay.ld_qkv < row || lay.ld_y < row;
 }
 
-cl_int gpt_flash_backward(const gpt_flash *f, cl_uint R, cl_uint T, float scale, clg_view q,
-                          clg_view k, clg_view v, clg_view y, clg_view lse, clg_view dy,
-                          clg_view dsum, clg_view dq, clg_view dk, clg_view dv)
+#define N_OF(a) ((cl_uint)(sizeof(a) / sizeof *(a)))
+
+cl_int gpt_flash_forward(gpt_flash *f, cl_uint R, cl_uint T, float scale, gpt_flash_layout lay,
+                         clg_view bias, clg_view q, clg_view k, clg_view v, clg_view y,
+                         clg_view lse)
 {
-    size_t n = (size_t)R * T * f->hs, rows = (size_t)R * T;
-    const clg_view all[] = {q, k, v, y, lse, dy, dsum, dq, dk, dv};
-    const size_t counts[] = {n, n, n, n, rows, n, rows, n, n, n};
+    if (bad_layout(f, R, lay))
+        return CL_INVALID_VALUE;
+    size_t nq = extent(f, R, T, lay.heads, lay.ld_qkv), ny = extent(f, R, T, lay.heads, lay.ld_y);
+    const clg_view views[] = {bias, q, k, v, y, lse};
+    const size_t counts[] = {3 * (size_t)lay.heads * f->hs, nq, nq, nq, ny, (size_t)R * T};
+    if (short_views(views, counts, N_OF(views)))
+        return CL_INVALID_VALUE;
+    return launch(f, f->forward, R, T, scale, lay, views, N_OF(views));
+}
+
+cl_int gpt_flash_backward(gpt_flash *f, cl_uint R, cl_uint T, float scale, gpt_flash_layout lay,
+                          clg_view bias, clg_view q, clg_view k, clg_view v, clg_view y,
+                          clg_view lse, clg_view dy, clg_view dsum, clg_view dq, clg_view dk,
+                          clg_view dv)
+{
+    if (bad_layout(f, R, lay))
+        return CL_INVALID_VALUE;
+    size_t nq = extent(f, R, T, lay.heads, lay.ld_qkv), ny = extent(f, R, T, lay.heads, lay.ld_y);
+    size_t rows = (size_t)R * T;
+    const clg_view all[] = {bias, q, k, v, y, lse, dy, dsum, dq, dk, dv};
+    const size_t counts[] = {
+        3 * (size_t)lay.heads * f->hs, nq, nq, nq, ny, rows, ny, rows, nq, nq, nq};
     if (short_views(all, counts, N_OF(all)))
         return CL_INVALID_VALUE;
     /* the order of each kernel's arguments in gpt_flash.cl */
-    const clg_view dq_args[] = {q, k, v, y, lse, dy, dsum, dq};
-    const clg_view dkdv_args[] = {q, k, v, lse, dsum, dy, dk, dv};
-    cl_int e = launch(f, f->backward_dq, R, T, scale, dq_args, N_OF(dq_args));
+    const clg_view dq_args[] = {bias, q, k, v, y, lse, dy, dsum, dq};
+    const clg_view dkdv_args[] = {bias, q, k, v, lse, dsum, dy, dk, dv};
+    cl_int e = launch(f, f->backward_dq, R, T, scale, lay, dq_args, N_OF(dq_args));
     if (e == CL_SUCCESS) /* after it on the in-order queue: dsum is written */
-        e = launch(f, f->backward_dkdv, R, T, scale, dkdv_args, N_OF(dkdv_args));
+        e = launch(f, f->backward_dkdv, R, T, scale, lay, dkdv_args, N_OF(dkdv_args));
     return e;
 }

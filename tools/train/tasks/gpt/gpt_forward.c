@@ -8,73 +8,93 @@
 
 static const clg_view no_view = {NULL, 0, 0};
 
-/* out [N x OC] = in [N x IC] W^T + b, W [OC x IC] (nn.Linear). */
-static cl_int linear_forward(gpt_model *m, size_t N, size_t IC, size_t OC, clg_view in, clg_view w,
-                             clg_view b, clg_view out)
+/* Causal self-attention of block v: its qkv [N x 3C] (c_attn's output
+ * without its bias, which the attention adds as it reads) into v->atty,
+ * each row's log-sum-exp into v->lse for the backward (gpt_flash.h). */
+static cl_int attention_forward(gpt_model *m, const gpt_block_views *v, unsigned T, clg_view bias)
 {
-    cl_int err = gpt_gemm(m, 0, 1, N, OC, IC, in, IC, w, IC, 0.0f, out, OC);
-    GPT_RUN(m, err, GPT_PROF_OTHER, gpt_bias_add(&m->k, (cl_uint)N, (cl_uint)OC, out, b));
-    return err;
-}
-
-/* Causal self-attention of block v: qkv [N x 3C] into v->atty. Per
- * (sequence, head) r: preatt[r] = q[r] k[r]^T, att[r] = the causal
- * softmax of preatt[r] / sqrt(HS) (kept for the backward), y[r] =
- * att[r] v[r]; every r at once through strided batched GEMMs. */
-static cl_int attention_forward(gpt_model *m, const gpt_block_views *v, unsigned B, unsigned T,
-                                clg_view qkv)
-{
-    const gpt_kernels *k = &m->k;
-    cl_uint NH = v->NH, HS = v->HS;
-    size_t R = v->R, THS = v->THS, TT = v->TT;
-    clg_view preatt = gpt_act(m, GPT_PREATT, 0, R * TT), y = gpt_act(m, GPT_HEADS, 0, v->NC);
+    gpt_flash_layout lay = gpt_flash_model_layout(v->NH, m->s.width);
     cl_int err = CL_SUCCESS;
-    GPT_RUN(m, err, GPT_PROF_ATTN, gpt_attn_split(k, B, T, NH, HS, qkv, v->q, v->k, v->v));
-    if (err == CL_SUCCESS)
-        err = gpt_gemm_batched(m, 0, 1, T, T, HS, v->q, HS, THS, v->k, HS, THS, preatt, T, TT, R);
     GPT_RUN(m, err, GPT_PROF_ATTN,
-            gpt_softmax_causal(k, (cl_uint)R, T, 1.0f / sqrtf((float)HS), preatt, v->att));
-    if (err == CL_SUCCESS)
-        err = gpt_gemm_batched(m, 0, 0, T, HS, T, v->att, T, TT, v->v, HS, THS, y, HS, THS, R);
-    GPT_RUN(m, err, GPT_PROF_ATTN, gpt_attn_merge(k, B, T, NH, HS, y, v->atty));
+            gpt_flash_forward(&m->flash, (cl_uint)v->R, T, gpt_attn_scale(v), lay, bias, v->q, v->k,
+                              v->v, v->atty, v->lse));
     return err;
 }
 
-/* Block l: in [N x C] (the residual stream) into its GPT_RES3. */
-static cl_int block_forward(gpt_model *m, int l, unsigned B, unsigned T, clg_view in)
+/* What follows block l: the LayerNorm its output feeds (the next block's
+ * ln_1, or ln_f after the last block), whose output and statistics the
+ * block's last kernel writes. */
+typedef struct next_norm {
+    clg_view w, b, out, mean, rstd;
+} next_norm;
+
+static next_norm next_norm_of(gpt_model *m, int l, unsigned B, unsigned T)
+{
+    size_t N = (size_t)B * T;
+    next_norm n;
+    if (l + 1 < (int)m->s.layers) {
+        gpt_block_views v;
+        gpt_block_views_of(m, l + 1, B, T, &v);
+        const clg_view *p = &m->param[gpt_block_tensor(l + 1, 0)];
+        n = (next_norm){p[GPT_LN1_W], p[GPT_LN1_B], v.ln1, v.mean1, v.rstd1};
+    } else {
+        int lw = gpt_lnf_tensor(&m->s, 0);
+        n = (next_norm){m->param[lw], m->param[lw + 1], gpt_lnf_out(m, N),
+                        gpt_act(m, GPT_LNF_STATS, 0, N), gpt_act(m, GPT_LNF_STATS, N, N)};
+    }
+    return n;
+}
+
+/* Block l on its input [N x C] (the residual stream), ln_1's output and
+ * statistics already computed (GPT_BLOCK_FORWARD: by the block before)
+ * or computed first (GPT_BLOCK_AGAIN). The biases of c_attn, attn.c_proj,
+ * c_fc and mlp.c_proj are added by the kernels after their GEMMs: the
+ * attention, the residual fused with ln_2, GELU, the residual fused with
+ * the next LayerNorm. GPT_BLOCK_AGAIN (--recompute block's backward)
+ * stops once fch is there: the rest (mlp.c_proj, the block's output) the
+ * backward does not read, and the output is kept. */
+cl_int gpt_block_forward(gpt_model *m, int l, unsigned B, unsigned T, gpt_block_pass pass)
 {
     const gpt_kernels *k = &m->k;
     const clg_view *p = &m->param[gpt_block_tensor(l, 0)];
     gpt_block_views v;
     gpt_block_views_of(m, l, B, T, &v);
-    size_t C = m->s.width, N = v.N, NC = v.NC;
-    /* LayerNorm and GELU outputs in shared buffers: the backward computes
-     * them again (gpt_internal.h) */
-    clg_view ln = gpt_act(m, GPT_HEADS, 0, NC);
-    clg_view qkv = gpt_act(m, GPT_WIDE, 0, 3 * NC), gelu = gpt_act(m, GPT_WIDE, 0, 4 * NC);
+    size_t C = m->s.width, N = v.N;
+    clg_view in = gpt_block_input(m, l, N);
     cl_int err = CL_SUCCESS;
+    if (pass == GPT_BLOCK_AGAIN)
+        GPT_RUN(m, err, GPT_PROF_OTHER,
+                gpt_layernorm(k, (cl_uint)N, (cl_uint)C, in, p[GPT_LN1_W], p[GPT_LN1_B], v.ln1,
+                              v.mean1, v.rstd1));
+    if (err == CL_SUCCESS)
+        err = gpt_gemm(m, 0, 1, N, 3 * C, C, v.ln1, C, p[GPT_QKV_W], C, 0.0f, v.qkv, 3 * C);
+    if (err == CL_SUCCESS)
+        err = attention_forward(m, &v, T, p[GPT_QKV_B]);
+    /* res2 = in + (atty W^T + b), then ln_2 of it */
+    if (err == CL_SUCCESS)
+        err = gpt_gemm(m, 0, 1, N, C, C, v.atty, C, p[GPT_ATTPROJ_W], C, 0.0f, v.res2, C);
     GPT_RUN(m, err, GPT_PROF_OTHER,
-            gpt_layernorm(k, (cl_uint)N, (cl_uint)C, in, p[GPT_LN1_W], p[GPT_LN1_B], ln, v.mean1,
-                          v.rstd1));
+            gpt_residual_layernorm(k, (cl_uint)N, (cl_uint)C, in, v.res2, p[GPT_ATTPROJ_B], v.res2,
+                                   p[GPT_LN2_W], p[GPT_LN2_B], v.ln2, v.mean2, v.rstd2));
     if (err == CL_SUCCESS)
-        err = linear_forward(m, N, C, 3 * C, ln, p[GPT_QKV_W], p[GPT_QKV_B], qkv);
-    if (err == CL_SUCCESS)
-        err = attention_forward(m, &v, B, T, qkv);
-    if (err == CL_SUCCESS)
-        err = linear_forward(m, N, C, C, v.atty, p[GPT_ATTPROJ_W], p[GPT_ATTPROJ_B], v.res2);
-    GPT_RUN(m, err, GPT_PROF_OTHER, gpt_residual(k, (cl_uint)NC, v.res2, in, v.res2));
+        err = gpt_gemm(m, 0, 1, N, 4 * C, C, v.ln2, C, p[GPT_FC_W], C, 0.0f, v.fch, 4 * C);
     GPT_RUN(m, err, GPT_PROF_OTHER,
-            gpt_layernorm(k, (cl_uint)N, (cl_uint)C, v.res2, p[GPT_LN2_W], p[GPT_LN2_B], ln,
-                          v.mean2, v.rstd2));
+            gpt_bias_gelu(k, (cl_uint)N, (cl_uint)(4 * C), v.fch, p[GPT_FC_B], v.gelu));
+    if (pass == GPT_BLOCK_AGAIN)
+        return err;
+    /* res3 = res2 + (gelu W^T + b), then the next LayerNorm of it */
+    next_norm nx = next_norm_of(m, l, B, T);
     if (err == CL_SUCCESS)
-        err = linear_forward(m, N, C, 4 * C, ln, p[GPT_FC_W], p[GPT_FC_B], v.fch);
-    GPT_RUN(m, err, GPT_PROF_OTHER, gpt_gelu(k, (cl_uint)(4 * NC), v.fch, gelu));
-    if (err == CL_SUCCESS)
-        err = linear_forward(m, N, 4 * C, C, gelu, p[GPT_FCPROJ_W], p[GPT_FCPROJ_B], v.res3);
-    GPT_RUN(m, err, GPT_PROF_OTHER, gpt_residual(k, (cl_uint)NC, v.res3, v.res2, v.res3));
+        err =
+            gpt_gemm(m, 0, 1, N, C, 4 * C, v.gelu, 4 * C, p[GPT_FCPROJ_W], 4 * C, 0.0f, v.res3, C);
+    GPT_RUN(m, err, GPT_PROF_OTHER,
+            gpt_residual_layernorm(k, (cl_uint)N, (cl_uint)C, v.res2, v.res3, p[GPT_FCPROJ_B],
+                                   v.res3, nx.w, nx.b, nx.out, nx.mean, nx.rstd));
     return err;
 }
 
+/* The embeddings, block 0's ln_1, the blocks (each ending in the next
+ * LayerNorm: ln_f after the last) and the tied head. */
 static cl_int forward_body(gpt_model *m, const gpt_tokens *tok, unsigned B, unsigned T)
 {
     const gpt_kernels *k = &m->k;
@@ -83,18 +103,17 @@ static cl_int forward_body(gpt_model *m, const gpt_tokens *tok, unsigned B, unsi
     cl_int err = CL_SUCCESS;
     GPT_RUN(m, err, GPT_PROF_OTHER,
             gpt_embed(k, tok, B, T, (cl_uint)C, m->param[GPT_WTE], m->param[GPT_WPE], res));
-    for (unsigned l = 0; l < m->s.layers && err == CL_SUCCESS; l++) {
-        err = block_forward(m, (int)l, B, T, res);
-        res = gpt_act(m, gpt_layer_buf((int)l, GPT_RES3), 0, NC);
-    }
-    clg_view lnf = gpt_act(m, GPT_LNF, 0, NC);
-    int lw = gpt_lnf_tensor(&m->s, 0);
+    gpt_block_views v0;
+    gpt_block_views_of(m, 0, B, T, &v0);
+    const clg_view *p0 = &m->param[gpt_block_tensor(0, 0)];
     GPT_RUN(m, err, GPT_PROF_OTHER,
-            gpt_layernorm(k, (cl_uint)N, (cl_uint)C, res, m->param[lw], m->param[lw + 1], lnf,
-                          gpt_act(m, GPT_LNF_STATS, 0, N), gpt_act(m, GPT_LNF_STATS, N, N)));
+            gpt_layernorm(k, (cl_uint)N, (cl_uint)C, res, p0[GPT_LN1_W], p0[GPT_LN1_B], v0.ln1,
+                          v0.mean1, v0.rstd1));
+    for (unsigned l = 0; l < m->s.layers && err == CL_SUCCESS; l++)
+        err = gpt_block_forward(m, (int)l, B, T, GPT_BLOCK_FORWARD);
     /* the head, tied to the token embedding: logits = lnf wte^T */
     if (err == CL_SUCCESS)
-        err = gpt_gemm(m, 0, 1, N, GPT_VOCAB, C, lnf, C, m->param[GPT_WTE], C, 0.0f,
+        err = gpt_gemm(m, 0, 1, N, GPT_VOCAB, C, gpt_lnf_out(m, N), C, m->param[GPT_WTE], C, 0.0f,
                        gpt_act(m, GPT_LOGITS, 0, N * GPT_VOCAB), GPT_VOCAB);
     return err;
 }

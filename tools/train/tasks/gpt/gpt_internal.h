@@ -5,7 +5,10 @@
 #ifndef TRAIN_GPT_INTERNAL_H
 #define TRAIN_GPT_INTERNAL_H
 
+#include "gpt_flash.h"
 #include "gpt_model.h"
+
+#include <math.h>
 
 /* Elements of a tensor of gpt_tensor. */
 static inline size_t gpt_tensor_size(const gpt_tensor_info *t)
@@ -19,36 +22,46 @@ static inline size_t gpt_tensor_size(const gpt_tensor_info *t)
  * As llm.c's recompute, the outputs of ln_1, ln_2 and GELU are not kept:
  * the backward computes them again from the block's input, res2 and fch
  * (the LayerNorms with the same kernel on the same input, so bit for
- * bit), 6C floats a position per layer fewer.
+ * bit), 6C floats a position per layer fewer. The attention (gpt_flash.h)
+ * keeps no [T x T] matrix: its backward recomputes the probabilities from
+ * q, k and each row's log-sum-exp, and it reads and writes the heads in
+ * the GEMMs' rows (no split or merge).
+ * --recompute none keeps the LayerNorms' and GELU's outputs too (per
+ * layer); block keeps only each block's output (GPT_RES3; block 0's input
+ * is GPT_ENCODED) and gives the other kinds one set, layer 0's, which the
+ * backward fills again block by block (gpt_layer_buf). A buffer of 0
+ * elements in a mode is not allocated.
  * Per layer l, buffer GPT_GLOBAL + l * GPT_PER_LAYER + kind: */
 enum gpt_layer_buf {
     GPT_LN1_STATS, /* [2 x N] ln_1's mean, then its rstd */
-    GPT_QKV_HEADS, /* [3 x B x NH x T x HS] q, k, v split into heads */
-    GPT_ATT,       /* [B x NH x T x T] the causal softmax */
-    GPT_ATTY,      /* [N x C] the heads merged (attn.c_proj's input) */
+    GPT_QKV,       /* [N x 3C] c_attn's output: q, k, v side by side */
+    GPT_LSE,       /* [B x NH x T] each attention row's log-sum-exp */
+    GPT_ATTY,      /* [N x C] the attention's output (attn.c_proj's input) */
     GPT_RES2,      /* [N x C] residual after attention (ln_2's input) */
     GPT_LN2_STATS, /* [2 x N] */
     GPT_FCH,       /* [N x 4C] c_fc's output (GELU's input) */
     GPT_RES3,      /* [N x C] residual after the MLP (the block's output) */
+    GPT_LN1_OUT,   /* [N x C] ln_1's output (none; else in GPT_DBUF) */
+    GPT_LN2_OUT,   /* [N x C] ln_2's output (none; else in GPT_DBUF) */
+    GPT_GELU_OUT,  /* [N x 4C] GELU's output (none; else in GPT_WIDE) */
     GPT_PER_LAYER
 };
 /* ... and the buffers of the whole model, first: */
 enum gpt_global_buf {
     GPT_ENCODED,   /* [N x C] embeddings (block 0's input) */
-    GPT_LNF,       /* [N x C] ln_f's output (the head's input) */
     GPT_LNF_STATS, /* [2 x N] */
     GPT_LOGITS,    /* [N x V] logits, then dlogits in place */
     GPT_ROW_LOSS,  /* [N] */
-    GPT_PREATT,    /* [B x NH x T x T] q k^T of the current layer; datt and
-                      dpreatt in the backward */
-    GPT_WIDE,      /* [N x 4C] qkv [N x 3C], then GELU's output
-                      (forward); GELU's output again, then dfch, then
-                      dqkv (backward) */
-    GPT_HEADS,     /* [3 x N x C] ln_1's output, y in heads, ln_2's output
-                      (forward); ln_2's output again, dy, then dq, dk,
-                      dv, then ln_1's output again (backward) */
+    GPT_WIDE,      /* [N x 4C] GELU's output, then ln_f's (the head's
+                      input) in the first N x C (forward); ln_f's output
+                      for wte's gradient, then per block GELU's output
+                      again, dfch, dqkv (backward) */
     GPT_DRES,      /* [N x C] the residual stream's gradient */
-    GPT_DBUF,      /* [N x C] dlnf, dln2, datty, dln1 in turn */
+    GPT_DBUF,      /* [N x C] ln_1's or ln_2's output in both passes (not
+                      with --recompute none); in the backward also dlnf,
+                      dln2, datty, dln1 in turn, each GEMM that writes
+                      one having read the LayerNorm output it replaces */
+    GPT_DSUM,      /* [B x NH x T] the attention backward's dy . y rows */
     GPT_SCRATCH,   /* gpt_scratch_floats: the kernels' reductions */
     GPT_SORT,      /* gpt_sort_ints: gpt_embed_backward's counting sort */
     GPT_GLOBAL
@@ -62,9 +75,12 @@ typedef struct gpt_buf_size {
 } gpt_buf_size;
 int gpt_buf_count(const gpt_shape *s);
 gpt_buf_size gpt_buf_elems(const gpt_shape *s, int buf);
-/* The layer-l buffer of a kind. */
-static inline int gpt_layer_buf(int l, int kind)
+/* The layer-l buffer of a kind: under --recompute block, layer 0's for
+ * every kind but GPT_RES3. */
+static inline int gpt_layer_buf(const gpt_shape *s, int l, int kind)
 {
+    if (s->recompute == GPT_RECOMPUTE_BLOCK && kind != GPT_RES3)
+        l = 0;
     return GPT_GLOBAL + l * GPT_PER_LAYER + kind;
 }
 
@@ -101,6 +117,7 @@ struct gpt_model {
     clg_context *ctx;
     cl_command_queue queue;
     gpt_kernels k;
+    gpt_flash flash;               /* the attention, built for the head size */
     mlp_gemm_scratch gemm_scratch; /* CLBlast's temporary buffer (mlp_gemms.h) */
     gpt_shape s;
     unsigned rows;     /* sequences the activations hold */
@@ -113,6 +130,7 @@ struct gpt_model {
     unsigned fwd_B, fwd_T; /* the last forward's (gpt_backward checks) */
     int profiling;
     gpt_profile_times times;
+    uint64_t gemm_calls, fills; /* for gpt_launches */
 };
 
 /* A view of n elements at element off of buffer b. */
@@ -123,13 +141,23 @@ static inline clg_view gpt_act(const gpt_model *m, int b, size_t off, size_t n)
 }
 
 /* Block l's stored activations for B sequences of T positions, and the
- * attention's dimensions: R = B NH (sequence, head) pairs of [T x HS]. */
+ * attention's dimensions: R = B NH (sequence, head) pairs; q, k, v views
+ * of qkv at columns 0, C and 2C (gpt_flash_model_layout). */
 typedef struct gpt_block_views {
     cl_uint NH, HS;
-    size_t N, NC, R, THS, TT;
-    clg_view mean1, rstd1, q, k, v, att, atty, res2, mean2, rstd2, fch, res3;
+    size_t N, NC, R;
+    clg_view mean1, rstd1, qkv, q, k, v, lse, atty, res2, mean2, rstd2, fch, res3;
+    /* the LayerNorms' and GELU's outputs: kept (--recompute none), or in
+     * the shared GPT_DBUF and GPT_WIDE, which the backward fills again */
+    clg_view ln1, ln2, gelu;
+    int recomputes; /* the backward computes ln1, ln2 and gelu again */
 } gpt_block_views;
 void gpt_block_views_of(const gpt_model *m, int l, unsigned B, unsigned T, gpt_block_views *v);
+/* The attention's softmax scale, 1 / sqrt(HS), in both passes. */
+static inline float gpt_attn_scale(const gpt_block_views *v)
+{
+    return 1.0f / sqrtf((float)v->HS);
+}
 
 /* Profiling (gpt_profile): a launch between gpt_prof_begin and
  * gpt_prof_end is waited for and its seconds added to kind. */
@@ -147,14 +175,27 @@ cl_int gpt_prof_end(gpt_model *m, int kind, double t0, cl_int err);
     } while (0)
 
 /* Row-major C = op(A) op(B) + beta C through mlp_gemm (alpha 1), with
- * dense leading dimensions given; and the same for batch products at
- * element strides sa, sb, sc (CLBlast's strided batched GEMM, in the
- * column-major form mlp_gemm uses). */
+ * dense leading dimensions given. */
 cl_int gpt_gemm(gpt_model *m, int ta, int tb, size_t M, size_t N, size_t K, clg_view a, size_t lda,
                 clg_view b, size_t ldb, float beta, clg_view c, size_t ldc);
-cl_int gpt_gemm_batched(gpt_model *m, int ta, int tb, size_t M, size_t N, size_t K, clg_view a,
-                        size_t lda, size_t sa, clg_view b, size_t ldb, size_t sb, clg_view c,
-                        size_t ldc, size_t sc, size_t batch);
+
+/* ln_f's output for N positions (in GPT_WIDE, which no block uses
+ * between the head's forward and its backward). */
+static inline clg_view gpt_lnf_out(const gpt_model *m, size_t N)
+{
+    clg_view v = {m->buf[GPT_WIDE], 0, N * m->s.width};
+    return v;
+}
+
+/* Block l's input for B T = N positions: block l - 1's output, or the
+ * embeddings. */
+clg_view gpt_block_input(const gpt_model *m, int l, size_t N);
+/* Block l's forward on its input into its activations (gpt_forward.c):
+ * in the forward (its ln_1 computed by the block before, the next
+ * LayerNorm by it), or again in the backward under --recompute block
+ * (its ln_1 first, and no further than what its backward reads). */
+typedef enum gpt_block_pass { GPT_BLOCK_FORWARD, GPT_BLOCK_AGAIN } gpt_block_pass;
+cl_int gpt_block_forward(gpt_model *m, int l, unsigned B, unsigned T, gpt_block_pass pass);
 
 /* 0 when B and T fit the activations and the model is bound. */
 int gpt_check_batch(const gpt_model *m, unsigned B, unsigned T);

@@ -7,6 +7,7 @@
 #include "train_kernels.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Work-group of the row kernels and rows per block of the column sums:
@@ -30,33 +31,39 @@ enum {
     K_WPE_GRAD,
     K_LAYERNORM,
     K_LAYERNORM_BACKWARD,
-    K_LAYERNORM_DWDB,
     K_COLSUM_PARTIAL,
     K_COLSUM_FINAL,
     K_BIAS_ADD,
     K_GELU,
     K_GELU_BACKWARD,
     K_RESIDUAL,
-    K_ATTN_SPLIT,
-    K_ATTN_SPLIT_BACKWARD,
-    K_ATTN_MERGE,
-    K_ATTN_MERGE_BACKWARD,
-    K_SOFTMAX_CAUSAL,
-    K_SOFTMAX_CAUSAL_BACKWARD,
     K_XENT,
     K_LOSS_SUM,
+    K_RESIDUAL_LAYERNORM,
+    K_BIAS_GELU,
+    K_GELU_BACKWARD_COLSUM,
     K_COUNT
 };
 
-/* Names in the order above. */
+/* Each kernel's name in the program. */
 static const char *const kernel_names[K_COUNT] = {
-    "gpt_embed",          "gpt_sort_tokens",         "gpt_wte_grad",
-    "gpt_wpe_grad",       "gpt_layernorm",           "gpt_layernorm_backward",
-    "gpt_layernorm_dwdb", "gpt_colsum_partial",      "gpt_colsum_final",
-    "gpt_bias_add",       "gpt_gelu",                "gpt_gelu_backward",
-    "gpt_residual",       "gpt_attn_split",          "gpt_attn_split_backward",
-    "gpt_attn_merge",     "gpt_attn_merge_backward", "gpt_softmax_causal",
-    "gpt_softmax_causal_backward", "gpt_xent",       "gpt_loss_sum",
+    [K_EMBED] = "gpt_embed",
+    [K_SORT_TOKENS] = "gpt_sort_tokens",
+    [K_WTE_GRAD] = "gpt_wte_grad",
+    [K_WPE_GRAD] = "gpt_wpe_grad",
+    [K_LAYERNORM] = "gpt_layernorm",
+    [K_LAYERNORM_BACKWARD] = "gpt_layernorm_backward",
+    [K_COLSUM_PARTIAL] = "gpt_colsum_partial",
+    [K_COLSUM_FINAL] = "gpt_colsum_final",
+    [K_BIAS_ADD] = "gpt_bias_add",
+    [K_GELU] = "gpt_gelu",
+    [K_GELU_BACKWARD] = "gpt_gelu_backward",
+    [K_RESIDUAL] = "gpt_residual",
+    [K_XENT] = "gpt_xent",
+    [K_LOSS_SUM] = "gpt_loss_sum",
+    [K_RESIDUAL_LAYERNORM] = "gpt_residual_layernorm",
+    [K_BIAS_GELU] = "gpt_bias_gelu",
+    [K_GELU_BACKWARD_COLSUM] = "gpt_gelu_backward_colsum",
 };
 
 _Static_assert(K_COUNT <= sizeof(((gpt_kernels *)0)->k) / sizeof(cl_kernel),
@@ -81,6 +88,10 @@ clg_status gpt_kernels_init_rows(clg_context *ctx, gpt_kernels *k, unsigned row_
                                                  NULL);
     if (st != CLG_SUCCESS)
         return st;
+    k->launches = calloc(1, sizeof *k->launches);
+    if (!k->launches)
+        return clg_context_fail(ctx, CLG_ERR_OUT_OF_HOST_MEMORY,
+                                "gpt kernels: no host memory for the launch counter");
     k->queue = clg_context_queue(ctx);
     k->row_items = row_items;
     for (int i = 0; i < K_COUNT; i++) {
@@ -99,8 +110,11 @@ void gpt_kernels_release(gpt_kernels *k)
     for (size_t i = 0; i < sizeof k->k / sizeof *k->k; i++)
         if (k->k[i])
             clReleaseKernel(k->k[i]);
+    free(k->launches);
     memset(k, 0, sizeof *k);
 }
+
+uint64_t gpt_kernels_launches(const gpt_kernels *k) { return k->launches ? *k->launches : 0; }
 
 static size_t row_blocks(unsigned N) { return ((size_t)N + GPT_RB - 1) / GPT_RB; }
 
@@ -108,7 +122,7 @@ static size_t row_blocks(unsigned N) { return ((size_t)N + GPT_RB - 1) / GPT_RB;
  * MLP's c_fc) or the LayerNorm's 2C, one row per block of GPT_RB rows. */
 size_t gpt_scratch_floats(unsigned N, unsigned C)
 {
-    size_t n = row_blocks(N) * 4 * (size_t)C;
+    size_t n = row_blocks(N) * 5 * (size_t)C;
     return n ? n : 1;
 }
 
@@ -149,7 +163,10 @@ static cl_int launch(const gpt_kernels *k, int which, const karg *args, cl_uint 
             return CL_SUCCESS;
         global[d] = (items[d] + wg[d] - 1) / wg[d] * wg[d];
     }
-    return clEnqueueNDRangeKernel(k->queue, kern, dims, NULL, global, wg, 0, NULL, NULL);
+    cl_int e = clEnqueueNDRangeKernel(k->queue, kern, dims, NULL, global, wg, 0, NULL, NULL);
+    if (e == CL_SUCCESS && k->launches)
+        ++*k->launches;
+    return e;
 }
 
 #define N_ARGS(...) ((cl_uint)(sizeof((const karg[]){__VA_ARGS__}) / sizeof(karg)))
@@ -171,6 +188,19 @@ static cl_int launch(const gpt_kernels *k, int which, const karg *args, cl_uint 
 
 /* A view that is missing or holds fewer than n elements. */
 static int short_view(clg_view v, size_t n) { return v.mem == NULL || v.count < n; }
+
+/* Whether views x and y (n elements each from their offsets) share an
+ * element. */
+static int overlaps(clg_view x, size_t nx, clg_view y, size_t ny)
+{
+    return x.mem == y.mem && x.offset < y.offset + ny && y.offset < x.offset + nx;
+}
+/* x is y itself or shares nothing with it (the in-place rule of the fused
+ * kernels: each item reads its elements before it writes them). */
+static int same_or_apart(clg_view x, clg_view y, size_t n)
+{
+    return (x.mem == y.mem && x.offset == y.offset) || !overlaps(x, n, y, n);
+}
 
 /* ------------------------------------------------------------ embeddings */
 
@@ -218,12 +248,21 @@ cl_int gpt_layernorm(const gpt_kernels *k, cl_uint N, cl_uint C, clg_view inp, c
                        VIEW(mean), VIEW(rstd));
 }
 
-/* dst = beta * dst + the sum over nb blocks of scratch[soff + blk * ld ..]. */
+/* dst = beta * dst + the sum over nb blocks of scratch[soff + blk * ld ..]
+ * for the first split of cols columns, dst2 the same for the rest (one
+ * launch for two targets; split = cols and dst2 = dst for one). */
+static cl_int colsum_final2(const gpt_kernels *k, cl_mem scratch, size_t soff, size_t ld,
+                            size_t nb, cl_uint cols, cl_uint split, clg_view dst, clg_view dst2,
+                            float beta)
+{
+    return LAUNCH_ITEMS(k, K_COLSUM_FINAL, cols, MEM(scratch), U32((cl_uint)soff),
+                        U32((cl_uint)ld), U32((cl_uint)nb), U32(cols), U32(split), VIEW(dst),
+                        VIEW(dst2), F32(beta));
+}
 static cl_int colsum_final(const gpt_kernels *k, cl_mem scratch, size_t soff, size_t ld,
                            size_t nb, cl_uint cols, clg_view dst, float beta)
 {
-    return LAUNCH_ITEMS(k, K_COLSUM_FINAL, cols, MEM(scratch), U32((cl_uint)soff),
-                        U32((cl_uint)ld), U32((cl_uint)nb), U32(cols), VIEW(dst), F32(beta));
+    return colsum_final2(k, scratch, soff, ld, nb, cols, cols, dst, dst, beta);
 }
 
 cl_int gpt_layernorm_backward(const gpt_kernels *k, cl_uint N, cl_uint C, clg_view dout,
@@ -234,17 +273,19 @@ cl_int gpt_layernorm_backward(const gpt_kernels *k, cl_uint N, cl_uint C, clg_vi
     size_t NC = (size_t)N * C, nb = row_blocks(N);
     if (short_view(dout, NC) || short_view(inp, NC) || short_view(w, C) ||
         short_view(mean, N) || short_view(rstd, N) || short_view(dinp, NC) ||
-        short_view(dw, C) || short_view(db, C) || scratch == NULL)
+        short_view(dw, C) || short_view(db, C) || scratch == NULL ||
+        overlaps(dinp, NC, dout, NC) || overlaps(dinp, NC, inp, NC))
         return CL_INVALID_VALUE;
-    cl_int e = LAUNCH_ROWS(k, K_LAYERNORM_BACKWARD, N, U32(N), U32(C), VIEW(dout), VIEW(inp),
-                           VIEW(w), VIEW(mean), VIEW(rstd), VIEW(dinp));
+    /* the rows' work-groups, then those of the column partials (items
+     * (c, blk)), in one launch */
+    size_t row_groups = ((size_t)N * k->row_items + GPT_WG - 1) / GPT_WG;
+    size_t col_groups = (C * nb + GPT_WG - 1) / GPT_WG;
+    cl_int e = LAUNCH_GROUPS(k, K_LAYERNORM_BACKWARD, row_groups + col_groups, GPT_WG, U32(N),
+                             U32(C), U32((cl_uint)row_groups), VIEW(dout), VIEW(inp), VIEW(w),
+                             VIEW(mean), VIEW(rstd), VIEW(dinp), MEM(scratch));
+    /* dw's columns, then db's: one launch */
     if (e == CL_SUCCESS)
-        e = LAUNCH_2D(k, K_LAYERNORM_DWDB, C, nb, U32(N), U32(C), VIEW(dout), VIEW(inp),
-                      VIEW(mean), VIEW(rstd), MEM(scratch));
-    if (e == CL_SUCCESS)
-        e = colsum_final(k, scratch, 0, 2 * (size_t)C, nb, C, dw, beta);
-    if (e == CL_SUCCESS)
-        e = colsum_final(k, scratch, C, 2 * (size_t)C, nb, C, db, beta);
+        e = colsum_final2(k, scratch, 0, 2 * (size_t)C, nb, 2 * C, C, dw, db, beta);
     return e;
 }
 
@@ -257,15 +298,31 @@ cl_int gpt_bias_add(const gpt_kernels *k, cl_uint N, cl_uint OC, clg_view out, c
     return LAUNCH_2D(k, K_BIAS_ADD, OC, N, U32(N), U32(OC), VIEW(out), VIEW(bias));
 }
 
+cl_int gpt_bias_grad_partial(const gpt_kernels *k, cl_uint N, cl_uint OC, clg_view dout,
+                             cl_mem scratch, cl_uint ld, cl_uint col)
+{
+    if (short_view(dout, (size_t)N * OC) || scratch == NULL || (size_t)col + OC > ld)
+        return CL_INVALID_VALUE;
+    return LAUNCH_2D(k, K_COLSUM_PARTIAL, OC, row_blocks(N), U32(N), U32(OC), VIEW(dout),
+                     MEM(scratch), U32(ld), U32(col));
+}
+
+cl_int gpt_bias_grad_pair(const gpt_kernels *k, cl_uint N, cl_uint ld, cl_uint split,
+                          cl_mem scratch, clg_view db1, clg_view db2, float beta)
+{
+    if (split > ld || short_view(db1, split) || short_view(db2, ld - split) || scratch == NULL)
+        return CL_INVALID_VALUE;
+    return colsum_final2(k, scratch, 0, ld, row_blocks(N), ld, split, db1, db2, beta);
+}
+
 cl_int gpt_bias_grad(const gpt_kernels *k, cl_uint N, cl_uint OC, clg_view dout, clg_view db,
                      float beta, cl_mem scratch)
 {
-    size_t nb = row_blocks(N);
-    if (short_view(dout, (size_t)N * OC) || short_view(db, OC) || scratch == NULL)
+    if (short_view(db, OC))
         return CL_INVALID_VALUE;
-    cl_int e = LAUNCH_2D(k, K_COLSUM_PARTIAL, OC, nb, U32(N), U32(OC), VIEW(dout), MEM(scratch));
+    cl_int e = gpt_bias_grad_partial(k, N, OC, dout, scratch, OC, 0);
     if (e == CL_SUCCESS)
-        e = colsum_final(k, scratch, 0, OC, nb, OC, db, beta);
+        e = colsum_final(k, scratch, 0, OC, row_blocks(N), OC, db, beta);
     return e;
 }
 
@@ -293,70 +350,63 @@ cl_int gpt_residual(const gpt_kernels *k, cl_uint n, clg_view a, clg_view b, clg
     return LAUNCH_ITEMS(k, K_RESIDUAL, n, U32(n), VIEW(a), VIEW(b), VIEW(out));
 }
 
-/* ------------------------------------------------------------ attention */
+/* ------------------------------------------------------------ fusions */
 
-/* Items (d, t, b * NH + h) of a [B x NH x T x HS] tensor. */
-#define LAUNCH_HEADS(k, which, B, T, NH, HS, ...)                                                 \
-    launch(k, which, ARGS(U32(B), U32(T), U32(NH), U32(HS), __VA_ARGS__), 3,                     \
-           SIZES(HS, T, (size_t)(B) * (NH)), SIZES(GPT_TILE_X, GPT_TILE_Y, 1))
-
-cl_int gpt_attn_split(const gpt_kernels *k, cl_uint B, cl_uint T, cl_uint NH, cl_uint HS,
-                      clg_view qkv, clg_view q, clg_view kk, clg_view v)
+cl_int gpt_residual_layernorm(const gpt_kernels *k, cl_uint N, cl_uint C, clg_view a,
+                              clg_view b, clg_view bias, clg_view res_out, clg_view w,
+                              clg_view lnb, clg_view ln_out, clg_view mean, clg_view rstd)
 {
-    size_t n = (size_t)B * T * NH * HS;
-    if (short_view(qkv, 3 * n) || short_view(q, n) || short_view(kk, n) || short_view(v, n))
+    size_t NC = (size_t)N * C;
+    if (C == 0 || short_view(a, NC) || short_view(b, NC) || (bias.mem && bias.count < C) ||
+        short_view(res_out, NC) || short_view(w, C) || short_view(lnb, C) ||
+        short_view(ln_out, NC) || short_view(mean, N) || short_view(rstd, N) ||
+        !same_or_apart(res_out, a, NC) || !same_or_apart(res_out, b, NC) ||
+        overlaps(ln_out, NC, a, NC) || overlaps(ln_out, NC, b, NC) ||
+        overlaps(ln_out, NC, res_out, NC))
         return CL_INVALID_VALUE;
-    return LAUNCH_HEADS(k, K_ATTN_SPLIT, B, T, NH, HS, VIEW(qkv), VIEW(q), VIEW(kk), VIEW(v));
+    /* Without a bias the kernel never reads that argument: it gets b,
+     * which is valid. */
+    clg_view bi = bias.mem ? bias : b;
+    return LAUNCH_ROWS(k, K_RESIDUAL_LAYERNORM, N, U32(N), U32(C), VIEW(a), VIEW(b), VIEW(bi),
+                       I32(bias.mem != NULL), VIEW(res_out), VIEW(w), VIEW(lnb), VIEW(ln_out),
+                       VIEW(mean), VIEW(rstd));
 }
 
-cl_int gpt_attn_split_backward(const gpt_kernels *k, cl_uint B, cl_uint T, cl_uint NH,
-                               cl_uint HS, clg_view dq, clg_view dk, clg_view dv,
-                               clg_view dqkv)
+cl_int gpt_bias_gelu(const gpt_kernels *k, cl_uint N, cl_uint OC, clg_view inout,
+                     clg_view bias, clg_view gelu_out)
 {
-    size_t n = (size_t)B * T * NH * HS;
-    if (short_view(dq, n) || short_view(dk, n) || short_view(dv, n) || short_view(dqkv, 3 * n))
+    size_t n = (size_t)N * OC;
+    if (short_view(inout, n) || short_view(bias, OC) || short_view(gelu_out, n) ||
+        overlaps(gelu_out, n, inout, n))
         return CL_INVALID_VALUE;
-    return LAUNCH_HEADS(k, K_ATTN_SPLIT_BACKWARD, B, T, NH, HS, VIEW(dq), VIEW(dk), VIEW(dv),
-                        VIEW(dqkv));
+    return LAUNCH_2D(k, K_BIAS_GELU, OC, N, U32(N), U32(OC), VIEW(inout), VIEW(bias),
+                     VIEW(gelu_out));
 }
 
-cl_int gpt_attn_merge(const gpt_kernels *k, cl_uint B, cl_uint T, cl_uint NH, cl_uint HS,
-                      clg_view y, clg_view out)
+cl_int gpt_gelu_backward_partial(const gpt_kernels *k, cl_uint N, cl_uint OC, clg_view fch,
+                                 clg_view dout, clg_view dfch, cl_mem scratch, cl_uint ld,
+                                 cl_uint col)
 {
-    size_t n = (size_t)B * T * NH * HS;
-    if (short_view(y, n) || short_view(out, n))
+    size_t n = (size_t)N * OC;
+    if (short_view(fch, n) || short_view(dout, n) || short_view(dfch, n) || scratch == NULL ||
+        overlaps(dfch, n, fch, n) || !same_or_apart(dfch, dout, n) || (size_t)col + OC > ld)
         return CL_INVALID_VALUE;
-    return LAUNCH_HEADS(k, K_ATTN_MERGE, B, T, NH, HS, VIEW(y), VIEW(out));
+    return LAUNCH_2D(k, K_GELU_BACKWARD_COLSUM, OC, row_blocks(N), U32(N), U32(OC), VIEW(fch),
+                     VIEW(dout), VIEW(dfch), MEM(scratch), U32(ld), U32(col));
 }
 
-cl_int gpt_attn_merge_backward(const gpt_kernels *k, cl_uint B, cl_uint T, cl_uint NH,
-                               cl_uint HS, clg_view dout, clg_view dy)
+cl_int gpt_gelu_backward_bias_grad(const gpt_kernels *k, cl_uint N, cl_uint OC, clg_view fch,
+                                   clg_view dout, clg_view dfch, clg_view db, float beta,
+                                   cl_mem scratch)
 {
-    size_t n = (size_t)B * T * NH * HS;
-    if (short_view(dout, n) || short_view(dy, n))
+    if (short_view(db, OC))
         return CL_INVALID_VALUE;
-    return LAUNCH_HEADS(k, K_ATTN_MERGE_BACKWARD, B, T, NH, HS, VIEW(dout), VIEW(dy));
+    cl_int e = gpt_gelu_backward_partial(k, N, OC, fch, dout, dfch, scratch, OC, 0);
+    if (e == CL_SUCCESS)
+        e = colsum_final(k, scratch, 0, OC, row_blocks(N), OC, db, beta);
+    return e;
 }
 
-cl_int gpt_softmax_causal(const gpt_kernels *k, cl_uint R, cl_uint T, float scale,
-                          clg_view preatt, clg_view att)
-{
-    size_t n = (size_t)R * T * T;
-    if (short_view(preatt, n) || short_view(att, n))
-        return CL_INVALID_VALUE;
-    return LAUNCH_ROWS(k, K_SOFTMAX_CAUSAL, (size_t)R * T, U32(R), U32(T), F32(scale),
-                       VIEW(preatt), VIEW(att));
-}
-
-cl_int gpt_softmax_causal_backward(const gpt_kernels *k, cl_uint R, cl_uint T, float scale,
-                                   clg_view att, clg_view datt, clg_view dpreatt)
-{
-    size_t n = (size_t)R * T * T;
-    if (short_view(att, n) || short_view(datt, n) || short_view(dpreatt, n))
-        return CL_INVALID_VALUE;
-    return LAUNCH_ROWS(k, K_SOFTMAX_CAUSAL_BACKWARD, (size_t)R * T, U32(R), U32(T), F32(scale),
-                       VIEW(att), VIEW(datt), VIEW(dpreatt));
-}
 
 /* ------------------------------------------------------------ loss */
 

@@ -28,8 +28,9 @@ typedef struct gpt_tokens {
 
 typedef struct gpt_kernels {
     cl_command_queue queue;
-    cl_kernel k[24]; /* the program's kernels (gpt_kernels.c names them) */
+    cl_kernel k[20]; /* the program's kernels (gpt_kernels.c names them) */
     unsigned row_items; /* items per row of the row kernels (gpt_rows.cl) */
+    uint64_t *launches; /* kernels enqueued so far (gpt_kernels_launches) */
 } gpt_kernels;
 
 /* Builds program "gpt" (gpt_rows.cl + gpt.cl, embedded, kernel
@@ -41,9 +42,14 @@ typedef struct gpt_kernels {
 clg_status gpt_kernels_init(clg_context *ctx, gpt_kernels *k);
 clg_status gpt_kernels_init_rows(clg_context *ctx, gpt_kernels *k, unsigned row_items);
 void gpt_kernels_release(gpt_kernels *k);
+/* The kernels the launchers below enqueued on k since gpt_kernels_init
+ * (clg_context_launches does not see them: they bypass clgrad's own
+ * launch path). */
+uint64_t gpt_kernels_launches(const gpt_kernels *k);
 
 /* Scratch (floats) the reductions below need for N rows of C columns: one
- * buffer of this size serves every call of a micro-step. */
+ * buffer of this size serves every call of a micro-step (up to 5C
+ * columns of partials side by side: gpt_bias_grad_pair's widest pair). */
 size_t gpt_scratch_floats(unsigned N, unsigned C);
 /* Scratch (ints) of gpt_embed_backward for N tokens. */
 size_t gpt_sort_ints(unsigned N);
@@ -66,7 +72,9 @@ cl_int gpt_layernorm(const gpt_kernels *k, cl_uint N, cl_uint C, clg_view inp, c
                      clg_view b, clg_view out, clg_view mean, clg_view rstd);
 /* dinp += the gradient through the LayerNorm (added: the residual stream's
  * gradient is already there); dw = beta * dw + sum_n dout * xhat,
- * db = beta * db + sum_n dout. */
+ * db = beta * db + sum_n dout. Two launches: dinp and the partials of dw
+ * and db side by side, then their last pass (both in one). dinp shares no
+ * element with dout or inp. */
 cl_int gpt_layernorm_backward(const gpt_kernels *k, cl_uint N, cl_uint C, clg_view dout,
                               clg_view inp, clg_view w, clg_view mean, clg_view rstd,
                               clg_view dinp, clg_view dw, clg_view db, float beta,
@@ -74,7 +82,8 @@ cl_int gpt_layernorm_backward(const gpt_kernels *k, cl_uint N, cl_uint C, clg_vi
 
 /* out[n,:] += bias (after a GEMM that wrote out without it). */
 cl_int gpt_bias_add(const gpt_kernels *k, cl_uint N, cl_uint OC, clg_view out, clg_view bias);
-/* db = beta * db + sum_n dout[n,:] */
+/* db = beta * db + sum_n dout[n,:]: two launches (partial sums per block
+ * of rows, then the sum of the blocks in order). */
 cl_int gpt_bias_grad(const gpt_kernels *k, cl_uint N, cl_uint OC, clg_view dout, clg_view db,
                      float beta, cl_mem scratch);
 
@@ -86,31 +95,53 @@ cl_int gpt_gelu_backward(const gpt_kernels *k, cl_uint n, clg_view inp, clg_view
 /* out = a + b, n elements (out may be a or b). */
 cl_int gpt_residual(const gpt_kernels *k, cl_uint n, clg_view a, clg_view b, clg_view out);
 
-/* qkv [N x 3C] (q, k, v side by side in each row, heads in order) into
- * q, k, v [B x NH x T x HS]. */
-cl_int gpt_attn_split(const gpt_kernels *k, cl_uint B, cl_uint T, cl_uint NH, cl_uint HS,
-                      clg_view qkv, clg_view q, clg_view kk, clg_view v);
-/* Its backward: dq, dk, dv [B x NH x T x HS] into dqkv [N x 3C]. */
-cl_int gpt_attn_split_backward(const gpt_kernels *k, cl_uint B, cl_uint T, cl_uint NH,
-                               cl_uint HS, clg_view dq, clg_view dk, clg_view dv,
-                               clg_view dqkv);
-/* y [B x NH x T x HS] into out [N x C] (heads side by side). */
-cl_int gpt_attn_merge(const gpt_kernels *k, cl_uint B, cl_uint T, cl_uint NH, cl_uint HS,
-                      clg_view y, clg_view out);
-/* Its backward: dout [N x C] into dy [B x NH x T x HS]. */
-cl_int gpt_attn_merge_backward(const gpt_kernels *k, cl_uint B, cl_uint T, cl_uint NH,
-                               cl_uint HS, clg_view dout, clg_view dy);
+/* Fusions of the launchers above, one pass over the data where they make
+ * several, with the same bits:
+ *
+ * gpt_residual_layernorm, one launch: res_out = a + (b + bias) per row
+ * (bias [C] over the rows; bias.mem NULL: res_out = a + b), then ln_out,
+ * mean, rstd = gpt_layernorm(res_out, w, lnb). res_out is bitwise
+ * gpt_bias_add(b, bias) then gpt_residual(a, b) (b keeps its own values
+ * here); ln_out, mean and rstd are bitwise gpt_layernorm of res_out (the
+ * same reduction order), so that a backward recomputing the LayerNorm with
+ * gpt_layernorm gets the forward's bits. Replaces gpt_bias_add after a
+ * c_proj GEMM, gpt_residual and the next LayerNorm (3 launches, 1 without
+ * the bias add). res_out may be a or b; ln_out shares no element with
+ * them. C >= 1. */
+cl_int gpt_residual_layernorm(const gpt_kernels *k, cl_uint N, cl_uint C, clg_view a,
+                              clg_view b, clg_view bias, clg_view res_out, clg_view w,
+                              clg_view lnb, clg_view ln_out, clg_view mean, clg_view rstd);
+/* gpt_bias_gelu, one launch: inout[n,:] += bias (kept: GELU's input, for
+ * the backward), gelu_out = gelu(inout); inout bitwise gpt_bias_add's,
+ * gelu_out bitwise gpt_gelu's of it (2 launches). gelu_out shares no
+ * element with inout. */
+cl_int gpt_bias_gelu(const gpt_kernels *k, cl_uint N, cl_uint OC, clg_view inout,
+                     clg_view bias, clg_view gelu_out);
+/* gpt_gelu_backward_bias_grad, two launches: dfch = gelu'(fch) * dout
+ * (dfch may be dout, not fch) and db = beta * db + sum_n dfch[n,:]; dfch
+ * bitwise gpt_gelu_backward's, db bitwise gpt_bias_grad's of it (3
+ * launches): the first writes dfch and the column sums' partials
+ * together, the second is gpt_bias_grad's last pass. scratch as there. */
+cl_int gpt_gelu_backward_bias_grad(const gpt_kernels *k, cl_uint N, cl_uint OC, clg_view fch,
+                                   clg_view dout, clg_view dfch, clg_view db, float beta,
+                                   cl_mem scratch);
 
-/* Causal softmax of R = B * NH matrices [T x T]: att[r,i,j] =
- * softmax over j' <= i of scale * preatt[r,i,j'] for j <= i, 0 for j > i
- * (preatt's upper triangle is never read). att may be preatt. */
-cl_int gpt_softmax_causal(const gpt_kernels *k, cl_uint R, cl_uint T, float scale,
-                          clg_view preatt, clg_view att);
-/* Its backward with the scale folded in: dpreatt[r,i,j] = scale *
- * att[r,i,j] * (datt[r,i,j] - sum_j' att[r,i,j'] datt[r,i,j']) for j <= i,
- * 0 above the diagonal. dpreatt may be datt. */
-cl_int gpt_softmax_causal_backward(const gpt_kernels *k, cl_uint R, cl_uint T, float scale,
-                                   clg_view att, clg_view datt, clg_view dpreatt);
+/* Two bias gradients finished in one launch, for the backward's pairs:
+ * the partial sums of each into its own columns of scratch rows of ld
+ * floats, dout's OC columns from column col (gpt_bias_grad_partial, or
+ * gpt_gelu_backward_partial: gpt_gelu_backward_bias_grad's first pass the
+ * same way; CL_INVALID_VALUE when col + OC > ld), then gpt_bias_grad_pair:
+ * db1 = beta * db1 + the sums of columns 0 .. split, db2 the same of
+ * split .. ld, each bitwise gpt_bias_grad's (the same partials summed in
+ * the same order). The partials must be of the same N rows, and scratch
+ * must not be used by another reduction in between. One launch each. */
+cl_int gpt_bias_grad_partial(const gpt_kernels *k, cl_uint N, cl_uint OC, clg_view dout,
+                             cl_mem scratch, cl_uint ld, cl_uint col);
+cl_int gpt_gelu_backward_partial(const gpt_kernels *k, cl_uint N, cl_uint OC, clg_view fch,
+                                 clg_view dout, clg_view dfch, cl_mem scratch, cl_uint ld,
+                                 cl_uint col);
+cl_int gpt_bias_grad_pair(const gpt_kernels *k, cl_uint N, cl_uint ld, cl_uint split,
+                          cl_mem scratch, clg_view db1, clg_view db2, float beta);
 
 /* Fused softmax + cross-entropy over V classes of N = B * T rows, the
  * target of row b * T + t being the token at t + 1 of sequence b:

@@ -12,22 +12,37 @@ void gpt_block_views_of(const gpt_model *m, int l, unsigned B, unsigned T, gpt_b
     v->N = (size_t)B * T;
     v->NC = v->N * m->s.width;
     v->R = (size_t)B * v->NH;
-    v->THS = (size_t)T * v->HS;
-    v->TT = (size_t)T * T;
-    size_t N = v->N, NC = v->NC;
-    v->mean1 = gpt_act(m, gpt_layer_buf(l, GPT_LN1_STATS), 0, N);
-    v->rstd1 = gpt_act(m, gpt_layer_buf(l, GPT_LN1_STATS), N, N);
-    int heads = gpt_layer_buf(l, GPT_QKV_HEADS);
-    v->q = gpt_act(m, heads, 0, NC);
-    v->k = gpt_act(m, heads, NC, NC);
-    v->v = gpt_act(m, heads, 2 * NC, NC);
-    v->att = gpt_act(m, gpt_layer_buf(l, GPT_ATT), 0, v->R * v->TT);
-    v->atty = gpt_act(m, gpt_layer_buf(l, GPT_ATTY), 0, NC);
-    v->res2 = gpt_act(m, gpt_layer_buf(l, GPT_RES2), 0, NC);
-    v->mean2 = gpt_act(m, gpt_layer_buf(l, GPT_LN2_STATS), 0, N);
-    v->rstd2 = gpt_act(m, gpt_layer_buf(l, GPT_LN2_STATS), N, N);
-    v->fch = gpt_act(m, gpt_layer_buf(l, GPT_FCH), 0, 4 * NC);
-    v->res3 = gpt_act(m, gpt_layer_buf(l, GPT_RES3), 0, NC);
+    size_t N = v->N, NC = v->NC, C = m->s.width;
+    v->mean1 = gpt_act(m, gpt_layer_buf(&m->s, l, GPT_LN1_STATS), 0, N);
+    v->rstd1 = gpt_act(m, gpt_layer_buf(&m->s, l, GPT_LN1_STATS), N, N);
+    int qkv = gpt_layer_buf(&m->s, l, GPT_QKV);
+    v->qkv = gpt_act(m, qkv, 0, 3 * NC);
+    v->q = gpt_act(m, qkv, 0, 3 * NC);
+    v->k = gpt_act(m, qkv, C, 3 * NC - C);
+    v->v = gpt_act(m, qkv, 2 * C, 3 * NC - 2 * C);
+    v->lse = gpt_act(m, gpt_layer_buf(&m->s, l, GPT_LSE), 0, v->R * T);
+    v->atty = gpt_act(m, gpt_layer_buf(&m->s, l, GPT_ATTY), 0, NC);
+    v->res2 = gpt_act(m, gpt_layer_buf(&m->s, l, GPT_RES2), 0, NC);
+    v->mean2 = gpt_act(m, gpt_layer_buf(&m->s, l, GPT_LN2_STATS), 0, N);
+    v->rstd2 = gpt_act(m, gpt_layer_buf(&m->s, l, GPT_LN2_STATS), N, N);
+    v->fch = gpt_act(m, gpt_layer_buf(&m->s, l, GPT_FCH), 0, 4 * NC);
+    v->res3 = gpt_act(m, gpt_layer_buf(&m->s, l, GPT_RES3), 0, NC);
+    v->recomputes = m->s.recompute != GPT_RECOMPUTE_NONE;
+    if (v->recomputes) {
+        v->ln1 = v->ln2 = gpt_act(m, GPT_DBUF, 0, NC);
+        v->gelu = gpt_act(m, GPT_WIDE, 0, 4 * NC);
+    } else {
+        v->ln1 = gpt_act(m, gpt_layer_buf(&m->s, l, GPT_LN1_OUT), 0, NC);
+        v->ln2 = gpt_act(m, gpt_layer_buf(&m->s, l, GPT_LN2_OUT), 0, NC);
+        v->gelu = gpt_act(m, gpt_layer_buf(&m->s, l, GPT_GELU_OUT), 0, 4 * NC);
+    }
+}
+
+clg_view gpt_block_input(const gpt_model *m, int l, size_t N)
+{
+    size_t NC = N * m->s.width;
+    return l > 0 ? gpt_act(m, gpt_layer_buf(&m->s, l - 1, GPT_RES3), 0, NC)
+                 : gpt_act(m, GPT_ENCODED, 0, NC);
 }
 
 int gpt_check_batch(const gpt_model *m, unsigned B, unsigned T)
@@ -45,17 +60,7 @@ cl_int gpt_gemm(gpt_model *m, int ta, int tb, size_t M, size_t N, size_t K, clg_
     GPT_RUN(m, err, GPT_PROF_GEMM,
             mlp_gemm(m->queue, &m->gemm_scratch, ta, tb, M, N, K, 1.0f, a.mem, a.offset, lda, b.mem,
                      b.offset, ldb, beta, c.mem, c.offset, ldc, NULL));
-    return err;
-}
-
-cl_int gpt_gemm_batched(gpt_model *m, int ta, int tb, size_t M, size_t N, size_t K, clg_view a,
-                        size_t lda, size_t sa, clg_view b, size_t ldb, size_t sb, clg_view c,
-                        size_t ldc, size_t sc, size_t batch)
-{
-    cl_int err = CL_SUCCESS;
-    GPT_RUN(m, err, GPT_PROF_GEMM,
-            mlp_gemm_batched(m->queue, ta, tb, M, N, K, 1.0f, a.mem, a.offset, lda, sa, b.mem,
-                             b.offset, ldb, sb, 0.0f, c.mem, c.offset, ldc, sc, batch, NULL));
+    m->gemm_calls += err == CL_SUCCESS;
     return err;
 }
 
@@ -80,4 +85,9 @@ cl_int gpt_prof_end(gpt_model *m, int kind, double t0, cl_int err)
     else
         m->times.other += dt;
     return err;
+}
+
+uint64_t gpt_launches(const gpt_model *m)
+{
+    return gpt_kernels_launches(&m->k) + m->flash.launches + m->gemm_calls + m->fills;
 }

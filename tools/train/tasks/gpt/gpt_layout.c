@@ -25,9 +25,30 @@ int gpt_shape_check(const gpt_shape *s, char *err, size_t errlen)
         return errmsg_set(err, errlen, "--heads %u: expected 1..--width (%u)", s->heads, s->width);
     if (s->width % s->heads != 0)
         return errmsg_set(err, errlen, "--heads %u does not divide --width %u", s->heads, s->width);
+    if (s->width / s->heads > GPT_FLASH_MAX_HS)
+        return errmsg_set(err, errlen,
+                          "--heads %u: a head of %u (--width / --heads) is above the attention's "
+                          "%d",
+                          s->heads, s->width / s->heads, GPT_FLASH_MAX_HS);
     if (s->context < 1 || s->context > GPT_MAX_CONTEXT)
         return errmsg_set(err, errlen, "--context %u: expected 1..%u", s->context, GPT_MAX_CONTEXT);
     return 0;
+}
+
+static const char *const recompute_names[GPT_RECOMPUTE_MODES] = {
+    [GPT_RECOMPUTE_NORM] = "norm", [GPT_RECOMPUTE_NONE] = "none", [GPT_RECOMPUTE_BLOCK] = "block"};
+
+const char *gpt_recompute_name(gpt_recompute r)
+{
+    return (unsigned)r < GPT_RECOMPUTE_MODES ? recompute_names[r] : "?";
+}
+
+int gpt_recompute_parse(const char *name)
+{
+    for (int i = 0; i < GPT_RECOMPUTE_MODES; i++)
+        if (strcmp(name, recompute_names[i]) == 0)
+            return i;
+    return -1;
 }
 
 int gpt_tensor_count(const gpt_shape *s)
@@ -117,34 +138,48 @@ int gpt_buf_count(const gpt_shape *s)
     return GPT_GLOBAL + (int)s->layers * GPT_PER_LAYER;
 }
 
+/* Elements per sequence of layer buffer kind in a mode (none: 0, not
+ * allocated). */
+static uint64_t layer_elems(const gpt_shape *s, int l, int kind)
+{
+    uint64_t T = s->context, TC = T * s->width;
+    int keeps_outputs = s->recompute == GPT_RECOMPUTE_NONE;
+    if (s->recompute == GPT_RECOMPUTE_BLOCK && kind != GPT_RES3 && l > 0)
+        return 0; /* layer 0's serve every block */
+    switch (kind) {
+    case GPT_LN1_STATS:
+    case GPT_LN2_STATS: return 2 * T;
+    case GPT_QKV: return 3 * TC;
+    case GPT_LSE: return (uint64_t)s->heads * T;
+    case GPT_FCH: return 4 * TC;
+    case GPT_LN1_OUT:
+    case GPT_LN2_OUT: return keeps_outputs ? TC : 0;
+    case GPT_GELU_OUT: return keeps_outputs ? 4 * TC : 0;
+    default: return TC; /* ATTY, RES2, RES3 */
+    }
+}
+
 gpt_buf_size gpt_buf_elems(const gpt_shape *s, int buf)
 {
-    uint64_t T = s->context, C = s->width, TC = T * C, att = (uint64_t)s->heads * T * T;
+    uint64_t T = s->context, TC = T * s->width;
     gpt_buf_size z = {0, 0};
     if (buf >= GPT_GLOBAL) {
-        switch ((buf - GPT_GLOBAL) % GPT_PER_LAYER) {
-        case GPT_LN1_STATS:
-        case GPT_LN2_STATS: z.per_seq = 2 * T; break;
-        case GPT_QKV_HEADS: z.per_seq = 3 * TC; break;
-        case GPT_ATT: z.per_seq = att; break;
-        case GPT_FCH: z.per_seq = 4 * TC; break;
-        default: z.per_seq = TC; break; /* ATTY, RES2, RES3 */
-        }
+        int i = buf - GPT_GLOBAL;
+        z.per_seq = layer_elems(s, i / GPT_PER_LAYER, i % GPT_PER_LAYER);
         return z;
     }
     switch (buf) {
     case GPT_LNF_STATS: z.per_seq = 2 * T; break;
     case GPT_LOGITS: z.per_seq = T * GPT_VOCAB; break;
     case GPT_ROW_LOSS: z.per_seq = T; break;
-    case GPT_PREATT: z.per_seq = att; break;
     case GPT_WIDE: z.per_seq = 4 * TC; break;
-    case GPT_HEADS: z.per_seq = 3 * TC; break;
+    case GPT_DSUM: z.per_seq = (uint64_t)s->heads * T; break;
     /* The kernels' scratch as a function of the positions: per sequence
      * what T positions need (gpt_create checks that rows * that covers
      * rows * T positions). */
     case GPT_SCRATCH: z.per_seq = gpt_scratch_floats(s->context, s->width); break;
     case GPT_SORT: z.per_seq = gpt_sort_ints(s->context); break;
-    default: z.per_seq = TC; break; /* ENCODED, LNF, DRES, DBUF */
+    default: z.per_seq = TC; break; /* ENCODED, DRES, DBUF */
     }
     return z;
 }
@@ -183,12 +218,5 @@ size_t gpt_gemm_shapes(const gpt_shape *s, unsigned B, mlp_gemm_shape *out, size
     n = mlp_gemm_shape_add(out, n, cap, (mlp_gemm_shape){N, V, C, 0, 1, 1, "head forward", 1});
     n = mlp_gemm_shape_add(out, n, cap, (mlp_gemm_shape){V, C, N, 1, 0, 1, "head dW (wte)", 1});
     n = mlp_gemm_shape_add(out, n, cap, (mlp_gemm_shape){N, C, V, 0, 0, 1, "head dX", 1});
-    /* attention, per block (gpt_forward.c, gpt_backward.c), R = B x heads
-     * products per call: scores q k^T and, backward, dy v^T; outputs att v
-     * and, backward, datt k; dv = att^T dy and dk = datt^T q */
-    size_t T = s->context, HS = C / s->heads, R = (size_t)B * s->heads;
-    n = mlp_gemm_shape_add(out, n, cap, (mlp_gemm_shape){T, T, HS, 0, 1, 2 * L, "att scores", R});
-    n = mlp_gemm_shape_add(out, n, cap, (mlp_gemm_shape){T, HS, T, 0, 0, 2 * L, "att out, dq", R});
-    n = mlp_gemm_shape_add(out, n, cap, (mlp_gemm_shape){T, HS, T, 1, 0, 2 * L, "att dv, dk", R});
     return n;
 }

@@ -28,6 +28,7 @@ void gpt_destroy(gpt_model *m)
         return;
     release_bufs(m);
     mlp_gemm_scratch_release(&m->gemm_scratch);
+    gpt_flash_release(&m->flash);
     gpt_kernels_release(&m->k);
     free(m);
 }
@@ -41,12 +42,14 @@ static cl_int alloc_bufs(gpt_model *m)
     for (int i = 0; i < gpt_buf_count(&m->s) && err == CL_SUCCESS; i++) {
         gpt_buf_size e = gpt_buf_elems(&m->s, i);
         size_t bytes = (size_t)(4 * (m->rows * e.per_seq + e.fixed));
+        m->n_bufs = i + 1;
+        if (bytes == 0)
+            continue; /* a kind this --recompute mode does not keep */
         m->buf[i] = clCreateBuffer(cl, CL_MEM_READ_WRITE, bytes, NULL, &err);
         if (err != CL_SUCCESS) {
             m->buf[i] = NULL;
             break;
         }
-        m->n_bufs = i + 1;
         float zero = 0.0f;
         err = clEnqueueFillBuffer(m->queue, m->buf[i], &zero, sizeof zero, 0, bytes, 0, NULL, NULL);
     }
@@ -99,6 +102,13 @@ int gpt_create(clg_context *ctx, const gpt_shape *s, unsigned rows, gpt_model **
     if (gpt_kernels_init(ctx, &m->k) != CLG_SUCCESS) {
         errmsg_set(err, errlen, "building gpt.cl: %s", clg_last_error(ctx));
         free(m);
+        return -1;
+    }
+    clg_status fst = gpt_flash_init(ctx, s->width / s->heads, &m->flash);
+    if (fst != CLG_SUCCESS) {
+        errmsg_set(err, errlen, "building gpt_flash.cl (head size %u): %s: %s", s->width / s->heads,
+                   clg_status_string(fst), clg_last_error(ctx));
+        gpt_destroy(m);
         return -1;
     }
     gpt_act_bytes ab = gpt_activation_bytes(s);

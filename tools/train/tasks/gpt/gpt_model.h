@@ -23,8 +23,25 @@
 /* wte, wpe, 12 per block, lnf.weight, lnf.bias */
 #define GPT_MAX_TENSORS (4 + 12 * GPT_MAX_LAYERS)
 
+/* What the forward keeps for the backward (--recompute). The function,
+ * the loss and every gradient are the same bit for bit in each mode (the
+ * backward recomputes with the forward's kernels on the same inputs);
+ * only the activations' bytes and the time differ. */
+typedef enum gpt_recompute {
+    GPT_RECOMPUTE_NORM = 0, /* all but the LayerNorms' and GELU's outputs,
+                               which the backward computes again (llm.c's) */
+    GPT_RECOMPUTE_NONE,     /* those too */
+    GPT_RECOMPUTE_BLOCK,    /* each block's input alone: the backward runs the
+                               block's forward again before its backward */
+    GPT_RECOMPUTE_MODES
+} gpt_recompute;
+/* "norm", "none", "block"; and back (-1 for another name). */
+const char *gpt_recompute_name(gpt_recompute r);
+int gpt_recompute_parse(const char *name);
+
 typedef struct gpt_shape {
     unsigned layers, heads, width, context; /* L, NH, C (a multiple of NH), T */
+    gpt_recompute recompute;                /* how the activations are kept */
 } gpt_shape;
 
 /* 0, or -1 with a message naming the flag (--layers, --heads, --width,
@@ -119,21 +136,24 @@ cl_int gpt_read_logits(gpt_model *m, unsigned b, unsigned t, unsigned T, float *
 
 /* Seconds of the forwards and backwards since gpt_profile turned
  * profiling on (each launch then waits for the queue, so only the
- * benchmark turns it on): every CLBlast GEMM (the attention's included),
- * the attention's own kernels (split, merge, causal softmax and their
- * backwards), and every other kernel of gpt.cl. */
+ * benchmark turns it on): every CLBlast GEMM, the attention's kernels
+ * (gpt_flash.cl) and every other kernel of gpt.cl. */
 typedef struct gpt_profile_times {
     double gemm, attention, other;
 } gpt_profile_times;
 void gpt_profile(gpt_model *m, int on);
 gpt_profile_times gpt_profile_read(const gpt_model *m);
 
+/* Kernels the passes enqueued since gpt_create: gpt.cl's, gpt_flash.cl's,
+ * one per CLBlast GEMM call (CLBlast may run more than one kernel for a
+ * call, its padding or transposes) and one per buffer fill. */
+uint64_t gpt_launches(const gpt_model *m);
+
 /* The distinct GEMM shapes of one micro-step (forward and backward) of B
  * sequences, each with its count per micro-step, in mlp_gemm_shapes' form
  * (for clgrad-tune and the tuning check): the four linear layers of each
- * block, the tied head, and the attention's strided batched GEMMs (B x
- * heads products of one head's T x T scores or T x head-size outputs per
- * call). Returns how many (at most cap written). */
+ * block and the tied head (the attention runs no GEMM: gpt_flash.h).
+ * Returns how many (at most cap written). */
 size_t gpt_gemm_shapes(const gpt_shape *s, unsigned B, mlp_gemm_shape *out, size_t cap);
 
 #endif /* TRAIN_GPT_MODEL_H */

@@ -56,7 +56,7 @@ void gpt_core_defaults(train_options *o)
 
 gpt_shape gpt_options_shape(const gpt_options *g)
 {
-    return (gpt_shape){g->layers, g->heads, g->width, g->context};
+    return (gpt_shape){g->layers, g->heads, g->width, g->context, g->recompute};
 }
 
 static void store_task(const flag_def *f, const flag_run *r, char *buf, size_t len)
@@ -74,6 +74,8 @@ static int parse_memory(const char *flag, const char *val, void *opts, char *err
 #define AT(f) offsetof(gpt_options, f), sizeof(((gpt_options *)0)->f)
 
 static const int preset_values[] = {GPT_PRESET_SMALL, GPT_PRESET_TINY, GPT_PRESET_124M};
+static const int recompute_values[] = {GPT_RECOMPUTE_NONE, GPT_RECOMPUTE_NORM,
+                                       GPT_RECOMPUTE_BLOCK};
 
 /* Stored ("train.gpt.<key>") and compared on --resume: the shape, which no
  * resume can change (the checkpoint's tensors have it). */
@@ -122,6 +124,14 @@ static const flag_def rows[] = {
              "kernels and the optimizer's update (each\nlaunch waited for: a slower run; a plain "
              "run only)",
      .kind = FLAG_SWITCH, AT(profile), .example = ""},
+    /* not stored: the gradients are the same bit for bit in every mode,
+     * so a --resume may change it */
+    {.name = "--recompute", .metavar = "MODE",
+     .help = "what the backward computes again instead of keeping: none,\nnorm (default: the "
+             "LayerNorms' and GELU's outputs), block\n(each block's forward: its input alone is "
+             "kept); the same\ngradients bit for bit, fewer activation bytes, more time",
+     .kind = FLAG_CHOICE, AT(recompute), .choices = "none|norm|block", .values = recompute_values,
+     .expect = "none, norm or block", .example = "block"},
     /* Hugging Face GPT-2 in and out (gpt_hf.h); not stored: a --resume
      * takes its weights from the checkpoint */
     {.name = "--init-from", .metavar = "DIR",

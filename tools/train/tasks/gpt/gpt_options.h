@@ -31,6 +31,7 @@ typedef struct gpt_options {
     int plan;                               /* --plan: print the memory plan and exit, no device */
     uint64_t memory;                        /* --memory: bytes the plan fits (0: --vram, or none) */
     int profile;                            /* --profile: the step time split (gpt_profile) */
+    gpt_recompute recompute;                /* --recompute (norm) */
     /* Hugging Face GPT-2 in and out (gpt_hf.h) */
     const char *init_from;                  /* --init-from DIR: the initial weights */
     const char *export_hf;                  /* --export-hf DIR: the final weights */

@@ -1,7 +1,8 @@
-/* gpt_rows.cl - the GPT task's row kernels (LayerNorm, causal softmax,
- * cross-entropy, their backwards, the loss sum) and what every kernel of
- * the task shares; the build puts it in front of gpt.cl (program
- * "gpt", launchers in tools/train/tasks/gpt/gpt_kernels.c).
+/* gpt_rows.cl - the GPT task's row kernels (LayerNorm, residual add +
+ * LayerNorm, causal softmax, cross-entropy, their backwards, the loss
+ * sum) and what every kernel of the task shares; the build puts it in
+ * front of gpt.cl (program "gpt", launchers in
+ * tools/train/tasks/gpt/gpt_kernels.c).
  *
  * A row is reduced by GPT_ROW_W items of a work-group of GPT_WG (item
  * lane takes columns lane, lane + GPT_ROW_W, ...; then a local-memory tree
@@ -83,6 +84,33 @@ GPT_ROW_REDUCE(gpt_row_max, float, fmax)
 
 /* ------------------------------------------------------------ LayerNorm */
 
+/* The rest of a LayerNorm row once each lane has s, the sum of x[c] - x0
+ * over its columns (x0 = x[0]): m = x0 + sum / C, the biased variance
+ * around m (a second pass over x), rstd = 1 / sqrt(var + eps),
+ * out = (x - m) rstd w + b, mean and rstd stored by lane 0. Shared by
+ * gpt_layernorm and gpt_residual_layernorm, so that both round alike: the
+ * backward recomputes the fused kernel's output with gpt_layernorm and must
+ * get its bits. */
+inline void gpt_layernorm_finish(uint C, uint len, uint lane, int valid, size_t row,
+                                 global const float *x, float x0, float s, global const float *w,
+                                 global const float *b, global float *o, global float *mean,
+                                 global float *rstd, local float *red)
+{
+    float m = x0 + gpt_row_sum(s, red) / C;
+    float v = 0.0f;
+    for (uint c = lane; c < len; c += GPT_ROW_W) {
+        float d = x[c] - m;
+        v += d * d;
+    }
+    float rs = rsqrt(gpt_row_sum(v, red) / C + GPT_LN_EPS);
+    for (uint c = lane; c < len; c += GPT_ROW_W)
+        o[c] = (x[c] - m) * rs * w[c] + b[c];
+    if (valid && lane == 0) {
+        mean[row] = m;
+        rstd[row] = rs;
+    }
+}
+
 /* mean, then the biased variance around it (two passes, as PyTorch),
  * rstd = 1 / sqrt(var + eps), out = (x - mean) rstd w + b. The mean is
  * summed as x[0] + mean(x - x[0]): a row far from 0 (the residual stream
@@ -99,31 +127,89 @@ gpt_layernorm(uint N, uint C, global const float *inp, ulong inp_off, global con
     float x0 = x[0], s = 0.0f;
     for (uint c = lane; c < len; c += GPT_ROW_W)
         s += x[c] - x0;
-    float m = x0 + gpt_row_sum(s, red) / C;
-    float v = 0.0f;
-    for (uint c = lane; c < len; c += GPT_ROW_W) {
-        float d = x[c] - m;
-        v += d * d;
-    }
-    float rs = rsqrt(gpt_row_sum(v, red) / C + GPT_LN_EPS);
-    global float *o = out + out_off + row * C;
-    for (uint c = lane; c < len; c += GPT_ROW_W)
-        o[c] = (x[c] - m) * rs * w[w_off + c] + b[b_off + c];
-    if (valid && lane == 0) {
-        mean[mean_off + row] = m;
-        rstd[rstd_off + row] = rs;
-    }
+    gpt_layernorm_finish(C, len, lane, valid, row, x, x0, s, w + w_off, b + b_off,
+                         out + out_off + row * C, mean + mean_off, rstd + rstd_off, red);
 }
 
-/* dinp += rstd (dn - mean(dn) - xhat mean(dn xhat)), dn = w dout, per row.
- * (dw and db: gpt_layernorm_dwdb in gpt.cl.) */
+/* res = a + (b + bias) (bias: has_bias, else res = a + b), the rounding of
+ * gpt_bias_add on b followed by gpt_residual, written to res as the lane
+ * sums it; then gpt_layernorm of res, read back (each lane reads only the
+ * columns it wrote). res may be a: every lane takes x0 = res[0] from
+ * a[0], b[0] and bias[0] before any lane writes (the barrier: lane 0
+ * writes res[0]). */
 __kernel __attribute__((reqd_work_group_size(GPT_WG, 1, 1))) void
-gpt_layernorm_backward(uint N, uint C, global const float *dout, ulong dout_off,
-                       global const float *inp, ulong inp_off, global const float *w, ulong w_off,
-                       global const float *mean, ulong mean_off, global const float *rstd,
-                       ulong rstd_off, global float *dinp, ulong dinp_off)
+gpt_residual_layernorm(uint N, uint C, global const float *a, ulong a_off,
+                       global const float *b, ulong b_off, global const float *bias,
+                       ulong bias_off, int has_bias, global float *res, ulong res_off,
+                       global const float *w, ulong w_off, global const float *lnb,
+                       ulong lnb_off, global float *out, ulong out_off, global float *mean,
+                       ulong mean_off, global float *rstd, ulong rstd_off)
+{
+    local float red[GPT_WG];
+    GPT_ROW_ITEM(N);
+    uint len = valid ? C : 0;
+    global const float *ar = a + a_off + row * C, *br = b + b_off + row * C;
+    global const float *bi = bias + bias_off;
+    global float *x = res + res_off + row * C;
+    /* an item past the rows reads nothing: its row 0 may be another
+     * work-group's, written meanwhile when res is a */
+    float x0 = valid ? ar[0] + (has_bias ? br[0] + bi[0] : br[0]) : 0.0f, s = 0.0f;
+#if GPT_ROW_W > 1
+    barrier(CLK_GLOBAL_MEM_FENCE);
+#endif
+    for (uint c = lane; c < len; c += GPT_ROW_W) {
+        float r = ar[c] + (has_bias ? br[c] + bi[c] : br[c]);
+        x[c] = r;
+        s += r - x0;
+    }
+    gpt_layernorm_finish(C, len, lane, valid, row, x, x0, s, w + w_off, lnb + lnb_off,
+                         out + out_off + row * C, mean + mean_off, rstd + rstd_off, red);
+}
+
+/* LayerNorm's weight and bias gradients, per block of GPT_RB rows:
+ * scratch[blk * 2C + c] = sum of dout * xhat, scratch[blk * 2C + C + c] =
+ * sum of dout over the block's rows in order, xhat = (inp - mean) rstd;
+ * one item per (c, blk), nothing past the last block. */
+inline void gpt_layernorm_dwdb(uint N, uint C, uint c, size_t blk, global const float *dout,
+                               global const float *inp, global const float *mean,
+                               global const float *rstd, global float *scratch)
+{
+    if (blk >= (N + GPT_RB - 1) / GPT_RB)
+        return;
+    uint end = min((size_t)N, (blk + 1) * GPT_RB);
+    float sw = 0.0f, sb = 0.0f;
+    for (uint n = blk * GPT_RB; n < end; n++) {
+        size_t i = (size_t)n * C + c;
+        float d = dout[i];
+        sw += d * ((inp[i] - mean[n]) * rstd[n]);
+        sb += d;
+    }
+    scratch[blk * 2 * C + c] = sw;
+    scratch[blk * 2 * C + C + c] = sb;
+}
+
+/* Two jobs in one launch, by work-group: groups below row_groups take
+ * rows, dinp += rstd (dn - mean(dn) - xhat mean(dn xhat)), dn = w dout;
+ * the groups after them take the items (c, blk) of gpt_layernorm_dwdb,
+ * c fastest. Neither reads what the other writes (dinp shares nothing
+ * with dout or inp), so no order between them is needed; the branch is
+ * the same for a whole work-group (the rows' barriers). */
+__kernel __attribute__((reqd_work_group_size(GPT_WG, 1, 1))) void
+gpt_layernorm_backward(uint N, uint C, uint row_groups, global const float *dout,
+                       ulong dout_off, global const float *inp, ulong inp_off,
+                       global const float *w, ulong w_off, global const float *mean,
+                       ulong mean_off, global const float *rstd, ulong rstd_off,
+                       global float *dinp, ulong dinp_off, global float *scratch)
 {
     local float2 red[GPT_WG];
+    if (get_group_id(0) >= row_groups) {
+        uint c;
+        size_t blk =
+            gpt_divmod((get_group_id(0) - row_groups) * GPT_WG + get_local_id(0), C, &c);
+        gpt_layernorm_dwdb(N, C, c, blk, dout + dout_off, inp + inp_off, mean + mean_off,
+                           rstd + rstd_off, scratch);
+        return;
+    }
     GPT_ROW_ITEM(N);
     uint len = valid ? C : 0;
     global const float *x = inp + inp_off + row * C;
@@ -140,57 +226,6 @@ gpt_layernorm_backward(uint N, uint C, global const float *dout, ulong dout_off,
         float xhat = (x[c] - m) * rs;
         di[c] += (w[w_off + c] * d[c] - tot.x - xhat * tot.y) * rs;
     }
-}
-
-/* ------------------------------------------------------------ causal softmax */
-
-/* Row (r, i) of the R * T rows: softmax of scale * preatt over j <= i,
- * zeros for j > i (never read there). The exponentials go to att as they
- * are summed (one exp per element), then are scaled. att may be preatt:
- * every element is read and written by one item, in that order. */
-__kernel __attribute__((reqd_work_group_size(GPT_WG, 1, 1))) void
-gpt_softmax_causal(uint R, uint T, float scale, global const float *preatt, ulong preatt_off,
-                   global float *att, ulong att_off)
-{
-    local float red[GPT_WG];
-    GPT_ROW_ITEM((size_t)R * T);
-    uint i = (uint)(row % T), len = valid ? i + 1 : 0, all = valid ? T : 0;
-    global const float *p = preatt + preatt_off + row * T;
-    global float *a = att + att_off + row * T;
-    float m = -INFINITY;
-    for (uint j = lane; j < len; j += GPT_ROW_W)
-        m = fmax(m, scale * p[j]);
-    m = gpt_row_max(m, red);
-    float s = 0.0f;
-    for (uint j = lane; j < len; j += GPT_ROW_W) {
-        float e = exp(scale * p[j] - m);
-        a[j] = e;
-        s += e;
-    }
-    float inv = 1.0f / gpt_row_sum(s, red);
-    for (uint j = lane; j < all; j += GPT_ROW_W)
-        a[j] = j < len ? a[j] * inv : 0.0f;
-}
-
-/* dpreatt[r, i, j] = scale att (datt - sum_j' att datt) for j <= i, 0
- * above. dpreatt may be datt (one item reads, then writes). */
-__kernel __attribute__((reqd_work_group_size(GPT_WG, 1, 1))) void
-gpt_softmax_causal_backward(uint R, uint T, float scale, global const float *att, ulong att_off,
-                            global const float *datt, ulong datt_off, global float *dpreatt,
-                            ulong dpreatt_off)
-{
-    local float red[GPT_WG];
-    GPT_ROW_ITEM((size_t)R * T);
-    uint i = (uint)(row % T), len = valid ? i + 1 : 0, all = valid ? T : 0;
-    global const float *a = att + att_off + row * T;
-    global const float *da = datt + datt_off + row * T;
-    global float *dp = dpreatt + dpreatt_off + row * T;
-    float s = 0.0f;
-    for (uint j = lane; j < len; j += GPT_ROW_W)
-        s += a[j] * da[j];
-    s = gpt_row_sum(s, red);
-    for (uint j = lane; j < all; j += GPT_ROW_W)
-        dp[j] = j < len ? scale * a[j] * (da[j] - s) : 0.0f;
 }
 
 /* ------------------------------------------------------------ loss */

@@ -34,8 +34,8 @@ from peer_common import (blas_text, check_blas, finish, fmt, machine, peer_env,
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OWN_KERNELS_TARGET = 0.25  # issue 22: attention + other at most 25% of the step
-PARTS = [("profile_gemm_s", "GEMMs (CLBlast, the attention's batched ones too)"),
-         ("profile_attention_s", "attention kernels (split, merge, causal softmax, backwards)"),
+PARTS = [("profile_gemm_s", "GEMMs (CLBlast: the linear layers and the head)"),
+         ("profile_attention_s", "attention kernels (gpt_flash.cl: forward, two backward)"),
          ("profile_other_s", "other kernels (embedding, LayerNorm, bias, GELU, residual, "
                          "cross-entropy, loss sums)"),
          ("profile_optimizer_s", "optimizer (the update: clg_step at the cycle end)")]

@@ -17,7 +17,6 @@
 #include "clgrad_advanced.h"
 #include "gpt_flash.h"
 #include "gpt_kernels.h"
-#include "gpt_vocab.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -209,62 +208,6 @@ static void run_flash(unsigned rows, unsigned tile)
     gpt_flash_release(&f);
 }
 
-/* The kernels of gpt_vocab.h (program "gpt_vocab") for one build: B 2,
- * T 5, C 8, V 300 (Vp 320), uint16 tokens with one >= V (the NaN paths),
- * the classifier in two chunks with and without the backward and a loss
- * scale, the gradient at beta 0 and 1. */
-static void run_vocab(gpt_vocab_build build)
-{
-    fprintf(stderr, "program: gpt_vocab (build %u:%u:%d)\n", build.row_items, build.vec,
-            build.keep_exp);
-    enum { B = 2, T = 5, C = 8, V = 300, N = B * T, STRIDE = 7 };
-    gpt_vocab g;
-    if (gpt_vocab_init_with(ctx, build, &g) != CLG_SUCCESS) {
-        fprintf(stderr, "FAILED: gpt_vocab: gpt_vocab_init_with: %s\n", clg_last_error(ctx));
-        failures++;
-        return;
-    }
-    static const char *const covered_vocab[] = {
-        "gpt_vocab_embed",        "gpt_vocab_xent",       "gpt_vocab_sort_count",
-        "gpt_vocab_sort_scan",    "gpt_vocab_sort_scatter", "gpt_vocab_run_starts",
-        "gpt_vocab_wte_grad",
-    };
-    check_coverage(g.xent, covered_vocab, sizeof covered_vocab / sizeof *covered_vocab,
-                   "gpt_vocab.cl");
-    uint16_t windows[3 * STRIDE];
-    for (int i = 0; i < 3 * STRIDE; i++)
-        windows[i] = (uint16_t)(i * 97 % 5 * 71); /* a few repeated tokens */
-    windows[STRIDE + 3] = 65535;
-    int32_t idx[3] = {2, 1, 0};
-    gpt_vocab_tokens tok = {host_bytes(windows, sizeof windows), host_bytes(idx, sizeof idx), 1,
-                            STRIDE};
-    size_t Vp = gpt_vocab_padded(V), sort_n = gpt_vocab_sort_ints(N, V);
-    int32_t *zeros = calloc(sort_n + 1, sizeof *zeros);
-    clg_view sort = {host_bytes(zeros, (sort_n + 1) * sizeof *zeros), 1, sort_n};
-    free(zeros);
-    clg_view wte = {floats(V * C + 1), 1, V * C}, wpe = {floats(T * C + 1), 1, T * C},
-             x = {floats(N * C + 1), 1, N * C}, logits = {floats(N * Vp + 1), 1, N * Vp},
-             loss = {floats(N + 1), 1, N}, scale = {floats(2), 1, 1};
-    clg_view tail = {logits.mem, 1 + 4 * Vp, (N - 4) * Vp};
-    check(gpt_vocab_embed(&g, &tok, B, T, C, V, wte, wpe, x), "gpt_vocab_embed");
-    check(gpt_vocab_classifier(&g, &tok, B, T, V, 0, N, logits, loss, 0, 1.0f,
-                               (clg_view){NULL, 0, 0}),
-          "gpt_vocab_classifier forward");
-    check(gpt_vocab_classifier(&g, &tok, B, T, V, 0, 4, logits, loss, 1, 0.5f, scale),
-          "gpt_vocab_classifier rows 0-3");
-    check(gpt_vocab_classifier(&g, &tok, B, T, V, 4, N - 4, tail, loss, 1, 0.5f,
-                               (clg_view){NULL, 0, 0}),
-          "gpt_vocab_classifier rows 4-9");
-    check(gpt_vocab_wte_grad(&g, &tok, B, T, C, V, x, sort, wte, 0.0f), "gpt_vocab_wte_grad 0");
-    check(gpt_vocab_wte_grad(&g, &tok, B, T, C, V, x, sort, wte, 1.0f), "gpt_vocab_wte_grad 1");
-    check(clFinish(g.queue), "clFinish");
-    cl_mem bufs[] = {tok.windows, tok.idx, sort.mem, wte.mem, wpe.mem, x.mem, logits.mem,
-                     loss.mem, scale.mem};
-    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
-        clReleaseMemObject(bufs[i]);
-    gpt_vocab_release(&g);
-}
-
 int oclgrind_gpt(clg_context *context)
 {
     ctx = context;
@@ -273,6 +216,5 @@ int oclgrind_gpt(clg_context *context)
     run(4);
     run_flash(4, 2);
     run_flash(2, 4);
-    run_vocab((gpt_vocab_build){4, 8, 1}), run_vocab((gpt_vocab_build){64, 1, 0});
     return failures;
 }

@@ -184,8 +184,9 @@ static double check_rows(const char *what, const shape *s, const float *got, con
     return worst;
 }
 
-static double check_reference(const shape *s, const inputs *in, const outputs *o)
+static double check_reference(gpt_flash *f, const shape *s, const inputs *in, const outputs *o)
 {
+    (void)f;
     unsigned HS = s->HS;
     double *y = gt_doubles(in->n), *lse = gt_doubles(in->rows), *dq = gt_doubles(in->n),
            *dk = gt_doubles(in->n), *dv = gt_doubles(in->n);
@@ -206,9 +207,9 @@ static double check_reference(const shape *s, const inputs *in, const outputs *o
 
 /* ------------------------------------------------------------ tests */
 
-/* check(shape, inputs, outputs) on every shape with every tiling, after
- * the flash run; prints the largest value it returned through report. */
-typedef double (*flash_check)(const shape *s, const inputs *in, const outputs *flash);
+/* check(shape, inputs, outputs) on every case, after the flash run;
+ * prints the largest value it returned through report (NULL: nothing). */
+typedef double (*flash_check)(gpt_flash *f, const shape *s, const inputs *in, const outputs *flash);
 
 static void over_cases(uint64_t seed, flash_check check, const char *report)
 {
@@ -223,11 +224,12 @@ static void over_cases(uint64_t seed, flash_check check, const char *report)
             inputs in = make_inputs(s, seed + 4 * (uint64_t)i);
             outputs o = alloc_outputs(&in);
             run_flash(&f, s, &in, &o);
-            worst = fmax(worst, check(s, &in, &o));
+            worst = fmax(worst, check(&f, s, &in, &o));
             free_outputs(&o), free_inputs(&in);
             gpt_flash_release(&f);
         }
-    print_message(report, worst);
+    if (report)
+        print_message(report, worst);
 }
 
 static void test_against_reference(void **state)
@@ -369,32 +371,27 @@ static inputs biased_inputs(const shape *s, const inputs *in, const float *bias)
  * in the same order; only the addresses differ), with and without c_attn's
  * bias added by the kernels, every element written (the outputs start
  * NaN) and nothing outside the views (gt_read's guards). */
+static double check_model_layout(gpt_flash *f, const shape *s, const inputs *in,
+                                 const outputs *flash)
+{
+    outputs b = alloc_outputs(in);
+    run_flash_model(f, s, in, NULL, &b);
+    same_outputs(in, flash, &b);
+    /* with the bias: the split layout on the inputs with it added */
+    float *bias = gt_uniform(3 * model_shape_of(s).C, 95 + s->T, -1, 1);
+    inputs want = biased_inputs(s, in, bias);
+    outputs a = alloc_outputs(in);
+    run_flash(f, s, &want, &a);
+    run_flash_model(f, s, in, bias, &b);
+    same_outputs(in, &a, &b);
+    free_outputs(&a), free_outputs(&b), free_inputs(&want), free(bias);
+    return 0;
+}
+
 static void test_model_layout(void **state)
 {
     (void)state;
-    for (int t = 0; t < N_TILES; t++)
-        for (int i = 0; i < N_SHAPES; i++) {
-            const shape *s = &SHAPES[i];
-            if (!case_runs(t, s))
-                continue;
-            gpt_flash f;
-            flash_init(&TILES[t], s->HS, &f);
-            inputs in = make_inputs(s, 90 + 4 * (uint64_t)i);
-            float *bias = gt_uniform(3 * model_shape_of(s).C, 95 + (uint64_t)i, -1, 1);
-            for (int with_bias = 0; with_bias < 2; with_bias++) {
-                /* the split layout on the inputs with the bias added */
-                inputs want = with_bias ? biased_inputs(s, &in, bias) : in;
-                outputs a = alloc_outputs(&in), b = alloc_outputs(&in);
-                run_flash(&f, s, &want, &a);
-                run_flash_model(&f, s, &in, with_bias ? bias : NULL, &b);
-                same_outputs(&in, &a, &b);
-                free_outputs(&a), free_outputs(&b);
-                if (with_bias)
-                    free_inputs(&want);
-            }
-            free(bias), free_inputs(&in);
-            gpt_flash_release(&f);
-        }
+    over_cases(90, check_model_layout, NULL);
 }
 
 /* Views that hold fewer elements than the shapes say, and tiles or head

@@ -20,6 +20,7 @@
 
 #include "clgrad_advanced.h"
 #include "gpt_internal.h"
+#include "gpt_model_testutil.h"
 #include "testutil.h"
 
 #include <math.h>
@@ -47,23 +48,6 @@ typedef struct fixture {
 } fixture;
 
 static fixture F;
-
-static clg_model *build_model(const gpt_shape *s)
-{
-    clg_config cfg = tu_config(CLG_ADAMW, 1e-3f, 1);
-    clg_model *m = NULL;
-    OK(clg_model_create(tu_ctx, &cfg, &m));
-    for (int i = 0; i < gpt_tensor_count(s); i++) {
-        gpt_tensor_info t;
-        gpt_tensor(s, i, &t);
-        int id;
-        OK(clg_model_add_tensor(m, t.name, gpt_tensor_size(&t), 0, &id));
-        assert_int_equal(id, i);
-        OK(clg_model_set_tensor_shape(m, id, (size_t)t.ndim, t.dims));
-    }
-    OK(clg_model_finalize(m));
-    return m;
-}
 
 /* Standard deviation of n values. */
 static double spread(const float *x, size_t n)
@@ -102,7 +86,7 @@ static int setup(void **state)
     F.s = (gpt_shape){L, NH, C, T, GPT_RECOMPUTE_NORM};
     char err[256];
     assert_int_equal(gpt_shape_check(&F.s, err, sizeof err), 0);
-    F.model = build_model(&F.s);
+    F.model = gmt_model(&F.s);
     F.n_tensors = gpt_tensor_count(&F.s);
     F.n_params = (size_t)gpt_param_count(&F.s);
     assert_int_equal(clg_model_param_count(F.model), F.n_params);
@@ -380,7 +364,7 @@ enum { LAUNCHES_FWD_BLOCK = 8, LAUNCHES_BWD_BLOCK = 23, LAUNCHES_AGAIN_BLOCK = 7
 static uint64_t micro_step_launches(unsigned layers, gpt_recompute r)
 {
     gpt_shape s = {layers, NH, C, T, r};
-    clg_model *model = build_model(&s);
+    clg_model *model = gmt_model(&s);
     gpt_model *gm = NULL;
     char err[256];
     if (gpt_create(tu_ctx, &s, B, &gm, err, sizeof err) != 0)

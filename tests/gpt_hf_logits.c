@@ -8,6 +8,7 @@
  * file's size / T); OUT: B x T x 256 little-endian floats. Exit 0, 1 on a
  * failure (said on stderr), 77 with no OpenCL platform (tu_context_or_skip). */
 #include "gpt_hf.h"
+#include "gpt_model_testutil.h"
 #include "testutil.h"
 
 #include <stdio.h>
@@ -43,18 +44,7 @@ int main(int argc, char **argv)
 
     clg_context *ctx = tu_context_or_skip();
     tu_ctx = ctx;
-    clg_config cfg = tu_config(CLG_ADAMW, 1e-3f, 1);
-    clg_model *model = NULL;
-    OK(clg_model_create(ctx, &cfg, &model));
-    for (int i = 0; i < gpt_tensor_count(s); i++) {
-        gpt_tensor_info t;
-        gpt_tensor(s, i, &t);
-        int id;
-        size_t n = t.ndim == 2 ? t.dims[0] * t.dims[1] : t.dims[0];
-        OK(clg_model_add_tensor(model, t.name, n, 0, &id));
-        OK(clg_model_set_tensor_shape(model, id, (size_t)t.ndim, t.dims));
-    }
-    OK(clg_model_finalize(model));
+    clg_model *model = gmt_model(s);
     OK(clg_model_upload_params(model, CLG_ALL_TENSORS, params, (size_t)gpt_hf_param_count(&c),
                                NULL));
     gpt_model *gm = NULL;

@@ -67,7 +67,7 @@ cl_int gpt_block_forward(gpt_model *m, int l, unsigned B, unsigned T, gpt_block_
                 gpt_layernorm(k, (cl_uint)N, (cl_uint)C, in, p[GPT_LN1_W], p[GPT_LN1_B], v.ln1,
                               v.mean1, v.rstd1));
     if (err == CL_SUCCESS)
-        err = gpt_gemm(m, 0, 1, N, 3 * C, C, v.ln1, C, p[GPT_QKV_W], C, 0.0f, v.qkv, 3 * C);
+        err = gpt_gemm(m, 0, 1, N, 3 * C, C, v.ln1, C, p[GPT_QKV_W], C, 0.0f, v.q, 3 * C);
     if (err == CL_SUCCESS)
         err = attention_forward(m, &v, T, p[GPT_QKV_B]);
     /* res2 = in + (atty W^T + b), then ln_2 of it */

@@ -142,11 +142,12 @@ static inline clg_view gpt_act(const gpt_model *m, int b, size_t off, size_t n)
 
 /* Block l's stored activations for B sequences of T positions, and the
  * attention's dimensions: R = B NH (sequence, head) pairs; q, k, v views
- * of qkv at columns 0, C and 2C (gpt_flash_model_layout). */
+ * of the layer's qkv buffer at columns 0, C and 2C (gpt_flash_model_layout;
+ * q's view is the whole buffer, c_attn's output). */
 typedef struct gpt_block_views {
     cl_uint NH, HS;
     size_t N, NC, R;
-    clg_view mean1, rstd1, qkv, q, k, v, lse, atty, res2, mean2, rstd2, fch, res3;
+    clg_view mean1, rstd1, q, k, v, lse, atty, res2, mean2, rstd2, fch, res3;
     /* the LayerNorms' and GELU's outputs: kept (--recompute none), or in
      * the shared GPT_DBUF and GPT_WIDE, which the backward fills again */
     clg_view ln1, ln2, gelu;

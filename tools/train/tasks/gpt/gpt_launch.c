@@ -16,7 +16,6 @@ void gpt_block_views_of(const gpt_model *m, int l, unsigned B, unsigned T, gpt_b
     v->mean1 = gpt_act(m, gpt_layer_buf(&m->s, l, GPT_LN1_STATS), 0, N);
     v->rstd1 = gpt_act(m, gpt_layer_buf(&m->s, l, GPT_LN1_STATS), N, N);
     int qkv = gpt_layer_buf(&m->s, l, GPT_QKV);
-    v->qkv = gpt_act(m, qkv, 0, 3 * NC);
     v->q = gpt_act(m, qkv, 0, 3 * NC);
     v->k = gpt_act(m, qkv, C, 3 * NC - C);
     v->v = gpt_act(m, qkv, 2 * C, 3 * NC - 2 * C);

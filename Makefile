@@ -24,8 +24,16 @@ TUNE_ARGS ?=
 # fail instead of exiting 77 (SKIP).
 TEST_ENV = CLGRAD_REQUIRE_DEVICE=1
 
+# intercept_tls_get_addr=0: GCC 12's sanitizer runtime (up to GCC 13 and
+# LLVM 16) takes a dynamic TLS block whose start lies 16 bytes into a page
+# for one with glibc 2.19's header and reads the two words before it as an
+# address and a size; since glibc 2.25 there is no such header, and where
+# malloc puts the block there by chance LeakSanitizer's tracer dies at exit
+# ("Tracer caught signal 11"), no leak check run, on every try of that
+# layout (gpt_dist's 2-rank run failed twice in a row, stop 40's CI). Off,
+# the interceptor reads nothing; the threads' static TLS is still scanned.
 SANITIZER_ENV = \
-	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1 \
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1:intercept_tls_get_addr=0 \
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 

@@ -11,7 +11,9 @@
 # and a second run gives the verdict. Anything else is passed through as it
 # is: a failed test (CMocka's "[  FAILED  ]"), a leak report, an
 # AddressSanitizer or UBSan error fails at once, and a second crash of the
-# tracer fails too.
+# tracer fails too. One cause is known and switched off in the Makefile
+# (intercept_tls_get_addr=0: the runtime misread a dynamic TLS block, and
+# then crashed on every try); this stays for any other.
 log=$(mktemp "${TMPDIR:-/tmp}/lsan-retry.XXXXXX") || exit 1
 "$@" 2>"$log"
 rc=$?

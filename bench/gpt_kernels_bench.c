@@ -169,8 +169,8 @@ static cl_int l_xent(const gpt_kernels *k, const gpt_bench_bufs *b, const gpt_be
     size_t n = N_ROWS(d), nv = n * d->V;
     clg_view none = {NULL, 0, 0};
     /* the logits in act[5] (V <= 4C), dlogits written in place as in the model */
-    return gpt_xent(k, tok, d->B, d->T, d->V, view(b->act[5], nv), view(b->rows[2], n), 1,
-                    1.0f / (float)d->T, none, view(b->act[5], nv));
+    return gpt_xent(k, tok, d->T, 0, d->B * d->T, d->V, d->V, view(b->act[5], nv),
+                    view(b->rows[2], n), 1, 1.0f / (float)d->T, none, view(b->act[5], nv));
 }
 
 static cl_int l_loss_sum(const gpt_kernels *k, const gpt_bench_bufs *b, const gpt_bench_dims *d,
@@ -290,7 +290,7 @@ static int alloc_bufs(clg_context *ctx, const gpt_bench_dims *d, gpt_bench_bufs 
         rc = bench_filled_buffer(ctx, (scratch ? scratch : 1) * sizeof(float), &one, sizeof one,
                                  "scratch", &b->scratch);
     if (rc == 0)
-        rc = bench_filled_buffer(ctx, gpt_sort_ints((unsigned)n) * sizeof(int), &zero,
+        rc = bench_filled_buffer(ctx, gpt_sort_ints((unsigned)n, d->V) * sizeof(int), &zero,
                                  sizeof zero, "sort", &b->sort);
     if (rc == 0)
         rc = bench_filled_buffer(ctx, 2 * sizeof(float), &zero, sizeof zero, "sums", &b->sums);
@@ -336,7 +336,8 @@ static int measure(clg_context *ctx, const gpt_bench_opts *o)
     const gpt_bench_dims *d = &o->d;
     gpt_kernels k;
     memset(&k, 0, sizeof k);
-    if (!bench_clg_ok(ctx, gpt_kernels_init(ctx, &k), "building tools/train/tasks/gpt/gpt.cl"))
+    if (!bench_clg_ok(ctx, gpt_kernels_init(ctx, &k, d->V),
+                      "building tools/train/tasks/gpt/gpt.cl"))
         return -1;
     gpt_bench_bufs b;
     bench_stream s;

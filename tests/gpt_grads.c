@@ -83,7 +83,12 @@ static void check_init(const gpt_shape *s, const float *p)
 static int setup(void **state)
 {
     tu_group_setup(state);
-    F.s = (gpt_shape){L, NH, C, T, GPT_RECOMPUTE_NORM};
+    F.s = (gpt_shape){.layers = L,
+                      .heads = NH,
+                      .width = C,
+                      .context = T,
+                      .recompute = GPT_RECOMPUTE_NORM,
+                      .vocab = GPT_BYTE_VOCAB};
     char err[256];
     assert_int_equal(gpt_shape_check(&F.s, err, sizeof err), 0);
     F.model = gmt_model(&F.s);
@@ -132,12 +137,24 @@ static int teardown(void **state)
  * the attention's output, res2 and res3 T C each, fch 4 T C, two
  * LayerNorms' mean and rstd, each attention row's log-sum-exp); --recompute
  * none 6 T C more (ln_1's, ln_2's and GELU's outputs); block keeps res3
- * alone past block 0 (T C). The whole model adds 7 T C + 260 T + NH T +
- * 5 C ceil(T / 16) + 257 (the embeddings, GELU's output, the residual's
- * gradient, the other gradient; ln_f's stats, the logits, the losses; the
- * attention backward's dy . y; the kernels' scratch: 5C per 16 positions;
- * the sort: 257 + T). At the test's shape, GPT-2 124M's at T = 1024 and a
- * single position. */
+ * alone past block 0 (T C). The whole model adds 7 T C + 8 T + NH T +
+ * 5 C ceil(T / 16) (the embeddings, GELU's output, the residual's
+ * gradient, the other gradient; ln_f's stats, the losses; the attention
+ * backward's dy . y; the kernels' scratch: 5C per 16 positions; the radix
+ * sort's 5 T), and V + 257 once (the sort's counts past one block and each
+ * token's start). The head's logits apart: T ld a sequence (rows of V
+ * padded to ld, a multiple of 64) up to a chunk of 2^26 / ld rows. At the
+ * test's shape, GPT-2 124M's at T = 1024 with the bytes and with GPT-2's
+ * 50257 tokens, and a single position. */
+static uint64_t plan_fixed(const gpt_shape *s)
+{
+    return 4 * ((uint64_t)s->vocab + 257);
+}
+static uint64_t plan_ld(const gpt_shape *s)
+{
+    return (s->vocab + 63) / 64 * 64;
+}
+
 static uint64_t plan_formula(const gpt_shape *s)
 {
     uint64_t nh = s->heads, c = s->width, t = s->context, total = 0;
@@ -150,20 +167,29 @@ static uint64_t plan_formula(const gpt_shape *s)
         else
             total += block;
     }
-    return 4 * (total + 7 * t * c + 260 * t + nh * t + 5 * c * ((t + 15) / 16) + 257);
+    return 4 * (total + 7 * t * c + 8 * t + nh * t + 5 * c * ((t + 15) / 16));
 }
 
 static void test_plan_formula(void **state)
 {
     (void)state;
-    const gpt_shape shapes[] = {{L, NH, C, T, 0}, {12, 12, 768, 1024, 0}, {3, 5, 40, 1, 0}};
+#define SHAPE(l, nh, c, t, v)                                                                      \
+    {                                                                                              \
+        .layers = l, .heads = nh, .width = c, .context = t, .vocab = v                             \
+    }
+    const gpt_shape shapes[] = {SHAPE(L, NH, C, T, 256), SHAPE(12, 12, 768, 1024, 256),
+                                SHAPE(12, 12, 768, 1024, 50257), SHAPE(3, 5, 40, 1, 300)};
+#undef SHAPE
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
         for (int r = 0; r < GPT_RECOMPUTE_MODES; r++) {
             gpt_shape sh = shapes[i];
             sh.recompute = (gpt_recompute)r;
             gpt_act_bytes ab = gpt_activation_bytes(&sh);
-            assert_int_equal(ab.fixed, 0);
+            assert_int_equal(ab.fixed, plan_fixed(&sh));
             assert_int_equal(ab.per_seq, plan_formula(&sh));
+            uint64_t ld = plan_ld(&sh);
+            assert_int_equal(ab.logits_per_seq, 4 * sh.context * ld);
+            assert_int_equal(ab.logits_cap, 4 * ld * (((uint64_t)1 << 26) / ld));
         }
 }
 
@@ -174,7 +200,7 @@ static void test_plan(void **state)
     (void)state;
     char err[256];
     gpt_act_bytes ab = gpt_activation_bytes(&F.s);
-    uint64_t need = B * ab.per_seq + ab.fixed, before = clg_context_device_bytes(tu_ctx);
+    uint64_t need = gpt_act_total(&ab, B), before = clg_context_device_bytes(tu_ctx);
     OK(clg_context_set_budget(tu_ctx, before + need - 1));
     assert_int_equal(gpt_create(tu_ctx, &F.s, B, &F.gm, err, sizeof err), -1);
     assert_null(F.gm);
@@ -207,7 +233,7 @@ static void step(float beta, float dscale, int scaled, float *acc, float *logits
     assert_int_equal(gpt_forward(F.gm, &F.tok, B, F.sums), CL_SUCCESS);
     for (int b = 0; logits && b < B; b++)
         for (int t = 0; t < T; t++)
-            assert_int_equal(gpt_read_logits(F.gm, b, t, T, logits + (b * T + t) * GPT_VOCAB),
+            assert_int_equal(gpt_read_logits(F.gm, b, t, T, logits + (b * T + t) * GPT_BYTE_VOCAB),
                              CL_SUCCESS);
     assert_int_equal(gpt_backward(F.gm, &F.tok, B, dscale, ls, beta), CL_SUCCESS);
     assert_int_equal(gpt_backward(F.gm, &F.tok, B, dscale, ls, beta), CL_INVALID_VALUE);
@@ -246,7 +272,7 @@ static void write_result(double loss, const float *acc)
 static void test_grads(void **state)
 {
     (void)state;
-    size_t n = F.n_params, nl = (size_t)B * T * GPT_VOCAB;
+    size_t n = F.n_params, nl = (size_t)B * T * GPT_BYTE_VOCAB;
     float *g1 = tu_xmalloc(n * 4), *g2 = tu_xmalloc(n * 4), *logits = tu_xmalloc(nl * 4);
     step(0.0f, 1.0f, 0, g1, logits);
     float sums[2];
@@ -269,7 +295,7 @@ static void test_grads(void **state)
      * except in wte (tensor 0), whose two parts (head, embedding) round
      * in another order */
     step(1.0f, 0.5f, 1, g2, NULL);
-    size_t n_wte = (size_t)GPT_VOCAB * C;
+    size_t n_wte = (size_t)GPT_BYTE_VOCAB * C;
     float wte_max = 0;
     for (size_t i = 0; i < n_wte; i++)
         wte_max = fmaxf(wte_max, fabsf(g1[i]));
@@ -281,15 +307,15 @@ static void test_grads(void **state)
      * sequences, or of fewer than the activations hold) gives the full
      * forward's logits there (causal attention) */
     const int shorter[] = {1, 7}, seqs[] = {B, B - 1};
-    float row[GPT_VOCAB];
+    float row[GPT_BYTE_VOCAB];
     for (int i = 0; i < 2; i++) {
         int TS = shorter[i];
         assert_int_equal(gpt_forward_logits(F.gm, &F.tok, seqs[i], TS), CL_SUCCESS);
         for (int b = 0; b < seqs[i]; b++)
             for (int t = 0; t < TS; t++) {
                 assert_int_equal(gpt_read_logits(F.gm, b, t, TS, row), CL_SUCCESS);
-                const float *full = logits + (b * T + t) * GPT_VOCAB;
-                for (int v = 0; v < GPT_VOCAB; v++)
+                const float *full = logits + (b * T + t) * GPT_BYTE_VOCAB;
+                for (int v = 0; v < GPT_BYTE_VOCAB; v++)
                     if (fabsf(row[v] - full[v]) > 1e-5f * (1 + fabsf(full[v])))
                         fail_msg("logits of (%d, %d)[%d]: %.9g after %d positions, %.9g after %d",
                                  b, t, v, row[v], TS, full[v], T);
@@ -343,6 +369,65 @@ static void test_recompute_modes(void **state)
     free(got);
 }
 
+/* The head in chunks (gpt_head.c) against the whole: head_rows 5 splits
+ * the B T = 39 rows into 7 chunks of 5 and one of 4. The losses are the
+ * same bits (each row's is its own); the gradients within 2e-6 of each
+ * tensor's largest (dlnf's rows come from GEMMs of 5 rows instead of 39,
+ * wte's gradient adds up chunk by chunk); the logits gpt_read_logits
+ * computes a row at a time equal the whole forward's within 1e-5; and a
+ * chunked model's buffers are its plan. */
+static void test_head_chunks(void **state)
+{
+    (void)state;
+    size_t n = F.n_params, V = GPT_BYTE_VOCAB;
+    float *want = tu_xmalloc(n * 4), *got = tu_xmalloc(n * 4), sums[2], want_sums[2];
+    float *want_logits = tu_xmalloc((size_t)B * T * V * 4), row[GPT_BYTE_VOCAB];
+    gpt_model *whole = F.gm;
+    clear_sums();
+    step(0.0f, 1.0f, 0, want, want_logits);
+    tu_buffer_read(F.sums, 0, want_sums, sizeof want_sums);
+    gpt_shape s = F.s;
+    s.head_rows = 5;
+    char err[256];
+    if (gpt_create(tu_ctx, &s, B, &F.gm, err, sizeof err) != 0)
+        fail_msg("gpt_create (head_rows 5): %s", err);
+    gpt_act_bytes ab = gpt_activation_bytes(&s);
+    assert_int_equal(ab.logits_cap, 4 * 5 * V);
+    assert_int_equal(gpt_head_rows(&s, B), 5);
+    OK(gpt_bind(F.gm, F.model));
+    clear_sums();
+    step(0.0f, 1.0f, 0, got, NULL);
+    tu_buffer_read(F.sums, 0, sums, sizeof sums);
+    assert_memory_equal(sums, want_sums, sizeof sums);
+    size_t off = 0;
+    for (int i = 0; i < F.n_tensors; i++) {
+        gpt_tensor_info t;
+        gpt_tensor(&F.s, i, &t);
+        size_t len = gpt_tensor_size(&t);
+        float top = 0;
+        for (size_t e = 0; e < len; e++)
+            top = fmaxf(top, fabsf(want[off + e]));
+        for (size_t e = 0; e < len; e++)
+            if (fabsf(got[off + e] - want[off + e]) > 2e-6f * top)
+                fail_msg("head in chunks: %s[%zu] is %.9g, whole %.9g (largest %.3g)", t.name, e,
+                         got[off + e], want[off + e], top);
+        off += len;
+    }
+    assert_int_equal(gpt_forward_logits(F.gm, &F.tok, B, T), CL_SUCCESS);
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t += 6) {
+            assert_int_equal(gpt_read_logits(F.gm, b, t, T, row), CL_SUCCESS);
+            const float *w = want_logits + (b * T + t) * V;
+            for (size_t v = 0; v < V; v++)
+                if (fabsf(row[v] - w[v]) > 1e-5f * (1 + fabsf(w[v])))
+                    fail_msg("chunked logits of (%d, %d)[%zu]: %.9g, whole %.9g", b, t, v, row[v],
+                             w[v]);
+        }
+    gpt_destroy(F.gm);
+    F.gm = whole;
+    free(want), free(got), free(want_logits);
+}
+
 /* Launches of one micro-step (forward and backward, gpt_launches) per
  * block and for the rest, written out from gpt_forward.c and
  * gpt_backward.c (each CLBlast GEMM call counted once; a column sum is its
@@ -363,7 +448,12 @@ enum { LAUNCHES_FWD_BLOCK = 8, LAUNCHES_BWD_BLOCK = 23, LAUNCHES_AGAIN_BLOCK = 7
 
 static uint64_t micro_step_launches(unsigned layers, gpt_recompute r)
 {
-    gpt_shape s = {layers, NH, C, T, r};
+    gpt_shape s = {.layers = layers,
+                   .heads = NH,
+                   .width = C,
+                   .context = T,
+                   .recompute = r,
+                   .vocab = GPT_BYTE_VOCAB};
     clg_model *model = gmt_model(&s);
     gpt_model *gm = NULL;
     char err[256];
@@ -413,7 +503,7 @@ static void test_gemm_shapes(void **state)
         flops += sh[i].count * mlp_gemm_flops(&sh[i]);
         calls += sh[i].count;
     }
-    assert_true(flops == 3 * 2 * N * (12.0 * C * C * L + (double)GPT_VOCAB * C));
+    assert_true(flops == 3 * 2 * N * (12.0 * C * C * L + (double)GPT_BYTE_VOCAB * C));
     assert_int_equal(calls, 3 * (4 * L + 1));
 }
 
@@ -427,7 +517,8 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plan_formula), cmocka_unit_test(test_plan),
         cmocka_unit_test(test_grads),        cmocka_unit_test(test_recompute_modes),
-        cmocka_unit_test(test_launches),     cmocka_unit_test(test_gemm_shapes),
+        cmocka_unit_test(test_head_chunks),  cmocka_unit_test(test_launches),
+        cmocka_unit_test(test_gemm_shapes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -22,7 +22,7 @@ static unsigned row_items;
 static int gt_setup(void **state)
 {
     tu_group_setup(state);
-    clg_status st = gpt_kernels_init_rows(tu_ctx, &gk, row_items);
+    clg_status st = gpt_kernels_init_rows(tu_ctx, &gk, row_items, 256);
     if (st != CLG_SUCCESS) {
         fprintf(stderr, "gpt_kernels_init: %s\n", clg_last_error(tu_ctx));
         return -1;
@@ -88,15 +88,28 @@ cl_mem gt_scratch(size_t bytes)
 
 gt_tokens gt_make_tokens(unsigned B, unsigned T, uint64_t seed)
 {
+    return gt_make_tokens_v(B, T, 256, seed);
+}
+
+gt_tokens gt_make_tokens_v(unsigned B, unsigned T, unsigned V, uint64_t seed)
+{
     enum { OFF = 2, PAD = 3 };
-    unsigned n_windows = B + OFF + 1, stride = T + 1 + PAD;
-    uint8_t *w = tu_xmalloc((size_t)n_windows * stride);
+    unsigned n_windows = B + OFF + 1, stride = T + 1 + PAD, tb = gpt_token_bytes(V);
+    size_t n = (size_t)n_windows * stride;
+    uint8_t *w = tu_xmalloc(n * tb);
     int32_t *idx = tu_xmalloc(n_windows * sizeof *idx);
     tu_rng r = tu_rng_seed(seed);
-    static const uint8_t common[] = {' ', 'e', 't', 'a', 'o', '\n', 0, 255};
-    for (size_t i = 0; i < (size_t)n_windows * stride; i++) {
+    /* the bytes' usual few, and for a vocabulary the ends and a spread */
+    const unsigned common[] = {' ', 'e', 't', 'a', 'o', '\n', 0, V - 1, V / 2 + 1, V / 3};
+    unsigned n_common = V == 256 ? 8 : 10, rare = V < 128 ? V : 64;
+    unsigned base = V - rare < 64 ? V - rare : 64; /* the bytes': 64 .. 127 */
+    for (size_t i = 0; i < n; i++) {
         uint64_t x = tu_rng_u64(&r);
-        w[i] = x % 4 ? common[(x >> 8) % sizeof common] : (uint8_t)(x >> 16) % 64 + 64;
+        unsigned v =
+            x % 4 ? common[(x >> 8) % n_common] % V : (unsigned)((x >> 16) % rare + base);
+        w[i * tb] = (uint8_t)v;
+        if (tb == 2)
+            w[i * tb + 1] = (uint8_t)(v >> 8);
     }
     for (unsigned i = 0; i < n_windows; i++)
         idx[i] = (int32_t)i;
@@ -107,13 +120,13 @@ gt_tokens gt_make_tokens(unsigned B, unsigned T, uint64_t seed)
         idx[j] = s;
     }
     gt_tokens t;
-    t.t.windows = tu_buffer_from(w, (size_t)n_windows * stride);
+    t.t.windows = tu_buffer_from(w, n * tb);
     t.t.idx = tu_buffer_from(idx, n_windows * sizeof *idx);
     t.t.off = OFF;
     t.t.stride = stride;
     t.tok = tu_xmalloc((size_t)B * T * sizeof *t.tok);
     t.target = tu_xmalloc((size_t)B * T * sizeof *t.target);
-    ref_gpt_tokens(w, idx, OFF, stride, B, T, t.tok, t.target);
+    ref_gpt_tokens(w, tb, idx, OFF, stride, B, T, t.tok, t.target);
     free(w);
     free(idx);
     return t;
@@ -127,6 +140,24 @@ void gt_free_tokens(gt_tokens *t)
     free(t->target);
 }
 
+void gt_check_embed(const gpt_kernels *k, unsigned B, unsigned T, unsigned C, uint64_t seed)
+{
+    size_t N = (size_t)B * T, VC = (size_t)k->vocab * C;
+    gt_tokens tk = gt_make_tokens_v(B, T, k->vocab, seed);
+    float *wte = gt_uniform(VC, 1, -1, 1), *wpe = gt_uniform((size_t)T * C, 2, -1, 1);
+    float *got = gt_uniform(N * C, 3, 0, 0);
+    double *ref = gt_doubles(N * C);
+    clg_view vwte = gt_view(wte, VC, 3), vwpe = gt_view(wpe, (size_t)T * C, 1),
+             out = gt_view(NULL, N * C, 7);
+    assert_int_equal(gpt_embed(k, &tk.t, B, T, C, vwte, vwpe, out), CL_SUCCESS);
+    gt_read(out, got);
+    ref_gpt_embed(tk.tok, B, T, C, wte, wpe, ref);
+    gt_close(got, ref, N * C, 0, 1e-7, "embed");
+    gt_free(vwte), gt_free(vwpe), gt_free(out);
+    free(wte), free(wpe), free(got), free(ref);
+    gt_free_tokens(&tk);
+}
+
 float *gt_uniform(size_t n, uint64_t seed, float lo, float hi)
 {
     float *x = tu_xmalloc((n ? n : 1) * sizeof *x);
@@ -135,6 +166,10 @@ float *gt_uniform(size_t n, uint64_t seed, float lo, float hi)
 }
 
 double *gt_doubles(size_t n) { return tu_xmalloc((n ? n : 1) * sizeof(double)); }
+
+const float gt_betas[GT_N_BETAS] = {0.0f, 1.0f, 0.5f};
+
+double gt_sum_tol(size_t terms) { return 1e-6 + 2e-7 * (double)terms; }
 
 void gt_close(const float *got, const double *ref, size_t n, double abs_tol, double rel_tol,
               const char *what)

@@ -30,18 +30,33 @@ void gt_free(clg_view v);
 cl_mem gt_scratch(size_t bytes);
 
 /* Token windows: B sequences through a shuffled idx at an offset, with a
- * skewed byte distribution (a few frequent bytes, most never seen).
- * tok, target: the reference's view (ref_gpt_tokens). */
+ * skewed distribution (a few frequent tokens, 0 and V - 1 among them, most
+ * never seen), gpt_token_bytes(V) bytes a token. tok, target: the
+ * reference's view (ref_gpt_tokens). gt_make_tokens: the bytes (V 256). */
 typedef struct gt_tokens {
     gpt_tokens t;
     int *tok, *target;
 } gt_tokens;
 gt_tokens gt_make_tokens(unsigned B, unsigned T, uint64_t seed);
+gt_tokens gt_make_tokens_v(unsigned B, unsigned T, unsigned V, uint64_t seed);
 void gt_free_tokens(gt_tokens *t);
+
+/* gpt_embed on k (its vocabulary V) of B sequences of T tokens (seed's)
+ * against ref_gpt_embed: wte, wpe and the output at odd offsets in
+ * guards, within one rounding (rel 1e-7). */
+void gt_check_embed(const gpt_kernels *k, unsigned B, unsigned T, unsigned C, uint64_t seed);
 
 /* Host arrays (freed by the caller). */
 float *gt_uniform(size_t n, uint64_t seed, float lo, float hi);
 double *gt_doubles(size_t n);
+
+/* The betas of the accumulating launchers' tests: 0 (over NaN: the old
+ * value must not be read), 1 and 0.5. */
+#define GT_N_BETAS 3
+extern const float gt_betas[GT_N_BETAS];
+/* The absolute tolerance of a float sum of n terms of size ~1 against the
+ * exact one: 1e-6 + 2e-7 n. */
+double gt_sum_tol(size_t terms);
 
 /* |got - ref| <= abs_tol + rel_tol * |ref| everywhere (NaN fails). */
 void gt_close(const float *got, const double *ref, size_t n, double abs_tol, double rel_tol,

@@ -1,10 +1,13 @@
 /* oclgrind_gpt.c - the GPT task's kernels (tools/train/tasks/gpt/gpt.cl and
  * gpt_flash.cl) for tests/oclgrind_kernels.c: every launcher of
- * gpt_kernels.h once at tiny sizes (B 2, T 5, C 8, 2 heads, V 256), with
- * the in-place variants, beta 0 and 1, the fusions (gpt_residual_layernorm
- * in place and without its bias), and the cross-entropy with and
- * without a loss scale; for both builds of the row kernels (a work-group of
- * 64 per row, and 16 rows of 4 items: rows that end inside a work-group).
+ * gpt_kernels.h once at tiny sizes (B 2, T 5, C 8, 2 heads), with the
+ * in-place variants, beta 0 and 1, the fusions (gpt_residual_layernorm in
+ * place and without its bias), and the cross-entropy with and without a
+ * loss scale; for both builds of the row kernels (a work-group of 64 per
+ * row, and 16 rows of 4 items: rows that end inside a work-group), the
+ * first with the bytes (V 256: uchar tokens, one radix pass), the second
+ * with a vocabulary of 300 (ushort tokens, two passes, logit rows padded
+ * to 320).
  * The attention of gpt_flash.h at the same sizes (HS 4) for two tilings
  * (4 rows and key tiles of 2: work-groups and tiles that end past T; 2
  * rows and tiles of 4). Checks no numbers (test_gpt_kernels.c,
@@ -28,7 +31,8 @@ static clg_context *ctx;
 /* The kernels the launches below run; a kernel of tools/train/tasks/gpt/gpt.cl missing here
  * is a failure. */
 static const char *const covered[] = {
-    "gpt_embed",          "gpt_sort_tokens",    "gpt_wte_grad",
+    "gpt_embed",          "gpt_sort_count",     "gpt_sort_scan",
+    "gpt_sort_scatter",   "gpt_sort_starts",    "gpt_wte_grad",
     "gpt_wpe_grad",       "gpt_layernorm",      "gpt_layernorm_backward",
     "gpt_colsum_partial", "gpt_colsum_final",   "gpt_bias_add",
     "gpt_gelu",           "gpt_gelu_backward",  "gpt_residual",
@@ -93,24 +97,31 @@ static void check_coverage(cl_kernel kernel, const char *const *list, size_t n, 
     }
 }
 
-static void run(unsigned row_items)
+static void run(unsigned row_items, unsigned V)
 {
-    fprintf(stderr, "program: gpt (%u items per row)\n", row_items);
+    fprintf(stderr, "program: gpt (%u items per row, vocabulary %u)\n", row_items, V);
     gpt_kernels k;
-    if (gpt_kernels_init_rows(ctx, &k, row_items) != CLG_SUCCESS) {
+    if (gpt_kernels_init_rows(ctx, &k, row_items, V) != CLG_SUCCESS) {
         fprintf(stderr, "FAILED: gpt: gpt_kernels_init: %s\n", clg_last_error(ctx));
         failures++;
         return;
     }
     check_coverage(k.k[0], covered, sizeof covered / sizeof *covered, "gpt.cl");
-    enum { B = 2, T = 5, C = 8, V = 256, N = B * T };
-    uint8_t windows[4 * 8];
-    for (int i = 0; i < 4 * 8; i++)
-        windows[i] = (uint8_t)(i * 97 % 7 * 30); /* a few repeated bytes */
+    enum { B = 2, T = 5, C = 8, N = B * T };
+    unsigned tb = gpt_token_bytes(V), ld = (V + 63) / 64 * 64;
+    uint8_t windows[2 * 4 * 8];
+    for (int i = 0; i < 4 * 8; i++) { /* a few repeated tokens, up to V - 6 */
+        unsigned v = (unsigned)(i * 97 % 7) * ((V - 1) / 6);
+        windows[i * tb] = (uint8_t)v;
+        if (tb == 2)
+            windows[i * tb + 1] = (uint8_t)(v >> 8);
+    }
     int32_t idx[4] = {3, 0, 2, 1};
-    gpt_tokens tok = {host_bytes(windows, sizeof windows), host_bytes(idx, sizeof idx), 1, 8};
-    int32_t sort_init[300] = {0};
-    cl_mem sort = host_bytes(sort_init, sizeof sort_init);
+    gpt_tokens tok = {host_bytes(windows, 4 * 8 * tb), host_bytes(idx, sizeof idx), 1, 8};
+    size_t sort_bytes = gpt_sort_ints(N, V) * sizeof(int32_t);
+    int32_t *sort_init = calloc(1, sort_bytes);
+    cl_mem sort = host_bytes(sort_init, sort_bytes);
+    free(sort_init);
     cl_mem scratch = floats(gpt_scratch_floats(N, C)), sums = floats(2);
     /* one buffer per tensor, each view at offset 1 */
 #define T_(name, n) clg_view name = {floats((n) + 1), 1, (n)}
@@ -126,7 +137,7 @@ static void run(unsigned row_items)
     T_(h2, N * 4 * C);
     T_(q, N * C);
     T_(v, N * C);
-    T_(logits, N * V);
+    T_(logits, N * ld);
     T_(loss, N);
     T_(scale, 1);
 #undef T_
@@ -155,10 +166,10 @@ static void run(unsigned row_items)
     check(gpt_gelu_backward_partial(&k, N, 4 * C, h, h2, h2, scratch, 5 * C, C),
           "gpt_gelu_backward_partial");
     check(gpt_bias_grad_pair(&k, N, 5 * C, C, scratch, w, b, 0.5f), "gpt_bias_grad_pair");
-    check(gpt_xent(&k, &tok, B, T, V, logits, loss, 0, 1.0f, (clg_view){NULL, 0, 0},
+    check(gpt_xent(&k, &tok, T, 0, N, V, ld, logits, loss, 0, 1.0f, (clg_view){NULL, 0, 0},
                    (clg_view){NULL, 0, 0}),
           "gpt_xent forward");
-    check(gpt_xent(&k, &tok, B, T, V, logits, loss, 1, 0.5f, scale, logits),
+    check(gpt_xent(&k, &tok, T, 0, N, V, ld, logits, loss, 1, 0.5f, scale, logits),
           "gpt_xent backward");
     check(gpt_loss_sum(&k, N, loss, sums, scratch), "gpt_loss_sum");
     check(clFinish(k.queue), "clFinish");
@@ -212,8 +223,8 @@ int oclgrind_gpt(clg_context *context)
 {
     ctx = context;
     failures = 0;
-    run(64);
-    run(4);
+    run(64, 256);
+    run(4, 300);
     run_flash(4, 2);
     run_flash(2, 4);
     return failures;

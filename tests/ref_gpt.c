@@ -5,14 +5,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-void ref_gpt_tokens(const uint8_t *windows, const int32_t *idx, unsigned off, unsigned stride,
-                    unsigned B, unsigned T, int *tok, int *target)
+/* Token t of window w of tb bytes a token (little-endian). */
+static int token_at(const uint8_t *w, unsigned tb, unsigned t)
+{
+    return tb == 1 ? w[t] : w[2 * t] | w[2 * t + 1] << 8;
+}
+
+void ref_gpt_tokens(const uint8_t *windows, unsigned tb, const int32_t *idx, unsigned off,
+                    unsigned stride, unsigned B, unsigned T, int *tok, int *target)
 {
     for (unsigned b = 0; b < B; b++) {
-        const uint8_t *w = windows + (size_t)idx[off + b] * stride;
+        const uint8_t *w = windows + (size_t)idx[off + b] * stride * tb;
         for (unsigned t = 0; t < T; t++) {
-            tok[b * T + t] = w[t];
-            target[b * T + t] = w[t + 1];
+            tok[b * T + t] = token_at(w, tb, t);
+            target[b * T + t] = token_at(w, tb, t + 1);
         }
     }
 }
@@ -28,10 +34,10 @@ void ref_gpt_embed(const int *tok, unsigned B, unsigned T, unsigned C, const flo
             }
 }
 
-void ref_gpt_embed_backward(const int *tok, unsigned B, unsigned T, unsigned C,
+void ref_gpt_embed_backward(const int *tok, unsigned B, unsigned T, unsigned C, unsigned V,
                             const float *dout, double *dwte, double *dwpe)
 {
-    memset(dwte, 0, 256 * (size_t)C * sizeof *dwte);
+    memset(dwte, 0, V * (size_t)C * sizeof *dwte);
     memset(dwpe, 0, (size_t)T * C * sizeof *dwpe);
     for (unsigned b = 0; b < B; b++)
         for (unsigned t = 0; t < T; t++) {

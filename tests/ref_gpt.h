@@ -10,17 +10,17 @@
 
 #include <stdint.h>
 
-/* tok[b * T + t] = windows[idx[off + b] * stride + t], target the byte
- * after it. */
-void ref_gpt_tokens(const uint8_t *windows, const int32_t *idx, unsigned off, unsigned stride,
-                    unsigned B, unsigned T, int *tok, int *target);
+/* tok[b * T + t] = windows[idx[off + b] * stride + t], target the token
+ * after it; a token is tb bytes (1, or 2 little-endian). */
+void ref_gpt_tokens(const uint8_t *windows, unsigned tb, const int32_t *idx, unsigned off,
+                    unsigned stride, unsigned B, unsigned T, int *tok, int *target);
 
 /* out [N x C] = wte[tok] + wpe[t] */
 void ref_gpt_embed(const int *tok, unsigned B, unsigned T, unsigned C, const float *wte,
                    const float *wpe, double *out);
-/* dwte [256 x C], dwpe [T x C]: the sums of dout's rows per byte and per
+/* dwte [V x C], dwpe [T x C]: the sums of dout's rows per token and per
  * position. */
-void ref_gpt_embed_backward(const int *tok, unsigned B, unsigned T, unsigned C,
+void ref_gpt_embed_backward(const int *tok, unsigned B, unsigned T, unsigned C, unsigned V,
                             const float *dout, double *dwte, double *dwpe);
 
 /* LayerNorm (eps 1e-5, biased variance); mean, rstd [N]. */

@@ -100,6 +100,19 @@ def run_json(*args):
     return json.loads(run(*args, "--json").strip().splitlines()[-1])
 
 
+def act_parts(out):
+    """A --plan's activations: per sequence, once, and the head's logits a
+    sequence up to their chunk."""
+    per, fixed = map(int, re.search(r"activations per sequence (\d+) B .* \+ (\d+) B", out).groups())
+    lps, cap = map(int, re.search(r"head's logits (\d+) B .* up to (\d+) B", out).groups())
+    return per, fixed, lps, cap
+
+
+def act_total(parts, b):
+    per, fixed, lps, cap = parts
+    return b * per + fixed + min(b * lps, cap)
+
+
 def weights(path):
     a = array("f")
     with open(path, "rb") as f:
@@ -116,7 +129,7 @@ def test_plan():
                                   + 4 * C + 4 * C * C + C) + 2 * C
     m = re.search(r"(\d+) parameters", out)
     check(m and int(m.group(1)) == params, "plan: gpt2-124m has %d parameters" % params)
-    per, fixed = map(int, re.search(r"activations per sequence (\d+) B .* \+ (\d+) B", out).groups())
+    parts = act_parts(out)
     data = int(re.search(r"data on the device (\d+) B", out).group(1))
     mem = 8 << 30
     for dtype in ("fp32", "bf16", "q8", "q4"):
@@ -125,7 +138,7 @@ def test_plan():
         if not row:
             continue
         total, b, k = map(int, row.groups())
-        fits = lambda n: total + data + fixed + n * per <= mem
+        fits = lambda n: total + data + act_total(parts, n) <= mem
         check(fits(b) and not fits(b + 1) and k == -(-64 // b),
               "plan: %s: micro-batch %d is the largest that fits, k %d" % (dtype, b, k))
     print(out)
@@ -175,10 +188,9 @@ def test_accumulate():
 def plan_of(args, b):
     """The --plan's total for fp32 states and micro-batch b."""
     out = run(*args, "--plan")
-    per, fixed = map(int, re.search(r"activations per sequence (\d+) B .* \+ (\d+) B", out).groups())
     data = int(re.search(r"data on the device (\d+) B", out).group(1))
     total = int(re.search(r"^fp32 +\d+ +\d+ +\d+ +\d+ +(\d+)", out, re.M).group(1))
-    return total + data + fixed + b * per
+    return total + data + act_total(act_parts(out), b)
 
 
 SMALL3 = ["--layers", "3", "--heads", "3", "--width", "48", "--context", "40"]
@@ -194,18 +206,25 @@ def test_plan_json():
     for mode in ("none", "norm", "block"):
         args = base + ["--recompute", mode]
         j, out = plan_json(*args), run(*args, "--plan")
-        per = int(re.search(r"activations per sequence (\d+) B", out).group(1))
+        parts = act_parts(out)
+        per, fixed, lps, cap = parts
         data = int(re.search(r"data on the device (\d+) B", out).group(1))
+        # once: the radix sort's counts and each token's start, V + 257 ints;
+        # the logits: 1024 rows of 256 a sequence, in chunks of 2^26 floats
         check(j["recompute"] == mode and j["activation_bytes_per_sequence"] == per and
-              j["fixed_bytes"] == 0 and j["data_bytes"] == data and j["state_dtype"] == "fp32",
-              "plan_json %s: the table's activations %d and data %d" % (mode, per, data))
+              j["fixed_bytes"] == fixed == 4 * (256 + 257) and j["data_bytes"] == data and
+              j["logits_bytes_per_sequence"] == lps == 4 * 1024 * 256 and
+              j["logits_bytes_max"] == cap == 4 << 26 and j["head_rows"] == 1 << 18 and
+              j["state_dtype"] == "fp32",
+              "plan_json %s: the table's activations %d + %d and data %d" % (
+                  mode, per, fixed, data))
         for r in j["by_state_dtype"]:
             row = re.search(r"^%s +\d+ +\d+ +(\d+) +\d+ +(\d+) (\d+) x (\d+)$" % r["state_dtype"],
                             out, re.M)
             states, model, b, k = map(int, row.groups())
             check((r["state_bytes"], r["model_bytes"], r["micro_batch"], r["k"]) ==
                   (states, model, b, k) and
-                  r["total_bytes"] == model + data + b * per <= 8 << 30,
+                  r["total_bytes"] == model + data + act_total(parts, b) <= 8 << 30,
                   "plan_json %s %s: %s against the table's %d x %d" % (
                       mode, r["state_dtype"], r, b, k))
         fp32 = j["by_state_dtype"][0]
@@ -263,7 +282,8 @@ def test_auto():
     in M (here room for 3 sequences and a half), and the run within M."""
     args = TINY + SMALL3 + ["--batch", "8"]
     out = run(*args, "--plan")
-    per = int(re.search(r"activations per sequence (\d+) B", out).group(1))
+    per, _, lps, _ = act_parts(out)  # the logits of 3.5 sequences are within their chunk
+    per += lps
     base = plan_of(args, 0)
     mem = base + 3 * per + per // 2
     r = run_json(*args, "--steps", "1", "--auto-micro-batch", "--memory", str(mem))
@@ -388,6 +408,70 @@ def test_profile():
           % plain["val_loss"])
 
 
+TOKENS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "tokens")
+
+
+def write_shards(d, vocab, counts, seed):
+    """Token shards of llm.c's format in d (random_train_000000.bin and
+    random_val_000000.bin: a header of 256 int32, magic 20240520, version 1,
+    the count; then uint16 ids), skewed ids below vocab."""
+    os.makedirs(d, exist_ok=True)
+    rnd = random.Random(seed)
+    for name, n in zip(("train", "val"), counts):
+        ids = array("H", (min(int(rnd.paretovariate(1.2)) - 1, vocab - 1) if rnd.random() < 0.8
+                          else rnd.randrange(vocab) for _ in range(n)))
+        head = array("i", [20240520, 1, n] + [0] * 253)
+        with open(os.path.join(d, "random_%s_000000.bin" % name), "wb") as f:
+            f.write(head.tobytes() + ids.tobytes())
+
+
+def test_tokens():
+    """A token model on the committed BPE shards (tests/data/tokens: 320
+    tokens, 883 training and 98 validation, tokenizer.bin beside them):
+    below the unigram and bigram baselines of the same targets; --sample
+    decodes through the table; the refusals, nothing written; and with
+    GPT-2's 50257 tokens the plan against the measured peak, with the head
+    whole (8 sequences) and in chunks (100 sequences of 16: 1600 rows, 1334
+    a chunk)."""
+    base = ["--task", "gpt", "--preset", "tiny", "--data", TOKENS, "--quiet"]
+    r = run_json(*base, "--steps", "40", "--batch", "8", "--micro-batch", "4", "--lr", "0.01")
+    check(r["vocab"] == 320 and r["val_loss"] < min(r["bigram_loss"], r["unigram_loss"]) and
+          1 < r["bytes_per_token"] < 4, "tokens: vocab %d, validation %.3f nats a token below the "
+          "bigram %.3f and the unigram %.3f, %.2f bytes a token" % (
+              r["vocab"], r["val_loss"], r["bigram_loss"], r["unigram_loss"],
+              r["bytes_per_token"]))
+    out = run(*base, "--steps", "2", "--sample", "12", "--prompt-tokens", "0,114")
+    text = out[out.index("sample (12 tokens"):].split("\n", 1)[1]
+    check(len(text.strip()) >= 12 and "," not in text[:3],
+          "tokens: --sample prints the decoded text: %r" % text[:60])
+    ck = os.path.join(TMP, "tokens.st")
+    bad = os.path.join(TMP, "bad-shards")
+    shutil.copytree(TOKENS, bad)
+    with open(os.path.join(bad, "fortunes_train_000000.bin"), "r+b") as f:
+        f.truncate(1500)
+    refusals = [
+        (["--sample", "5", "--prompt", "x"], "--prompt-tokens"),
+        (["--vocab", "321"], "--vocab 321, but the tokenizer"),
+        (["--sample", "5", "--prompt-tokens", "5,320"], "entry 2 is not a token id"),
+        (["--data", bad], "fortunes_train_000000.bin"),
+    ]
+    for extra, want in refusals:
+        err = run(*base, "--steps", "2", "--checkpoint", ck, *extra, expect=1)
+        check(want in err and not os.path.exists(ck), "tokens: %s refused: %s" % (
+            " ".join(extra), err.strip().splitlines()[-1]))
+    shards = os.path.join(TMP, "gpt2-vocab")
+    write_shards(shards, 50257, (2000, 400), 3)
+    args = ["--task", "gpt", "--data", shards, "--vocab", "50257", "--quiet", "--layers", "1",
+            "--heads", "2", "--width", "32", "--context", "16", "--test-limit", "8"]
+    for b in (8, 100):
+        planned = plan_of(args + ["--batch", str(b), "--micro-batch", str(b)], b)
+        r = run_json(*args, "--batch", str(b), "--micro-batch", str(b), "--steps", "2")
+        err = abs(planned - r["peak_device_bytes"]) / r["peak_device_bytes"]
+        check(err <= 0.02 and r["planned_bytes"] == planned and r["vocab"] == 50257,
+              "plan_truth vocab 50257 b %d: planned %d, measured %d (%.2f%%)" % (
+                  b, planned, r["peak_device_bytes"], 100 * err))
+
+
 def test_dist():
     """--dist ddp and zero1 on 2 and 3 ranks against one process: the same
     batches, each rank its share; the sums over ranks in another order."""
@@ -415,7 +499,7 @@ def main():
     write_corpus()
     try:
         names = ARGS or ["plan", "plan_json", "recompute", "learns", "determinism", "accumulate",
-                         "plan_truth", "auto",
+                         "plan_truth", "auto", "tokens",
                          "bounded", "resume", "sample", "mixed", "profile"]
         for name in names:
             globals()["test_" + name]()

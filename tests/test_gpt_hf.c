@@ -685,14 +685,27 @@ static void test_trainer_options(void **state)
     assert_int_equal(gpt_hf_apply_options(&g, err, sizeof err), -1);
     assert_non_null(strstr(err, "--layers 2, but --init-from"));
     assert_non_null(strstr(err, "has n_layer 3"));
-    /* a vocabulary the model does not take yet; a damaged directory */
+    /* the vocabulary from the config; a --vocab that disagrees; one the
+     * model does not take; a damaged directory */
     free(dir);
     d.vocab = 300;
     dir = make_dir("trainer-300", &d);
     g.init_from = dir;
     g.shape_flags = (gpt_shape){.layers = 0};
+    assert_int_equal(gpt_hf_apply_options(&g, err, sizeof err), 0);
+    assert_int_equal(g.vocab, 300);
+    g.shape_flags = (gpt_shape){.vocab = 301};
     assert_int_equal(gpt_hf_apply_options(&g, err, sizeof err), -1);
-    assert_non_null(strstr(err, "vocab_size 300, but the model takes 256"));
+    assert_non_null(strstr(err, "--vocab 301, but --init-from"));
+    assert_non_null(strstr(err, "has vocab_size 300"));
+    g.shape_flags = (gpt_shape){.vocab = 0};
+    d.vocab = 65536;
+    char *big = make_dir("trainer-65536", &d);
+    g.init_from = big;
+    assert_int_equal(gpt_hf_apply_options(&g, err, sizeof err), -1);
+    assert_non_null(strstr(err, "a shape the model does not take (--vocab 65536: expected"));
+    free(big);
+    g.init_from = dir;
     char *path = weights_path(dir);
     tu_write_file(path, "x", 1);
     assert_int_equal(gpt_hf_apply_options(&g, err, sizeof err), -1);

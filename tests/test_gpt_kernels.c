@@ -37,9 +37,6 @@ typedef struct shape {
 static const shape SHAPES[] = {
     {2, 5, 8, 2}, {24, 131, 96, 4}, {40, 37, 192, 3}, {8, 256, 384, 6}};
 enum { N_SHAPES = sizeof SHAPES / sizeof SHAPES[0] };
-static const float BETAS[] = {0.0f, 1.0f, 0.5f};
-
-static double sum_tol(size_t terms) { return 1e-6 + 2e-7 * (double)terms; }
 
 /* got and want hold the same bits (a fused kernel against the launches it
  * replaces, on the same build). */
@@ -62,23 +59,8 @@ static void same_bits(const float *got, const float *want, size_t n, const char 
 static void test_embed(void **state)
 {
     (void)state;
-    for (int s = 0; s < N_SHAPES; s++) {
-        unsigned B = SHAPES[s].B, T = SHAPES[s].T, C = SHAPES[s].C;
-        size_t N = (size_t)B * T;
-        gt_tokens tk = gt_make_tokens(B, T, 10 + s);
-        float *wte = gt_uniform(256 * C, 1, -1, 1), *wpe = gt_uniform(T * C, 2, -1, 1);
-        float *got = gt_uniform(N * C, 3, 0, 0);
-        double *ref = gt_doubles(N * C);
-        clg_view vwte = gt_view(wte, 256 * C, 3), vwpe = gt_view(wpe, T * C, 1),
-                 out = gt_view(NULL, N * C, 7);
-        assert_int_equal(gpt_embed(&gk, &tk.t, B, T, C, vwte, vwpe, out), CL_SUCCESS);
-        gt_read(out, got);
-        ref_gpt_embed(tk.tok, B, T, C, wte, wpe, ref);
-        gt_close(got, ref, N * C, 0, 1e-7, "embed");
-        gt_free(vwte), gt_free(vwpe), gt_free(out);
-        free(wte), free(wpe), free(got), free(ref);
-        gt_free_tokens(&tk);
-    }
+    for (int s = 0; s < N_SHAPES; s++)
+        gt_check_embed(&gk, SHAPES[s].B, SHAPES[s].T, SHAPES[s].C, 10 + s);
 }
 
 static void test_embed_backward(void **state)
@@ -93,14 +75,14 @@ static void test_embed_backward(void **state)
         float *got_te = gt_uniform(256 * C, 0, 0, 0), *got_pe = gt_uniform(T * C, 0, 0, 0);
         double *ref_te = gt_doubles(256 * C), *ref_pe = gt_doubles(T * C);
         clg_view vd = gt_view(dout, N * C, 5);
-        cl_mem sort = gt_scratch(gpt_sort_ints((unsigned)N) * sizeof(int));
+        cl_mem sort = gt_scratch(gpt_sort_ints((unsigned)N, 256) * sizeof(int));
         cl_mem scratch = gt_scratch(gpt_scratch_floats((unsigned)N, C) * sizeof(float));
-        for (int bi = 0; bi < 3; bi++) {
-            float beta = BETAS[bi];
+        for (int bi = 0; bi < GT_N_BETAS; bi++) {
+            float beta = gt_betas[bi];
             /* beta 0 over NaN: the old value must not be read */
             /* beta 0 over NaN: the old value must not be read; wpe takes the
              * next beta, so that each applies its own */
-            float beta_pe = BETAS[(bi + 1) % 3];
+            float beta_pe = gt_betas[(bi + 1) % GT_N_BETAS];
             clg_view te = gt_view(beta != 0.0f ? old_te : NULL, 256 * C, 2),
                      pe = gt_view(beta_pe != 0.0f ? old_pe : NULL, T * C, 9);
             assert_int_equal(gpt_embed_backward(&gk, &tk.t, B, T, C, vd, sort, te, beta, pe,
@@ -108,11 +90,11 @@ static void test_embed_backward(void **state)
                              CL_SUCCESS);
             gt_read(te, got_te);
             gt_read(pe, got_pe);
-            ref_gpt_embed_backward(tk.tok, B, T, C, dout, ref_te, ref_pe);
+            ref_gpt_embed_backward(tk.tok, B, T, C, 256, dout, ref_te, ref_pe);
             gt_apply_beta(ref_te, old_te, 256 * C, beta);
             gt_apply_beta(ref_pe, old_pe, T * C, beta_pe);
-            gt_close(got_te, ref_te, 256 * C, sum_tol(N), 1e-5, "dwte");
-            gt_close(got_pe, ref_pe, T * C, sum_tol(B), 1e-5, "dwpe");
+            gt_close(got_te, ref_te, 256 * C, gt_sum_tol(N), 1e-5, "dwte");
+            gt_close(got_pe, ref_pe, T * C, gt_sum_tol(B), 1e-5, "dwpe");
             gt_free(te), gt_free(pe);
         }
         gt_free(vd);
@@ -185,8 +167,8 @@ static void test_layernorm_backward(void **state)
         clg_view vx = gt_view(x, NC, 1), vw = gt_view(w, C, 2), vd = gt_view(dout, NC, 3),
                  vm = gt_view(fm, N, 4), vr = gt_view(fr, N, 5);
         cl_mem scratch = gt_scratch(gpt_scratch_floats(N, C) * sizeof(float));
-        for (int bi = 0; bi < 3; bi++) {
-            float beta = BETAS[bi];
+        for (int bi = 0; bi < GT_N_BETAS; bi++) {
+            float beta = gt_betas[bi];
             clg_view di = gt_view(dinp0, NC, 6), dw = gt_view(beta != 0.0f ? dw0 : NULL, C, 7),
                      db = gt_view(beta != 0.0f ? db0 : NULL, C, 8);
             assert_int_equal(
@@ -200,8 +182,8 @@ static void test_layernorm_backward(void **state)
              * scales with rstd (311 in the rows of variance 3e-7) */
             for (size_t i = 0; i < NC; i++)
                 gt_close(&got[i], &rd[i], 1, 1e-5 + 1e-6 * rr[i / C], 1e-5, "layernorm dinp");
-            gt_close(gw, ew, C, sum_tol(N), 1e-5, "layernorm dw");
-            gt_close(gb, eb, C, sum_tol(N), 1e-5, "layernorm db");
+            gt_close(gw, ew, C, gt_sum_tol(N), 1e-5, "layernorm dw");
+            gt_close(gb, eb, C, gt_sum_tol(N), 1e-5, "layernorm db");
             /* db sums dout as gpt_bias_grad does (blocks of rows, then the
              * blocks, in order): the same bits */
             clg_view db2 = gt_view(beta != 0.0f ? db0 : NULL, C, 9);
@@ -242,14 +224,14 @@ static void test_bias(void **state)
             ref_gpt_bias_add(N, OC, y, bias, ref);
             gt_close(yb, ref, n, 0, 1e-7, "bias add");
             /* the gradient of what vy holds now */
-            for (int bi = 0; bi < 3; bi++) {
-                clg_view db = gt_view(BETAS[bi] != 0.0f ? db0 : NULL, OC, 5);
-                assert_int_equal(gpt_bias_grad(&gk, N, OC, vy, db, BETAS[bi], scratch),
+            for (int bi = 0; bi < GT_N_BETAS; bi++) {
+                clg_view db = gt_view(gt_betas[bi] != 0.0f ? db0 : NULL, OC, 5);
+                assert_int_equal(gpt_bias_grad(&gk, N, OC, vy, db, gt_betas[bi], scratch),
                                  CL_SUCCESS);
                 gt_read(db, got);
                 ref_gpt_colsum(N, OC, yb, rs);
-                gt_apply_beta(rs, db0, OC, BETAS[bi]);
-                gt_close(got, rs, OC, sum_tol(N), 1e-5, "bias grad");
+                gt_apply_beta(rs, db0, OC, gt_betas[bi]);
+                gt_close(got, rs, OC, gt_sum_tol(N), 1e-5, "bias grad");
                 gt_free(db);
             }
             gt_free(vy), gt_free(vb);
@@ -313,7 +295,7 @@ enum { N_FSHAPES = sizeof FSHAPES / sizeof FSHAPES[0] };
  * the bias, res apart from a and res = a: against the double reference
  * (res: two roundings of values below 12, abs 1e-6 + rel 1e-7; the
  * LayerNorm of the float res as test_layernorm, the mean within
- * 6 sum_tol(C) / C more: C up to 768 here), and bitwise against
+ * 6 gt_sum_tol(C) / C more: C up to 768 here), and bitwise against
  * gpt_bias_add, gpt_residual and gpt_layernorm (3 launches). */
 static void test_residual_layernorm(void **state)
 {
@@ -345,7 +327,7 @@ static void test_residual_layernorm(void **state)
             ref_gpt_layernorm(N, C, res, w, lnb, rln, rm, rr);
             gt_close(ln, rln, NC, 1e-5, 1e-5, "residual_layernorm out");
             /* the mean: x0 + a float sum of C terms below 6 in size, / C */
-            gt_close(gm, rm, N, 1e-6 + 6.0 * sum_tol(C) / C, 1e-6, "residual_layernorm mean");
+            gt_close(gm, rm, N, 1e-6 + 6.0 * gt_sum_tol(C) / C, 1e-6, "residual_layernorm mean");
             gt_close(gr, rr, N, 0, 1e-5, "residual_layernorm rstd");
 
             /* the launches it replaces, on fresh copies of the inputs */
@@ -434,7 +416,7 @@ static void test_gelu_backward_bias_grad(void **state)
         cl_mem scratch = gt_scratch(gpt_scratch_floats(N, FSHAPES[s].C) * sizeof(float));
         clg_view vx = gt_view(x, n, 1);
         for (int mode = 0; mode < 6; mode++) {
-            float beta = BETAS[mode % 3];
+            float beta = gt_betas[mode % 3];
             int in_place = mode >= 3;
             clg_view vd = gt_view(d, n, 2), vdx = in_place ? vd : gt_view(NULL, n, 3),
                      db = gt_view(beta != 0.0f ? db0 : NULL, OC, 4);
@@ -443,7 +425,7 @@ static void test_gelu_backward_bias_grad(void **state)
             gt_close(dx, ref, n, 1e-6, 1e-5, "gelu_backward_bias_grad dfch");
             ref_gpt_colsum(N, OC, dx, rdb);
             gt_apply_beta(rdb, db0, OC, beta);
-            gt_close(gdb, rdb, OC, sum_tol(N), 1e-5, "gelu_backward_bias_grad db");
+            gt_close(gdb, rdb, OC, gt_sum_tol(N), 1e-5, "gelu_backward_bias_grad db");
 
             clg_view ud = gt_view(d, n, 5), udx = gt_view(NULL, n, 6),
                      udb = gt_view(beta != 0.0f ? db0 : NULL, OC, 7);
@@ -478,7 +460,7 @@ static void test_bias_grad_pair(void **state)
         for (int pair = 0; pair < 2; pair++)
             for (int b = 0; b < 3; b++) {
                 unsigned OC2 = wide[pair], ld = C + OC2;
-                float beta = BETAS[b];
+                float beta = gt_betas[b];
                 float *d1 = gt_uniform((size_t)N * C, 200 + s, -1, 1),
                       *d2 = gt_uniform((size_t)N * OC2, 201 + s, -3, 3),
                       *x = gt_uniform((size_t)N * OC2, 202 + s, -6, 6),

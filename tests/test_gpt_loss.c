@@ -53,7 +53,7 @@ static void test_xent_and_loss_sum(void **state)
         loss_scale.offset += 2, loss_scale.count = 1; /* the 8 */
         clg_view vl = gt_view(logits, N * V, 3), loss = gt_view(NULL, N, 2);
         /* forward only: the logits stay, no loss scale */
-        assert_int_equal(gpt_xent(&gk, &tk.t, B, T, V, vl, loss, 0, 1.0f,
+        assert_int_equal(gpt_xent(&gk, &tk.t, T, 0, B * T, V, V, vl, loss, 0, 1.0f,
                                   (clg_view){NULL, 0, 0}, (clg_view){NULL, 0, 0}),
                          CL_SUCCESS);
         ref_gpt_xent((unsigned)N, V, logits, tk.target, 1.0, rl, NULL);
@@ -65,14 +65,15 @@ static void test_xent_and_loss_sum(void **state)
         /* backward into a separate buffer without a loss scale, then in
          * place with dscale 0.25 and the device's scale 8 */
         clg_view d = gt_view(NULL, N * V, 4);
-        assert_int_equal(gpt_xent(&gk, &tk.t, B, T, V, vl, loss, 1, 0.5f,
+        assert_int_equal(gpt_xent(&gk, &tk.t, T, 0, B * T, V, V, vl, loss, 1, 0.5f,
                                   (clg_view){NULL, 0, 0}, d),
                          CL_SUCCESS);
         ref_gpt_xent((unsigned)N, V, logits, tk.target, 0.5, rl, rd);
         gt_read(d, got);
         gt_close(got, rd, N * V, 1e-7, 1e-5, "dlogits");
-        assert_int_equal(gpt_xent(&gk, &tk.t, B, T, V, vl, loss, 1, 0.25f, loss_scale, vl),
-                         CL_SUCCESS);
+        assert_int_equal(
+            gpt_xent(&gk, &tk.t, T, 0, B * T, V, V, vl, loss, 1, 0.25f, loss_scale, vl),
+            CL_SUCCESS);
         ref_gpt_xent((unsigned)N, V, logits, tk.target, 0.25 * 8.0, rl, rd);
         gt_read(vl, got);
         gt_close(got, rd, N * V, 1e-6, 1e-5, "dlogits in place, scaled");
@@ -118,7 +119,7 @@ static void run_reductions(det_run *r)
              pe = gt_view(NULL, T * C, 2), vl = gt_view(logits, (size_t)N * V, 5),
              loss = gt_view(NULL, N, 6);
     cl_mem scratch = gt_scratch(gpt_scratch_floats(N, C) * sizeof(float));
-    cl_mem sort = gt_scratch(gpt_sort_ints(N) * sizeof(int));
+    cl_mem sort = gt_scratch(gpt_sort_ints(N, V) * sizeof(int));
     float zero[2] = {0, 0};
     cl_mem sums = tu_buffer_from(zero, sizeof zero);
     assert_int_equal(gpt_layernorm(&gk, N, C, vx, vw, vw, out, mean, rstd), CL_SUCCESS);
@@ -127,8 +128,9 @@ static void run_reductions(det_run *r)
         CL_SUCCESS);
     assert_int_equal(gpt_embed_backward(&gk, &tk.t, B, T, C, vx, sort, te, 0.0f, pe, 0.0f, scratch),
                      CL_SUCCESS);
-    assert_int_equal(gpt_xent(&gk, &tk.t, B, T, V, vl, loss, 1, 1.0f, (clg_view){NULL, 0, 0}, vl),
-                     CL_SUCCESS);
+    assert_int_equal(
+        gpt_xent(&gk, &tk.t, T, 0, B * T, V, V, vl, loss, 1, 1.0f, (clg_view){NULL, 0, 0}, vl),
+        CL_SUCCESS);
     assert_int_equal(gpt_loss_sum(&gk, N, loss, sums, scratch), CL_SUCCESS);
     clg_view keep[] = {out, dinp, dw, db, te, pe, vl};
     for (int i = 0; i < 7; i++) {

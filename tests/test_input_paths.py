@@ -35,8 +35,13 @@ KILL_S = 20.0
 # after the device and its kernels are set up: it must end, not within 2 s.
 LIMIT_OF_KIND = {"grows": KILL_S}
 
+# Token shards (the committed fixture, with its tokenizer.bin) for the
+# flags that go with them.
+SHARDS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "tokens")
+ON_SHARDS = ["--task", "gpt", "--preset", "tiny", "--data", SHARDS, "--steps", "1"]
+
 # Input flags: the arguments of a run around them, and the bad kinds that
-# apply (a directory is a valid --data).
+# apply (a directory is a valid --data and --val-data).
 TRAIN_INPUTS = {
     "--data": [(["--steps", "1"], ["fifo", "zero", "dangling", "loop", "fifo_in_dir"]),
                (["--task", "gpt", "--preset", "tiny", "--steps", "1"],
@@ -45,6 +50,9 @@ TRAIN_INPUTS = {
     "--resume": [(["--steps", "1"], ["fifo", "zero", "dir", "dangling", "loop", "grows"])],
     # a Hugging Face directory (config.json, model.safetensors): a directory is its kind
     "--init-from": [(["--task", "gpt", "--steps", "1"], ["fifo", "zero", "dangling", "loop"])],
+    # the decode table of token shards, and their validation shards
+    "--tokenizer": [(ON_SHARDS, ["fifo", "zero", "dir", "dangling", "loop", "grows"])],
+    "--val-data": [(ON_SHARDS, ["fifo", "zero", "dangling", "loop", "grows"])],
 }
 # "grows" (a regular file with more in it than its size: procfs says 0) is
 # no case of --tuning: a tuning file whose content cannot be used is ignored
@@ -57,7 +65,7 @@ TRAIN_OTHER = set("""--accum-dtype --allow-over-device-memory --aug-noise --aug-
 --micro-batch --one-way --optimizer --override --plan --preset --profile --prompt --quiet
 --sample --save-every --schedule --seed --state-dtype --state-min-size --state-rounding
 --steps --stop-after --task --temperature --test-limit --train-limit --vram --warmup
---weight-decay --width --recompute""".split())
+--weight-decay --width --recompute --vocab --prompt-tokens""".split())
 # --export-hf names a directory it writes two files into (made if missing):
 # an existing directory is its valid kind, so it is no case of the output
 # walk; the refusals of its files are tests/test_gpt_hf.c's.

@@ -375,7 +375,8 @@ static void check_shapes(const char *what, int gpt)
     mlp_gemm_shape s[2 * MLP_GEMMS_MAX];
     size_t n = mlp_gemm_shapes(dims, 4, 32, s, MLP_GEMMS_MAX);
     if (gpt) {
-        const gpt_shape gs = {1, 3, 48, 20, GPT_RECOMPUTE_NORM};
+        const gpt_shape gs = {.layers = 1, .heads = 3, .width = 48, .context = 20,
+                              .vocab = GPT_BYTE_VOCAB};
         size_t n_gpt = gpt_gemm_shapes(&gs, 2, s + n, MLP_GEMMS_MAX), batched = 0;
         assert_true(n_gpt <= MLP_GEMMS_MAX);
         for (size_t i = n; i < n + n_gpt; i++)
@@ -748,7 +749,8 @@ static void test_clgrad_tune_gpt(void **state)
     tuning t;
     if (tuning_load(tu_ctx, path, &t, err, sizeof err) != 0)
         fail_msg("the file clgrad-tune wrote: %s", err);
-    const gpt_shape tiny = {2, 2, 32, 24, GPT_RECOMPUTE_NORM};
+    const gpt_shape tiny = {.layers = 2, .heads = 2, .width = 32, .context = 24,
+                            .vocab = GPT_BYTE_VOCAB};
     mlp_gemm_shape s[MLP_GEMMS_MAX];
     size_t ns = gpt_gemm_shapes(&tiny, 2, s, MLP_GEMMS_MAX);
     assert_int_equal(t.n_gemms, ns);

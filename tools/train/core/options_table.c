@@ -58,7 +58,7 @@ static const flag_def rows[] = {
      .parse = parse_task, .example = "contrastive"},
     {.name = "--data", .metavar = "DIR",
      .help = "IDX files (default " DATASET_DEFAULT_DIR ");\n--task gpt: a text file or a "
-             "directory of them",
+             "directory of them, or token shards",
      .kind = FLAG_TEXT, AT(data_dir), .expect = "a directory", .example = "elsewhere"},
     {.name = "--hidden", .metavar = "LIST",
      .help = "hidden widths, e.g. 512,256 (default), each 1..65536", .kind = FLAG_CUSTOM,
@@ -283,7 +283,7 @@ const flag_table train_flag_table = {
     .n = sizeof rows / sizeof *rows,
     .preface = "usage: clgrad-train [options]\n"
                "Trains with CLBlast and clgrad's gradient accumulation: an MLP classifier on\n"
-               "Fashion-MNIST (the default), a contrastive encoder or a byte-level GPT (--task).\n",
+               "Fashion-MNIST (the default), a contrastive encoder or a GPT (--task).\n",
     .footer = "A number is the whole argument, in range, and one a float holds (--lr 1e-46 is\n"
               "refused: as a float it is 0). Output paths are checked before the run: their\n"
               "directories must exist and be writable, and no output may name another output\n"

@@ -14,8 +14,8 @@
  *    blocks of GPT_RB rows into partial sums in scratch (LayerNorm's in
  *    gpt_rows.cl, in the launch of its backward), then one pass that sums
  *    the blocks in order and applies beta;
- *  - the token embedding's gradient: a stable counting sort of the tokens,
- *    then each (byte, channel) sums its positions in order.
+ *  - the token embedding's gradient: a stable radix sort of the positions
+ *    by token, then each (token, channel) sums its positions in order.
  * beta == 0 never reads the target (clgrad's accumulator may hold anything
  * at a cycle's start). */
 
@@ -37,72 +37,153 @@ __kernel void gpt_embed(GPT_TOKENS, uint B, uint T, uint C, global const float *
         wte[wte_off + (size_t)tok * C + c] + wpe[wpe_off + (size_t)t * C + c];
 }
 
-/* Tokens base .. base + 256 (those below N) into tok, by the 256 items of
- * gpt_sort_tokens; the number loaded. */
-inline uint gpt_token_chunk(GPT_TOKENS, uint T, uint N, uint base, local uchar *tok)
+/* The token embedding's gradient needs each token's positions, in
+ * increasing order (a fixed order of the sum, no atomics): the N positions
+ * sorted by token, stably, by a least-significant-digit radix sort of
+ * GPT_DIGIT_BITS bits a pass (one pass for the bytes, two for up to 65536
+ * tokens). A pass over keys `in` (the tokens themselves in the first pass,
+ * read through GPT_TOKENS when from_tokens) and positions `vin` (n itself
+ * in the first pass) is three launches, one block of GPT_SORT_WG keys per
+ * work-group:
+ *   1. gpt_sort_count: count[d nblocks + blk] = the keys of block blk
+ *      whose digit is d (item d counts them);
+ *   2. gpt_sort_scan: the exclusive prefix sum of count in that order
+ *      (digit-major), so count[d nblocks + blk] becomes where block blk's
+ *      first key of digit d goes;
+ *   3. gpt_sort_scatter: each key to its block's start for its digit plus
+ *      its rank among the block's earlier keys of that digit (stable).
+ * Then gpt_sort_starts finds each token's first position, and
+ * gpt_wte_grad sums them. */
+#define GPT_SORT_WG 256
+#define GPT_DIGIT_BITS 8
+#define GPT_DIGITS (1 << GPT_DIGIT_BITS)
+#if GPT_SORT_WG != GPT_DIGITS
+#error "gpt_sort_count and gpt_sort_scan give each item one digit"
+#endif
+
+/* Key n of a pass's input. */
+inline uint gpt_sort_key(GPT_TOKENS, uint T, int from_tokens, global const int *in, uint n)
 {
-    uint v = get_local_id(0), n = base + v;
-    barrier(CLK_LOCAL_MEM_FENCE); /* the previous chunk is read */
-    if (n < N) {
-        uint t, b = (uint)gpt_divmod(n, T, &t);
-        tok[v] = (uchar)gpt_token(windows, idx, tok_off, stride, b, t);
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return min(256u, N - base);
+    if (!from_tokens)
+        return (uint)in[n];
+    uint t, b = (uint)gpt_divmod(n, T, &t);
+    return gpt_token(windows, idx, tok_off, stride, b, t);
 }
 
-/* A stable counting sort of the N = B * T tokens by byte, by one
- * work-group of 256 items (item v counts byte v): sort[v] .. sort[v + 1]
- * is where byte v's positions lie in sort[257 ..], in increasing order.
- * Tokens go through local memory 256 at a time, twice: to count, then to
- * place. */
-__kernel __attribute__((reqd_work_group_size(256, 1, 1))) void
-gpt_sort_tokens(GPT_TOKENS, uint B, uint T, global int *sort)
+/* Loads block blk's digits into dig (GPT_DIGITS for an item past N, a
+ * digit no key has) and returns this item's key (0 past N). */
+inline uint gpt_sort_load(GPT_TOKENS, uint T, uint N, int from_tokens, global const int *in,
+                          uint shift, local ushort *dig)
 {
-    local uchar tok[256];
-    local int start[257];
-    uint v = get_local_id(0), N = B * T;
-    int count = 0;
-    for (uint base = 0; base < N; base += 256) {
-        uint m = gpt_token_chunk(windows, idx, tok_off, stride, T, N, base, tok);
-        for (uint j = 0; j < m; j++)
-            count += tok[j] == v;
-    }
-    start[v] = count;
+    uint l = get_local_id(0), n = get_group_id(0) * GPT_SORT_WG + l;
+    uint key = n < N ? gpt_sort_key(windows, idx, tok_off, stride, T, from_tokens, in, n) : 0;
+    dig[l] = n < N ? (key >> shift) & (GPT_DIGITS - 1) : GPT_DIGITS;
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (v == 0) { /* exclusive prefix sum, 256 adds */
-        int s = 0;
-        for (uint u = 0; u < 256; u++) {
-            int c = start[u];
-            start[u] = s;
-            s += c;
+    return key;
+}
+
+__kernel __attribute__((reqd_work_group_size(GPT_SORT_WG, 1, 1))) void
+gpt_sort_count(GPT_TOKENS, uint T, uint N, int from_tokens, global const int *in, ulong in_off,
+               uint shift, global int *count, ulong count_off)
+{
+    local ushort dig[GPT_SORT_WG];
+    gpt_sort_load(windows, idx, tok_off, stride, T, N, from_tokens, in + in_off, shift, dig);
+    uint d = get_local_id(0), blk = get_group_id(0), nblocks = get_num_groups(0);
+    int c = 0;
+    for (uint j = 0; j < GPT_SORT_WG; j++)
+        c += dig[j] == d;
+    count[count_off + (size_t)d * nblocks + blk] = c;
+}
+
+/* One work-group, item d for digit d: its row of nblocks counts becomes
+ * its exclusive prefix; item 0 adds up the digits' totals in order; every
+ * row gets its base. */
+__kernel __attribute__((reqd_work_group_size(GPT_SORT_WG, 1, 1))) void
+gpt_sort_scan(uint nblocks, global int *count, ulong count_off)
+{
+    local int base[GPT_DIGITS];
+    global int *row = count + count_off + (size_t)get_local_id(0) * nblocks;
+    int s = 0;
+    for (uint blk = 0; blk < nblocks; blk++) {
+        int c = row[blk];
+        row[blk] = s;
+        s += c;
+    }
+    base[get_local_id(0)] = s;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (get_local_id(0) == 0) {
+        int t = 0;
+        for (uint d = 0; d < GPT_DIGITS; d++) {
+            int c = base[d];
+            base[d] = t;
+            t += c;
         }
-        start[256] = s;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    int pos = start[v];
-    sort[v] = pos;
-    if (v == 0)
-        sort[256] = start[256];
-    for (uint base = 0; base < N; base += 256) {
-        uint m = gpt_token_chunk(windows, idx, tok_off, stride, T, N, base, tok);
-        for (uint j = 0; j < m; j++)
-            if (tok[j] == v)
-                sort[257 + pos++] = (int)(base + j);
-    }
+    for (uint blk = 0; blk < nblocks; blk++)
+        row[blk] += base[get_local_id(0)];
 }
 
-/* dwte[v, c] = beta * dwte[v, c] + sum over byte v's positions p (in
- * increasing order) of dout[p, c]. Item (c, v). */
-__kernel void gpt_wte_grad(global const int *sort, uint C, global const float *dout,
+/* out[dst] = key, vout[dst] = its position (vin's, or n when from_tokens). */
+__kernel __attribute__((reqd_work_group_size(GPT_SORT_WG, 1, 1))) void
+gpt_sort_scatter(GPT_TOKENS, uint T, uint N, int from_tokens, global const int *in, ulong in_off,
+                 global const int *vin, ulong vin_off, uint shift, global const int *count,
+                 ulong count_off, global int *out, ulong out_off, global int *vout,
+                 ulong vout_off)
+{
+    local ushort dig[GPT_SORT_WG];
+    uint key =
+        gpt_sort_load(windows, idx, tok_off, stride, T, N, from_tokens, in + in_off, shift, dig);
+    uint l = get_local_id(0), n = get_group_id(0) * GPT_SORT_WG + l;
+    if (n >= N)
+        return;
+    uint d = dig[l];
+    int rank = 0;
+    for (uint j = 0; j < l; j++)
+        rank += dig[j] == d;
+    size_t dst = (size_t)count[count_off + (size_t)d * get_num_groups(0) + get_group_id(0)] + rank;
+    out[out_off + dst] = (int)key;
+    vout[vout_off + dst] = from_tokens ? (int)n : vin[vin_off + n];
+}
+
+/* start[v] for v <= V: the number of sorted keys below v (a binary search
+ * of the N sorted keys), so token v's positions are pos[start[v] ..
+ * start[v + 1]). */
+__kernel void gpt_sort_starts(uint N, uint V, global const int *keys, ulong keys_off,
+                              global int *start, ulong start_off)
+{
+    uint v = get_global_id(0);
+    if (v > V)
+        return;
+    global const int *k = keys + keys_off;
+    uint lo = 0, hi = N;
+    while (lo < hi) {
+        uint mid = lo + (hi - lo) / 2;
+        if ((uint)k[mid] < v)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    start[start_off + v] = (int)lo;
+}
+
+/* dwte[v, c] = beta * dwte[v, c] + the sum of dout[p, c] over token v's
+ * positions p in increasing order (beta 0: the sum alone, dwte not read);
+ * beta 1 leaves the row of a token absent from the micro-batch untouched
+ * (most of a large vocabulary's). Item (c, v). */
+__kernel void gpt_wte_grad(uint C, uint V, global const int *start, ulong start_off,
+                           global const int *pos, ulong pos_off, global const float *dout,
                            ulong dout_off, global float *dwte, ulong dwte_off, float beta)
 {
     uint c = get_global_id(0), v = get_global_id(1);
-    if (c >= C || v >= 256)
+    if (c >= C || v >= V)
+        return;
+    int begin = start[start_off + v], end = start[start_off + v + 1];
+    if (begin == end && beta == 1.0f)
         return;
     float s = 0.0f;
-    for (int k = sort[v], end = sort[v + 1]; k < end; k++)
-        s += dout[dout_off + (size_t)sort[257 + k] * C + c];
+    for (int k = begin; k < end; k++)
+        s += dout[dout_off + (size_t)pos[pos_off + k] * C + c];
     size_t i = dwte_off + (size_t)v * C + c;
     dwte[i] = beta == 0.0f ? s : beta * dwte[i] + s;
 }

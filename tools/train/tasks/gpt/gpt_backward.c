@@ -131,29 +131,21 @@ cl_int gpt_backward(gpt_model *m, const gpt_tokens *tok, unsigned B, float dscal
         return CL_INVALID_VALUE;
     m->fwd_B = 0; /* the logits become dlogits: one backward per forward */
     const gpt_kernels *k = &m->k;
-    size_t C = m->s.width, N = (size_t)B * T, NC = N * C, V = GPT_VOCAB;
+    size_t C = m->s.width, N = (size_t)B * T, NC = N * C;
     cl_mem scratch = m->buf[GPT_SCRATCH];
-    clg_view dlogits = gpt_act(m, GPT_LOGITS, 0, N * V);
     clg_view dres = gpt_act(m, GPT_DRES, 0, NC), dbuf = gpt_act(m, GPT_DBUF, 0, NC);
-    clg_view lnf = gpt_lnf_out(m, N);
     int L = (int)m->s.layers, lw = gpt_lnf_tensor(&m->s, 0);
     clg_view last = gpt_block_input(m, L, N);
     cl_int err = CL_SUCCESS;
-    /* each sequence's mean over its T positions: 1 / T per position */
-    GPT_RUN(m, err, GPT_PROF_OTHER,
-            gpt_xent(k, tok, B, T, GPT_VOCAB, dlogits, gpt_act(m, GPT_ROW_LOSS, 0, N), 1,
-                     dscale / (float)T, loss_scale, dlogits));
     /* the LayerNorm backwards add into dres */
     float zero = 0.0f;
     GPT_RUN(m, err, GPT_PROF_OTHER,
             clEnqueueFillBuffer(m->queue, dres.mem, &zero, sizeof zero, 0, NC * sizeof zero, 0,
                                 NULL, NULL));
     m->fills += err == CL_SUCCESS;
-    /* the tied head: dlnf = dlogits wte; wte's gradient starts here */
+    /* the tied head (gpt_head.c): dlnf into dbuf; wte's gradient starts here */
     if (err == CL_SUCCESS)
-        err = gpt_gemm(m, 0, 0, N, C, V, dlogits, V, m->param[GPT_WTE], C, 0.0f, dbuf, C);
-    if (err == CL_SUCCESS)
-        err = gpt_gemm(m, 1, 0, V, C, N, dlogits, V, lnf, C, beta, m->acc[GPT_WTE], C);
+        err = gpt_head_backward(m, tok, B, T, dscale, loss_scale, beta);
     GPT_RUN(m, err, GPT_PROF_OTHER,
             gpt_layernorm_backward(k, (cl_uint)N, (cl_uint)C, dbuf, last, m->param[lw],
                                    gpt_act(m, GPT_LNF_STATS, 0, N), gpt_act(m, GPT_LNF_STATS, N, N),

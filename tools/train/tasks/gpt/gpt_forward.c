@@ -6,8 +6,6 @@
 
 #include <math.h>
 
-static const clg_view no_view = {NULL, 0, 0};
-
 /* Causal self-attention of block v: its qkv [N x 3C] (c_attn's output
  * without its bias, which the attention adds as it reads) into v->atty,
  * each row's log-sum-exp into v->lse for the backward (gpt_flash.h). */
@@ -93,8 +91,8 @@ cl_int gpt_block_forward(gpt_model *m, int l, unsigned B, unsigned T, gpt_block_
     return err;
 }
 
-/* The embeddings, block 0's ln_1, the blocks (each ending in the next
- * LayerNorm: ln_f after the last) and the tied head. */
+/* The embeddings, block 0's ln_1 and the blocks (each ending in the next
+ * LayerNorm: ln_f after the last); the head is gpt_head.c's. */
 static cl_int forward_body(gpt_model *m, const gpt_tokens *tok, unsigned B, unsigned T)
 {
     const gpt_kernels *k = &m->k;
@@ -111,10 +109,6 @@ static cl_int forward_body(gpt_model *m, const gpt_tokens *tok, unsigned B, unsi
                           v0.mean1, v0.rstd1));
     for (unsigned l = 0; l < m->s.layers && err == CL_SUCCESS; l++)
         err = gpt_block_forward(m, (int)l, B, T, GPT_BLOCK_FORWARD);
-    /* the head, tied to the token embedding: logits = lnf wte^T */
-    if (err == CL_SUCCESS)
-        err = gpt_gemm(m, 0, 1, N, GPT_VOCAB, C, gpt_lnf_out(m, N), C, m->param[GPT_WTE], C, 0.0f,
-                       gpt_act(m, GPT_LOGITS, 0, N * GPT_VOCAB), GPT_VOCAB);
     return err;
 }
 
@@ -125,11 +119,10 @@ cl_int gpt_forward(gpt_model *m, const gpt_tokens *tok, unsigned B, cl_mem sums)
         return CL_INVALID_VALUE;
     m->fwd_B = 0;
     size_t N = (size_t)B * T;
-    clg_view logits = gpt_act(m, GPT_LOGITS, 0, N * GPT_VOCAB);
     clg_view row_loss = gpt_act(m, GPT_ROW_LOSS, 0, N);
     cl_int err = forward_body(m, tok, B, T);
-    GPT_RUN(m, err, GPT_PROF_OTHER,
-            gpt_xent(&m->k, tok, B, T, GPT_VOCAB, logits, row_loss, 0, 1.0f, no_view, logits));
+    if (err == CL_SUCCESS)
+        err = gpt_head_forward(m, tok, B, T, 1);
     if (sums)
         GPT_RUN(m, err, GPT_PROF_OTHER,
                 gpt_loss_sum(&m->k, (cl_uint)N, row_loss, sums, m->buf[GPT_SCRATCH]));
@@ -155,14 +148,6 @@ cl_int gpt_forward_logits(gpt_model *m, const gpt_tokens *tok, unsigned B, unsig
     if (gpt_check_batch(m, B, T) != 0)
         return CL_INVALID_VALUE;
     m->fwd_B = 0; /* no loss: nothing for a backward */
-    return forward_body(m, tok, B, T);
-}
-
-cl_int gpt_read_logits(gpt_model *m, unsigned b, unsigned t, unsigned T, float *host)
-{
-    if (T < 1 || T > m->s.context || t >= T || b >= m->rows)
-        return CL_INVALID_VALUE;
-    size_t off = ((size_t)b * T + t) * GPT_VOCAB * sizeof(float);
-    return clEnqueueReadBuffer(m->queue, m->buf[GPT_LOGITS], CL_TRUE, off,
-                               GPT_VOCAB * sizeof(float), host, 0, NULL, NULL);
+    cl_int err = forward_body(m, tok, B, T);
+    return err == CL_SUCCESS ? gpt_head_forward(m, tok, B, T, 0) : err;
 }

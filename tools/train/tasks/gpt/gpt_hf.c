@@ -29,8 +29,8 @@
 void gpt_hf_tensor(const gpt_hf_config *c, int i, gpt_tensor_info *out)
 {
     gpt_tensor(&c->shape, i, out);
-    /* the model's own vocabulary is GPT_VOCAB today; wte's rows here are
-     * the directory's (the same number wherever the trainer loads it) */
+    /* wte's rows are the directory's (the trainer's model has as many:
+     * gpt_options_resolve) */
     if (!strcmp(out->name, "wte"))
         out->dims[0] = c->vocab;
 }
@@ -195,6 +195,7 @@ int gpt_hf_read_config(const char *dir, gpt_hf_config *out, char *err, size_t er
     if (rc == 0)
         rc = config_architecture(cfg, path, c.shape.width, err, errlen);
     cJSON_Delete(cfg);
+    c.shape.vocab = c.vocab;
     if (rc == 0 && gpt_shape_check(&c.shape, why, sizeof why) != 0)
         rc = errmsg_set(err, errlen, "%s: a shape the model does not take (%s)", path, why);
     if (rc == 0)

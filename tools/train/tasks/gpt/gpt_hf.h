@@ -20,8 +20,9 @@
  * tensor, and nothing is returned.
  *
  * The vocabulary is a parameter of its own (gpt_hf_config.vocab: wte's
- * rows), so that any vocab_size reads and writes here; the model takes
- * GPT_VOCAB today, which the trainer checks (gpt_hf_apply_options). */
+ * rows, whatever shape.vocab holds), so that any vocab_size reads and
+ * writes here; the trainer checks it against its data
+ * (gpt_options_resolve). */
 #ifndef TRAIN_GPT_HF_H
 #define TRAIN_GPT_HF_H
 
@@ -66,10 +67,11 @@ int gpt_hf_export(const char *dir, const gpt_hf_config *c, const float *params, 
 /* The trainer (--init-from DIR, --export-hf DIR; gpt_hf_run.c), each 0 or
  * -1 with a message naming the flag.
  * gpt_hf_apply_options, before any work: with --init-from, the shape from
- * DIR's config (and its safetensors header checked) into g; a flag of
- * --layers, --heads, --width or --context given (g->shape_flags) that
- * disagrees is an error naming both values, and so is a vocabulary the
- * model does not take (GPT_VOCAB).
+ * DIR's config (and its safetensors header checked) into g, vocab_size
+ * into g->vocab; a flag of --layers, --heads, --width, --context or
+ * --vocab given (g->shape_flags) that disagrees is an error naming both
+ * values (gpt_hf_load refused a vocabulary the model does not take; the
+ * data's kind decides the rest: gpt_options_resolve).
  * gpt_hf_check_export, before any work: --export-hf's directory, or its
  * parent when it does not exist yet, can take the two files
  * (output_file.h), neither of which is a file of the corpus at data_path

@@ -6,6 +6,7 @@
 #include "errmsg.h"
 #include "file_id.h"
 #include "gpt_data.h"
+#include "gpt_source.h"
 #include "output_file.h"
 
 #include <errno.h>
@@ -23,10 +24,6 @@ int gpt_hf_apply_options(gpt_options *g, char *err, size_t errlen)
     char why[1024];
     if (gpt_hf_load(g->init_from, &c, NULL, why, sizeof why) != 0)
         return errmsg_set(err, errlen, "--init-from: %s", why);
-    if (c.vocab != GPT_VOCAB)
-        return errmsg_set(err, errlen,
-                          "--init-from %s: vocab_size %u, but the model takes %d (bytes) today",
-                          g->init_from, c.vocab, GPT_VOCAB);
     const struct {
         const char *flag, *key;
         unsigned given, file;
@@ -36,6 +33,7 @@ int gpt_hf_apply_options(gpt_options *g, char *err, size_t errlen)
         {"--heads", "n_head", g->shape_flags.heads, c.shape.heads, &g->heads},
         {"--width", "n_embd", g->shape_flags.width, c.shape.width, &g->width},
         {"--context", "n_positions", g->shape_flags.context, c.shape.context, &g->context},
+        {"--vocab", "vocab_size", g->shape_flags.vocab, c.vocab, &g->vocab},
     };
     for (size_t i = 0; i < sizeof dims / sizeof *dims; i++) {
         if (dims[i].given && dims[i].given != dims[i].file)
@@ -67,7 +65,7 @@ int gpt_hf_check_export(const char *dir, const char *data_path, char *err, size_
                           dir);
     const char *files[] = {"model.safetensors", "config.json"};
     path_list data = {0};
-    if (data_path && gpt_corpus_files(data_path, &data, err, errlen) != 0)
+    if (data_path && gpt_data_files(data_path, &data, err, errlen) != 0)
         return -1;
     int rc = 0;
     for (int i = 0; rc == 0 && i < 2; i++) {
@@ -117,7 +115,7 @@ int gpt_hf_init_params(run_state *r, const char *dir, const gpt_shape *s)
 
 int gpt_hf_export_run(run_state *r, const char *dir, const gpt_shape *s)
 {
-    gpt_hf_config c = {.shape = *s, .vocab = GPT_VOCAB};
+    gpt_hf_config c = {.shape = *s, .vocab = s->vocab};
     uint64_t n = clg_model_param_count(r->model);
     float *host = malloc(n * sizeof *host);
     if (!host)

@@ -50,7 +50,8 @@ enum gpt_layer_buf {
 enum gpt_global_buf {
     GPT_ENCODED,   /* [N x C] embeddings (block 0's input) */
     GPT_LNF_STATS, /* [2 x N] */
-    GPT_LOGITS,    /* [N x V] logits, then dlogits in place */
+    GPT_LOGITS,    /* [R x ld] the head's rows (R = gpt_head_rows: all N, or a
+                      chunk of them), logits, then dlogits in place */
     GPT_ROW_LOSS,  /* [N] */
     GPT_WIDE,      /* [N x 4C] GELU's output, then ln_f's (the head's
                       input) in the first N x C (forward); ln_f's output
@@ -69,10 +70,11 @@ enum gpt_global_buf {
 #define GPT_MAX_BUFS (GPT_GLOBAL + GPT_MAX_LAYERS * GPT_PER_LAYER)
 
 /* Buffer i's elements for micro-batches of up to rows sequences:
- * rows * per_seq + fixed. */
+ * rows * per_seq + fixed, at most cap (0: no cap; the head's chunk). */
 typedef struct gpt_buf_size {
-    uint64_t per_seq, fixed;
+    uint64_t per_seq, fixed, cap;
 } gpt_buf_size;
+uint64_t gpt_buf_total(const gpt_buf_size *e, unsigned rows);
 int gpt_buf_count(const gpt_shape *s);
 gpt_buf_size gpt_buf_elems(const gpt_shape *s, int buf);
 /* The layer-l buffer of a kind: under --recompute block, layer 0's for
@@ -128,6 +130,7 @@ struct gpt_model {
     /* the parameters and the gradient targets (accumulator or buffers) */
     clg_view param[GPT_MAX_TENSORS], acc[GPT_MAX_TENSORS];
     unsigned fwd_B, fwd_T; /* the last forward's (gpt_backward checks) */
+    int head_kept;         /* the logits of the last forward's rows are all there */
     int profiling;
     gpt_profile_times times;
     uint64_t gemm_calls, fills; /* for gpt_launches */
@@ -197,6 +200,14 @@ clg_view gpt_block_input(const gpt_model *m, int l, size_t N);
  * (its ln_1 first, and no further than what its backward reads). */
 typedef enum gpt_block_pass { GPT_BLOCK_FORWARD, GPT_BLOCK_AGAIN } gpt_block_pass;
 cl_int gpt_block_forward(gpt_model *m, int l, unsigned B, unsigned T, gpt_block_pass pass);
+
+/* gpt_head.c: the tied head after ln_f. The forward's logits (of every
+ * row when they fit one chunk: head_kept) and with loss each row's loss;
+ * the backward's dlnf into GPT_DBUF and wte's gradient into its target
+ * (beta), each chunk's logits computed again when they were not kept. */
+cl_int gpt_head_forward(gpt_model *m, const gpt_tokens *tok, unsigned B, unsigned T, int loss);
+cl_int gpt_head_backward(gpt_model *m, const gpt_tokens *tok, unsigned B, unsigned T, float dscale,
+                         clg_view loss_scale, float beta);
 
 /* 0 when B and T fit the activations and the model is bound. */
 int gpt_check_batch(const gpt_model *m, unsigned B, unsigned T);

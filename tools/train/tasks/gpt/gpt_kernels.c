@@ -21,12 +21,16 @@ enum {
     GPT_ELEM_WG = 256,
     GPT_TILE_X = 32,
     GPT_TILE_Y = 8,
-    GPT_SORT_WG = 256
+    GPT_SORT_WG = 256,  /* gpt.cl's: keys per block of the radix sort */
+    GPT_DIGIT_BITS = 8, /* gpt.cl's: bits of the key per pass */
 };
 
 enum {
     K_EMBED,
-    K_SORT_TOKENS,
+    K_SORT_COUNT,
+    K_SORT_SCAN,
+    K_SORT_SCATTER,
+    K_SORT_STARTS,
     K_WTE_GRAD,
     K_WPE_GRAD,
     K_LAYERNORM,
@@ -48,7 +52,10 @@ enum {
 /* Each kernel's name in the program. */
 static const char *const kernel_names[K_COUNT] = {
     [K_EMBED] = "gpt_embed",
-    [K_SORT_TOKENS] = "gpt_sort_tokens",
+    [K_SORT_COUNT] = "gpt_sort_count",
+    [K_SORT_SCAN] = "gpt_sort_scan",
+    [K_SORT_SCATTER] = "gpt_sort_scatter",
+    [K_SORT_STARTS] = "gpt_sort_starts",
     [K_WTE_GRAD] = "gpt_wte_grad",
     [K_WPE_GRAD] = "gpt_wpe_grad",
     [K_LAYERNORM] = "gpt_layernorm",
@@ -69,20 +76,24 @@ static const char *const kernel_names[K_COUNT] = {
 _Static_assert(K_COUNT <= sizeof(((gpt_kernels *)0)->k) / sizeof(cl_kernel),
                "gpt_kernels.k holds every kernel");
 
-clg_status gpt_kernels_init(clg_context *ctx, gpt_kernels *k)
+unsigned gpt_token_bytes(unsigned V) { return V <= 256 ? 1 : 2; }
+
+clg_status gpt_kernels_init(clg_context *ctx, gpt_kernels *k, unsigned V)
 {
     const clg_device_info *dev = clg_context_device_info(ctx);
-    return gpt_kernels_init_rows(ctx, k, dev && (dev->type & CL_DEVICE_TYPE_CPU) ? 1 : GPT_WG);
+    return gpt_kernels_init_rows(ctx, k, dev && (dev->type & CL_DEVICE_TYPE_CPU) ? 1 : GPT_WG, V);
 }
 
-clg_status gpt_kernels_init_rows(clg_context *ctx, gpt_kernels *k, unsigned row_items)
+clg_status gpt_kernels_init_rows(clg_context *ctx, gpt_kernels *k, unsigned row_items,
+                                 unsigned V)
 {
     memset(k, 0, sizeof *k);
-    if (row_items == 0 || row_items > GPT_WG || (row_items & (row_items - 1)))
+    if (row_items == 0 || row_items > GPT_WG || (row_items & (row_items - 1)) || V == 0 ||
+        V > GPT_KERNELS_VOCAB_MAX)
         return CLG_ERR_INVALID_ARGUMENT;
-    char opts[96];
-    snprintf(opts, sizeof opts, "-DGPT_WG=%d -DGPT_RB=%d -DGPT_ROW_W=%u", GPT_WG, GPT_RB,
-             row_items);
+    char opts[128];
+    snprintf(opts, sizeof opts, "-DGPT_WG=%d -DGPT_RB=%d -DGPT_ROW_W=%u -DGPT_TOKEN=%s", GPT_WG,
+             GPT_RB, row_items, gpt_token_bytes(V) == 1 ? "uchar" : "ushort");
     cl_program prog = NULL;
     clg_status st = clg_context_program_source(ctx, "gpt", train_kernel_source("gpt"), opts, &prog,
                                                  NULL);
@@ -94,6 +105,7 @@ clg_status gpt_kernels_init_rows(clg_context *ctx, gpt_kernels *k, unsigned row_
                                 "gpt kernels: no host memory for the launch counter");
     k->queue = clg_context_queue(ctx);
     k->row_items = row_items;
+    k->vocab = V;
     for (int i = 0; i < K_COUNT; i++) {
         cl_int err = CL_SUCCESS;
         k->k[i] = clCreateKernel(prog, kernel_names[i], &err);
@@ -126,8 +138,31 @@ size_t gpt_scratch_floats(unsigned N, unsigned C)
     return n ? n : 1;
 }
 
-/* Byte v's positions lie in sort[257 + sort[v] .. 257 + sort[v + 1]). */
-size_t gpt_sort_ints(unsigned N) { return 257 + (size_t)N; }
+/* The radix sort's parts of its scratch, in ints from its start: keys and
+ * positions of the first pass, then of the second (the sorted ones: a
+ * single pass writes there directly), the counts (a row of blocks per
+ * digit), each token's start (V + 1). */
+typedef struct sort_layout {
+    size_t keys[2], pos[2], count, start, total, blocks;
+    unsigned passes;
+} sort_layout;
+
+static sort_layout sort_parts(size_t N, unsigned V)
+{
+    sort_layout z;
+    z.blocks = (N + GPT_SORT_WG - 1) / GPT_SORT_WG;
+    z.passes = V <= (1u << GPT_DIGIT_BITS) ? 1 : 2;
+    z.keys[0] = 0;
+    z.pos[0] = N;
+    z.keys[1] = 2 * N;
+    z.pos[1] = 3 * N;
+    z.count = 4 * N;
+    z.start = z.count + ((size_t)1 << GPT_DIGIT_BITS) * z.blocks;
+    z.total = z.start + V + 1;
+    return z;
+}
+
+size_t gpt_sort_ints(unsigned N, unsigned V) { return sort_parts(N, V).total; }
 
 /* ------------------------------------------------------------ launching */
 
@@ -139,6 +174,7 @@ typedef struct karg {
 #define U32(x) ((karg){sizeof(cl_uint), &(cl_uint){(x)}})
 #define I32(x) ((karg){sizeof(cl_int), &(cl_int){(x)}})
 #define F32(x) ((karg){sizeof(cl_float), &(cl_float){(x)}})
+#define U64(x) ((karg){sizeof(cl_ulong), &(cl_ulong){(x)}})
 #define MEM(m) ((karg){sizeof(cl_mem), &(cl_mem){(m)}})
 /* A view is two arguments: the buffer and the offset in elements. */
 #define VIEW(v) MEM((v).mem), ((karg){sizeof(cl_ulong), &(cl_ulong){(v).offset}})
@@ -208,11 +244,41 @@ cl_int gpt_embed(const gpt_kernels *k, const gpt_tokens *tok, cl_uint B, cl_uint
                  clg_view wte, clg_view wpe, clg_view out)
 {
     size_t N = (size_t)B * T;
-    if (short_view(wte, 256 * (size_t)C) || short_view(wpe, (size_t)T * C) ||
+    if (short_view(wte, (size_t)k->vocab * C) || short_view(wpe, (size_t)T * C) ||
         short_view(out, N * C))
         return CL_INVALID_VALUE;
     return LAUNCH_2D(k, K_EMBED, C, N, TOKENS(tok), U32(B), U32(T), U32(C), VIEW(wte), VIEW(wpe),
                      VIEW(out));
+}
+
+/* Token v's positions into sort (sort_parts): the radix passes, then
+ * each token's start. */
+static cl_int sort_positions(const gpt_kernels *k, const gpt_tokens *tok, cl_uint T, cl_uint N,
+                             cl_mem sort, const sort_layout *z)
+{
+    cl_int e = CL_SUCCESS;
+    size_t nb = z->blocks, digits = (size_t)1 << GPT_DIGIT_BITS;
+    for (unsigned p = 0; p < z->passes && e == CL_SUCCESS; p++) {
+        /* the last pass writes the sorted keys; the first reads the tokens */
+        unsigned out = p + 1 == z->passes ? 1 : 0, in = out ^ 1;
+        cl_int from_tokens = p == 0;
+        cl_uint shift = p * GPT_DIGIT_BITS;
+        e = LAUNCH_GROUPS(k, K_SORT_COUNT, nb, GPT_SORT_WG, TOKENS(tok), U32(T), U32(N),
+                          I32(from_tokens), MEM(sort), U64(z->keys[in]), U32(shift), MEM(sort),
+                          U64(z->count));
+        if (e == CL_SUCCESS)
+            e = LAUNCH_GROUPS(k, K_SORT_SCAN, 1, digits, U32((cl_uint)nb), MEM(sort),
+                              U64(z->count));
+        if (e == CL_SUCCESS)
+            e = LAUNCH_GROUPS(k, K_SORT_SCATTER, nb, GPT_SORT_WG, TOKENS(tok), U32(T), U32(N),
+                              I32(from_tokens), MEM(sort), U64(z->keys[in]), MEM(sort),
+                              U64(z->pos[in]), U32(shift), MEM(sort), U64(z->count), MEM(sort),
+                              U64(z->keys[out]), MEM(sort), U64(z->pos[out]));
+    }
+    if (e == CL_SUCCESS)
+        e = LAUNCH_ITEMS(k, K_SORT_STARTS, (size_t)k->vocab + 1, U32(N), U32(k->vocab), MEM(sort),
+                         U64(z->keys[1]), MEM(sort), U64(z->start));
+    return e;
 }
 
 cl_int gpt_embed_backward(const gpt_kernels *k, const gpt_tokens *tok, cl_uint B, cl_uint T,
@@ -221,14 +287,14 @@ cl_int gpt_embed_backward(const gpt_kernels *k, const gpt_tokens *tok, cl_uint B
 {
     (void)scratch; /* the wpe sum runs over B only: one pass, no partials */
     size_t N = (size_t)B * T;
-    if (short_view(dout, N * C) || short_view(dwte, 256 * (size_t)C) ||
-        short_view(dwpe, (size_t)T * C) || sort == NULL)
+    sort_layout z = sort_parts(N, k->vocab);
+    if (short_view(dout, N * C) || short_view(dwte, (size_t)k->vocab * C) ||
+        short_view(dwpe, (size_t)T * C) || sort == NULL || N == 0 || N > UINT32_MAX)
         return CL_INVALID_VALUE;
-    cl_int e = LAUNCH_GROUPS(k, K_SORT_TOKENS, 1, GPT_SORT_WG, TOKENS(tok), U32(B), U32(T),
-                             MEM(sort));
+    cl_int e = sort_positions(k, tok, T, (cl_uint)N, sort, &z);
     if (e == CL_SUCCESS)
-        e = LAUNCH_2D(k, K_WTE_GRAD, C, 256, MEM(sort), U32(C), VIEW(dout), VIEW(dwte),
-                      F32(beta_wte));
+        e = LAUNCH_2D(k, K_WTE_GRAD, C, k->vocab, U32(C), U32(k->vocab), MEM(sort), U64(z.start),
+                      MEM(sort), U64(z.pos[1]), VIEW(dout), VIEW(dwte), F32(beta_wte));
     if (e == CL_SUCCESS)
         e = LAUNCH_ITEMS(k, K_WPE_GRAD, (size_t)T * C, U32(B), U32(T), U32(C), VIEW(dout),
                          VIEW(dwpe), F32(beta_wpe));
@@ -410,21 +476,21 @@ cl_int gpt_gelu_backward_bias_grad(const gpt_kernels *k, cl_uint N, cl_uint OC, 
 
 /* ------------------------------------------------------------ loss */
 
-cl_int gpt_xent(const gpt_kernels *k, const gpt_tokens *tok, cl_uint B, cl_uint T, cl_uint V,
-                clg_view logits, clg_view row_loss, int backward, float dscale,
-                clg_view loss_scale, clg_view dlogits)
+cl_int gpt_xent(const gpt_kernels *k, const gpt_tokens *tok, cl_uint T, cl_uint r0, cl_uint nr,
+                cl_uint V, cl_uint ld, clg_view logits, clg_view row_loss, int backward,
+                float dscale, clg_view loss_scale, clg_view dlogits)
 {
-    size_t N = (size_t)B * T;
-    /* V < 256: a byte target could lie outside its row */
-    if (V < 256 || short_view(logits, N * V) || short_view(row_loss, N) ||
-        (backward && short_view(dlogits, N * V)) || (loss_scale.mem && loss_scale.count < 1))
+    size_t N = nr;
+    /* V below the program's vocabulary: a target could lie outside its row */
+    if (V < k->vocab || ld < V || short_view(logits, N * ld) || short_view(row_loss, N) ||
+        (backward && short_view(dlogits, N * ld)) || (loss_scale.mem && loss_scale.count < 1))
         return CL_INVALID_VALUE;
     /* Without a loss scale (or a backward) the kernel never reads those
      * arguments: they get the logits' buffer, which is valid. */
     clg_view scale = loss_scale.mem ? loss_scale : logits;
     clg_view d = backward ? dlogits : logits;
-    return LAUNCH_ROWS(k, K_XENT, N, TOKENS(tok), U32(B), U32(T), U32(V), VIEW(logits),
-                       VIEW(row_loss), I32(backward != 0), F32(dscale), VIEW(scale),
+    return LAUNCH_ROWS(k, K_XENT, N, TOKENS(tok), U32(T), U32(r0), U32(nr), U32(V), U32(ld),
+                       VIEW(logits), VIEW(row_loss), I32(backward != 0), F32(dscale), VIEW(scale),
                        I32(loss_scale.mem != NULL), VIEW(d));
 }
 

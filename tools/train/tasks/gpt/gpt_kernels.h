@@ -8,7 +8,8 @@
  * atomics): runs repeat bit for bit.
  *
  * Shapes: B sequences of T positions, width C, NH heads of HS = C / NH,
- * vocabulary V (256 bytes). N = B * T rows. Row-major throughout:
+ * vocabulary V (256 bytes, or up to GPT_KERNELS_VOCAB_MAX tokens). N = B * T
+ * rows. Row-major throughout:
  * activations [N x C], attention [B x NH x T x T], q/k/v [B x NH x T x HS]. */
 #ifndef TRAIN_GPT_KERNELS_H
 #define TRAIN_GPT_KERNELS_H
@@ -16,12 +17,13 @@
 #include "clgrad.h"
 
 /* The tokens of B sequences: sequence b, position t is
- * windows[idx[off + b] * stride + t] (uchar); its target, the next byte, is
- * at t + 1 (stride >= T + 1). Training windows come through the data
+ * windows[idx[off + b] * stride + t] (gpt_token_bytes(V) bytes each: uchar
+ * for V <= 256, little-endian ushort above); its target, the next token,
+ * is at t + 1 (stride >= T + 1). Training windows come through the data
  * order (idx = the order on the device); evaluation and sampling use an
  * identity idx. */
 typedef struct gpt_tokens {
-    cl_mem windows; /* uchar */
+    cl_mem windows; /* uchar or ushort (gpt_token_bytes) */
     cl_mem idx;     /* int */
     cl_uint off, stride;
 } gpt_tokens;
@@ -30,17 +32,26 @@ typedef struct gpt_kernels {
     cl_command_queue queue;
     cl_kernel k[20]; /* the program's kernels (gpt_kernels.c names them) */
     unsigned row_items; /* items per row of the row kernels (gpt_rows.cl) */
+    unsigned vocab;     /* V: the tokens index wte's V rows */
     uint64_t *launches; /* kernels enqueued so far (gpt_kernels_launches) */
 } gpt_kernels;
 
+/* The largest vocabulary: a token is at most a ushort, 65535 ids (llm.c's
+ * shards' uint16 tokens). */
+#define GPT_KERNELS_VOCAB_MAX 65535
+/* Bytes of one token of a vocabulary of V: 1 for V <= 256, else 2. */
+unsigned gpt_token_bytes(unsigned V);
+
 /* Builds program "gpt" (gpt_rows.cl + gpt.cl, embedded, kernel
- * cache) and creates its kernels. On failure the message is in
+ * cache) for a vocabulary of V (1 .. GPT_KERNELS_VOCAB_MAX; its token
+ * type) and creates its kernels. On failure the message is in
  * clg_last_error(ctx). The row kernels reduce a row with a work-group of
  * 64 items on a GPU, with one item on a CPU device (PoCL: measured faster);
  * gpt_kernels_init_rows sets that number (a power of two <= 64; the tests
  * run both). */
-clg_status gpt_kernels_init(clg_context *ctx, gpt_kernels *k);
-clg_status gpt_kernels_init_rows(clg_context *ctx, gpt_kernels *k, unsigned row_items);
+clg_status gpt_kernels_init(clg_context *ctx, gpt_kernels *k, unsigned V);
+clg_status gpt_kernels_init_rows(clg_context *ctx, gpt_kernels *k, unsigned row_items,
+                                 unsigned V);
 void gpt_kernels_release(gpt_kernels *k);
 /* The kernels the launchers below enqueued on k since gpt_kernels_init
  * (clg_context_launches does not see them: they bypass clgrad's own
@@ -51,16 +62,20 @@ uint64_t gpt_kernels_launches(const gpt_kernels *k);
  * buffer of this size serves every call of a micro-step (up to 5C
  * columns of partials side by side: gpt_bias_grad_pair's widest pair). */
 size_t gpt_scratch_floats(unsigned N, unsigned C);
-/* Scratch (ints) of gpt_embed_backward for N tokens. */
-size_t gpt_sort_ints(unsigned N);
+/* Scratch (ints) of gpt_embed_backward for N tokens of a vocabulary of V:
+ * the radix sort's keys and positions twice, its counts, each token's
+ * start. At most 5 N + V + 257. */
+size_t gpt_sort_ints(unsigned N, unsigned V);
 
-/* out[b,t,:] = wte[token(b,t),:] + wpe[t,:] */
+/* out[b,t,:] = wte[token(b,t),:] + wpe[t,:] (wte: k->vocab rows) */
 cl_int gpt_embed(const gpt_kernels *k, const gpt_tokens *tok, cl_uint B, cl_uint T, cl_uint C,
                  clg_view wte, clg_view wpe, clg_view out);
-/* dwte = beta_wte * dwte + sum over the positions holding each byte of
+/* dwte = beta_wte * dwte + sum over the positions holding each token of
  * dout's rows; dwpe = beta_wpe * dwpe + sum over b of dout[b,t,:]. The
- * per-byte sums run over the positions in order (a counting sort of the
- * tokens into sort, gpt_sort_ints(N) ints), never atomics. */
+ * per-token sums run over the positions in order (a stable radix sort of
+ * the positions by token into sort, gpt_sort_ints(N, k->vocab) ints),
+ * never atomics; beta_wte 1 leaves the rows of absent tokens untouched.
+ * 3 launches a radix pass (1 pass for V <= 256, 2 above), then 3. */
 cl_int gpt_embed_backward(const gpt_kernels *k, const gpt_tokens *tok, cl_uint B, cl_uint T,
                           cl_uint C, clg_view dout, cl_mem sort, clg_view dwte, float beta_wte,
                           clg_view dwpe, float beta_wpe, cl_mem scratch);
@@ -143,15 +158,18 @@ cl_int gpt_gelu_backward_partial(const gpt_kernels *k, cl_uint N, cl_uint OC, cl
 cl_int gpt_bias_grad_pair(const gpt_kernels *k, cl_uint N, cl_uint ld, cl_uint split,
                           cl_mem scratch, clg_view db1, clg_view db2, float beta);
 
-/* Fused softmax + cross-entropy over V classes of N = B * T rows, the
- * target of row b * T + t being the token at t + 1 of sequence b:
- * row_loss[n] = logsumexp(logits[n,:]) - logits[n,target]. With backward,
+/* Fused softmax + cross-entropy over V classes of the nr rows r0 .. r0 +
+ * nr of the positions of sequences of T (the head's chunk: row i is
+ * position r0 + i), each of ld >= V floats (columns V .. ld, the padding,
+ * never read or written), the target of position b * T + t being the
+ * token at t + 1 of sequence b: row_loss[i] = logsumexp(logits[i,:]) -
+ * logits[i,target]. With backward,
  * dlogits = (softmax(logits) - onehot(target)) * dscale * S, where S is
  * loss_scale's float (clgrad's dynamic loss scale) or 1 when loss_scale.mem
  * is NULL; dlogits may be logits. */
-cl_int gpt_xent(const gpt_kernels *k, const gpt_tokens *tok, cl_uint B, cl_uint T, cl_uint V,
-                clg_view logits, clg_view row_loss, int backward, float dscale,
-                clg_view loss_scale, clg_view dlogits);
+cl_int gpt_xent(const gpt_kernels *k, const gpt_tokens *tok, cl_uint T, cl_uint r0, cl_uint nr,
+                cl_uint V, cl_uint ld, clg_view logits, clg_view row_loss, int backward,
+                float dscale, clg_view loss_scale, clg_view dlogits);
 /* sums[0] += sum of row_loss[0 .. N) (in a fixed order), sums[1] += N. */
 cl_int gpt_loss_sum(const gpt_kernels *k, cl_uint N, clg_view row_loss, cl_mem sums,
                     cl_mem scratch);

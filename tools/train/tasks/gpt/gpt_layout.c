@@ -32,7 +32,34 @@ int gpt_shape_check(const gpt_shape *s, char *err, size_t errlen)
                           s->heads, s->width / s->heads, GPT_FLASH_MAX_HS);
     if (s->context < 1 || s->context > GPT_MAX_CONTEXT)
         return errmsg_set(err, errlen, "--context %u: expected 1..%u", s->context, GPT_MAX_CONTEXT);
+    if (s->vocab < 1 || s->vocab > GPT_KERNELS_VOCAB_MAX)
+        return errmsg_set(err, errlen, "--vocab %u: expected 1..%d", s->vocab,
+                          GPT_KERNELS_VOCAB_MAX);
     return 0;
+}
+
+unsigned gpt_logits_ld(const gpt_shape *s)
+{
+    return (s->vocab + GPT_LOGITS_ALIGN - 1) / GPT_LOGITS_ALIGN * GPT_LOGITS_ALIGN;
+}
+
+/* The most rows of a chunk of the head. */
+static uint64_t head_cap_rows(const gpt_shape *s)
+{
+    uint64_t cap = s->head_rows ? s->head_rows : GPT_HEAD_CHUNK_FLOATS / gpt_logits_ld(s);
+    return cap ? cap : 1;
+}
+
+unsigned gpt_head_rows(const gpt_shape *s, unsigned rows)
+{
+    uint64_t n = (uint64_t)rows * s->context, cap = head_cap_rows(s);
+    return (unsigned)(n < cap ? n : cap);
+}
+
+uint64_t gpt_buf_total(const gpt_buf_size *e, unsigned rows)
+{
+    uint64_t n = rows * e->per_seq + e->fixed;
+    return e->cap && n > e->cap ? e->cap : n;
 }
 
 static const char *const recompute_names[GPT_RECOMPUTE_MODES] = {
@@ -76,7 +103,7 @@ void gpt_tensor(const gpt_shape *s, int i, gpt_tensor_info *out)
     int last = gpt_lnf_tensor(s, 0);
     if (i == GPT_WTE || i == GPT_WPE) {
         snprintf(out->name, sizeof out->name, "%s", i == GPT_WTE ? "wte" : "wpe");
-        out->dims[0] = i == GPT_WTE ? GPT_VOCAB : s->context;
+        out->dims[0] = i == GPT_WTE ? s->vocab : s->context;
         out->dims[1] = C;
         out->ndim = 2;
         out->decay = 1;
@@ -162,7 +189,7 @@ static uint64_t layer_elems(const gpt_shape *s, int l, int kind)
 gpt_buf_size gpt_buf_elems(const gpt_shape *s, int buf)
 {
     uint64_t T = s->context, TC = T * s->width;
-    gpt_buf_size z = {0, 0};
+    gpt_buf_size z = {0, 0, 0};
     if (buf >= GPT_GLOBAL) {
         int i = buf - GPT_GLOBAL;
         z.per_seq = layer_elems(s, i / GPT_PER_LAYER, i % GPT_PER_LAYER);
@@ -170,7 +197,10 @@ gpt_buf_size gpt_buf_elems(const gpt_shape *s, int buf)
     }
     switch (buf) {
     case GPT_LNF_STATS: z.per_seq = 2 * T; break;
-    case GPT_LOGITS: z.per_seq = T * GPT_VOCAB; break;
+    case GPT_LOGITS: /* a chunk of the head's rows at most */
+        z.per_seq = T * gpt_logits_ld(s);
+        z.cap = head_cap_rows(s) * gpt_logits_ld(s);
+        break;
     case GPT_ROW_LOSS: z.per_seq = T; break;
     case GPT_WIDE: z.per_seq = 4 * TC; break;
     case GPT_DSUM: z.per_seq = (uint64_t)s->heads * T; break;
@@ -178,7 +208,10 @@ gpt_buf_size gpt_buf_elems(const gpt_shape *s, int buf)
      * what T positions need (gpt_create checks that rows * that covers
      * rows * T positions). */
     case GPT_SCRATCH: z.per_seq = gpt_scratch_floats(s->context, s->width); break;
-    case GPT_SORT: z.per_seq = gpt_sort_ints(s->context); break;
+    case GPT_SORT: /* gpt_sort_ints: at most 5 N + V + 257 */
+        z.per_seq = 5 * T;
+        z.fixed = (uint64_t)s->vocab + 257;
+        break;
     default: z.per_seq = TC; break; /* ENCODED, DRES, DBUF */
     }
     return z;
@@ -186,18 +219,29 @@ gpt_buf_size gpt_buf_elems(const gpt_shape *s, int buf)
 
 gpt_act_bytes gpt_activation_bytes(const gpt_shape *s)
 {
-    gpt_act_bytes b = {0, 0};
+    gpt_act_bytes b = {0, 0, 0, 0};
     for (int i = 0; i < gpt_buf_count(s); i++) {
         gpt_buf_size e = gpt_buf_elems(s, i);
+        if (e.cap) { /* the logits: no fixed part */
+            b.logits_per_seq += 4 * e.per_seq;
+            b.logits_cap += 4 * e.cap;
+            continue;
+        }
         b.per_seq += 4 * e.per_seq; /* floats and ints alike */
         b.fixed += 4 * e.fixed;
     }
     return b;
 }
 
+uint64_t gpt_act_total(const gpt_act_bytes *a, unsigned rows)
+{
+    uint64_t logits = rows * a->logits_per_seq;
+    return rows * a->per_seq + a->fixed + (logits < a->logits_cap ? logits : a->logits_cap);
+}
+
 size_t gpt_gemm_shapes(const gpt_shape *s, unsigned B, mlp_gemm_shape *out, size_t cap)
 {
-    size_t N = (size_t)B * s->context, C = s->width, V = GPT_VOCAB;
+    size_t N = (size_t)B * s->context, C = s->width, V = s->vocab;
     unsigned L = s->layers;
     /* per block: c_attn C -> 3C, attn.c_proj C -> C, c_fc C -> 4C,
      * mlp.c_proj 4C -> C; the head C -> V once */

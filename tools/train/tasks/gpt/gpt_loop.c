@@ -125,10 +125,11 @@ static int epoch_end(void *task, const float *s, uint64_t epoch_samples, double 
     gpt_result *r = t->res;
     r->train_loss = s[1] > 0 ? s[0] / (double)s[1] : NAN;
     progress_log(&t->run.prog,
-                 "epoch %" PRIu64 "/%" PRIu64 ": train loss %.4f  validation %.4f nats/byte "
+                 "epoch %" PRIu64 "/%" PRIu64 ": train loss %.4f  validation %.4f nats/%s "
                  "(%.3f bits; unigram %.3f, bigram %.3f)  %.1f s  %.0f tokens/s\n",
                  t->run.epoch + 1, run_epochs(&t->run), r->train_loss, r->val_loss,
-                 gpt_bits(r->val_loss), gpt_bits(r->base.unigram), gpt_bits(r->base.bigram), secs,
+                 t->g->tokens ? "token" : "byte", gpt_bits(r->val_loss), gpt_bits(r->base.unigram),
+                 gpt_bits(r->base.bigram), secs,
                  secs > 0 ? (double)epoch_samples * t->shape.context / secs : 0.0);
     return 0;
 }

@@ -41,7 +41,7 @@ static cl_int alloc_bufs(gpt_model *m)
     cl_int err = CL_SUCCESS;
     for (int i = 0; i < gpt_buf_count(&m->s) && err == CL_SUCCESS; i++) {
         gpt_buf_size e = gpt_buf_elems(&m->s, i);
-        size_t bytes = (size_t)(4 * (m->rows * e.per_seq + e.fixed));
+        size_t bytes = (size_t)(4 * gpt_buf_total(&e, m->rows));
         m->n_bufs = i + 1;
         if (bytes == 0)
             continue; /* a kind this --recompute mode does not keep */
@@ -62,7 +62,7 @@ static uint64_t largest_buf(const gpt_shape *s, unsigned rows)
     uint64_t largest = 0;
     for (int i = 0; i < gpt_buf_count(s); i++) {
         gpt_buf_size e = gpt_buf_elems(s, i);
-        uint64_t bytes = 4 * (rows * e.per_seq + e.fixed);
+        uint64_t bytes = 4 * gpt_buf_total(&e, rows);
         largest = bytes > largest ? bytes : largest;
     }
     return largest;
@@ -79,12 +79,14 @@ int gpt_create(clg_context *ctx, const gpt_shape *s, unsigned rows, gpt_model **
     /* The table gives the kernels' scratch per sequence: it must cover
      * rows sequences at once. */
     size_t N = (size_t)rows * s->context;
-    if (N > UINT32_MAX / GPT_VOCAB)
+    if (N > UINT32_MAX / (4 * (uint64_t)s->width) ||
+        (uint64_t)gpt_head_rows(s, rows) * gpt_logits_ld(s) > UINT32_MAX)
         return errmsg_set(err, errlen, "gpt: %u sequences of %u positions: too many", rows,
                           s->context);
+    gpt_buf_size sort = gpt_buf_elems(s, GPT_SORT);
     if (gpt_scratch_floats((unsigned)N, s->width) >
             rows * gpt_scratch_floats(s->context, s->width) ||
-        gpt_sort_ints((unsigned)N) > rows * gpt_sort_ints(s->context))
+        gpt_sort_ints((unsigned)N, s->vocab) > rows * sort.per_seq + sort.fixed)
         return errmsg_set(err, errlen, "gpt: the kernels' scratch grows faster than the positions");
     if (largest_buf(s, rows) > clg_context_max_alloc(ctx))
         return errmsg_set(err, errlen,
@@ -99,7 +101,7 @@ int gpt_create(clg_context *ctx, const gpt_shape *s, unsigned rows, gpt_model **
     m->queue = clg_context_queue(ctx);
     m->s = *s;
     m->rows = rows;
-    if (gpt_kernels_init(ctx, &m->k) != CLG_SUCCESS) {
+    if (gpt_kernels_init(ctx, &m->k, s->vocab) != CLG_SUCCESS) {
         errmsg_set(err, errlen, "building gpt.cl: %s", clg_last_error(ctx));
         free(m);
         return -1;
@@ -112,7 +114,7 @@ int gpt_create(clg_context *ctx, const gpt_shape *s, unsigned rows, gpt_model **
         return -1;
     }
     gpt_act_bytes ab = gpt_activation_bytes(s);
-    uint64_t bytes = rows * ab.per_seq + ab.fixed;
+    uint64_t bytes = gpt_act_total(&ab, rows);
     clg_status st = clg_context_reserve(ctx, bytes);
     if (st != CLG_SUCCESS) {
         errmsg_set(err, errlen, "gpt: activations for %u sequences need %llu B: %s", rows,

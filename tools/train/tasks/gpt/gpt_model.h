@@ -1,6 +1,7 @@
 /* gpt_model.h - the GPT task's model: a GPT-2-style decoder (as llm.c's
- * train_gpt2.c) over a byte vocabulary. Token and position embeddings, L
- * pre-LayerNorm blocks (causal multi-head self-attention, then a GELU
+ * train_gpt2.c) over a vocabulary of V tokens (the 256 bytes by default).
+ * Token and position embeddings, L pre-LayerNorm blocks (causal multi-head
+ * self-attention, then a GELU
  * (tanh) MLP of 4C, each with a residual), a final LayerNorm and the LM
  * head tied to the token embedding. Its parameters live in clgrad's model
  * (one tensor each, in the order of gpt_tensor); forward and backward are
@@ -18,7 +19,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define GPT_VOCAB 256
+/* The vocabulary of a byte model (text read as bytes): the default. */
+#define GPT_BYTE_VOCAB 256
+/* Logit rows are padded to a multiple of this many floats (llm.c pads
+ * 50257 to 50304): the padding is never written, read or sampled. */
+#define GPT_LOGITS_ALIGN 64
 #define GPT_MAX_LAYERS 48
 /* wte, wpe, 12 per block, lnf.weight, lnf.bias */
 #define GPT_MAX_TENSORS (4 + 12 * GPT_MAX_LAYERS)
@@ -42,11 +47,30 @@ int gpt_recompute_parse(const char *name);
 typedef struct gpt_shape {
     unsigned layers, heads, width, context; /* L, NH, C (a multiple of NH), T */
     gpt_recompute recompute;                /* how the activations are kept */
+    unsigned vocab;                         /* V: 1 .. GPT_KERNELS_VOCAB_MAX */
+    unsigned head_rows;                     /* the head's chunk: rows of logits at once
+                                               (0: GPT_HEAD_CHUNK_FLOATS' worth) */
 } gpt_shape;
 
+/* The head's logits take at most this many floats at once (256 MiB): a
+ * micro-batch of more rows goes through the head in chunks of rows (each:
+ * the logits' GEMM, the loss and dlogits in place, the two GEMMs of the
+ * backward), so that a large vocabulary's logits do not decide the
+ * micro-batch (GPT-2's 50304 floats a row would be 206 MB a sequence at
+ * T 1024). The forward keeps no logits then, and the backward computes
+ * each chunk's again; a micro-batch within one chunk keeps its logits
+ * from the forward, as a model without chunks. */
+#define GPT_HEAD_CHUNK_FLOATS ((uint64_t)1 << 26)
+/* The rows of the head's chunk for micro-batches of up to rows sequences:
+ * rows * T, at most head_rows (or GPT_HEAD_CHUNK_FLOATS / ld, at least 1). */
+unsigned gpt_head_rows(const gpt_shape *s, unsigned rows);
+
 /* 0, or -1 with a message naming the flag (--layers, --heads, --width,
- * --context) that is out of range or does not divide. */
+ * --context, --vocab) that is out of range or does not divide. */
 int gpt_shape_check(const gpt_shape *s, char *err, size_t errlen);
+
+/* The floats of one row of logits: V rounded up to GPT_LOGITS_ALIGN. */
+unsigned gpt_logits_ld(const gpt_shape *s);
 
 /* Parameter tensor i (0 .. gpt_tensor_count - 1) in model order:
  * "wte" [V x C], "wpe" [T x C], then per block l "h.<l>.ln_1.weight" [C],
@@ -77,13 +101,16 @@ void gpt_init_params(const void *shape, uint64_t seed, float *host);
 /* Device bytes of the activations, gradients of activations and scratch
  * that gpt_create allocates for micro-batches of up to rows sequences:
  * exactly what it reserves against the context's budget (the memory plan
- * is this function). Per-sequence part and fixed part separately, so that
- * a plan can find the largest micro-batch that fits:
- * bytes(rows) = rows * per_seq + fixed. */
+ * is this function). Per-sequence part and fixed part separately, and the
+ * head's logits, which grow per sequence up to their chunk, so that a plan
+ * can find the largest micro-batch that fits: bytes(rows) = rows * per_seq
+ * + fixed + min(rows * logits_per_seq, logits_cap) (gpt_act_total). */
 typedef struct gpt_act_bytes {
     uint64_t per_seq, fixed;
+    uint64_t logits_per_seq, logits_cap;
 } gpt_act_bytes;
 gpt_act_bytes gpt_activation_bytes(const gpt_shape *s);
+uint64_t gpt_act_total(const gpt_act_bytes *a, unsigned rows);
 
 typedef struct gpt_model gpt_model;
 

@@ -56,7 +56,8 @@ void gpt_core_defaults(train_options *o)
 
 gpt_shape gpt_options_shape(const gpt_options *g)
 {
-    return (gpt_shape){g->layers, g->heads, g->width, g->context, g->recompute};
+    return (gpt_shape){.layers = g->layers, .heads = g->heads, .width = g->width,
+                       .context = g->context, .recompute = g->recompute, .vocab = g->vocab};
 }
 
 static void store_task(const flag_def *f, const flag_run *r, char *buf, size_t len)
@@ -83,7 +84,7 @@ static const flag_def rows[] = {
     {.name = "--preset", .metavar = "NAME",
      .help = "small (default: 2 layers, 4 heads, 64 wide, context 64;\nabout two minutes on 2 "
              "CPU cores), tiny (2, 2, 32, 24: tests),\ngpt2-124m (12, 12, 768, 1024: GPT-2 small's "
-             "shape, but its\nvocabulary is 256 bytes, not 50257 tokens: 86.0M params)",
+             "shape: 124.4M\nparams with its 50257 tokens, 86.0M with text's 256 bytes)",
      .kind = FLAG_CHOICE, AT(preset), .choices = "small|tiny|gpt2-124m", .values = preset_values,
      .expect = "small, tiny or gpt2-124m", .example = "tiny"},
     {.name = "--layers", .metavar = "L", .help = "blocks, 1..48 (default: the preset's)",
@@ -106,13 +107,34 @@ static const flag_def rows[] = {
              "T); a --resume of a finished run (same\n--steps) generates without training",
      .kind = FLAG_INTEGER, AT(sample), .lo = 1, .hi = 1e6, .example = "100"},
     {.name = "--prompt", .metavar = "TEXT",
-     .help = "the bytes sampling starts from (default a newline)", .kind = FLAG_TEXT, AT(prompt),
+     .help = "the bytes sampling starts from (default a newline; a token\nmodel takes "
+             "--prompt-tokens)", .kind = FLAG_TEXT, AT(prompt),
      .needs = "--sample=10",
      .expect = "a non-empty text", .example = "The "},
     {.name = "--temperature", .metavar = "X",
      .help = "sampling temperature in [0, 100] (default 0.8; 0: always\nthe most likely byte)",
      .kind = FLAG_NUMBER, AT(temperature), .lo = 0, .hi = 100, .example = "1",
      .needs = "--sample=10"},
+    {.name = "--prompt-tokens", .metavar = "IDS",
+     .help = "a token model's prompt: comma-separated token ids, e.g. from\n"
+             "scripts/prepare-tokens.py --encode-prompt (default: the\nend-of-text token of "
+             "the tokenizer)",
+     .kind = FLAG_TEXT, AT(prompt_tokens), .needs = "--sample=10", .expect = "token ids",
+     .example = "0,1"},
+    {.name = "--vocab", .metavar = "V",
+     .help = "the vocabulary of token shards, 1..65535 (default: the\ntokenizer's, or "
+             "--init-from's vocab_size; text is bytes:\n256)",
+     .kind = FLAG_INTEGER, AT(vocab), .lo = 1, .hi = GPT_KERNELS_VOCAB_MAX, .example = "256",
+     .stored = 6, .key = "vocab", .before = "256"},
+    {.name = "--tokenizer", .metavar = "FILE",
+     .help = "the decode table of token shards (llm.c's tokenizer.bin, as\n"
+             "scripts/prepare-tokens.py writes it; default: tokenizer.bin\nbeside the shards): "
+             "its vocabulary, and --sample's text",
+     .kind = FLAG_TEXT, AT(tokenizer), .expect = "a file", .example = "tokenizer.bin"},
+    {.name = "--val-data", .metavar = "PATH",
+     .help = "the validation shards (a file, directory or glob; default:\nthe shards of --data "
+             "whose name holds \"val\", else the last\n10% of the tokens)",
+     .kind = FLAG_TEXT, AT(val_data), .expect = "a path", .example = "val.bin"},
     {.name = "--plan", .help = "print the memory plan (no device needed) and exit",
      .kind = FLAG_SWITCH, AT(plan), .example = ""},
     {.name = "--memory", .metavar = "SIZE",
@@ -159,15 +181,18 @@ static const flag_limit limits[] = {
 const flag_table gpt_flag_table = {
     .rows = rows,
     .n = sizeof rows / sizeof *rows,
-    .preface = "GPT task (--task gpt): a byte-level GPT-2-style decoder (llm.c's train_gpt2.c)\n"
-               "trained on text: --data FILE, or a directory whose regular files (not links,\n"
+    .preface = "GPT task (--task gpt): a GPT-2-style decoder (llm.c's train_gpt2.c) trained on\n"
+               "text read as bytes: --data FILE, or a directory whose regular files (not links,\n"
                "not strfile's .dat indexes) are joined in name order (default\n"
-               GPT_DEFAULT_CORPUS ", Debian's fortunes). The last 10% of the bytes\n"
-               "validate. Its own defaults: --batch " STR(GPT_BATCH) " --micro-batch "
+               GPT_DEFAULT_CORPUS ", Debian's fortunes), the last 10% validating; or on\n"
+               "token shards (llm.c's format, scripts/prepare-tokens.py): --data FILE, DIR or\n"
+               "a glob, the shards named *val* validating.\nIts own defaults: --batch "
+               STR(GPT_BATCH) " --micro-batch "
                STR(GPT_MICRO_BATCH) " --steps " STR(GPT_STEPS) " --warmup " STR(GPT_WARMUP)
                "\n--lr " STR(GPT_LR) " (for every --optimizer):\n",
-    .footer = "It prints the validation loss in nats and bits per byte beside the unigram and\n"
-              "bigram baselines of the same targets; --json adds them.\n",
+    .footer = "It prints the validation loss in nats and bits per byte (a token model's per\n"
+              "token, and per byte through its decode table) beside the unigram and bigram\n"
+              "baselines of the same targets; --json adds them.\n",
     .limits = limits,
     .n_limits = sizeof limits / sizeof *limits,
     .scope = "--task gpt",
@@ -182,6 +207,8 @@ int gpt_options_check(gpt_options *g, const train_options *o, char *err, size_t 
     g->width = g->width ? g->width : p->width;
     g->context = g->context ? g->context : p->context;
     gpt_shape s = gpt_options_shape(g);
+    if (!s.vocab) /* gpt_options_resolve finds it from the files */
+        s.vocab = GPT_BYTE_VOCAB;
     if (gpt_shape_check(&s, err, errlen) != 0)
         return -1;
     /* the sampling's own flags without sampling would change nothing */
@@ -191,6 +218,13 @@ int gpt_options_check(gpt_options *g, const train_options *o, char *err, size_t 
         return errmsg_set(err, errlen, "--prompt: needs --sample N (what sampling starts from)");
     if (!g->sample && g->temperature != dflt.temperature)
         return errmsg_set(err, errlen, "--temperature: needs --sample N (how sampling draws)");
+    if (!g->sample && g->prompt_tokens)
+        return errmsg_set(err, errlen,
+                          "--prompt-tokens: needs --sample N (what sampling starts from)");
+    if (g->prompt_tokens && strcmp(g->prompt, dflt.prompt) != 0)
+        return errmsg_set(err, errlen,
+                          "--prompt and --prompt-tokens: one prompt, text for a byte model or "
+                          "token ids for a token model");
     /* under --dist the time around the update would hold the exchange */
     if (g->profile && o->dist != TRAIN_DIST_NONE)
         return errmsg_set(err, errlen, "--profile: a plain run only, not with --dist");

@@ -35,9 +35,18 @@ typedef struct gpt_options {
     /* Hugging Face GPT-2 in and out (gpt_hf.h) */
     const char *init_from;                  /* --init-from DIR: the initial weights */
     const char *export_hf;                  /* --export-hf DIR: the final weights */
-    gpt_shape shape_flags;                  /* --layers .. --context as given (0: not),
-                                               set by gpt_options_check, which --init-from's
-                                               config must agree with */
+    gpt_shape shape_flags;                  /* --layers .. --context, --vocab as given (0:
+                                               not), set by gpt_options_check, which
+                                               --init-from's config must agree with */
+    /* token models (gpt_shards.h, gpt_decode.h) */
+    unsigned vocab;            /* --vocab V; gpt_options_resolve sets it: the tokenizer's or
+                                  --init-from's for token shards, 256 for text */
+    const char *tokenizer;     /* --tokenizer FILE: the decode table (NULL: tokenizer.bin
+                                  beside the shards, if there) */
+    const char *val_data;      /* --val-data PATH: the validation shards */
+    const char *prompt_tokens; /* --prompt-tokens IDS: a token model's prompt */
+    int tokens;                /* resolved: --data is token shards */
+    char tokenizer_path[4096]; /* resolved: the decode table's path ("" without one) */
 } gpt_options;
 
 void gpt_options_default(gpt_options *g);

@@ -14,31 +14,37 @@
 #include <inttypes.h>
 #include <stdio.h>
 
+/* The activations grow with the micro-batch (the head's logits up to
+ * their chunk, then not): the largest b by bisection. */
 unsigned gpt_fit_micro_batch(const gpt_act_bytes *a, uint64_t avail, uint64_t fixed, unsigned cap)
 {
-    uint64_t need = fixed + a->fixed;
-    if (need >= avail || a->per_seq == 0)
-        return need < avail ? cap : 0;
-    uint64_t b = (avail - need) / a->per_seq;
-    return b < cap ? (unsigned)b : cap;
+    if (fixed >= avail)
+        return 0;
+    unsigned lo = 0, hi = cap; /* lo fits (0 always), hi + 1 does not */
+    while (lo < hi) {
+        unsigned mid = lo + (hi - lo + 1) / 2;
+        if (gpt_act_total(a, mid) <= avail - fixed)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
 }
 
 /* Bytes of the windows on the device (devdata), as the run uploads them:
- * from the sizes of the corpus's files, none of them read. */
-static int data_bytes(const train_options *o, unsigned T, uint64_t *bytes, char *err, size_t errlen)
+ * from the sizes of --data's files (text or shards), none of them read. */
+static int data_bytes(const train_options *o, const gpt_options *g, const gpt_shape *s,
+                      uint64_t *bytes, char *err, size_t errlen)
 {
-    path_list files = {0};
-    if (gpt_corpus_files(o->data_dir, &files, err, errlen) != 0) {
-        path_list_free(&files);
+    gpt_source src;
+    if (gpt_source_list(o->data_dir, g->val_data, g->tokens, s->context, s->vocab, &src, err,
+                        errlen) != 0)
         return -1;
-    }
-    size_t n[2];
-    gpt_corpus_windows(path_list_bytes(&files), T, n);
-    path_list_free(&files);
     uint64_t limit[2] = {o->limit_train, o->limit_test};
     *bytes = 0;
     for (int i = 0; i < 2; i++)
-        *bytes += devdata_bytes(run_limited(n[i], limit[i]), (size_t)T + 1);
+        *bytes += devdata_bytes(run_limited(src.windows[i], limit[i]), src.dim);
+    gpt_source_free(&src);
     return 0;
 }
 
@@ -85,17 +91,23 @@ static int plan_rows(const train_options *o, uint64_t n, const gpt_act_bytes *a,
 static void print_text(const train_options *o, const gpt_shape *s, uint64_t n,
                        const gpt_act_bytes *a, uint64_t avail, uint64_t data, const plan_row *rows)
 {
-    char mem[32], per[32], fix[32], d[32];
+    char mem[32], per[32], fix[32], d[32], lps[32], lcap[32];
     memplan_bytes(mem, sizeof mem, avail);
     memplan_bytes(per, sizeof per, a->per_seq);
     memplan_bytes(fix, sizeof fix, a->fixed);
     memplan_bytes(d, sizeof d, data);
-    printf("GPT memory plan: %u layers, %u heads, %u wide, context %u, a vocabulary of %d bytes: "
+    memplan_bytes(lps, sizeof lps, a->logits_per_seq);
+    memplan_bytes(lcap, sizeof lcap, a->logits_cap);
+    printf("GPT memory plan: %u layers, %u heads, %u wide, context %u, a vocabulary of %u %s: "
            "%" PRIu64 " parameters\n",
-           s->layers, s->heads, s->width, s->context, GPT_VOCAB, n);
+           s->layers, s->heads, s->width, s->context, s->vocab,
+           s->vocab == GPT_BYTE_VOCAB ? "bytes" : "tokens", n);
     printf("activations per sequence %" PRIu64 " B (%s) + %" PRIu64 " B (%s) once (--recompute "
            "%s); data on the device %" PRIu64 " B (%s)\n",
            a->per_seq, per, a->fixed, fix, gpt_recompute_name(s->recompute), data, d);
+    printf("and the head's logits %" PRIu64 " B (%s) a sequence up to %" PRIu64 " B (%s): a "
+           "chunk of %u rows\n",
+           a->logits_per_seq, lps, a->logits_cap, lcap, gpt_head_rows(s, UINT32_MAX / s->context));
     /* beside clgrad's arenas, whatever the states */
     uint64_t grads = run_grad_buffer_bytes(o, n), copy = model_fp32_master_bytes(o, n);
     if (grads || copy)
@@ -129,7 +141,7 @@ static void print_json_row(const train_options *o, const gpt_act_bytes *a, uint6
                            uint64_t data, const plan_row *r)
 {
     unsigned b = avail ? r->b : o->micro_batch, k = b ? (o->batch + b - 1) / b : 0;
-    uint64_t total = r->p.total + data + a->fixed + (uint64_t)b * a->per_seq;
+    uint64_t total = r->p.total + data + gpt_act_total(a, b);
     printf("\"state_dtype\":\"%s\",\"params_bytes\":%" PRIu64 ",\"accumulator_bytes\":%" PRIu64
            ",\"state_bytes\":%" PRIu64 ",\"other_bytes\":%" PRIu64 ",\"model_bytes\":%" PRIu64
            ",\"micro_batch\":%u,\"k\":%u,\"fits\":%s,\"total_bytes\":%" PRIu64,
@@ -142,12 +154,15 @@ static void print_json_row(const train_options *o, const gpt_act_bytes *a, uint6
 static void print_json(const train_options *o, const gpt_shape *s, uint64_t n,
                        const gpt_act_bytes *a, uint64_t avail, uint64_t data, const plan_row *rows)
 {
-    printf("{\"plan\":\"gpt\",\"layers\":%u,\"heads\":%u,\"width\":%u,\"context\":%u,\"vocab\":%d,"
+    printf("{\"plan\":\"gpt\",\"layers\":%u,\"heads\":%u,\"width\":%u,\"context\":%u,\"vocab\":%u,"
            "\"parameters\":%" PRIu64
            ",\"recompute\":\"%s\",\"activation_bytes_per_sequence\":%" PRIu64
-           ",\"fixed_bytes\":%" PRIu64 ",\"data_bytes\":%" PRIu64 ",\"memory_bytes\":",
-           s->layers, s->heads, s->width, s->context, GPT_VOCAB, n,
-           gpt_recompute_name(s->recompute), a->per_seq, a->fixed, data);
+           ",\"fixed_bytes\":%" PRIu64 ",\"logits_bytes_per_sequence\":%" PRIu64
+           ",\"logits_bytes_max\":%" PRIu64 ",\"head_rows\":%u,\"data_bytes\":%" PRIu64
+           ",\"memory_bytes\":",
+           s->layers, s->heads, s->width, s->context, s->vocab, n, gpt_recompute_name(s->recompute),
+           a->per_seq, a->fixed, a->logits_per_seq, a->logits_cap,
+           gpt_head_rows(s, UINT32_MAX / s->context), data);
     if (avail)
         printf("%" PRIu64, avail);
     else
@@ -171,7 +186,7 @@ int gpt_print_plan(const train_options *o, const gpt_options *g, char *err, size
 {
     gpt_shape s = gpt_options_shape(g);
     uint64_t n = gpt_param_count(&s), data;
-    if (data_bytes(o, s.context, &data, err, errlen) != 0)
+    if (data_bytes(o, g, &s, &data, err, errlen) != 0)
         return -1;
     data += GPT_SUMS_BYTES;
     gpt_act_bytes a = gpt_activation_bytes(&s);

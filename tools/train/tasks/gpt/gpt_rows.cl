@@ -25,9 +25,14 @@
 #define GPT_LN_EPS 1e-5f
 
 /* The token source of gpt_tokens: sequence b, position t is
- * windows[idx[tok_off + b] * stride + t]. */
-#define GPT_TOKENS global const uchar *windows, global const int *idx, uint tok_off, uint stride
-inline uint gpt_token(global const uchar *windows, global const int *idx, uint tok_off,
+ * windows[idx[tok_off + b] * stride + t], a GPT_TOKEN: uchar for the bytes,
+ * ushort for a vocabulary of more than 256 tokens (the launcher builds the
+ * program with -DGPT_TOKEN=ushort then). */
+#ifndef GPT_TOKEN
+#define GPT_TOKEN uchar
+#endif
+#define GPT_TOKENS global const GPT_TOKEN *windows, global const int *idx, uint tok_off, uint stride
+inline uint gpt_token(global const GPT_TOKEN *windows, global const int *idx, uint tok_off,
                       uint stride, uint b, uint t)
 {
     return windows[(ulong)idx[tok_off + b] * stride + t];
@@ -230,7 +235,10 @@ gpt_layernorm_backward(uint N, uint C, uint row_groups, global const float *dout
 
 /* ------------------------------------------------------------ loss */
 
-/* Row n = b * T + t of V logits; the target is the token at t + 1.
+/* Rows r0 .. r0 + nr of the positions n = b * T + t (the head's chunk),
+ * row i of V logits at i * ld (ld >= V: the rows padded, columns V .. ld
+ * never read or written), its loss at row_loss[i]; the target of position
+ * n is the token at t + 1.
  * row_loss[n] = logsumexp - logits[target]; with backward, dlogits =
  * (softmax - onehot) dscale S (S = scale[scale_off] when has_scale), the
  * exponentials stored there as they are summed, then scaled. dlogits may
@@ -238,23 +246,24 @@ gpt_layernorm_backward(uint N, uint C, uint row_groups, global const float *dout
  * order, the target's logit passed on through local memory (a local
  * barrier does not order global memory between items). */
 __kernel __attribute__((reqd_work_group_size(GPT_WG, 1, 1))) void
-gpt_xent(GPT_TOKENS, uint B, uint T, uint V, global const float *logits, ulong logits_off,
+gpt_xent(GPT_TOKENS, uint T, uint r0, uint nr, uint V, uint ld, global const float *logits,
+         ulong logits_off,
          global float *row_loss, ulong loss_off, int backward, float dscale,
          global const float *scale, ulong scale_off, int has_scale, global float *dlogits,
          ulong dlogits_off)
 {
     local float red[GPT_WG], target_logit[GPT_ROWS];
-    GPT_ROW_ITEM((size_t)B * T);
-    uint len = valid ? V : 0, t, b = (uint)gpt_divmod(row, T, &t);
+    GPT_ROW_ITEM(nr);
+    uint len = valid ? V : 0, t, b = (uint)gpt_divmod(r0 + row, T, &t);
     uint y = valid ? gpt_token(windows, idx, tok_off, stride, b, t + 1) : 0;
-    global const float *x = logits + logits_off + row * V;
+    global const float *x = logits + logits_off + row * ld;
     if (valid && lane == y % GPT_ROW_W)
         target_logit[l / GPT_ROW_W] = x[y];
     float m = -INFINITY;
     for (uint j = lane; j < len; j += GPT_ROW_W)
         m = fmax(m, x[j]);
     m = gpt_row_max(m, red);
-    global float *d = dlogits + dlogits_off + row * V;
+    global float *d = dlogits + dlogits_off + row * ld;
     float s = 0.0f;
     for (uint j = lane; j < len; j += GPT_ROW_W) {
         float e = exp(x[j] - m);

@@ -3,6 +3,7 @@
  * --dump-weights and --sample. */
 #include "gpt_run_internal.h"
 #include "gpt_hf.h"
+#include "gpt_resolve.h"
 #include "dist.h"
 #include "loop.h"
 #include "summary.h"
@@ -23,12 +24,12 @@ static void print_start(gpt_trainer *t)
     char split[64];
     train_split_text(split, sizeof split, res->run.update_samples, t->run.b);
     progress_log(&t->run.prog,
-                 "gpt %u layers, %u heads, %u wide, context %u on %s: %zu training and %zu "
-                 "validation windows; updates of %u sequences (%s), %" PRIu64 " updates, %s "
-                 "lr %g (warmup %" PRIu64 ")\n",
+                 "gpt %u layers, %u heads, %u wide, context %u, vocabulary %u%s on %s: %zu "
+                 "training and %zu validation windows; updates of %u sequences (%s), %" PRIu64
+                 " updates, %s lr %g (warmup %" PRIu64 ")\n",
                  t->shape.layers, t->shape.heads, t->shape.width, t->shape.context,
-                 res->run.device, res->train_windows, res->val_windows, res->run.update_samples,
-                 split, t->run.total_updates, clg_optimizer_name(o->optimizer), res->run.lr,
+                 t->shape.vocab, t->g->tokens ? " tokens" : " bytes", res->run.device,
+                 res->train_windows, res->val_windows, res->run.update_samples, split, t->run.total_updates, clg_optimizer_name(o->optimizer), res->run.lr,
                  run_warmup(&t->run));
 }
 
@@ -52,9 +53,9 @@ int gpt_run_dist(const train_options *o, const gpt_options *g, const train_io *i
     t->res = res;
     int rc = -1;
     const char *corpus = io && io->train && io->test ? NULL : o->data_dir; /* --export-hf's check */
-    if (gpt_hf_apply_options(&hf, err, errlen) != 0 ||
+    if (gpt_options_resolve(&hf, o, err, errlen) != 0 ||
         (g->export_hf && gpt_hf_check_export(g->export_hf, corpus, err, errlen) != 0) ||
-        train_check_files(gpt_corpus_files, o, !(io && io->train && io->test), err, errlen) != 0 ||
+        train_check_files(gpt_data_files, o, !(io && io->train && io->test), err, errlen) != 0 ||
         run_lock_files(&t->run, run_rank0(&t->run)) != 0 ||
         gpt_setup(t, io) != 0 || run_dist_check(&t->run) != 0)
         goto out;

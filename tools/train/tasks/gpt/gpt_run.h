@@ -1,8 +1,8 @@
 /* gpt_run.h - clgrad-train's GPT task as a library call (the command line
- * and the tests share it): a byte-level GPT-2-style decoder (gpt_model.h)
- * trained on a text corpus (gpt_data.h) with clgrad's accumulation (path
- * B), evaluated on the validation split beside the unigram and bigram
- * baselines, and optionally sampled. */
+ * and the tests share it): a GPT-2-style decoder (gpt_model.h) trained on
+ * a text corpus read as bytes or on token shards (gpt_source.h) with
+ * clgrad's accumulation (path B), evaluated on the validation split beside
+ * the unigram and bigram baselines, and optionally sampled. */
 #ifndef TRAIN_GPT_RUN_H
 #define TRAIN_GPT_RUN_H
 
@@ -13,11 +13,16 @@
 #define GPT_TASK_NAME "gpt"
 
 typedef struct gpt_result {
-    run_result run;     /* what every task reports (summary.h): its samples
-                           are sequences */
-    double val_loss;    /* nats per byte on the validation targets evaluated */
-    double train_loss;  /* mean of the last epoch's training positions */
-    gpt_baselines base; /* of the same validation targets */
+    run_result run;         /* what every task reports (summary.h): its samples
+                               are sequences */
+    double val_loss;        /* nats per token (a byte of text) on the validation targets
+                               evaluated */
+    double bytes_per_token; /* of those targets: 1 for text; a token model's through its
+                               decode table (NAN without one), for the loss per byte */
+    unsigned vocab;         /* the model's (gpt_options_resolve's) */
+    int tokens;             /* 1: trained on token shards */
+    double train_loss;      /* mean of the last epoch's training positions */
+    gpt_baselines base;     /* of the same validation targets */
     size_t corpus_bytes, train_windows, val_windows;
     uint64_t planned_bytes; /* the memory plan's total before anything was allocated */
     /* --profile: seconds of the training's forwards and backwards by kind

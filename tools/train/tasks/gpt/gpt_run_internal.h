@@ -5,7 +5,9 @@
 #ifndef TRAIN_GPT_RUN_INTERNAL_H
 #define TRAIN_GPT_RUN_INTERNAL_H
 
+#include "gpt_decode.h"
 #include "gpt_run.h"
+#include "gpt_source.h"
 #include "model_fp32.h"
 #include "task_settings.h"
 
@@ -16,18 +18,19 @@ typedef struct gpt_trainer {
 
     gpt_shape shape;
     gpt_model *m;
-    path_list files;          /* the files of --data, listed before the plan */
-    gpt_corpus corpus;        /* when the run read --data */
-    gpt_windows wtrain, wval; /* its windows */
-    cl_mem sums[3];           /* the loss sum and the positions of the epoch
-                                 (GPT_TRAIN_SUMS), of the evaluation and of
-                                 the update (--metrics) */
-    uint64_t sums_bytes[3];   /* reserved */
-    clg_view scale;           /* clgrad's loss scale (mem NULL: none) */
-    model_fp32 weights;       /* --master-dtype bf16: the fp32 copy the model
-                                 reads, widened after every update */
-    task_settings settings;   /* train.gpt.* */
-    double micro_done;        /* --profile: when the last micro-step's work ended */
+    gpt_source src;         /* --data, listed before the plan */
+    gpt_source_data data;   /* what the run read of it (or the caller's
+                               windows' training bytes) */
+    gpt_decoder decoder;    /* a token model's decode table (vocab 0: none) */
+    cl_mem sums[3];         /* the loss sum and the positions of the epoch
+                               (GPT_TRAIN_SUMS), of the evaluation and of
+                               the update (--metrics) */
+    uint64_t sums_bytes[3]; /* reserved */
+    clg_view scale;         /* clgrad's loss scale (mem NULL: none) */
+    model_fp32 weights;     /* --master-dtype bf16: the fp32 copy the model
+                               reads, widened after every update */
+    task_settings settings; /* train.gpt.* */
+    double micro_done;      /* --profile: when the last micro-step's work ended */
 } gpt_trainer;
 
 enum { GPT_TRAIN_SUMS = 0, GPT_EVAL_SUMS = 1, GPT_UPDATE_SUMS = 2, GPT_N_SUMS = 3 };

@@ -6,9 +6,11 @@
  * baselines, and the teardown. */
 #include "gpt_run_internal.h"
 #include "gpt_hf.h"
+#include "gpt_token_data.h"
 #include "memplan.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +21,7 @@
 static int rebuild_train_bytes(gpt_trainer *t, const dataset *w)
 {
     size_t T = w->dim - 1;
-    gpt_corpus *c = &t->corpus;
+    gpt_corpus *c = &t->data.text;
     c->n = c->n_train = w->count * T + 1;
     if (!(c->bytes = malloc(c->n)))
         return task_fail(t, "out of host memory");
@@ -29,9 +31,9 @@ static int rebuild_train_bytes(gpt_trainer *t, const dataset *w)
 }
 
 /* The windows the run will train and validate on (--train-limit and
- * --test-limit applied), before any byte is read: the caller's sets', or
- * those of the sizes of --data's files, listed into t->files, whose bytes
- * and windows must fit in the host's memory. */
+ * --test-limit applied), before anything is read: the caller's sets', or
+ * those of --data's files as listed (text or shards: gpt_source.h), whose
+ * data and windows must fit in the host's memory. */
 static int count_windows(gpt_trainer *t, const train_io *io, size_t *n_train, size_t *n_test)
 {
     const train_options *o = t->run.opt;
@@ -40,54 +42,73 @@ static int count_windows(gpt_trainer *t, const train_io *io, size_t *n_train, si
         w[0] = io->train->count;
         w[1] = io->test->count;
     } else {
-        if (gpt_corpus_files(o->data_dir, &t->files, t->run.err, t->run.errlen) != 0)
+        gpt_source *s = &t->src;
+        if (gpt_source_list(o->data_dir, t->g->val_data, t->g->tokens, t->shape.context,
+                            t->shape.vocab, s, t->run.err, t->run.errlen) != 0)
             return -1;
-        uint64_t bytes = path_list_bytes(&t->files);
-        if (gpt_corpus_fits(o->data_dir, bytes, t->shape.context, t->run.err, t->run.errlen) != 0)
-            return -1;
-        uint64_t need = gpt_corpus_host_bytes(bytes, t->shape.context);
         uint64_t host = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
-        if (need > host)
+        if (s->host_bytes > host)
             return task_fail(t,
                              "--data %s: its %" PRIu64 " bytes need %" PRIu64 " B of host "
                              "memory as windows of --context %u, more than the host's %" PRIu64
                              " B",
-                             o->data_dir, bytes, need, t->shape.context, host);
-        gpt_corpus_windows(bytes, t->shape.context, w);
+                             o->data_dir, s->bytes, s->host_bytes, t->shape.context, host);
+        w[0] = s->windows[0];
+        w[1] = s->windows[1];
     }
     *n_train = run_limited(w[0], o->limit_train);
     *n_test = run_limited(w[1], o->limit_test);
     return 0;
 }
 
-/* The windows of the corpus at --data, training and validation, as the
- * io the core's run_load_data takes. */
+/* The bytes of a window: T + 1 tokens of gpt_token_bytes(V) each. */
+static size_t window_dim(const gpt_shape *s)
+{
+    return ((size_t)s->context + 1) * gpt_token_bytes(s->vocab);
+}
+
+/* The windows of --data, training and validation, as the io the core's
+ * run_load_data takes. */
 static int load_data(gpt_trainer *t, const train_io *io, train_io *own)
 {
     *own = io ? *io : (train_io){0};
     if (!own->train || !own->test) {
-        const char *path = t->run.opt->data_dir;
-        unsigned T = t->shape.context;
-        if (gpt_corpus_read(&t->files, path, &t->corpus, t->run.err, t->run.errlen) != 0)
+        if (gpt_source_read(&t->src, &t->data, t->run.err, t->run.errlen) != 0)
             return -1;
-        gpt_corpus *c = &t->corpus;
-        if (gpt_windows_make(c->bytes, c->n_train, T, "training", &t->wtrain, t->run.err,
-                             t->run.errlen) != 0 ||
-            gpt_windows_make(c->bytes + c->n_train, c->n - c->n_train, T, "validation", &t->wval,
-                             t->run.err, t->run.errlen) != 0)
-            return -1;
-        own->train = &t->wtrain.set;
-        own->test = &t->wval.set;
-        t->res->corpus_bytes = c->n;
+        own->train = &t->data.train.set;
+        own->test = &t->data.val.set;
+        t->res->corpus_bytes = t->src.bytes;
     }
-    if (own->train->dim != (size_t)t->shape.context + 1 || own->test->dim != own->train->dim)
+    size_t dim = window_dim(&t->shape);
+    if (own->train->dim != dim || own->test->dim != dim)
         return task_fail(t,
-                         "the GPT's samples are windows of --context %u + 1 bytes; the data "
-                         "has %zu and %zu",
-                         t->shape.context, own->train->dim, own->test->dim);
-    if (!t->corpus.bytes && rebuild_train_bytes(t, own->train) != 0)
+                         "the GPT's samples are windows of --context %u + 1 tokens (%zu bytes); "
+                         "the data has %zu and %zu",
+                         t->shape.context, dim, own->train->dim, own->test->dim);
+    if (!t->data.text.bytes && !t->data.tok.tokens && rebuild_train_bytes(t, own->train) != 0)
         return -1;
     return run_load_data(&t->run, own);
+}
+
+/* The validation targets' bytes per token: a token model's through its
+ * decode table (read here, and kept for --sample), NAN without one. */
+static int target_bytes(gpt_trainer *t, size_t n_test)
+{
+    t->res->bytes_per_token = 1.0;
+    t->res->vocab = t->shape.vocab;
+    t->res->tokens = t->g->tokens;
+    if (!t->g->tokens)
+        return 0;
+    t->res->bytes_per_token = NAN;
+    if (!t->g->tokenizer_path[0])
+        return 0;
+    if (gpt_decoder_load("--tokenizer", t->g->tokenizer_path, &t->decoder, t->run.err,
+                         t->run.errlen) != 0)
+        return -1;
+    uint64_t bytes = gpt_token_window_target_bytes(&t->decoder, t->run.test, n_test);
+    double targets = (double)n_test * t->shape.context;
+    t->res->bytes_per_token = targets > 0 && bytes ? (double)bytes / targets : NAN;
+    return 0;
 }
 
 /* The plan's parts other than the activations' per-sequence bytes. */
@@ -96,7 +117,7 @@ static int plan_fixed(gpt_trainer *t, size_t n_train, size_t n_test, memplan *p)
     memset(p, 0, sizeof *p);
     if (run_estimate_model(&t->run, gpt_param_count(&t->shape), 0, 1, &p->model) != 0)
         return -1;
-    size_t dim = (size_t)t->shape.context + 1;
+    size_t dim = window_dim(&t->shape);
     p->data = devdata_bytes(n_train, dim) + devdata_bytes(n_test, dim) + GPT_SUMS_BYTES;
     p->weights = model_fp32_master_bytes(t->run.opt, gpt_param_count(&t->shape));
     p->state_dtype = t->run.opt->state_dtype;
@@ -127,11 +148,12 @@ static int choose_micro_batch(gpt_trainer *t, size_t n_train, size_t n_test)
                              "--auto-micro-batch: not one sequence fits in %" PRIu64 " B "
                              "(model %" PRIu64 " B, data %" PRIu64 " B, activations %" PRIu64
                              " B per sequence + %" PRIu64 " B)",
-                             avail, p.model.total + p.weights, p.data, a.per_seq, a.fixed);
+                             avail, p.model.total + p.weights, p.data,
+                             a.per_seq + a.logits_per_seq, a.fixed);
     }
     run_set_micro_batch(&t->run, b);
     p.micro_batch = t->run.b;
-    p.activations = a.per_seq * t->run.b + a.fixed;
+    p.activations = gpt_act_total(&a, t->run.b);
     memplan_total(&p);
     t->res->planned_bytes = p.total;
     /* the device's memory, and the smaller one a flag gave (the plan says
@@ -239,12 +261,14 @@ int gpt_setup(gpt_trainer *t, const train_io *io)
             return -1;
     gpt_result *r = t->res;
     const dataset *val = t->run.test;
-    gpt_baselines_compute(t->corpus.bytes, t->corpus.n_train, val, n_test, &r->base);
+    gpt_source_baselines(&t->data, val, n_test, &r->base);
+    if (target_bytes(t, n_test) != 0)
+        return -1;
     r->train_windows = n_train;
     r->val_windows = n_test;
     run_result_setup(&t->run);
     gpt_act_bytes a = gpt_activation_bytes(&t->shape);
-    r->run.activation_bytes = a.per_seq * t->run.b + a.fixed;
+    r->run.activation_bytes = gpt_act_total(&a, t->run.b);
     const flag_run fr = {.o = o, .cfg = &t->run.cfg, .opts = t->g};
     task_settings_build(&t->settings, &gpt_flag_table, GPT_TASK_NAME, &fr);
     t->run.settings = &t->settings; /* its checkpoints' and --log's */
@@ -277,8 +301,7 @@ void gpt_teardown(void *task)
     for (int i = 0; i < GPT_N_SUMS; i++)
         run_release_buffer(&t->run, &t->sums[i], &t->sums_bytes[i]);
     run_release(&t->run);
-    gpt_windows_free(&t->wtrain);
-    gpt_windows_free(&t->wval);
-    gpt_corpus_free(&t->corpus);
-    path_list_free(&t->files);
+    gpt_source_data_free(&t->data);
+    gpt_source_free(&t->src);
+    gpt_decoder_free(&t->decoder);
 }

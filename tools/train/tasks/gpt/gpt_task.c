@@ -3,8 +3,10 @@
  * the command line's run (gpt_run.c, or --plan's) with its summary,
  * --profile's split and --json. */
 #include "gpt_hf.h"
+#include "gpt_resolve.h"
 #include "gpt_options.h"
 #include "gpt_run.h"
+#include "gpt_source.h"
 #include "summary.h"
 #include "task.h"
 
@@ -27,7 +29,9 @@ static int print_json(const train_options *o, const gpt_options *g, const gpt_re
     const json_field f[] = {
         JSON_STR("task", GPT_TASK_NAME),
         JSON_NUM("val_loss", r->val_loss),
-        JSON_NUM("val_bits_per_byte", gpt_bits(r->val_loss)),
+        JSON_NUM("val_bits_per_byte", gpt_bits(r->val_loss / r->bytes_per_token)),
+        JSON_NUM("vocab", r->vocab),
+        JSON_NUM("bytes_per_token", r->bytes_per_token),
         JSON_NUM("unigram_loss", r->base.unigram),
         JSON_NUM("bigram_loss", r->base.bigram),
         JSON_NUM("train_loss", r->train_loss),
@@ -81,16 +85,23 @@ static int print_summary(const train_options *o, const gpt_options *g, const gpt
     const run_result *r = &res->run;
     char split[64];
     train_split_text(split, sizeof split, r->update_samples, r->micro_batch);
+    const char *unit = res->tokens ? "token" : "byte";
+    double bpt = res->bytes_per_token;
     if (isnan(res->val_loss))
         printf("not evaluated (a --sample of a finished run; --resume it without --sample to "
                "evaluate)");
     else
-        printf("validation loss %.4f nats/byte (%.3f bits; unigram %.3f, bigram %.3f)",
-               res->val_loss, gpt_bits(res->val_loss), gpt_bits(res->base.unigram),
+        printf("validation loss %.4f nats/%s (%.3f bits; unigram %.3f, bigram %.3f)",
+               res->val_loss, unit, gpt_bits(res->val_loss), gpt_bits(res->base.unigram),
                gpt_bits(res->base.bigram));
-    printf(" after %" PRIu64 " updates of %u sequences of %u bytes (%s); %.1f s training, %.0f "
+    /* a token model's per byte too: comparable with a byte model's */
+    if (res->tokens && !isnan(res->val_loss) && bpt > 0)
+        printf(", %.4f nats/byte (%.3f bits; bigram %.3f) at %.3f bytes a token",
+               res->val_loss / bpt, gpt_bits(res->val_loss / bpt),
+               gpt_bits(res->base.bigram / bpt), bpt);
+    printf(" after %" PRIu64 " updates of %u sequences of %u %ss (%s); %.1f s training, %.0f "
            "tokens/s, %.1f s evaluating, peak device bytes %" PRIu64 "\n",
-           r->updates, r->update_samples, g->context, split, r->train_seconds,
+           r->updates, r->update_samples, g->context, unit, split, r->train_seconds,
            r->samples_per_s * g->context, r->eval_seconds, r->peak_device_bytes);
     train_print_outputs(o->resume, r);
     if (g->profile)
@@ -106,7 +117,7 @@ static int run_main(const train_options *o, const void *opts)
     char err[4096] = "";
     if (g->plan) {
         gpt_options hf = *g; /* --init-from: its config's shape (gpt_hf.h) */
-        if (gpt_hf_apply_options(&hf, err, sizeof err) == 0 &&
+        if (gpt_options_resolve(&hf, o, err, sizeof err) == 0 &&
             gpt_print_plan(o, &hf, err, sizeof err) == 0)
             return 0;
         train_print_error(err);
@@ -138,7 +149,7 @@ static int gemms(const train_options *o, const void *g, task_gemms *out, char *e
                  size_t errlen)
 {
     gpt_options hf = *(const gpt_options *)g; /* --init-from: its config's shape */
-    if (gpt_hf_apply_options(&hf, err, errlen) != 0)
+    if (gpt_options_resolve(&hf, o, err, errlen) != 0)
         return -1;
     gpt_shape s = gpt_options_shape(&hf);
     out->n = gpt_gemm_shapes(&s, o->micro_batch, out->shape, MLP_GEMMS_MAX);
@@ -166,5 +177,5 @@ const train_task gpt_task = {
     .main = run_main,
     .dist_run = run_dist,
     .gemms = gemms,
-    .data_files = gpt_corpus_files,
+    .data_files = gpt_data_files,
 };

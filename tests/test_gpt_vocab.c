@@ -61,6 +61,14 @@ static void test_refusals(void **state)
                      CLG_ERR_INVALID_ARGUMENT);
     assert_int_equal(gpt_token_bytes(256), 1);
     assert_int_equal(gpt_token_bytes(257), 2);
+    /* no item loops more than GPT_ITEM_LOOPS times over its share of a row */
+    assert_int_equal(gpt_row_items_min(256), 1);
+    assert_int_equal(gpt_row_items_min(10922), 1);
+    assert_int_equal(gpt_row_items_min(10923), 2);
+    assert_int_equal(gpt_row_items_min(50257), 8);
+    assert_int_equal(gpt_row_items_min(65535), 8);
+    build_rows(50257, 1);
+    assert_int_equal(kv.row_items, 8);
     /* the sort's scratch: 5 N + V + 257 at most, as the plan reserves */
     for (unsigned N = 1; N < 3000; N += 97)
         assert_true(gpt_sort_ints(N, 50257) <= 5 * (size_t)N + 50257 + 257);

@@ -78,6 +78,14 @@ _Static_assert(K_COUNT <= sizeof(((gpt_kernels *)0)->k) / sizeof(cl_kernel),
 
 unsigned gpt_token_bytes(unsigned V) { return V <= 256 ? 1 : 2; }
 
+unsigned gpt_row_items_min(unsigned V)
+{
+    unsigned w = 1;
+    while (w < GPT_WG && 3 * (((uint64_t)V + w - 1) / w) > GPT_ITEM_LOOPS)
+        w *= 2;
+    return w;
+}
+
 clg_status gpt_kernels_init(clg_context *ctx, gpt_kernels *k, unsigned V)
 {
     const clg_device_info *dev = clg_context_device_info(ctx);
@@ -91,6 +99,8 @@ clg_status gpt_kernels_init_rows(clg_context *ctx, gpt_kernels *k, unsigned row_
     if (row_items == 0 || row_items > GPT_WG || (row_items & (row_items - 1)) || V == 0 ||
         V > GPT_KERNELS_VOCAB_MAX)
         return CLG_ERR_INVALID_ARGUMENT;
+    if (row_items < gpt_row_items_min(V))
+        row_items = gpt_row_items_min(V);
     char opts[128];
     snprintf(opts, sizeof opts, "-DGPT_WG=%d -DGPT_RB=%d -DGPT_ROW_W=%u -DGPT_TOKEN=%s", GPT_WG,
              GPT_RB, row_items, gpt_token_bytes(V) == 1 ? "uchar" : "ushort");

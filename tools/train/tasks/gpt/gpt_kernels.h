@@ -41,6 +41,14 @@ typedef struct gpt_kernels {
 #define GPT_KERNELS_VOCAB_MAX 65535
 /* Bytes of one token of a vocabulary of V: 1 for V <= 256, else 2. */
 unsigned gpt_token_bytes(unsigned V);
+/* The fewest items per row of the row kernels for a vocabulary of V, so
+ * that no work-item of the loss loops more than GPT_ITEM_LOOPS times (3
+ * passes over its share of a row): Mesa's llvmpipe ends a work-item's
+ * loops after 65535 iterations in all, and rusticl's loss at V 50257 with
+ * one item per row came out 1.2 nats low (the sum's pass cut short). 1 up
+ * to V 10922; 8 for GPT-2's 50257. */
+#define GPT_ITEM_LOOPS 32768
+unsigned gpt_row_items_min(unsigned V);
 
 /* Builds program "gpt" (gpt_rows.cl + gpt.cl, embedded, kernel
  * cache) for a vocabulary of V (1 .. GPT_KERNELS_VOCAB_MAX; its token
@@ -48,7 +56,7 @@ unsigned gpt_token_bytes(unsigned V);
  * clg_last_error(ctx). The row kernels reduce a row with a work-group of
  * 64 items on a GPU, with one item on a CPU device (PoCL: measured faster);
  * gpt_kernels_init_rows sets that number (a power of two <= 64; the tests
- * run both). */
+ * run both), raised to gpt_row_items_min(V) (k->row_items says which). */
 clg_status gpt_kernels_init(clg_context *ctx, gpt_kernels *k, unsigned V);
 clg_status gpt_kernels_init_rows(clg_context *ctx, gpt_kernels *k, unsigned row_items,
                                  unsigned V);

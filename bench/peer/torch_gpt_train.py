@@ -17,6 +17,21 @@ matrices only) under clgrad's schedule (docs/semantics.md: linear warmup
 over min(20, updates - 1) updates, then cosine to 0), 2000 updates; then the
 mean loss over every position of the validation windows, in nats per byte.
 
+--data may also name llm.c token shards, as clgrad-train --task gpt --data
+takes them (scripts/prepare-tokens.py's output: a shard, or a directory of
+*.bin shards beside tokenizer.bin; a header of 256 int32, magic 20240520,
+version 1, the count, then uint16 tokens): the shards whose name holds
+"val" validate, the others train, each group joined in name order (with no
+"val" shard the last 10% of the tokens validate); the windows are T + 1
+tokens at stride T, and the vocabulary (wte's rows) is --vocab, else the
+checkpoint's, else tokenizer.bin's beside the shards. The loss is then in
+nats per token.
+
+--profile splits the training time as clgrad-train --profile does, and adds
+the classifier (bench/peer/torch_gpt_profile.py): JSON fields
+profile_gemm_s, profile_attention_s, profile_other_s, profile_optimizer_s,
+profile_classifier_s (= profile_head_s + profile_xent_s), profile_accumulate_s.
+
 --init FILE starts from clgrad's own initial parameters (a checkpoint of
 --save-initial; gpt_compare.py passes the one its --profile run wrote), and
 every setting not given as a flag is the one stored in it (shape, updates,
@@ -34,7 +49,8 @@ does for clgrad); --threads sets torch's intra-op threads (0: torch's own,
 the shared host, its threads spinning against OpenBLAS's).
 
 Prints one JSON object on stdout. Usage:
-    python3 bench/peer/torch_gpt_train.py [--updates N] [--init FILE] [--threads T]
+    python3 bench/peer/torch_gpt_train.py [--data PATH] [--updates N] [--init FILE]
+                                          [--threads T] [--profile]
 """
 
 import argparse
@@ -43,18 +59,23 @@ import math
 import os
 import stat
 import sys
+import struct
 import time
 
 import torch
+import torch.nn as nn
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "gpt"))
 import clgrad_order  # noqa: E402
 from torch_gpt import GPT, sequence_losses  # noqa: E402
+from torch_gpt_profile import StepProfile  # noqa: E402
 from torch_mlp import blas_in_use, lr_at  # noqa: E402
 from torch_train_parity import read_safetensors  # noqa: E402
 
 DEFAULT_CORPUS = "/usr/share/games/fortunes"
+SHARD_MAGIC, SHARD_VERSION, SHARD_HEADER_INTS = 20240520, 1, 256
+DECODE_MAGIC = 20240328  # tokenizer.bin: magic, version, vocabulary, ...
 # The run's settings: a flag given, else the checkpoint's (--init; its
 # train.<key>), else clgrad-train --task gpt's default.
 SETTINGS = [  # (field, type, default, the checkpoint's key)
@@ -84,11 +105,66 @@ def load_corpus(path):
     return b"".join(parts)
 
 
-def windows(data, T):
-    """The (len(data) - 1) // T windows of T + 1 bytes at stride T (gpt_data.h)."""
-    count = (len(data) - 1) // T
-    t = torch.frombuffer(bytearray(data[:count * T + 1]), dtype=torch.uint8)
-    return t.long().unfold(0, T + 1, T)[:count].contiguous()
+def is_shard(path):
+    with open(path, "rb") as f:
+        head = f.read(4)
+    return len(head) == 4 and struct.unpack("<i", head)[0] == SHARD_MAGIC
+
+
+def shard_files(path):
+    """The token shards at path (a shard, or a directory's *.bin shards but
+    tokenizer.bin, in name order, as clgrad-train's gpt_shards_list), or []
+    when path is text."""
+    if not os.path.isdir(path):
+        return [path] if is_shard(path) else []
+    names = sorted((n for n in os.listdir(path) if n.endswith(".bin") and n != "tokenizer.bin"
+                    and not n.startswith(".")), key=os.fsencode)
+    files = [os.path.join(path, n) for n in names if os.path.isfile(os.path.join(path, n))]
+    return files if any(is_shard(f) for f in files) else []
+
+
+def read_shard(path):
+    """A shard's tokens as a long tensor, its header checked."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    magic, version, count = struct.unpack_from("<3i", raw)
+    body = 4 * SHARD_HEADER_INTS
+    if (magic, version) != (SHARD_MAGIC, SHARD_VERSION) or len(raw) != body + 2 * count:
+        sys.exit("torch_gpt_train.py: %s is not a token shard of %d tokens" % (path, count))
+    return torch.frombuffer(bytearray(raw[body:]), dtype=torch.int16).long() & 0xFFFF
+
+
+def load_tokens(files, by_name):
+    """(train, val) token tensors of the shards: with by_name (a directory's
+    shards) those whose name holds "val" validate; without any, the last
+    10% of the tokens."""
+    val = [f for f in files if "val" in os.path.basename(f)] if by_name else []
+    train = torch.cat([read_shard(f) for f in files if f not in val])
+    if val:
+        return train, torch.cat([read_shard(f) for f in val])
+    n_train = len(train) - len(train) // 10
+    return train[:n_train], train[n_train:]
+
+
+def tokenizer_vocab(files):
+    """The vocabulary of tokenizer.bin beside the first shard, or None."""
+    path = os.path.join(os.path.dirname(files[0]), "tokenizer.bin")
+    if not os.path.exists(path):
+        return None
+    with open(path, "rb") as f:
+        magic, _version, vocab = struct.unpack("<3i", f.read(12))
+    return vocab if magic == DECODE_MAGIC else None
+
+
+def windows(tokens, T):
+    """The (n - 1) // T windows of T + 1 tokens (bytes or token ids, a long
+    tensor) at stride T (gpt_data.h)."""
+    count = (len(tokens) - 1) // T
+    return tokens[:count * T + 1].unfold(0, T + 1, T)[:count].contiguous()
+
+
+def byte_tensor(data):
+    return torch.frombuffer(bytearray(data), dtype=torch.uint8).long()
 
 
 def init_gpt2(model, layers, seed):
@@ -137,7 +213,11 @@ def main():
     for field, kind, default, _ in SETTINGS:
         ap.add_argument("--" + field.replace("_", "-"), type=kind, default=None,
                         help="default: the checkpoint's, else %g" % default)
+    ap.add_argument("--vocab", type=int, default=None,
+                    help="token shards' vocabulary (default: the checkpoint's, else tokenizer.bin's)")
     ap.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0: torch's own)")
+    ap.add_argument("--profile", action="store_true",
+                    help="split the training time (torch_gpt_profile.py)")
     args = ap.parse_args()
 
     if args.threads:
@@ -145,14 +225,24 @@ def main():
     t_start = time.perf_counter()
     init, meta = read_safetensors(args.init) if args.init else (None, {})
     resolve_settings(meta, args)
+    shards = shard_files(args.data)
+    if shards:
+        train, val = load_tokens(shards, os.path.isdir(args.data))
+        vocab = args.vocab or int(meta.get("train.gpt.vocab", 0)) or tokenizer_vocab(shards)
+        if not vocab:
+            sys.exit("torch_gpt_train.py: %s has no tokenizer.bin; give --vocab" % args.data)
+    else:
+        data = byte_tensor(load_corpus(args.data))
+        n_train = len(data) - len(data) // 10
+        train, val, vocab = data[:n_train], data[n_train:], 256
     model = GPT(args.layers, args.heads, args.width, args.context)
+    if vocab != model.wte.shape[0]:  # torch_gpt.GPT's wte has the 256 bytes' rows
+        model.wte = nn.Parameter(torch.zeros(vocab, args.width))
     if init is not None:
         model.load_state_dict({n: init[n].float() for n, _ in model.named_parameters()})
     else:
         init_gpt2(model, args.layers, args.seed)
-    data = load_corpus(args.data)
-    n_train = len(data) - len(data) // 10
-    train, val = windows(data[:n_train], args.context), windows(data[n_train:], args.context)
+    train, val = windows(train, args.context), windows(val, args.context)
     if "train.n_train" in meta and int(meta["train.n_train"]) != train.shape[0]:
         sys.exit("torch_gpt_train.py: %s has %d training windows, the checkpoint's run %s" % (
             args.data, train.shape[0], meta["train.n_train"]))
@@ -164,18 +254,33 @@ def main():
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": args.weight_decay},
                              {"params": no_decay, "weight_decay": 0.0}],
                             lr=args.lr, betas=(args.beta1, args.beta2), eps=args.eps)
+    prof = StepProfile(model) if args.profile else None
+
+    def step():
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
     t0 = time.perf_counter()
     loss_sum = torch.zeros((), dtype=torch.float64)
     for update, batch in enumerate(order):
         for g in opt.param_groups:
             g["lr"] = lr_at(update, args.lr, warmup, args.updates)
         for micro in clgrad_order.micro_batches(batch, args.micro_batch):
+            if prof:
+                prof.forward_begin()
             seq = sequence_losses(model, train[micro])
-            (seq.sum() / len(batch)).backward()
+            loss = seq.sum() / len(batch)
+            if prof:
+                prof.backward(loss)
+            else:
+                loss.backward()
             loss_sum += seq.detach().sum()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
+        if prof:
+            prof.timed("optimizer", step)
+        else:
+            step()
     train_seconds = time.perf_counter() - t0
+    profile = prof.fields() if prof else {}
     t1 = time.perf_counter()
     val_loss = evaluate(model, val)
     eval_seconds = time.perf_counter() - t1
@@ -186,16 +291,17 @@ def main():
         "peer": "pytorch", "torch": torch.__version__, "torch_threads": torch.get_num_threads(),
         "blas": blas_in_use(),
         "init": "clgrad checkpoint %s" % args.init if args.init else "GPT-2 rule, torch seed",
+        "data": "%d token shard(s)" % len(shards) if shards else "text", "vocab": vocab,
         "layers": args.layers, "heads": args.heads, "width": args.width,
         "context": args.context, "params": sum(p.numel() for p in model.parameters()),
         "batch": args.batch, "micro_batch": args.micro_batch, "lr": args.lr,
         "warmup": warmup, "weight_decay": args.weight_decay, "updates": len(order),
         "samples": sequences, "train_windows": train.shape[0], "val_windows": val.shape[0],
         "train_loss": loss_sum.item() / sequences, "val_loss": val_loss,
-        "val_bits_per_byte": val_loss / math.log(2),
+        "val_bits_per_byte": None if shards else val_loss / math.log(2),
         "train_seconds": train_seconds, "seconds_per_update": train_seconds / len(order),
         "tokens_per_s": tokens / train_seconds, "eval_seconds": eval_seconds,
-        "total_seconds": time.perf_counter() - t_start,
+        "total_seconds": time.perf_counter() - t_start, **profile,
     }))
 
 

@@ -220,6 +220,7 @@ static void test_damaged_tokenizer(void **state)
     options(&g, 320);
     assert_int_equal(resolve(&g, dir), -1);
     assert_has(table);
+    assert_has("the decode table beside --data's shards");
 }
 
 /* 5. Token shards take more than 256 tokens. */
@@ -270,7 +271,7 @@ static void test_text(void **state)
     for (int i = 0; i < 3; i++) {
         options(&g, 0);
         const char **field[] = {&g.tokenizer, &g.val_data, &g.prompt_tokens};
-        *field[i] = i == 0 ? FIXTURE "/tokenizer.bin"
+        *field[i] = i == 0   ? FIXTURE "/tokenizer.bin"
                     : i == 1 ? FIXTURE "/fortunes_val_000000.bin"
                              : "1,2";
         assert_int_equal(resolve(&g, text), -1);

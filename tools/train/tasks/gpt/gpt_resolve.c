@@ -119,13 +119,18 @@ static int resolve_tokens(gpt_options *g, const train_options *o, unsigned hf_vo
     gpt_decoder d = {0};
     d.eot = GPT_DECODE_NO_EOT;
     if (g->tokenizer_path[0] &&
-        gpt_decoder_load("--tokenizer", g->tokenizer_path, &d, err, errlen) != 0)
+        gpt_decoder_load(gpt_tokenizer_flag(g), g->tokenizer_path, &d, err, errlen) != 0)
         return -1;
     int rc = shard_vocab(g, o, hf_vocab, d.vocab, err, errlen);
     if (rc == 0)
         rc = check_prompt(g, d.eot, err, errlen);
     gpt_decoder_free(&d);
     return rc;
+}
+
+const char *gpt_tokenizer_flag(const gpt_options *g)
+{
+    return g->tokenizer ? "--tokenizer" : "the decode table beside --data's shards";
 }
 
 int gpt_options_resolve(gpt_options *g, const train_options *o, char *err, size_t errlen)

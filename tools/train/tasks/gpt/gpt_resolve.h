@@ -20,6 +20,10 @@
  * 0, or -1 with a message naming the flags and files that disagree. */
 int gpt_options_resolve(gpt_options *g, const train_options *o, char *err, size_t errlen);
 
+/* How a message names g's decode table: "--tokenizer", or the default
+ * beside the shards (the user gave no flag to name). */
+const char *gpt_tokenizer_flag(const gpt_options *g);
+
 /* The ids of a comma-separated list (--prompt-tokens) into a new array
  * (*ids, *n of them; free it), each below V. 0, or -1 with a message
  * naming the flag and the entry; *ids NULL then. */

@@ -6,6 +6,7 @@
  * baselines, and the teardown. */
 #include "gpt_run_internal.h"
 #include "gpt_hf.h"
+#include "gpt_resolve.h"
 #include "gpt_token_data.h"
 #include "memplan.h"
 
@@ -102,8 +103,8 @@ static int target_bytes(gpt_trainer *t, size_t n_test)
     t->res->bytes_per_token = NAN;
     if (!t->g->tokenizer_path[0])
         return 0;
-    if (gpt_decoder_load("--tokenizer", t->g->tokenizer_path, &t->decoder, t->run.err,
-                         t->run.errlen) != 0)
+    if (gpt_decoder_load(gpt_tokenizer_flag(t->g), t->g->tokenizer_path, &t->decoder,
+                         t->run.err, t->run.errlen) != 0)
         return -1;
     uint64_t bytes = gpt_token_window_target_bytes(&t->decoder, t->run.test, n_test);
     double targets = (double)n_test * t->shape.context;

@@ -3,8 +3,8 @@
  * ushort tokens) against the double reference (ref_gpt.c): the embedding,
  * its backward (the radix sort: two passes of 8 bits, many blocks of 256
  * positions) and the fused cross-entropy over logit rows padded to a
- * multiple of 64, at GPT-2's V = 50257 (rows of 50304) with odd T, and at
- * V = 300 and 65535 (a token above 255 in the high byte; the largest).
+ * multiple of 64, at GPT-2's V = 50257 (rows of 50304, ids up to 0xc450)
+ * with odd T, and at V = 300 (one item per row, rows of 320).
  * The padding holds NaN and must stay as it was (never read, never
  * written); a launch's kernel count is fixed; two runs give the same bits.
  *
@@ -29,9 +29,9 @@
 typedef struct vshape {
     unsigned B, T, C, V;
 } vshape;
-/* N = 111 (one block of the sort), 5240 (21 blocks), 777 at the ends */
-static const vshape SHAPES[] = {
-    {3, 37, 48, 50257}, {40, 131, 16, 50257}, {7, 111, 8, 300}, {7, 111, 8, 65535}};
+/* N = 111 (one block of the sort), 5240 (21 blocks), 777 with one item
+ * per row (V 300) */
+static const vshape SHAPES[] = {{3, 37, 48, 50257}, {40, 131, 16, 50257}, {7, 111, 8, 300}};
 enum { N_SHAPES = sizeof SHAPES / sizeof SHAPES[0] };
 
 static gpt_kernels kv; /* built for the shape's V */

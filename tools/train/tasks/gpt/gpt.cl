@@ -54,8 +54,12 @@ __kernel void gpt_embed(GPT_TOKENS, uint B, uint T, uint C, global const float *
  *      its rank among the block's earlier keys of that digit (stable).
  * Then gpt_sort_starts finds each token's first position, and
  * gpt_wte_grad sums them. */
+#ifndef GPT_SORT_WG /* the launcher builds with its own (gpt_kernels.c) */
 #define GPT_SORT_WG 256
+#endif
+#ifndef GPT_DIGIT_BITS
 #define GPT_DIGIT_BITS 8
+#endif
 #define GPT_DIGITS (1 << GPT_DIGIT_BITS)
 #if GPT_SORT_WG != GPT_DIGITS
 #error "gpt_sort_count and gpt_sort_scan give each item one digit"

@@ -134,12 +134,18 @@ static int too_small(const char *path, uint64_t n, char *err, size_t errlen)
                       path, n);
 }
 
-static int no_window(const char *what, uint64_t n, unsigned T, char *err, size_t errlen)
+int gpt_windows_none(const char *where, const char *what, uint64_t n, const char *unit,
+                     unsigned T, char *err, size_t errlen)
 {
     return errmsg_set(err, errlen,
-                      "--data: the %s split has %" PRIu64 " bytes, fewer than a window of "
-                      "--context %u + 1",
-                      what, n, T);
+                      "%s: the %s split has %" PRIu64 " %s, fewer than a window of --context %u "
+                      "+ 1",
+                      where, what, n, unit, T);
+}
+
+static int no_window(const char *what, uint64_t n, unsigned T, char *err, size_t errlen)
+{
+    return gpt_windows_none("--data", what, n, "bytes", T, err, errlen);
 }
 
 int gpt_corpus_fits(const char *path, uint64_t n, unsigned T, char *err, size_t errlen)
@@ -215,14 +221,27 @@ int gpt_windows_make(const uint8_t *bytes, size_t n, unsigned T, const char *wha
     size_t count = gpt_window_count(n, T), dim = (size_t)T + 1;
     if (count == 0)
         return no_window(what, n, T, err, errlen);
-    w->images = malloc(count * dim);
-    w->labels = calloc(count, 1);
+    if (gpt_windows_alloc(count, dim, what, w, err, errlen) != 0)
+        return -1;
+    for (size_t i = 0; i < count; i++)
+        memcpy(w->images + i * dim, bytes + i * T, dim);
+    return 0;
+}
+
+int gpt_windows_alloc(size_t count, size_t dim, const char *what, gpt_windows *w, char *err,
+                      size_t errlen)
+{
+    memset(w, 0, sizeof *w);
+    if (count <= SIZE_MAX / dim) { /* dim a few bytes a position: wraps only on 32 bits */
+        /* zeroed: dataset_wrap is given them before the caller writes them
+         * (fresh pages from the kernel are zero anyway) */
+        w->images = calloc(count, dim);
+        w->labels = calloc(count, 1);
+    }
     if (!w->images || !w->labels) {
         gpt_windows_free(w);
         return errmsg_set(err, errlen, "--data: out of host memory for the %s windows", what);
     }
-    for (size_t i = 0; i < count; i++)
-        memcpy(w->images + i * dim, bytes + i * T, dim);
     if (dataset_wrap(w->images, w->labels, count, dim, &w->set, err, errlen) != 0) {
         gpt_windows_free(w);
         return -1;

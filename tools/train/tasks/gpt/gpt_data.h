@@ -62,10 +62,20 @@ int gpt_corpus_fits(const char *path, uint64_t n, unsigned T, char *err, size_t 
 uint64_t gpt_corpus_host_bytes(uint64_t n, unsigned T);
 
 typedef struct gpt_windows {
-    uint8_t *images; /* count x (T + 1) */
+    uint8_t *images; /* count x dim: T + 1 tokens each (gpt_source.h's gpt_window_bytes) */
     uint8_t *labels; /* count zeros */
     dataset set;     /* wraps them (dataset_wrap) */
 } gpt_windows;
+
+/* The message of a split without a window: "WHERE: the WHAT split has N
+ * UNIT, fewer than a window of --context T + 1" (-1, always). */
+int gpt_windows_none(const char *where, const char *what, uint64_t n, const char *unit,
+                     unsigned T, char *err, size_t errlen);
+/* count (>= 1) windows of dim bytes into w, wrapped as a dataset, labels
+ * zero and the images for the caller to write. 0, or -1 with a message
+ * naming --data and the split (what); w is then empty. */
+int gpt_windows_alloc(size_t count, size_t dim, const char *what, gpt_windows *w, char *err,
+                      size_t errlen);
 
 /* The windows of bytes[0 .. n) into w. 0, or -1 with a message (none, or
  * out of memory) naming which (what: "training", "validation"). */

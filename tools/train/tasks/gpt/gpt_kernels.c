@@ -11,8 +11,9 @@
 #include <string.h>
 
 /* Work-group of the row kernels and rows per block of the column sums:
- * the program is built with these (-DGPT_WG, -DGPT_RB, and -DGPT_ROW_W,
- * the items per row), so both sides agree. GPT_WG is a power of two (the
+ * the program is built with these (-DGPT_WG, -DGPT_RB, -DGPT_ROW_W, the
+ * items per row, and the radix sort's -DGPT_SORT_WG and -DGPT_DIGIT_BITS),
+ * so both sides agree. GPT_WG is a power of two (the
  * kernels' tree reductions). Elementwise kernels run in work-groups of
  * GPT_ELEM_WG (1D) or GPT_TILE_X x GPT_TILE_Y (2D and 3D, x contiguous). */
 enum {
@@ -21,8 +22,8 @@ enum {
     GPT_ELEM_WG = 256,
     GPT_TILE_X = 32,
     GPT_TILE_Y = 8,
-    GPT_SORT_WG = 256,  /* gpt.cl's: keys per block of the radix sort */
-    GPT_DIGIT_BITS = 8, /* gpt.cl's: bits of the key per pass */
+    GPT_SORT_WG = 256,  /* keys per block of the radix sort (one digit an item) */
+    GPT_DIGIT_BITS = 8, /* bits of the key per pass */
 };
 
 enum {
@@ -101,9 +102,12 @@ clg_status gpt_kernels_init_rows(clg_context *ctx, gpt_kernels *k, unsigned row_
         return CLG_ERR_INVALID_ARGUMENT;
     if (row_items < gpt_row_items_min(V))
         row_items = gpt_row_items_min(V);
-    char opts[128];
-    snprintf(opts, sizeof opts, "-DGPT_WG=%d -DGPT_RB=%d -DGPT_ROW_W=%u -DGPT_TOKEN=%s", GPT_WG,
-             GPT_RB, row_items, gpt_token_bytes(V) == 1 ? "uchar" : "ushort");
+    char opts[160];
+    snprintf(opts, sizeof opts,
+             "-DGPT_WG=%d -DGPT_RB=%d -DGPT_ROW_W=%u -DGPT_TOKEN=%s -DGPT_SORT_WG=%d "
+             "-DGPT_DIGIT_BITS=%d",
+             GPT_WG, GPT_RB, row_items, gpt_token_bytes(V) == 1 ? "uchar" : "ushort",
+             GPT_SORT_WG, GPT_DIGIT_BITS);
     cl_program prog = NULL;
     clg_status st = clg_context_program_source(ctx, "gpt", train_kernel_source("gpt"), opts, &prog,
                                                  NULL);
@@ -187,7 +191,7 @@ typedef struct karg {
 #define U64(x) ((karg){sizeof(cl_ulong), &(cl_ulong){(x)}})
 #define MEM(m) ((karg){sizeof(cl_mem), &(cl_mem){(m)}})
 /* A view is two arguments: the buffer and the offset in elements. */
-#define VIEW(v) MEM((v).mem), ((karg){sizeof(cl_ulong), &(cl_ulong){(v).offset}})
+#define VIEW(v) MEM((v).mem), U64((v).offset)
 /* gpt_tokens is four: windows, idx, off, stride. */
 #define TOKENS(t) MEM((t)->windows), MEM((t)->idx), U32((t)->off), U32((t)->stride)
 

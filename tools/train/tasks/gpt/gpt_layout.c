@@ -43,16 +43,15 @@ unsigned gpt_logits_ld(const gpt_shape *s)
     return (s->vocab + GPT_LOGITS_ALIGN - 1) / GPT_LOGITS_ALIGN * GPT_LOGITS_ALIGN;
 }
 
-/* The most rows of a chunk of the head. */
-static uint64_t head_cap_rows(const gpt_shape *s)
+unsigned gpt_head_chunk_rows(const gpt_shape *s)
 {
     uint64_t cap = s->head_rows ? s->head_rows : GPT_HEAD_CHUNK_FLOATS / gpt_logits_ld(s);
-    return cap ? cap : 1;
+    return cap ? (unsigned)cap : 1;
 }
 
 unsigned gpt_head_rows(const gpt_shape *s, unsigned rows)
 {
-    uint64_t n = (uint64_t)rows * s->context, cap = head_cap_rows(s);
+    uint64_t n = (uint64_t)rows * s->context, cap = gpt_head_chunk_rows(s);
     return (unsigned)(n < cap ? n : cap);
 }
 
@@ -199,7 +198,7 @@ gpt_buf_size gpt_buf_elems(const gpt_shape *s, int buf)
     case GPT_LNF_STATS: z.per_seq = 2 * T; break;
     case GPT_LOGITS: /* a chunk of the head's rows at most */
         z.per_seq = T * gpt_logits_ld(s);
-        z.cap = head_cap_rows(s) * gpt_logits_ld(s);
+        z.cap = (uint64_t)gpt_head_chunk_rows(s) * gpt_logits_ld(s);
         break;
     case GPT_ROW_LOSS: z.per_seq = T; break;
     case GPT_WIDE: z.per_seq = 4 * TC; break;

@@ -61,8 +61,10 @@ typedef struct gpt_shape {
  * each chunk's again; a micro-batch within one chunk keeps its logits
  * from the forward, as a model without chunks. */
 #define GPT_HEAD_CHUNK_FLOATS ((uint64_t)1 << 26)
-/* The rows of the head's chunk for micro-batches of up to rows sequences:
- * rows * T, at most head_rows (or GPT_HEAD_CHUNK_FLOATS / ld, at least 1). */
+/* The most rows of the head's chunk: head_rows, or GPT_HEAD_CHUNK_FLOATS /
+ * ld (at least 1); and those of micro-batches of up to rows sequences:
+ * rows * T at most that. */
+unsigned gpt_head_chunk_rows(const gpt_shape *s);
 unsigned gpt_head_rows(const gpt_shape *s, unsigned rows);
 
 /* 0, or -1 with a message naming the flag (--layers, --heads, --width,

@@ -107,7 +107,7 @@ static void print_text(const train_options *o, const gpt_shape *s, uint64_t n,
            a->per_seq, per, a->fixed, fix, gpt_recompute_name(s->recompute), data, d);
     printf("and the head's logits %" PRIu64 " B (%s) a sequence up to %" PRIu64 " B (%s): a "
            "chunk of %u rows\n",
-           a->logits_per_seq, lps, a->logits_cap, lcap, gpt_head_rows(s, UINT32_MAX / s->context));
+           a->logits_per_seq, lps, a->logits_cap, lcap, gpt_head_chunk_rows(s));
     /* beside clgrad's arenas, whatever the states */
     uint64_t grads = run_grad_buffer_bytes(o, n), copy = model_fp32_master_bytes(o, n);
     if (grads || copy)
@@ -161,8 +161,7 @@ static void print_json(const train_options *o, const gpt_shape *s, uint64_t n,
            ",\"logits_bytes_max\":%" PRIu64 ",\"head_rows\":%u,\"data_bytes\":%" PRIu64
            ",\"memory_bytes\":",
            s->layers, s->heads, s->width, s->context, s->vocab, n, gpt_recompute_name(s->recompute),
-           a->per_seq, a->fixed, a->logits_per_seq, a->logits_cap,
-           gpt_head_rows(s, UINT32_MAX / s->context), data);
+           a->per_seq, a->fixed, a->logits_per_seq, a->logits_cap, gpt_head_chunk_rows(s), data);
     if (avail)
         printf("%" PRIu64, avail);
     else

@@ -9,6 +9,7 @@
  * logits of a row are read: the padding is never sampled. */
 #include "gpt_run_internal.h"
 #include "gpt_resolve.h"
+#include "gpt_token_data.h"
 #include "rng.h"
 
 #include <math.h>
@@ -68,15 +69,16 @@ static void print_token(const gpt_trainer *t, uint16_t id, int first)
     }
 }
 
-/* Tokens ids[0 .. n) of tb bytes each into a window's bytes (little-endian
- * ushorts for a token model, as gpt_token_data.h's windows). */
+/* Tokens ids[0 .. n) of tb bytes each into a window's bytes: a byte
+ * each, or the token windows' little-endian pairs (gpt_tokens_put). */
 static void pack(const uint16_t *ids, size_t n, unsigned tb, uint8_t *out)
 {
-    for (size_t i = 0; i < n; i++) {
-        out[i * tb] = (uint8_t)ids[i];
-        if (tb == 2)
-            out[i * tb + 1] = (uint8_t)(ids[i] >> 8);
+    if (tb == 2) {
+        gpt_tokens_put(out, ids, n);
+        return;
     }
+    for (size_t i = 0; i < n; i++)
+        out[i] = (uint8_t)ids[i];
 }
 
 /* The generation loop: text[0 .. plen) the prompt, n in all. */

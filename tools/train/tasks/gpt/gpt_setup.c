@@ -62,12 +62,6 @@ static int count_windows(gpt_trainer *t, const train_io *io, size_t *n_train, si
     return 0;
 }
 
-/* The bytes of a window: T + 1 tokens of gpt_token_bytes(V) each. */
-static size_t window_dim(const gpt_shape *s)
-{
-    return ((size_t)s->context + 1) * gpt_token_bytes(s->vocab);
-}
-
 /* The windows of --data, training and validation, as the io the core's
  * run_load_data takes. */
 static int load_data(gpt_trainer *t, const train_io *io, train_io *own)
@@ -80,7 +74,7 @@ static int load_data(gpt_trainer *t, const train_io *io, train_io *own)
         own->test = &t->data.val.set;
         t->res->corpus_bytes = t->src.bytes;
     }
-    size_t dim = window_dim(&t->shape);
+    size_t dim = gpt_window_bytes(t->shape.context, t->shape.vocab);
     if (own->train->dim != dim || own->test->dim != dim)
         return task_fail(t,
                          "the GPT's samples are windows of --context %u + 1 tokens (%zu bytes); "
@@ -118,7 +112,7 @@ static int plan_fixed(gpt_trainer *t, size_t n_train, size_t n_test, memplan *p)
     memset(p, 0, sizeof *p);
     if (run_estimate_model(&t->run, gpt_param_count(&t->shape), 0, 1, &p->model) != 0)
         return -1;
-    size_t dim = window_dim(&t->shape);
+    size_t dim = gpt_window_bytes(t->shape.context, t->shape.vocab);
     p->data = devdata_bytes(n_train, dim) + devdata_bytes(n_test, dim) + GPT_SUMS_BYTES;
     p->weights = model_fp32_master_bytes(t->run.opt, gpt_param_count(&t->shape));
     p->state_dtype = t->run.opt->state_dtype;

@@ -2,8 +2,10 @@
  * gpt_source.h). */
 #include "gpt_source.h"
 #include "errmsg.h"
+#include "gpt_kernels.h"
 #include "gpt_token_data.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* The training and validation tokens of the listed shards: the "val"
@@ -20,6 +22,11 @@ static void shard_split(const gpt_shard_set *s, uint64_t n[2])
     }
 }
 
+size_t gpt_window_bytes(unsigned T, unsigned V)
+{
+    return ((size_t)T + 1) * gpt_token_bytes(V);
+}
+
 static int list_shards(const char *data, const char *val_data, gpt_source *s, char *err,
                        size_t errlen)
 {
@@ -31,15 +38,15 @@ static int list_shards(const char *data, const char *val_data, gpt_source *s, ch
     for (int i = 0; i < 2; i++) {
         s->windows[i] = gpt_window_count((size_t)n[i], s->T);
         int named = i == 1 && s->shards.val_data; /* the split --val-data gave */
+        char where[4200];
+        snprintf(where, sizeof where, "%s %s", named ? "--val-data" : "--data",
+                 named ? val_data : data);
         if (!s->windows[i])
-            return errmsg_set(err, errlen,
-                              "%s %s: the %s split has %llu tokens (by the listed sizes), fewer "
-                              "than a window of --context %u + 1",
-                              named ? "--val-data" : "--data", named ? val_data : data, split[i],
-                              (unsigned long long)n[i], s->T);
+            return gpt_windows_none(where, split[i], n[i], "tokens (by the listed sizes)", s->T,
+                                    err, errlen);
     }
     s->bytes = path_list_bytes(&s->shards.train) + path_list_bytes(&s->shards.val);
-    s->dim = GPT_TOKEN_WINDOW_BYTES(s->T);
+    s->dim = gpt_window_bytes(s->T, s->vocab);
     /* the tokens, then the windows with their one-byte labels */
     s->host_bytes = 2 * (n[0] + n[1]) + ((uint64_t)s->windows[0] + s->windows[1]) * (s->dim + 1);
     return 0;
@@ -53,7 +60,7 @@ static int list_text(const char *data, gpt_source *s, char *err, size_t errlen)
     if (gpt_corpus_fits(data, s->bytes, s->T, err, errlen) != 0)
         return -1;
     gpt_corpus_windows(s->bytes, s->T, s->windows);
-    s->dim = (size_t)s->T + 1;
+    s->dim = gpt_window_bytes(s->T, s->vocab);
     s->host_bytes = gpt_corpus_host_bytes(s->bytes, s->T);
     return 0;
 }

@@ -26,6 +26,10 @@ typedef struct gpt_source {
     uint64_t host_bytes;  /* host memory the read data will hold */
 } gpt_source;
 
+/* The bytes of a window of T + 1 tokens of a vocabulary of V
+ * (gpt_token_bytes each): what the listing plans and the model reads. */
+size_t gpt_window_bytes(unsigned T, unsigned V);
+
 /* Lists data (and val_data, NULL: none; token shards only) for windows of
  * T + 1 tokens of a vocabulary of vocab (GPT_BYTE_VOCAB for text), and
  * checks that both splits get a window. Nothing is read. 0, or -1 with a

@@ -7,9 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Tokens tok[0 .. n) into out, 2 bytes each, low byte first: the windows'
- * bytes are the same on every host (checkpoints, shards and devices). */
-static void put_tokens(uint8_t *out, const uint16_t *tok, size_t n)
+void gpt_tokens_put(uint8_t *out, const uint16_t *tok, size_t n)
 {
     for (size_t t = 0; t < n; t++) {
         out[2 * t] = (uint8_t)(tok[t] & 0xff);
@@ -23,25 +21,11 @@ int gpt_token_windows_make(const uint16_t *tok, size_t n, unsigned T, const char
     memset(w, 0, sizeof *w);
     size_t count = gpt_window_count(n, T), dim = GPT_TOKEN_WINDOW_BYTES(T);
     if (count == 0)
-        return errmsg_set(err, errlen,
-                          "--data: the %s split has %zu tokens, fewer than a window of "
-                          "--context %u + 1",
-                          what, n, T);
-    /* count x dim is at most about 4 n: it can wrap only where size_t is 32 bits */
-    if (count <= SIZE_MAX / dim) {
-        w->images = malloc(count * dim);
-        w->labels = calloc(count, 1); /* as gpt_windows_make: gpt_windows_free frees both */
-    }
-    if (!w->images || !w->labels) {
-        gpt_windows_free(w);
-        return errmsg_set(err, errlen, "--data: out of host memory for the %s windows", what);
-    }
-    for (size_t i = 0; i < count; i++)
-        put_tokens(w->images + i * dim, tok + i * T, (size_t)T + 1);
-    if (dataset_wrap(w->images, w->labels, count, dim, &w->set, err, errlen) != 0) {
-        gpt_windows_free(w);
+        return gpt_windows_none("--data", what, n, "tokens", T, err, errlen);
+    if (gpt_windows_alloc(count, dim, what, w, err, errlen) != 0)
         return -1;
-    }
+    for (size_t i = 0; i < count; i++)
+        gpt_tokens_put(w->images + i * dim, tok + i * T, (size_t)T + 1);
     return 0;
 }
 

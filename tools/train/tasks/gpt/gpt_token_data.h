@@ -21,6 +21,10 @@
 /* The bytes of a window of T + 1 tokens (the dataset's dim). */
 #define GPT_TOKEN_WINDOW_BYTES(T) (2 * ((size_t)(T) + 1))
 
+/* Tokens tok[0 .. n) into out, 2 bytes each, low byte first: the windows'
+ * bytes are the same on every host (checkpoints, shards and devices). */
+void gpt_tokens_put(uint8_t *out, const uint16_t *tok, size_t n);
+
 /* Token t of a window's sample (2 bytes each, low byte first). */
 static inline uint16_t gpt_token_at(const uint8_t *sample, size_t t)
 {
